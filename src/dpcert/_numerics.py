@@ -1,0 +1,57 @@
+"""Monotone root finding that always lands on the privacy-safe side."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from scipy.optimize import brentq
+
+_MAX_BRACKET_STEPS = 200
+
+
+def smallest_valid(
+    is_decreasing_excess: Callable[[float], float],
+    low: float,
+    high: float,
+    *,
+    xtol_relative: float = 1e-12,
+    grow: bool = True,
+) -> float:
+    """Smallest ``x`` in ``[low, inf)`` with ``excess(x) <= 0`` for a non-increasing ``excess``.
+
+    The root of the continuous, non-increasing function ``excess`` is bracketed (``high`` is doubled
+    until ``excess(high) <= 0`` when ``grow`` is true), located with Brent's method, then nudged
+    upward until ``excess(x) <= 0`` holds *as evaluated*: the returned point is always valid, never
+    an optimistic approximation.
+
+    Returns ``low`` if ``excess(low) <= 0`` and ``math.inf`` if no valid point is found.
+    """
+    if is_decreasing_excess(low) <= 0.0:
+        return low
+    steps = 0
+    while is_decreasing_excess(high) > 0.0:
+        if not grow or steps >= _MAX_BRACKET_STEPS or not math.isfinite(high):
+            return math.inf
+        low, high = high, 2.0 * high
+        steps += 1
+    root = brentq(
+        is_decreasing_excess,
+        low,
+        high,
+        xtol=max(1e-300, xtol_relative * abs(high)),
+        rtol=8.9e-16,
+        maxiter=500,
+    )
+    return nudge_up_until_valid(is_decreasing_excess, root, high)
+
+
+def nudge_up_until_valid(excess: Callable[[float], float], x: float, ceiling: float) -> float:
+    """Increase ``x`` by relative steps of growing size until ``excess(x) <= 0``; ``ceiling`` is valid."""
+    step = 1e-15
+    while excess(x) > 0.0:
+        x = min(ceiling, x * (1.0 + step) + 1e-300)
+        if x >= ceiling:
+            return ceiling
+        step *= 4.0
+    return x

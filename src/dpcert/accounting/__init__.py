@@ -1,0 +1,1 @@
+"""Accounting: calibration, composition, amplification and the per-user ledger."""

@@ -1,0 +1,362 @@
+"""Privacy guarantees and certificates.
+
+A :class:`Certificate` is a value that states what a mechanism guarantees (a :class:`Guarantee`),
+to whom (:class:`TrustModel`), under which neighbouring relation (:class:`Neighbouring`), by which
+theorem or computation (``basis``), with the parameters needed to re-derive the claim.  Its
+*privacy profile* ``delta_for(epsilon)`` / ``epsilon_for(delta)`` is computed from those parameters by
+the profile registered for the mechanism, and :meth:`Certificate.verify` checks the claim against it.
+
+Profiles are registered by the modules that define mechanisms (see :func:`register_profile`); the
+generic ``"approximate-dp"`` profile below is the tightest profile implied by an (ε, δ) guarantee
+alone: the profile of the canonical (ε, δ) randomized-response pair (Kairouz, Oh & Viswanath 2015,
+Thm 2.1; Murtagh & Vadhan 2016).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from dpcert import _validation as check
+from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
+
+FORMAT = "dpcert.certificate/1"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """An (ε, δ) differential-privacy guarantee with ``0 <= epsilon < inf`` and ``0 <= delta < 1``."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check.nonnegative_finite("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", check.delta(self.delta))
+
+    def covers(self, other: Guarantee) -> bool:
+        """True if this guarantee is at least as strong as ``other`` (both ε and δ no larger)."""
+        return self.epsilon <= other.epsilon and self.delta <= other.delta
+
+    def to_dict(self) -> dict[str, float]:
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+class TrustModel(str, enum.Enum):
+    """Whom the guarantee protects against."""
+
+    CENTRAL = "central"
+    LOCAL = "local"
+    SHUFFLE = "shuffle"
+
+
+class Neighbouring(str, enum.Enum):
+    """The neighbouring relation the guarantee refers to."""
+
+    ADD_REMOVE = "add/remove"
+    REPLACE_ONE = "replace-one"
+    USER_LEVEL = "user-level"
+
+
+class PrivacyProfile(Protocol):
+    """The hockey-stick privacy profile of a mechanism, from its parameters."""
+
+    def delta_for(self, epsilon: float) -> float:
+        """Smallest δ such that the mechanism is (ε, δ)-DP (an upper bound if not exact)."""
+
+    def epsilon_for(self, delta: float) -> float:
+        """Smallest ε such that the mechanism is (ε, δ)-DP (an upper bound; ``inf`` if none)."""
+
+    def dp_event(self) -> Any:
+        """The matching ``dp_accounting.DpEvent``, or ``None``."""
+
+
+ProfileFactory = Callable[[Mapping[str, Any]], PrivacyProfile]
+_PROFILES: dict[str, ProfileFactory] = {}
+
+
+def register_profile(mechanism: str) -> Callable[[ProfileFactory], ProfileFactory]:
+    """Class/function decorator registering the privacy profile of a mechanism name."""
+
+    def decorate(factory: ProfileFactory) -> ProfileFactory:
+        _PROFILES[mechanism] = factory
+        return factory
+
+    return decorate
+
+
+def registered_mechanisms() -> tuple[str, ...]:
+    """Names of the mechanisms whose profile dpcert can re-derive."""
+    return tuple(sorted(_PROFILES))
+
+
+def profile_for(mechanism: str, parameters: Mapping[str, Any]) -> PrivacyProfile:
+    """Build the registered profile of ``mechanism`` from ``parameters``."""
+    try:
+        factory = _PROFILES[mechanism]
+    except KeyError:
+        raise CertificateFormatError(
+            f"unknown mechanism {mechanism!r}: dpcert can re-derive {', '.join(registered_mechanisms())}"
+        ) from None
+    return factory(parameters)
+
+
+def _freeze(value: Any) -> Any:
+    """A deep, read-only copy of JSON-like data (dicts become mapping proxies, lists tuples)."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, Certificate):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise InvalidParameter("parameters", value, "JSON-like values (numbers, strings, lists, dicts)")
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, Certificate):
+        return value.to_dict()
+    return copy.copy(value)
+
+
+@dataclass(frozen=True, eq=False)
+class Certificate:
+    """An immutable, checkable statement of a mechanism's privacy.
+
+    Parameters
+    ----------
+    mechanism
+        Registered mechanism name (``"gaussian"``, ``"laplace"``, ``"approximate-dp"``, …).
+    guarantee
+        The claimed (ε, δ).
+    trust_model
+        Central, local or shuffle.
+    neighbouring
+        The neighbouring relation of the claim.
+    parameters
+        Everything needed to re-derive the claim (noise scale, sensitivity, number of
+        compositions, …); JSON-like values only.
+    basis
+        The theorem or numerical method establishing the claim, e.g. ``"Balle & Wang 2018, Thm 8"``.
+    notes
+        Statements about conservative rounding or approximations made on the safe side.
+    """
+
+    mechanism: str
+    guarantee: Guarantee
+    trust_model: TrustModel = TrustModel.CENTRAL
+    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    basis: str = ""
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mechanism, str) or not self.mechanism:
+            raise InvalidParameter("mechanism", self.mechanism, "a non-empty string")
+        if not isinstance(self.guarantee, Guarantee):
+            raise InvalidParameter("guarantee", self.guarantee, "a dpcert.Guarantee")
+        try:
+            object.__setattr__(self, "trust_model", TrustModel(self.trust_model))
+        except ValueError:
+            raise InvalidParameter(
+                "trust_model", self.trust_model, "one of " + ", ".join(t.value for t in TrustModel)
+            ) from None
+        try:
+            object.__setattr__(self, "neighbouring", Neighbouring(self.neighbouring))
+        except ValueError:
+            raise InvalidParameter(
+                "neighbouring", self.neighbouring, "one of " + ", ".join(n.value for n in Neighbouring)
+            ) from None
+        object.__setattr__(self, "parameters", _freeze(dict(self.parameters)))
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+
+    # ----------------------------------------------------------------- profile
+    @cached_property
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile re-derived from the parameters."""
+        return profile_for(self.mechanism, self.parameters)
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.guarantee.delta
+
+    def delta_for(self, epsilon: float) -> float:
+        """Smallest δ for which the mechanism is (ε, δ)-DP, from its parameters (safe-side bound)."""
+        return self.profile.delta_for(check.nonnegative_finite("epsilon", epsilon))
+
+    def epsilon_for(self, delta: float) -> float:
+        """Smallest ε for which the mechanism is (ε, δ)-DP (``inf`` if no finite ε works)."""
+        return self.profile.epsilon_for(check.delta(delta))
+
+    def verify(self) -> Certificate:
+        """Re-derive the profile from the parameters; raise if the claimed guarantee does not hold.
+
+        Returns the certificate itself so that ``Certificate.from_json(text).verify()`` chains.
+        """
+        proven = self.delta_for(self.guarantee.epsilon)
+        if not proven <= self.guarantee.delta:
+            raise CertificateMismatch(
+                f"{self.mechanism} certificate claims (epsilon={self.guarantee.epsilon!r}, "
+                f"delta={self.guarantee.delta!r}) but its parameters only give "
+                f"delta={proven!r} at that epsilon"
+            )
+        return self
+
+    def to_dp_event(self) -> Any:
+        """The ``dp_accounting.DpEvent`` describing this mechanism, or ``None`` if there is none."""
+        return self.profile.dp_event()
+
+    def with_guarantee(self, guarantee: Guarantee) -> Certificate:
+        """The same mechanism claiming another (ε, δ) point of its profile (verified)."""
+        return Certificate(
+            self.mechanism,
+            guarantee,
+            self.trust_model,
+            self.neighbouring,
+            _thaw(self.parameters),
+            self.basis,
+            self.notes,
+        ).verify()
+
+    # ----------------------------------------------------------------- serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "mechanism": self.mechanism,
+            "guarantee": self.guarantee.to_dict(),
+            "trust_model": self.trust_model.value,
+            "neighbouring": self.neighbouring.value,
+            "parameters": _thaw(self.parameters),
+            "basis": self.basis,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        """Serialise to JSON (floats written with full precision, so the round trip is exact)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, verify: bool = True) -> Certificate:
+        try:
+            if data.get("format", FORMAT) != FORMAT:
+                raise CertificateFormatError(f"unsupported certificate format {data.get('format')!r}")
+            guarantee = Guarantee(float(data["guarantee"]["epsilon"]), float(data["guarantee"]["delta"]))
+            certificate = cls(
+                mechanism=data["mechanism"],
+                guarantee=guarantee,
+                trust_model=data["trust_model"],
+                neighbouring=data["neighbouring"],
+                parameters=data.get("parameters", {}),
+                basis=data.get("basis", ""),
+                notes=tuple(data.get("notes", ())),
+            )
+        except CertificateFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CertificateFormatError(f"malformed certificate: {exc}") from exc
+        return certificate.verify() if verify else certificate
+
+    @classmethod
+    def from_json(cls, text: str, *, verify: bool = True) -> Certificate:
+        """Parse a certificate; by default re-verify it (a tampered claim raises)."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise CertificateFormatError(f"certificate is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise CertificateFormatError("certificate JSON must be an object")
+        return cls.from_dict(data, verify=verify)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Certificate):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    def summary(self) -> str:
+        """One line for humans."""
+        return (
+            f"{self.mechanism}: (epsilon={self.epsilon:.6g}, delta={self.delta:.3g})-DP, "
+            f"{self.trust_model.value}, {self.neighbouring.value}; basis: {self.basis}"
+        )
+
+
+# --------------------------------------------------------------------------- generic profile
+@register_profile("approximate-dp")
+class ApproximateDPProfile:
+    """Tightest profile implied by an (ε, δ)-DP guarantee alone.
+
+    Any (ε, δ)-DP mechanism is post-processing of the canonical pair (Kairouz, Oh & Viswanath 2015,
+    Thm 2.1), whose hockey-stick divergence is, for ``0 <= e <= ε``,
+    ``δ + (1 - δ) (e^ε - e^e) / (1 + e^ε)``, and ``δ`` for ``e >= ε``.
+
+    Parameters: ``{"epsilon": ε, "delta": δ}``.
+    """
+
+    def __init__(self, parameters: Mapping[str, Any]) -> None:
+        self.epsilon = check.nonnegative_finite("epsilon", parameters.get("epsilon"))
+        self.delta = check.delta(parameters.get("delta", 0.0))
+
+    def delta_for(self, epsilon: float) -> float:
+        if epsilon >= self.epsilon:
+            return self.delta
+        excess = (1.0 - self.delta) * (-math.expm1(epsilon - self.epsilon)) / (1.0 + math.exp(-self.epsilon))
+        return min(1.0, self.delta + excess * (1.0 + 1e-14))
+
+    def epsilon_for(self, delta: float) -> float:
+        if delta < self.delta:
+            return math.inf
+        if delta == self.delta:
+            return self.epsilon
+        remaining = math.exp(self.epsilon) - (delta - self.delta) * (1.0 + math.exp(self.epsilon)) / (
+            1.0 - self.delta
+        )
+        if remaining <= 1.0:
+            return 0.0
+        candidate = math.log(remaining)
+        while self.delta_for(candidate) > delta:  # guard against rounding on the optimistic side
+            candidate = math.nextafter(candidate, math.inf)
+        return min(candidate, self.epsilon)
+
+    def dp_event(self) -> Any:
+        return None
+
+
+def approximate_dp_certificate(
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    mechanism_name: str = "",
+    trust_model: TrustModel | str = TrustModel.CENTRAL,
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+    basis: str = "declared (epsilon, delta)-DP",
+) -> Certificate:
+    """A certificate for a mechanism known only to be (ε, δ)-DP (e.g. from a third-party library)."""
+    epsilon = check.nonnegative_finite("epsilon", epsilon)
+    delta = check.delta(delta)
+    parameters: dict[str, Any] = {"epsilon": epsilon, "delta": delta}
+    if mechanism_name:
+        parameters["name"] = mechanism_name
+    return Certificate(
+        "approximate-dp", Guarantee(epsilon, delta), trust_model, neighbouring, parameters, basis
+    ).verify()

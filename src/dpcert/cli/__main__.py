@@ -1,0 +1,5 @@
+import sys
+
+from dpcert.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""Exceptions raised by dpcert.
+
+Every public entry point validates its inputs and raises a subclass of :class:`DPCertError`
+naming the offending parameter and the allowed range, so that callers (and the command line,
+which maps these errors to exit status 2) never see a silent NaN or an over-claimed guarantee.
+"""
+
+from __future__ import annotations
+
+
+class DPCertError(Exception):
+    """Base class of every error raised by dpcert."""
+
+
+class InvalidParameter(DPCertError, ValueError):
+    """A parameter is outside its allowed range or of the wrong type.
+
+    Parameters
+    ----------
+    name
+        The parameter's name as the caller spelt it.
+    value
+        The value received.
+    allowed
+        A human-readable statement of the allowed range, e.g. ``"0 <= delta < 1"``.
+    """
+
+    def __init__(self, name: str, value: object, allowed: str, hint: str | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        self.hint = hint
+        message = f"invalid {name}={value!r}: allowed {allowed}"
+        if hint:
+            message += f" ({hint})"
+        super().__init__(message)
+
+
+class DataOutOfBounds(InvalidParameter):
+    """Input data lie outside the bounds the privacy analysis depends on."""
+
+
+class CertificateMismatch(DPCertError):
+    """A certificate's claimed guarantee does not follow from its parameters."""
+
+
+class CertificateFormatError(DPCertError):
+    """A serialised certificate cannot be read (corrupted JSON, unknown mechanism, …)."""
+
+
+class BudgetExceeded(DPCertError):
+    """A charge would take at least one user beyond their privacy budget; nothing was recorded."""
+
+
+class UnknownUser(DPCertError, KeyError):
+    """A ledger query named a user that has never been charged."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "unknown user"
+
+
+class PreconditionFailed(DPCertError):
+    """A theorem's precondition does not hold for the requested parameters."""

@@ -1,0 +1,6 @@
+"""Noise-adding mechanisms; each carries a :class:`dpcert.Certificate`."""
+
+from dpcert.mechanisms.gaussian import GaussianMechanism, gaussian_certificate
+from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
+
+__all__ = ["GaussianMechanism", "LaplaceMechanism", "gaussian_certificate", "laplace_certificate"]
