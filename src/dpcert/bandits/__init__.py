@@ -1,0 +1,1 @@
+"""Private bandit algorithms assembled from certified mechanisms, with per-user accounting."""

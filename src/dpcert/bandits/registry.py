@@ -1,0 +1,132 @@
+"""Registry of bandit algorithms and figure reproductions behind ``dpcert bandit run`` / ``dpcert reproduce``.
+
+Each algorithm family module registers itself with :func:`register_algorithm` and
+:func:`register_reproduction` at import; :data:`ALGORITHM_MODULES` lists the modules the command line
+imports.  A run returns a :class:`BanditRun`, the common result shape of every algorithm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcert.certificates import Certificate
+from dpcert.errors import InvalidParameter
+
+ALGORITHM_MODULES: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a user asks of ``dpcert bandit run`` (algorithm-specific extras go in ``options``)."""
+
+    algorithm: str
+    privacy: str = "none"  # none | central | local | shuffle
+    epsilon: float | None = None
+    delta: float | None = None
+    horizon: int = 10_000
+    runs: int = 1
+    seed: int = 0
+    calibration: str = "tight"  # tight | paper
+    ledger_path: Path | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BanditRun:
+    """Result of R repetitions of one algorithm.
+
+    Attributes
+    ----------
+    algorithm
+        Algorithm name.
+    cumulative_regret
+        Array of shape (runs, horizon): cumulative pseudo-regret after each round of each run.
+    certificate
+        The final certificate: the worst user's composed guarantee (``None`` for non-private runs).
+    users
+        Number of distinct users who contributed data (per run).
+    max_user_epsilon
+        Largest ε spent by any user at the certificate's δ (0 for non-private runs).
+    seconds
+        Wall time of the whole run.
+    extras
+        JSON-ready algorithm-specific results (communication cost, noise levels, realised regret, …).
+    """
+
+    algorithm: str
+    cumulative_regret: np.ndarray
+    certificate: Certificate | None
+    users: int
+    max_user_epsilon: float
+    seconds: float
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def final_regret(self) -> tuple[float, float]:
+        """Mean and standard error over runs of the final cumulative regret."""
+        final = np.asarray(self.cumulative_regret)[:, -1]
+        stderr = float(final.std(ddof=1) / np.sqrt(final.size)) if final.size > 1 else 0.0
+        return float(final.mean()), stderr
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    name: str
+    description: str
+    privacy_models: tuple[str, ...]
+    run: Callable[[RunConfig], BanditRun]
+
+
+@dataclass(frozen=True)
+class ReproductionSpec:
+    name: str
+    description: str
+    run: Callable[..., Mapping[str, Any]]  # run(runs: int | None, out: Path, seed: int) -> summary
+
+
+_ALGORITHMS: dict[str, AlgorithmSpec] = {}
+_REPRODUCTIONS: dict[str, ReproductionSpec] = {}
+
+
+def register_algorithm(spec: AlgorithmSpec) -> AlgorithmSpec:
+    _ALGORITHMS[spec.name] = spec
+    return spec
+
+
+def register_reproduction(spec: ReproductionSpec) -> ReproductionSpec:
+    _REPRODUCTIONS[spec.name] = spec
+    return spec
+
+
+def _load() -> None:
+    for module in ALGORITHM_MODULES:
+        importlib.import_module(module)
+
+
+def algorithms() -> dict[str, AlgorithmSpec]:
+    _load()
+    return dict(sorted(_ALGORITHMS.items()))
+
+
+def reproductions() -> dict[str, ReproductionSpec]:
+    _load()
+    return dict(sorted(_REPRODUCTIONS.items()))
+
+
+def algorithm(name: str) -> AlgorithmSpec:
+    known = algorithms()
+    if name not in known:
+        raise InvalidParameter("algorithm", name, "one of " + ", ".join(known) if known else "none yet")
+    return known[name]
+
+
+def reproduction(name: str) -> ReproductionSpec:
+    known = reproductions()
+    if name not in known:
+        raise InvalidParameter("name", name, "one of " + ", ".join(known) if known else "none yet")
+    return known[name]
