@@ -199,7 +199,8 @@ def least_squares(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def chernoff_trim_fraction(alpha: float, n: int, failure_probability: float) -> float:
     """``τ = min(1/2, α + sqrt(3α·log(1/δ)/n) + log(1/δ)/n)``: a Chernoff upper bound on the realised
-    fraction of corrupted points among ``n`` when each is corrupted independently w.p. α (spec 003 §2.4(b))."""
+    fraction of corrupted points among ``n`` when each is corrupted independently w.p. α
+    (spec 003 §2.4(b))."""
     log_term = math.log(1.0 / failure_probability)
     return min(0.5, alpha + math.sqrt(3.0 * alpha * log_term / n) + log_term / n)
 
