@@ -230,6 +230,7 @@ def robust_least_squares(
     *,
     alpha: float,
     value_bound: float | None = None,
+    variance: str | None = None,
     failure_probability: float = 0.01,
     clip_values: bool = False,
     reference_arms: np.ndarray | None = None,
@@ -250,9 +251,13 @@ def robust_least_squares(
     alpha
         Upper bound on the corruption probability, ``0 <= alpha < 1/4`` (seed 003 eq. 3).
     value_bound
-        Ȳ, an a-priori bound on the clean ``|y_j|`` (spec 003 §2.4 option (a): ``λ = μ·Ȳ²``).
-        ``None`` (default) uses the Chernoff-trimmed estimate of option (b).  Either way λ never
-        depends on the untrimmed corrupted sample (the printed eq. 13 does; see the module docstring).
+        Ȳ, an a-priori high-probability bound on the clean ``|y_j|`` (used by ``variance="bound"`` and by
+        ``clip_values``).
+    variance
+        Source of λ: ``"bound"`` (spec 003 §2.4 option (a): ``λ = μ·Ȳ²``, needs ``value_bound``) or
+        ``"trimmed"`` (option (b), the Chernoff-trimmed second moment).  Default: ``"bound"`` when
+        ``value_bound`` is given, else ``"trimmed"``.  Either way λ never depends on the untrimmed corrupted
+        sample (the printed eq. 13 does; see the module docstring).
     failure_probability
         δ of the Chernoff trim fraction, in (0, 1).
     clip_values
@@ -263,7 +268,9 @@ def robust_least_squares(
         active arms, spec 003 §1.5).
     threshold_factor, max_removed_fraction, removals_per_step
         Filter controls, see :func:`spectral_filter`; ``max_removed_fraction`` defaults to
-        ``min(1/2, 2α + 0.05)``.
+        ``min(1/2, max(2α + 0.05, 2τ))`` with τ the Chernoff trim fraction (spec 003 §2.4 suggests
+        ``2α + 0.05``; for small n the realised corrupted fraction can exceed it, and the randomized
+        filter also removes some clean points, so the cap allows twice the high-probability count).
 
     Returns
     -------
@@ -278,24 +285,32 @@ def robust_least_squares(
     )
     if value_bound is not None:
         value_bound = check.positive_finite("value_bound", value_bound)
+    if variance is None:
+        variance = "trimmed" if value_bound is None else "bound"
+    if variance not in ("bound", "trimmed"):
+        raise InvalidParameter("variance", variance, "'bound' or 'trimmed'")
+    if variance == "bound" and value_bound is None:
+        raise InvalidParameter("value_bound", None, "a positive bound when variance='bound'")
     if clip_values:
         if value_bound is None:
             raise InvalidParameter("clip_values", True, "False unless value_bound is given")
         values = np.clip(values, -value_bound, value_bound)
-    if max_removed_fraction is None:
-        max_removed_fraction = min(0.5, 2.0 * alpha + 0.05)
-
     n = rows.shape[0]
+    trim = chernoff_trim_fraction(alpha, n, failure_probability)
+    if max_removed_fraction is None:
+        # each filter step removes a corrupted point with probability >= 1/2 while the threshold is
+        # exceeded (Prasad et al. 2019), so allow twice the Chernoff bound on the corrupted count
+        max_removed_fraction = min(0.5, max(2.0 * alpha + 0.05, 2.0 * trim))
+
     inverse, inverse_root = _gram_roots(rows)
     arms = rows if reference_arms is None else check.finite_array("reference_arms", reference_arms)
     if arms.ndim != 2 or arms.shape[1] != rows.shape[1]:
         raise InvalidParameter("reference_arms", arms.shape, f"an array of shape (K, {rows.shape[1]})")
     leverage = float(np.max(np.einsum("ij,jk,ik->i", arms, inverse, arms)))
 
-    if value_bound is not None:
+    if variance == "bound":
         variance_bound = leverage * value_bound**2
     else:
-        trim = chernoff_trim_fraction(alpha, n, failure_probability)
         variance_bound = 2.0 / (1.0 - alpha) * leverage * trimmed_second_moment(values, trim)
 
     points = (rows @ inverse_root) * values[:, None]
