@@ -296,3 +296,30 @@ def test_environment_sums_match_bernoulli_means():
     mu = np.asarray(SPEC_001_MEANS)
     stderr = np.sqrt(50 * mu * (1 - mu) / 20_000)
     assert np.all(np.abs(sums.mean(axis=0) - 50 * mu) < 5 * stderr + 1e-12)
+
+
+# --------------------------------------------------------------------------- registry and reproduction
+def test_registry_runs_return_the_common_shape(tmp_path):
+    from dpcert.bandits import registry
+
+    assert {"sdp-ae", "vb-sdp-ae", "mab-se", "robust-elimination"} <= set(registry.algorithms())
+    config = registry.RunConfig("mab-se", "central", 0.5, None, horizon=3000, runs=2, seed=4)
+    run = registry.algorithm("mab-se").run(config)
+    assert run.cumulative_regret.shape == (2, 3000)
+    assert run.certificate.epsilon == 0.5 and run.max_user_epsilon == 0.5
+    assert 0 < run.users < 3000
+    with pytest.raises(InvalidParameter, match="privacy"):
+        registry.algorithm("sdp-ae").run(registry.RunConfig("sdp-ae", "central", 1.0, 1e-6, horizon=100))
+    with pytest.raises(InvalidParameter, match="epsilon"):
+        registry.algorithm("mab-se").run(registry.RunConfig("mab-se", "local", None, None, horizon=100))
+
+
+def test_seed001_reproduction_writes_its_table(tmp_path):
+    from dpcert.bandits.figures_mab import reproduce_seed001
+
+    summary = reproduce_seed001(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
+    assert (tmp_path / "seed001_shuffle_mab.json").exists() and (
+        tmp_path / "seed001_shuffle_mab.npz"
+    ).exists()
+    assert summary["rows"]["SDP-AE eps=1.0"]["noise_bits"] == 80
+    assert set(summary["rows"]) >= {"non-private SE (m=1)", "VB-SDP-AE eps=1.0", "local DP-SE eps=1.0"}

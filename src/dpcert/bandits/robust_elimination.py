@@ -327,6 +327,8 @@ class RobustEliminationResult:
     """Result of R runs of :func:`robust_elimination`.
 
     ``regret_curve[r]`` is exact at batch ends and linear inside a batch (a batch is played at once).
+    ``users[r]`` counts the clients who sent a report (M1: one per elimination-phase pull; M2: the
+    clients owning a support action at least once); the final phase's rewards are never collected.
     """
 
     algorithm: str
@@ -339,6 +341,7 @@ class RobustEliminationResult:
     best_arm_eliminated: np.ndarray
     good_event_violated: np.ndarray
     final_arm: np.ndarray
+    users: np.ndarray
     certificate: Certificate | None
     client_level_epsilon: float | None
     seconds: float
@@ -389,6 +392,8 @@ def robust_elimination(
     runs: int = 1,
     keep_logs: bool = False,
     curve_points: int = 200,
+    ledger: Any = None,
+    run_id: str | None = None,
 ) -> RobustEliminationResult:
     """Robust (private) batched arm elimination (seed 003, Alg. 1), ``runs`` independent repetitions.
 
@@ -424,6 +429,10 @@ def robust_elimination(
     removals_per_step
         Filter points removed per eigendecomposition (default ``max(1, n // 500)``, a documented speed-up
         over the paper's one point per step).
+    ledger
+        Optional object with ``charge(user_ids, certificate, run_id=None)``: charged once per report, M1 for
+        the client of each reward (ids ``"r{run}u{i}"``, ``i`` the pull index), M2 for the client owning each
+        support action (ids ``"r{run}arm{a}"``, one charge per batch, so its client-level spend composes).
     """
     horizon = check.positive_int("horizon", horizon, minimum=10)
     runs = check.positive_int("runs", runs)
@@ -450,8 +459,9 @@ def robust_elimination(
 
     finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
     max_client_reports = 0
+    reporting_users: list[int] = []
     checkpoints = np.linspace(0.0, horizon, curve_points)
-    for _ in range(runs):
+    for run in range(runs):
         active = np.ones(k, dtype=bool)
         pulls = np.zeros(k, dtype=np.int64)
         theta_hat = np.zeros(d)
@@ -490,6 +500,13 @@ def robust_elimination(
                 client_reports[support] += 1
             if not corrupt_before_privatization:
                 values, mask = adversary.corrupt(values, received_index, best, rng)
+            if ledger is not None and clients.epsilon is not None:
+                if clients.model == "M1":
+                    ids = [f"r{run}u{i}" for i in range(used, used + int(counts.sum()))]
+                    ledger.charge(ids, clients.certificate(1), run_id=run_id)
+                else:
+                    for arm, count in zip(support, counts, strict=True):
+                        ledger.charge([f"r{run}arm{arm}"], clients.certificate(int(count)), run_id=run_id)
             pulls[support] += counts
             used += int(counts.sum())
             regret += float(counts @ gaps[support])
@@ -565,6 +582,7 @@ def robust_elimination(
         final_arms.append(final_arm)
         logs.append(tuple(run_logs))
         max_client_reports = max(max_client_reports, int(client_reports.max()))
+        reporting_users.append(int(np.count_nonzero(client_reports)) if clients.model == "M2" else used)
 
     certificate = clients.certificate(1)
     client_level = None
@@ -581,6 +599,7 @@ def robust_elimination(
         best_arm_eliminated=np.asarray(lost),
         good_event_violated=np.asarray(violated),
         final_arm=np.asarray(final_arms),
+        users=np.asarray(reporting_users),
         certificate=certificate,
         client_level_epsilon=client_level,
         seconds=time.perf_counter() - started,
