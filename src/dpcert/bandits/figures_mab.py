@@ -489,7 +489,10 @@ def reproduce_seed003_e4(
                     clients=LaplaceClients(model, epsilon=epsilon),
                 )
                 rows[f"{model} | eps={epsilon} | T={horizon}"] = _row(
-                    result, seconds, client_level_epsilon=result.client_level_epsilon
+                    result,
+                    seconds,
+                    client_level_epsilon=result.client_level_epsilon,
+                    best_arm_lost=int(result.best_arm_eliminated.sum()),
                 )
     summary = {"name": "seed003-e4-m1-vs-m2", "setting": {**SEED003_SETTING, "runs": runs}, "rows": rows}
     return _save(out, "seed003_e4", summary, {})
