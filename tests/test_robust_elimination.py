@@ -399,3 +399,58 @@ def test_private_moderate_corruption_defeats_tuned_widths():
     theory = robust_elimination(INSTANCE, 100_000, np.random.default_rng(8), width_scale=1.0, **common)
     assert tuned.best_arm_eliminated.all()
     assert not theory.best_arm_eliminated.any()
+
+
+class _RecordingLedger:
+    def __init__(self) -> None:
+        self.charges: list[tuple[list[str], object]] = []
+
+    def charge(self, user_ids, certificate, run_id=None):
+        self.charges.append((list(user_ids), certificate))
+
+
+def test_ledger_charges_each_report_once():
+    """M1: every reporting client is charged once with the ε-certificate of one report; M2: each action owner
+    is charged once per batch it reports in, and the run's client-level ε is the worst owner's total."""
+    ledger = _RecordingLedger()
+    m1 = robust_elimination(
+        INSTANCE,
+        5000,
+        np.random.default_rng(9),
+        clients=LaplaceClients("M1", epsilon=0.5),
+        runs=2,
+        ledger=ledger,
+    )
+    users = [user for ids, _ in ledger.charges for user in ids]
+    assert len(users) == len(set(users)) == int(m1.users.sum())
+    assert all(certificate.epsilon == pytest.approx(0.5) for _, certificate in ledger.charges)
+    ledger = _RecordingLedger()
+    m2 = robust_elimination(
+        INSTANCE,
+        5000,
+        np.random.default_rng(9),
+        clients=LaplaceClients("M2", epsilon=0.5),
+        runs=1,
+        ledger=ledger,
+    )
+    per_owner: dict[str, float] = {}
+    for ids, certificate in ledger.charges:
+        assert len(ids) == 1 and certificate.epsilon == pytest.approx(0.5)
+        per_owner[ids[0]] = per_owner.get(ids[0], 0.0) + certificate.epsilon
+    assert max(per_owner.values()) == pytest.approx(m2.client_level_epsilon)
+    assert len(per_owner) == int(m2.users[0])
+
+
+def test_registry_robust_run_reports_client_level_certificate():
+    from dpcert.bandits import registry
+
+    config = registry.RunConfig(
+        "robust-elimination", "local", 1.0, None, horizon=5000, runs=2, seed=3, options={"model": "M2"}
+    )
+    run = registry.algorithm("robust-elimination").run(config)
+    assert run.cumulative_regret.shape == (2, 5000)
+    assert run.certificate.neighbouring.value == "user-level"
+    assert run.max_user_epsilon == run.certificate.epsilon >= 1.0
+    assert run.extras["event_level_certificate"]["guarantee"]["epsilon"] == pytest.approx(1.0)
+    with pytest.raises(InvalidParameter, match="privacy"):
+        registry.algorithm("robust-elimination").run(registry.RunConfig("robust-elimination", "shuffle", 1.0))
