@@ -323,3 +323,25 @@ def test_seed001_reproduction_writes_its_table(tmp_path):
     ).exists()
     assert summary["rows"]["SDP-AE eps=1.0"]["noise_bits"] == 80
     assert set(summary["rows"]) >= {"non-private SE (m=1)", "VB-SDP-AE eps=1.0", "local DP-SE eps=1.0"}
+
+
+def test_certified_shuffle_runs_with_binary_sum():
+    """With dpcert.mechanisms.binary_sum installed: the least N matches spec 001 §8.1 item 8 reference values
+    and an SDP-AE / VB-SDP-AE run's certificate is exactly the summation's (ε, δ) (spec §8.3 item 19)."""
+    pytest.importorskip("dpcert.mechanisms.binary_sum")
+    from dpcert.bandits.mab import shuffle_binary_sum
+    from dpcert.certificates import Certificate
+
+    for epsilon, delta, expected in ((1.0, 1e-6, 80), (0.5, 1e-6, 268), (1.0, 1e-5, 62), (0.5, 1e-3, 88)):
+        assert shuffle_binary_sum(epsilon, delta).noise_bits == expected
+    for algorithm in (sdp_ae, vb_sdp_ae):
+        result = algorithm(SPEC_BANDIT, 20_000, np.random.default_rng(0), epsilon=1.0, delta=1e-6, runs=2)
+        assert result.certificate.epsilon == 1.0 and result.certificate.delta == 1e-6
+        assert result.certificate.trust_model.value == "shuffle"
+        assert Certificate.from_json(result.certificate.to_json()) == result.certificate
+    assert (
+        sdp_ae(SPEC_BANDIT, 20_000, np.random.default_rng(0), epsilon=1.0, delta=1e-6).parameters[
+            "batch_size"
+        ]
+        == 20
+    )
