@@ -454,3 +454,21 @@ def test_registry_robust_run_reports_client_level_certificate():
     assert run.extras["event_level_certificate"]["guarantee"]["epsilon"] == pytest.approx(1.0)
     with pytest.raises(InvalidParameter, match="privacy"):
         registry.algorithm("robust-elimination").run(registry.RunConfig("robust-elimination", "shuffle", 1.0))
+
+
+def test_corrupting_raw_rewards_is_absorbed_by_client_clipping():
+    """With corruption of the raw rewards (before privatization), clients clip to ±c_r, so even plain least
+    squares sees bounded values: its estimates stay within a few units (|⟨a, θ̂⟩| <= 3, noise-free clipped
+    values are within ±1), whereas corrupting the received values gives estimates of order 1e4."""
+    common = dict(
+        clients=LaplaceClients("M1", epsilon=None),
+        adversary=Adversary(0.1, "constant", 1e6),
+        estimator="least-squares",
+        keep_logs=True,
+    )
+    before = robust_elimination(
+        INSTANCE, 5000, np.random.default_rng(10), corrupt_before_privatization=True, **common
+    )
+    after = robust_elimination(INSTANCE, 5000, np.random.default_rng(10), **common)
+    assert max(np.abs(log.estimates).max() for log in before.logs[0]) <= 3.0
+    assert max(np.abs(log.estimates).max() for log in after.logs[0]) >= 1e3
