@@ -255,7 +255,8 @@ def test_run_certificate_is_the_summations_and_each_user_charged_once():
     assert result.certificate.epsilon == 0.8 and result.certificate.delta == 0.0
     users = [user for ids, _ in ledger.charges for user in ids]
     assert len(users) == len(set(users)) == int(result.users_aggregated.sum())
-    assert all(certificate is result.certificate for _, certificate in ledger.charges)
+    assert all(certificate.guarantee == result.certificate.guarantee for _, certificate in ledger.charges)
+    assert any("exactly one batch" in note for note in result.certificate.notes)
 
 
 def test_local_baseline_certificate_and_regret_ordering():

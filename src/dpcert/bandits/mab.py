@@ -56,6 +56,21 @@ from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.laplace import laplace_certificate
 
 SCHEDULES = ("fixed", "doubling")
+RUN_NOTE = (
+    "whole run: every user's reward enters exactly one batch summation and everything else is "
+    "post-processing "
+    "or independent of it, so the run is as private as one summation (no composition over batches, phases or "
+    "arms; seed 001 §2.2, spec 001 §1.2)"
+)
+
+
+def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:
+    """The same certificate (re-verified) with ``notes`` appended."""
+    if certificate is None:
+        return None
+    data = certificate.to_dict()
+    data["notes"] = [*data["notes"], *notes]
+    return Certificate.from_dict(data)
 
 
 class Ledger(Protocol):
@@ -460,7 +475,7 @@ def batched_arm_elimination(
         phases=phase,
         best_arm_eliminated=best_lost,
         good_event_violated=violated,
-        certificate=certificate,
+        certificate=with_notes(certificate, RUN_NOTE),
         seconds=time.perf_counter() - started,
         parameters={
             "arms": k,

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.bandits.mab import with_notes
 from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
@@ -591,6 +592,22 @@ def robust_elimination(
         reporting_users.append(int(np.count_nonzero(client_reports)) if clients.model == "M2" else used)
 
     certificate = clients.certificate(1)
+    if certificate is not None:
+        notes = [
+            f"rewards clipped to [-{clients.clip:g}, {clients.clip:g}] before Laplace noise, so one reward "
+            f"moves a "
+            "report by at most 2c_r (M1) or 2c_r/n_a (M2); the paper omits the clipping (spec 003 §2.3 "
+            "erratum)",
+            "event level (one reward): each reward enters exactly one report; adversarial corruption, "
+            "filtering "
+            "and elimination are post-processing of the reports",
+        ]
+        if clients.model == "M2":
+            notes.append(
+                f"client level (one action owner): composes over the batches it reports in, at most "
+                f"{max_client_reports * clients.epsilon:g} in this run"
+            )
+        certificate = with_notes(certificate, *notes)
     client_level = None
     if clients.model == "M2" and clients.epsilon is not None:
         client_level = max_client_reports * clients.epsilon
