@@ -78,8 +78,7 @@ def main() -> None:
     if not certified:
         lines.append(
             "N is the least N with δ_N(ε) <= δ from spec 001 §3.4's table (dpcert.mechanisms.binary_sum "
-            "was not "
-            "installed, so these runs carry no certificate)."
+            "was not installed, so these runs carry no certificate)."
         )
     else:
         lines.append(

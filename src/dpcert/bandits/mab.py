@@ -58,9 +58,8 @@ from dpcert.mechanisms.laplace import laplace_certificate
 SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
     "whole run: every user's reward enters exactly one batch summation and everything else is "
-    "post-processing "
-    "or independent of it, so the run is as private as one summation (no composition over batches, phases or "
-    "arms; seed 001 §2.2, spec 001 §1.2)"
+    "post-processing or independent of it, so the run is as private as one summation (no composition "
+    "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
 )
 
 

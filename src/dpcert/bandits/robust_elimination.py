@@ -595,12 +595,10 @@ def robust_elimination(
     if certificate is not None:
         notes = [
             f"rewards clipped to [-{clients.clip:g}, {clients.clip:g}] before Laplace noise, so one reward "
-            f"moves a "
-            "report by at most 2c_r (M1) or 2c_r/n_a (M2); the paper omits the clipping (spec 003 §2.3 "
-            "erratum)",
+            "moves a report by at most 2c_r (M1) or 2c_r/n_a (M2); the paper omits the clipping "
+            "(spec 003 §2.3 erratum)",
             "event level (one reward): each reward enters exactly one report; adversarial corruption, "
-            "filtering "
-            "and elimination are post-processing of the reports",
+            "filtering and elimination are post-processing of the reports",
         ]
         if clients.model == "M2":
             notes.append(
