@@ -413,12 +413,13 @@ def reproduce_seed003_e2(
     *,
     horizon: int = 100_000,
     alphas: tuple[float, ...] = (0.0, 0.005, 0.01, 0.02, 0.05),
+    adversaries: tuple[tuple[str, str, float], ...] = E2_ADVERSARIES,
 ) -> dict[str, Any]:
     """E2: robustness vs α, robust filter against plain least squares, four adversaries (non-private)."""
     runs = SEED003_RUNS if runs is None else runs
     instance = _seed003_instance(seed)
     rows: dict[str, Any] = {}
-    for label, strategy, magnitude in E2_ADVERSARIES:
+    for label, strategy, magnitude in adversaries:
         for alpha in alphas:
             for estimator in ("robust", "least-squares"):
                 result, seconds = _run003(
