@@ -37,6 +37,7 @@ from dpcert.bandits.mab import (
     shuffle_binary_sum,
     successive_elimination,
     vb_sdp_ae,
+    with_notes,
 )
 from dpcert.bandits.robust_elimination import (
     Adversary,
@@ -177,13 +178,19 @@ def _client_level_certificate(result: RobustEliminationResult) -> Certificate | 
     """M2: a client reporting in j batches spends j·ε (composition of pure DP; exact at δ = 0)."""
     if result.client_level_epsilon is None:
         return result.certificate
-    return approximate_dp_certificate(
+    certificate = approximate_dp_certificate(
         result.client_level_epsilon,
         0.0,
         mechanism_name="M2 client: Laplace reports composed over batches",
         trust_model=TrustModel.LOCAL,
         neighbouring=Neighbouring.USER_LEVEL,
         basis="seed 003 Lemma 3.5 per report; composition of pure DP over the batches a client reports in",
+    )
+    return with_notes(
+        certificate,
+        "the worst action owner's total over the run: one Laplace report per batch it is in the design "
+        "support of, each epsilon-DP for any one of its rewards (event level, see the run's extras)",
+        *(result.certificate.notes if result.certificate is not None else ()),
     )
 
 
