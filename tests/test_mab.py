@@ -10,6 +10,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
@@ -346,3 +349,26 @@ def test_certified_shuffle_runs_with_binary_sum():
         ]
         == 20
     )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    means=arrays(np.float64, st.integers(2, 6), elements=st.floats(0.0, 1.0)),
+    horizon=st.integers(2, 3000),
+    noise_bits=st.integers(0, 200),
+    doubling=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_engine_invariants_on_random_instances(means, horizon, noise_bits, doubling, seed):
+    """Any instance: exactly T pulls per run, fewer users aggregated than pulled, at least one viable arm,
+    regret = Σ pulls·gap with 0 <= regret <= T·max gap."""
+    bandit = MultiArmedBandit(means)
+    algorithm = vb_sdp_ae if doubling else sdp_ae
+    result = algorithm(
+        bandit, horizon, np.random.default_rng(seed), noise_bits=noise_bits, runs=2, record_phases=True
+    )
+    assert np.all(result.pulls.sum(axis=1) == horizon)
+    assert np.all(result.users_aggregated < horizon)
+    assert all(record.viable_after.any(axis=1).all() for record in result.phase_records)
+    np.testing.assert_allclose(result.final_regret, result.pulls @ bandit.gaps)
+    assert np.all(result.final_regret <= horizon * bandit.gaps.max() + 1e-9)

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dpcert.bandits.spectral_filter import (
@@ -472,3 +474,23 @@ def test_corrupting_raw_rewards_is_absorbed_by_client_clipping():
     after = robust_elimination(INSTANCE, 5000, np.random.default_rng(10), **common)
     assert max(np.abs(log.estimates).max() for log in before.logs[0]) <= 3.0
     assert max(np.abs(log.estimates).max() for log in after.logs[0]) >= 1e3
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    count=st.integers(2, 30), dimension=st.integers(1, 6), span=st.integers(1, 6), seed=st.integers(0, 2**16)
+)
+def test_design_bound_on_random_arm_sets(count, dimension, span, seed):
+    """Any arm set (possibly rank deficient): π is a distribution and max_a ‖a‖²_{M(π)^+} <= 2·rank, with
+    the rank and pseudo-inverse computed independently by numpy."""
+    rng = np.random.default_rng(seed)
+    arms = rng.standard_normal((count, min(span, dimension))) @ rng.standard_normal(
+        (min(span, dimension), dimension)
+    )
+    arms /= np.maximum(np.linalg.norm(arms, axis=1, keepdims=True), 1e-12)
+    design = g_optimal_design(arms)
+    assert design.rank == np.linalg.matrix_rank(arms, tol=1e-10 * np.linalg.norm(arms, 2))
+    assert design.weights.min() >= 0.0 and design.weights.sum() == pytest.approx(1.0)
+    gram = arms.T @ (design.weights[:, None] * arms)
+    g = np.einsum("ij,jk,ik->i", arms, np.linalg.pinv(gram, rcond=1e-10), arms)
+    assert g.max() <= 2.0 * design.rank * (1 + 1e-6)
