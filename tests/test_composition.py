@@ -1,0 +1,228 @@
+"""Composition: every method against an independent closed form, brute force or second method."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from dpcert import DPCertError, Guarantee
+from dpcert.accounting.composition import compose, compose_counts, kov_delta
+from dpcert.certificates import Certificate, approximate_dp_certificate
+from dpcert.errors import CertificateMismatch, InvalidParameter
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.laplace import laplace_certificate
+
+
+# --------------------------------------------------------------------------- independent references
+def gaussian_epsilon_reference(mu: float, delta: float) -> float:
+    """ε of a Gaussian mechanism with privacy parameter μ at δ (Balle & Wang 2018, Thm 8), by brentq
+    on the closed form written with scipy.stats.norm (independent of dpcert's log-space code)."""
+
+    def excess(epsilon: float) -> float:
+        return (
+            stats.norm.cdf(mu / 2 - epsilon / mu) - math.exp(epsilon) * stats.norm.cdf(-mu / 2 - epsilon / mu)
+        ) - delta
+
+    return optimize.brentq(excess, 0.0, 100.0, xtol=1e-14, rtol=1e-14)
+
+
+def canonical_pair(epsilon: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The canonical (ε, δ) pair of Kairouz, Oh & Viswanath 2015, Thm 2.1 (four outcomes)."""
+    middle = (1 - delta) / (1 + math.exp(epsilon))
+    p = np.array([delta, middle * math.exp(epsilon), middle, 0.0])
+    q = np.array([0.0, middle, middle * math.exp(epsilon), delta])
+    return p, q
+
+
+def brute_force_composition_delta(epsilon_target: float, epsilon: float, delta: float, k: int) -> float:
+    """Hockey-stick divergence of the k-fold product of canonical pairs, by enumerating 4^k outcomes."""
+    p, q = canonical_pair(epsilon, delta)
+    total = 0.0
+    for outcome in itertools.product(range(4), repeat=k):
+        pk = math.prod(p[i] for i in outcome)
+        qk = math.prod(q[i] for i in outcome)
+        total += max(0.0, pk - math.exp(epsilon_target) * qk)
+    return total
+
+
+# --------------------------------------------------------------------------- Gaussian (exact)
+@pytest.mark.parametrize("sigma, k, delta", [(10.0, 100, 1e-5), (3.0, 7, 1e-6), (50.0, 1000, 1e-8)])
+def test_k_gaussians_compose_to_one_gaussian_with_sigma_over_sqrt_k(sigma, k, delta):
+    composed = compose([gaussian_certificate(sigma, delta=delta)] * k, delta=delta)
+    single = gaussian_certificate(sigma / math.sqrt(k), delta=delta)
+    assert composed.mechanism == "gaussian"
+    assert composed.epsilon == pytest.approx(single.epsilon, rel=1e-9)
+    assert composed.epsilon == pytest.approx(
+        gaussian_epsilon_reference(math.sqrt(k) / sigma, delta), rel=1e-7
+    )
+
+
+def test_done_criterion_100_gaussians_within_one_percent_and_never_below():
+    exact = gaussian_epsilon_reference(1.0, 1e-5)  # μ = sqrt(100) * 1 / 10 = 1
+    certificate = gaussian_certificate(10.0, delta=1e-5, sensitivity=1.0)
+    for method in ("best", "pld", "rdp"):
+        composed = compose([certificate] * 100, method=method, delta=1e-5)
+        assert composed.epsilon >= exact * (1 - 1e-12), method
+        if method != "rdp":  # RDP is a valid but looser conversion
+            assert composed.epsilon <= exact * 1.01, method
+        Certificate.from_json(composed.to_json())  # re-verifies
+
+
+def test_heterogeneous_gaussians_are_exact_and_agree_with_dp_accounting_pld():
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+
+    sigmas = [2.0, 3.5, 5.0, 8.0]
+    sensitivities = [1.0, 2.0, 0.5, 1.0]
+    certificates = [
+        gaussian_certificate(s, delta=1e-6, sensitivity=d) for s, d in zip(sigmas, sensitivities, strict=True)
+    ]
+    composed = compose(certificates * 3, delta=1e-6)
+    mu = math.sqrt(3 * sum((d / s) ** 2 for s, d in zip(sigmas, sensitivities, strict=True)))
+    assert composed.epsilon == pytest.approx(gaussian_epsilon_reference(mu, 1e-6), rel=1e-7)
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(
+        dp_event.SelfComposedDpEvent(
+            dp_event.ComposedDpEvent(
+                [dp_event.GaussianDpEvent(s / d) for s, d in zip(sigmas, sensitivities, strict=True)]
+            ),
+            3,
+        )
+    )
+    second = accountant.get_epsilon(1e-6)
+    assert composed.epsilon <= second * (1 + 1e-9)  # exact never above the pessimistic PLD
+    assert composed.epsilon == pytest.approx(second, rel=5e-3)
+
+
+# --------------------------------------------------------------------------- KOV (optimal)
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+@pytest.mark.parametrize("epsilon0, delta0", [(0.3, 0.0), (1.0, 1e-3), (0.05, 0.01)])
+def test_kov_matches_brute_force_enumeration(k, epsilon0, delta0):
+    for epsilon_target in np.linspace(0.0, k * epsilon0 * 1.1, 9):
+        brute = brute_force_composition_delta(float(epsilon_target), epsilon0, delta0, k)
+        value = kov_delta(float(epsilon_target), epsilon0, delta0, k)
+        assert value == pytest.approx(brute, rel=1e-8, abs=1e-15)
+        assert value >= brute * (1 - 1e-12)  # never optimistic
+
+
+def test_kov_corner_points_equal_theorem_3_3_with_exact_binomials():
+    epsilon0, delta0, k = 0.2, 1e-4, 30
+    for i in range(0, k // 2 + 1):
+        delta_i = (
+            sum(
+                math.comb(k, ell) * (math.exp((k - ell) * epsilon0) - math.exp((k - 2 * i + ell) * epsilon0))
+                for ell in range(i)
+            )
+            / (1 + math.exp(epsilon0)) ** k
+        )
+        theorem = 1 - (1 - delta0) ** k * (1 - delta_i)
+        assert kov_delta((k - 2 * i) * epsilon0, epsilon0, delta0, k) == pytest.approx(
+            theorem, rel=1e-8, abs=1e-16
+        )
+
+
+def test_optimal_for_1000_components_agrees_with_pld_of_the_canonical_pair():
+    component = approximate_dp_certificate(0.01, 1e-9)
+    optimal = compose_counts([(component, 1000)], method="optimal", delta=1e-5)
+    pld = compose_counts([(component, 1000)], method="pld", delta=1e-5, value_discretization_interval=1e-5)
+    assert optimal.epsilon <= pld.epsilon * (1 + 1e-9)  # exact below the pessimistic estimate
+    assert optimal.epsilon == pytest.approx(pld.epsilon, rel=2e-2)
+    # Optimal is below advanced composition, which is far below basic composition (10).
+    advanced = compose_counts([(component, 1000)], method="advanced", delta=1e-5)
+    assert optimal.epsilon < advanced.epsilon < 10.0
+
+
+# --------------------------------------------------------------------------- advanced, basic, best
+@pytest.mark.parametrize("epsilon0, delta0, k, delta", [(0.1, 1e-7, 100, 1e-4), (0.01, 0.0, 500, 1e-6)])
+def test_advanced_is_exactly_the_theorem_3_20_expression(epsilon0, delta0, k, delta):
+    composed = compose([approximate_dp_certificate(epsilon0, delta0)] * k, method="advanced", delta=delta)
+    slack = delta - k * delta0
+    expected = math.sqrt(2 * k * math.log(1 / slack)) * epsilon0 + k * epsilon0 * (math.exp(epsilon0) - 1)
+    assert composed.epsilon >= expected * (1 - 1e-14)
+    assert composed.epsilon == pytest.approx(expected, rel=1e-10)
+    assert composed.delta == delta
+
+
+def test_basic_sums_pure_laplace_and_best_is_the_minimum_of_all_methods():
+    laplaces = [laplace_certificate(4.0), laplace_certificate(10.0)]
+    basic = compose(laplaces * 5, method="basic", delta=0.0)
+    assert basic.epsilon == pytest.approx(5 * (0.25 + 0.1), rel=1e-14)
+    assert basic.epsilon >= 5 * (0.25 + 0.1)
+
+    mixed = laplaces * 20 + [approximate_dp_certificate(0.05, 1e-8)] * 30
+    best = compose(mixed, delta=1e-5)
+    each = {}
+    for method in ("basic", "advanced", "optimal", "pld"):
+        try:
+            each[method] = compose(mixed, method=method, delta=1e-5).epsilon
+        except DPCertError:
+            pass
+    assert best.epsilon == pytest.approx(min(each.values()), rel=1e-12)
+    assert best.epsilon <= min(each.values())
+
+
+def test_composition_certificate_round_trip_and_compact_storage():
+    component = approximate_dp_certificate(0.01, 1e-9)
+    composed = compose([component] * 1000, delta=1e-5)
+    assert composed.mechanism == "composition"
+    assert len(composed.parameters["components"]) == 1
+    assert composed.parameters["components"][0]["count"] == 1000
+    text = composed.to_json()
+    assert len(text) < 3000
+    again = Certificate.from_json(text)
+    assert again == composed
+    data = composed.to_dict()
+    data["guarantee"]["epsilon"] = composed.epsilon * 0.9
+    with pytest.raises(CertificateMismatch):
+        Certificate.from_dict(data)
+
+
+def test_trust_model_of_a_composition_is_the_weakest():
+    local = approximate_dp_certificate(0.5, 0.0, trust_model="local")
+    central = approximate_dp_certificate(0.5, 0.0, trust_model="central")
+    assert compose([local, local], method="basic").trust_model.value == "local"
+    assert compose([local, central], method="basic").trust_model.value == "central"
+
+
+def test_default_delta_is_the_sum_of_component_deltas():
+    composed = compose([approximate_dp_certificate(0.2, 1e-6)] * 10)
+    assert composed.delta == pytest.approx(1e-5, rel=1e-12)
+    assert composed.epsilon <= 2.0  # at least as good as basic composition
+
+
+@pytest.mark.parametrize(
+    "certificates, kwargs",
+    [
+        ([], {"delta": 1e-5}),
+        (["not a certificate"], {"delta": 1e-5}),
+        ([approximate_dp_certificate(1.0, 0.0)], {"method": "magic"}),
+        ([approximate_dp_certificate(1.0, 0.0)], {"delta": 1.0}),
+        ([approximate_dp_certificate(1.0, 0.0)], {"delta": -1e-5}),
+        ([gaussian_certificate(1.0, delta=1e-5)], {"delta": 0.0}),
+        ([approximate_dp_certificate(1.0, 1e-3)] * 10, {"method": "advanced", "delta": 1e-3}),
+        ([approximate_dp_certificate(1.0, 0.5)] * 3, {}),
+        ([approximate_dp_certificate(1.0, 0.0)], {"method": "rdp", "delta": 1e-5}),
+        (
+            [
+                approximate_dp_certificate(1.0, 0.0),
+                approximate_dp_certificate(1.0, 0.0, neighbouring="add/remove"),
+            ],
+            {"method": "basic"},
+        ),
+    ],
+)
+def test_bad_inputs_raise_named_errors(certificates, kwargs):
+    with pytest.raises(InvalidParameter):
+        compose(certificates, **kwargs)
+
+
+def test_guarantee_of_a_composition_is_valid_at_its_own_point():
+    composed = compose(
+        [laplace_certificate(2.0)] * 8 + [gaussian_certificate(4.0, delta=1e-7)] * 4, delta=1e-5
+    )
+    assert composed.delta_for(composed.epsilon) <= 1e-5
+    assert Guarantee(composed.epsilon, composed.delta) == composed.guarantee
