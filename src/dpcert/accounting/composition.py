@@ -30,7 +30,8 @@ Methods
     has a ``dp_accounting`` event the accountant supports.
 ``"best"`` (default)
     The smallest ε among all methods applicable to the list (exact Gaussian composition when every
-    component is Gaussian).
+    component is Gaussian).  At δ = 0 the numerical accountants are only consulted when basic and
+    optimal composition give no finite ε (for pure components basic composition is then exact).
 
 All numerical results are rounded toward more privacy loss: ε is nudged upward until the profile,
 as evaluated, gives at most the target δ.
@@ -42,6 +43,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -66,7 +68,7 @@ ALL_METHODS = ("best",) + METHODS
 DEFAULT_PLD_INTERVAL = 1e-4
 
 BASIS = {
-    "basic": "Dwork & Roth 2014, Thm 3.16 (basic composition)",
+    "basic": "Dwork & Roth 2014, Thm 3.16 (basic composition; sums exact, rounded up)",
     "advanced": "Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20 (advanced composition)",
     "optimal": "Kairouz, Oh & Viswanath 2015, Thm 3.3 (optimal composition, exact privacy region)",
     "pld": "privacy loss distribution via dp_accounting.pld (pessimistic discretisation)",
@@ -139,6 +141,13 @@ def _worst_pair(components: Sequence[Component]) -> tuple[float, float]:
         max(c.certificate.epsilon for c in components),
         max(c.certificate.delta for c in components),
     )
+
+
+def _sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
+    """Σ value × count computed exactly (rationals) and rounded up to the next float if inexact."""
+    exact = sum((Fraction(value) * count for value, count in terms), Fraction(0))
+    result = float(exact)
+    return math.nextafter(result, math.inf) if Fraction(result) < exact else result
 
 
 def _safe_epsilon(delta_for, delta: float, candidate: float) -> float:
@@ -385,11 +394,8 @@ class CompositionProfile:
         self.components = tuple(components)
         k = _total_count(self.components)
         if method == "basic":
-            epsilon = math.fsum(c.certificate.epsilon * c.count for c in self.components)
-            delta = math.fsum(c.certificate.delta * c.count for c in self.components)
-            # Round the sums up so the canonical pair used is never optimistic.
-            epsilon = math.nextafter(epsilon, math.inf) if epsilon > 0 else 0.0
-            delta = min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
+            epsilon = _sum_rounded_up((c.certificate.epsilon, c.count) for c in self.components)
+            delta = min(1.0, _sum_rounded_up((c.certificate.delta, c.count) for c in self.components))
             self._inner: Any = _BasicTrivial()
             if delta < 1.0:
                 self._inner = ApproximateDPProfile({"epsilon": epsilon, "delta": delta})
@@ -569,6 +575,10 @@ def compose_components(
     results: dict[str, Certificate] = {}
     for candidate in METHODS:
         if not _applicable(candidate, components, delta):
+            continue
+        if delta == 0.0 and candidate in ("pld", "rdp") and results:
+            # At δ = 0 basic composition of pure components is exact (the worst-case privacy losses
+            # add up), so numerical accountants cannot improve on a finite basic/optimal result.
             continue
         try:
             results[candidate] = _composition_certificate(components, candidate, delta, interval)
