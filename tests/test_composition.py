@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -226,3 +227,56 @@ def test_guarantee_of_a_composition_is_valid_at_its_own_point():
     )
     assert composed.delta_for(composed.epsilon) <= 1e-5
     assert Guarantee(composed.epsilon, composed.delta) == composed.guarantee
+
+
+# --------------------------------------------------------------------------- command line
+def test_cli_account_compose_matches_the_library(tmp_path, capsys):
+    from dpcert.cli import main
+
+    gaussian = gaussian_certificate(10.0, delta=1e-5)
+    path = tmp_path / "g.json"
+    path.write_text(gaussian.to_json())
+    paths = [str(path)] * 100
+    assert main(["account", "compose", "--certificate", *paths, "--delta", "1e-5", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["epsilon"] == compose([gaussian] * 100, delta=1e-5).epsilon
+    assert payload["delta"] == 1e-5 and payload["mechanisms"] == 100
+    assert Certificate.from_dict(payload["certificate"]).epsilon == payload["epsilon"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--certificate", "{missing}", "--delta", "1e-5"],
+        ["--certificate", "{bad}", "--delta", "1e-5"],
+        ["--certificate", "{good}", "--delta", "1.5"],
+    ],
+)
+def test_cli_account_compose_bad_input_exits_2(tmp_path, capsys, argv):
+    from dpcert.cli import main
+
+    (tmp_path / "good.json").write_text(laplace_certificate(1.0).to_json())
+    (tmp_path / "bad.json").write_text("{not json")
+    files = {name: str(tmp_path / f"{name}.json") for name in ("missing", "bad", "good")}
+    assert main(["account", "compose", *[a.format(**files) for a in argv]]) == 2
+    assert "dpcert: error" in capsys.readouterr().err
+
+
+def test_cli_account_compose_unknown_method_exits_2(tmp_path):
+    from dpcert.cli import main
+
+    (tmp_path / "good.json").write_text(laplace_certificate(1.0).to_json())
+    with pytest.raises(SystemExit) as raised:
+        main(
+            [
+                "account",
+                "compose",
+                "--certificate",
+                str(tmp_path / "good.json"),
+                "--delta",
+                "0",
+                "--method",
+                "x",
+            ]
+        )
+    assert raised.value.code == 2

@@ -279,3 +279,29 @@ def test_four_concurrent_writers_never_exceed_a_budget(tmp_path):
         assert summary.max_epsilon <= 2.5
         assert summary.max_epsilon == pytest.approx(2.5)
         assert compose_counts([(laplace_certificate(8.0), 20)], delta=0.0).epsilon == summary.max_epsilon
+
+
+# --------------------------------------------------------------------------- command line
+def test_cli_ledger_show_and_export(tmp_path, capsys):
+    from dpcert.cli import main
+
+    path = tmp_path / "ledger.db"
+    with Ledger(path) as ledger:
+        ledger.set_budget(None, Guarantee(1.0, 0.0))
+        ledger.charge(np.arange(5), laplace_certificate(4.0), run_id="r")
+        ledger.charge(["alice", 3], laplace_certificate(2.0), run_id="s")
+    assert main(["ledger", "show", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["users"], summary["charges"], summary["max_user"]) == (6, 7, 3)
+    assert summary["max_user_epsilon"] == pytest.approx(0.75)
+    assert main(["ledger", "show", str(path), "--user", "alice", "--json"]) == 0
+    alice = json.loads(capsys.readouterr().out)
+    assert (alice["user"], alice["epsilon"], alice["remaining_epsilon"]) == ("alice", 0.5, 0.5)
+    assert main(["ledger", "export", str(path), "--format", "csv"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 7
+    assert main(["ledger", "export", str(path), "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["charges"]) == 7
+    assert main(["ledger", "show", str(path), "--user", "bob"]) == 2
+    assert "unknown user" in capsys.readouterr().err
+    assert main(["ledger", "show", str(tmp_path / "absent.db")]) == 2
+    assert not (tmp_path / "absent.db").exists()

@@ -493,7 +493,7 @@ def _composition_certificate(
         parameters,
         BASIS[method],
         (
-            f"{_total_count(components)} mechanisms ({len(components)} distinct)",
+            f"{_total_count(components)} mechanism(s) ({len(components)} distinct)",
             method_notes[method],
             "epsilon rounded up until the re-derived delta is at most the claimed delta",
             *notes,
