@@ -69,7 +69,7 @@ def main() -> None:
         accuracy.append(f"| {method} | {certificate.epsilon:.10g} | {relative:+.2e} | {seconds:.3f} |")
 
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print("## Accounting: composition\n")
+    print("### Composition (accounting)\n")
     print("Command: `python benchmarks/composition.py`  ")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores; `uptime`: {load}  ")
     print(f"Times are the best of {REPEATS} runs, delta = 1e-5.\n")
