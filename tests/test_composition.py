@@ -280,3 +280,20 @@ def test_cli_account_compose_unknown_method_exits_2(tmp_path):
             ]
         )
     assert raised.value.code == 2
+
+
+def test_composition_certificates_read_back_in_a_fresh_process(tmp_path):
+    import subprocess
+    import sys
+
+    composed = compose([laplace_certificate(2.0), approximate_dp_certificate(0.1, 1e-7)], "optimal", 1e-5)
+    path = tmp_path / "composed.json"
+    path.write_text(composed.to_json())
+    script = (
+        "import sys; from dpcert import Certificate; "
+        "print(Certificate.from_json(open(sys.argv[1]).read()).epsilon)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    )
+    assert float(result.stdout) == composed.epsilon

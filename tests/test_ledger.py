@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -210,6 +211,8 @@ def test_sigkill_mid_stream_leaves_only_whole_committed_charges(tmp_path):
     process = subprocess.Popen(
         [sys.executable, str(WORKER), "stream", str(path)], stdout=subprocess.PIPE, text=True
     )
+    watchdog = threading.Timer(120.0, process.kill)  # never hang the suite if the writer stalls
+    watchdog.start()
     seen = -1
     try:
         for line in process.stdout:
@@ -217,6 +220,7 @@ def test_sigkill_mid_stream_leaves_only_whole_committed_charges(tmp_path):
             if seen >= 12:
                 break
     finally:
+        watchdog.cancel()
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
         process.stdout.close()

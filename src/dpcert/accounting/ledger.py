@@ -251,9 +251,13 @@ class Ledger:
 
         def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
             if kind is None:
-                self.db.execute("COMMIT")
-            else:
-                self.db.execute("ROLLBACK")
+                try:
+                    self.db.execute("COMMIT")
+                    return
+                except sqlite3.Error:
+                    self.db.execute("ROLLBACK")
+                    raise
+            self.db.execute("ROLLBACK")
 
     def _transaction(self) -> Ledger._Transaction:
         return Ledger._Transaction(self._db)
