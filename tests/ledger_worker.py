@@ -1,8 +1,8 @@
 """Helper process for the ledger's crash and concurrency tests (run as a script, not collected).
 
 ``python ledger_worker.py stream DB``
-    Charge run ``i`` (users ``(700 i + range(2000)) mod 5000``) for i = 0, 1, … forever, printing
-    ``i`` after each commit, until killed.
+    Charge run ``i`` (users ``(700 i + range(2000)) mod 5000``) for i = 0, 1, … forever, with a
+    (never reached) default budget, printing ``i`` after each commit, until killed.
 ``python ledger_worker.py contend DB WORKER ATTEMPTS``
     Try ``ATTEMPTS`` charges of the shared users 0..99 plus the worker's own users
     ``1000 (WORKER + 1) + range(50)``; print ``{"worker": w, "ok": n, "refused": m}`` as JSON.
@@ -15,13 +15,14 @@ import sys
 
 import numpy as np
 
-from dpcert import BudgetExceeded
+from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.ledger import Ledger
 from dpcert.mechanisms.laplace import laplace_certificate
 
 STREAM_USERS = 2000
 STREAM_POPULATION = 5000
 STREAM_SHIFT = 700
+STREAM_BUDGET = Guarantee(1000.0, 0.0)
 SHARED_USERS = 100
 OWN_USERS = 50
 
@@ -36,6 +37,7 @@ def contend_users(worker: int) -> np.ndarray:
 
 def stream(path: str) -> None:
     ledger = Ledger(path)
+    ledger.set_budget(None, STREAM_BUDGET)  # never reached, but checked inside every transaction
     certificate = laplace_certificate(10.0)
     index = 0
     while True:

@@ -114,7 +114,18 @@ def test_unknown_users_and_missing_budgets_give_clear_errors(ledger):
 
 
 @pytest.mark.parametrize(
-    "user_ids", [[], [1, 1], [1.5], [True], np.zeros((2, 2), dtype=int), np.array([0.5]), None, 2**70]
+    "user_ids",
+    [
+        [],
+        [1, 1],
+        [1.5],
+        [True],
+        np.zeros((2, 2), dtype=int),
+        np.array([0.5]),
+        None,
+        2**70,
+        np.array([2**64 - 1]),
+    ],
 )
 def test_bad_user_ids_are_refused(ledger, user_ids):
     with pytest.raises(InvalidParameter, match="user_ids"):
@@ -229,16 +240,21 @@ def test_sigkill_mid_stream_leaves_only_whole_committed_charges(tmp_path):
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         runs = dict(db.execute("SELECT run_id, COUNT(*) FROM charges GROUP BY run_id").fetchall())
+        per_user_rows = dict(db.execute("SELECT user_id, COUNT(*) FROM charges GROUP BY user_id").fetchall())
+        per_user_state = dict(db.execute("SELECT user_id, charges FROM users").fetchall())
     committed = sorted(int(r.split("-")[1]) for r in runs)
     # Every printed charge is there, the committed ones are a prefix, and each is whole.
     assert committed == list(range(len(committed)))
     assert len(committed) - 1 >= seen
     assert all(count == ledger_worker.STREAM_USERS for count in runs.values())
+    # Every user's charge rows and per-user state agree with the committed runs, for all users.
+    expected = np.zeros(ledger_worker.STREAM_POPULATION, dtype=int)
+    for index in committed:
+        expected[ledger_worker.stream_users(index)] += 1
+    assert per_user_rows == {u: int(c) for u, c in enumerate(expected) if c}
+    assert per_user_state == per_user_rows
 
     with Ledger(path) as ledger:
-        expected = np.zeros(ledger_worker.STREAM_POPULATION, dtype=int)
-        for index in committed:
-            expected[ledger_worker.stream_users(index)] += 1
         for user in (0, 1234, 4999):
             assert len(ledger.charges(user)) == expected[user]
         summary = ledger.spent_summary(delta=0.0)

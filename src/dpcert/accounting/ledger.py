@@ -146,6 +146,10 @@ def _user_ids(value: object) -> list[UserId]:
         if value.ndim != 1:
             raise InvalidParameter("user_ids", f"<array of shape {value.shape}>", "a 1-D array of user ids")
         if np.issubdtype(value.dtype, np.integer):
+            if value.size and value.dtype.kind == "u" and int(value.max()) >= 2**63:
+                raise InvalidParameter(
+                    "user_ids", int(value.max()), "integers in the signed 64-bit range or strings"
+                )
             ids: list[UserId] = value.astype(np.int64).tolist()
         elif value.dtype.kind in "US":
             ids = [str(v) for v in value.tolist()]
