@@ -78,8 +78,9 @@ GAUSSIAN_COMPOSITION_BASIS = (
     "Dong, Roth & Su 2019, Cor. 3.3 (Gaussian mechanisms compose to a Gaussian with "
     "mu = sqrt(sum mu_i^2)); " + ANALYTIC_BASIS
 )
-# Relative allowance added to the KOV hockey-stick sum for rounding in gammaln/logsumexp (their
-# relative error is below 1e-12 for k <= 10^6), so the evaluated δ is never below the exact one.
+# Relative allowance added to the KOV hockey-stick sum for rounding in gammaln/logsumexp: each log
+# term of magnitude at most L = ln k! + k (ε0 + ln(1 + e^ε0)) carries an absolute error of a few ulp
+# of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
 _KOV_RELATIVE_SLACK = 1e-9
 
 # dp_accounting's PLDs are pessimistic in their discretisation, but their FFT convolutions carry
@@ -113,11 +114,16 @@ def group_components(pairs: Iterable[tuple[Certificate, int]]) -> tuple[Componen
     """Merge identical certificates (by content) and sort them into a canonical order."""
     counts: dict[str, int] = {}
     by_key: dict[str, Certificate] = {}
+    # The same object repeated is hashed once; the object is kept alive so its id is not reused.
+    key_of_object: dict[int, tuple[Certificate, str]] = {}
     for certificate, count in pairs:
         if not isinstance(certificate, Certificate):
             raise InvalidParameter("certificates", type(certificate).__name__, "dpcert.Certificate objects")
         count = check.positive_int("count", count)
-        key = certificate_key(certificate)
+        known = key_of_object.get(id(certificate))
+        if known is None:
+            known = key_of_object[id(certificate)] = (certificate, certificate_key(certificate))
+        key = known[1]
         by_key[key] = certificate
         counts[key] = counts.get(key, 0) + count
     return tuple(Component(by_key[key], counts[key]) for key in sorted(by_key))
@@ -217,8 +223,8 @@ def kov_delta(epsilon: float, epsilon0: float, delta0: float, k: int) -> float:
         H = Σ_{ℓ : (k − 2ℓ) ε0 > ε} C(k, ℓ) (e^{(k−ℓ) ε0} − e^{ε + ℓ ε0}) / (1 + e^{ε0})^k;
 
     at ε = (k − 2i) ε0 this is the theorem's ``1 − (1 − δ)^k (1 − δ_i)``.  The sum is taken in log
-    space (``gammaln``, ``logsumexp``) and a relative allowance of 1e-9 is added so the value is
-    never below the exact one.
+    space (``gammaln``, ``logsumexp``) and a relative allowance for their rounding (at least 1e-9)
+    is added so the value is never below the exact one.
     """
     a = -math.expm1(k * math.log1p(-delta0)) if delta0 > 0.0 else 0.0
     if epsilon0 == 0.0:
@@ -237,7 +243,9 @@ def kov_delta(epsilon: float, epsilon0: float, delta0: float, k: int) -> float:
         - k * np.logaddexp(0.0, epsilon0)
         + np.log(-np.expm1(epsilon - losses[active]))
     )
-    hockey = float(np.exp(logsumexp(log_terms))) * (1.0 + _KOV_RELATIVE_SLACK)
+    magnitude = float(gammaln(k + 1.0)) + k * (epsilon0 + float(np.logaddexp(0.0, epsilon0)))
+    slack = max(_KOV_RELATIVE_SLACK, 32.0 * np.finfo(float).eps * magnitude)
+    hockey = float(np.exp(logsumexp(log_terms))) * (1.0 + slack)
     return min(1.0, a + (1.0 - a) * hockey)
 
 
