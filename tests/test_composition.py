@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from dpcert import DPCertError, Guarantee
@@ -135,6 +137,24 @@ def test_optimal_for_1000_components_agrees_with_pld_of_the_canonical_pair():
     # Optimal is below advanced composition, which is far below basic composition (10).
     advanced = compose_counts([(component, 1000)], method="advanced", delta=1e-5)
     assert optimal.epsilon < advanced.epsilon < 10.0
+
+
+@given(
+    st.floats(1e-3, 2.0),
+    st.sampled_from([0.0, 1e-10, 1e-7]),
+    st.integers(1, 300),
+    st.floats(1e-6, 1e-2),
+)
+@settings(max_examples=40, deadline=None)
+def test_optimal_is_never_above_basic_or_advanced_and_always_valid(epsilon0, delta0, k, delta):
+    component = approximate_dp_certificate(epsilon0, delta0)
+    assume(delta > 1 - (1 - delta0) ** k + 1e-12)
+    optimal = compose_counts([(component, k)], method="optimal", delta=delta)
+    assert optimal.delta_for(optimal.epsilon) <= delta
+    assert optimal.epsilon <= k * epsilon0 * (1 + 1e-12)  # basic, at a smaller or equal delta
+    if delta > k * delta0:
+        advanced = compose_counts([(component, k)], method="advanced", delta=delta)
+        assert optimal.epsilon <= advanced.epsilon * (1 + 1e-12)
 
 
 # --------------------------------------------------------------------------- advanced, basic, best
