@@ -21,6 +21,7 @@ a whole with :class:`~dpcert.errors.BudgetExceeded` and nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -29,7 +30,7 @@ import math
 import numbers
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,18 +211,24 @@ class Ledger:
         self.method = method
         if not create and not self.path.is_file():
             raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
+        timeout = check.positive_finite("timeout", timeout)
         try:
-            self._db = sqlite3.connect(
-                str(self.path), timeout=check.positive_finite("timeout", timeout), isolation_level=None
-            )
+            self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise InvalidParameter("path", str(self.path), f"a writable ledger location: {exc}") from exc
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._initialise()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise InvalidParameter(
                 "path", str(self.path), f"a dpcert ledger (SQLite database): {exc}"
             ) from exc
+        except DPCertError:
+            self._db.close()
+            raise
         # Caches are keyed by content (certificate JSON, history key), never by row id: ids of rows
         # written by a refused (rolled back) charge can be reused for other content.
         self._certificates: dict[str, tuple[str, Certificate]] = {}
@@ -245,26 +252,20 @@ class Ledger:
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
 
-    class _Transaction:
-        def __init__(self, db: sqlite3.Connection) -> None:
-            self.db = db
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.db.execute("BEGIN IMMEDIATE")
-            return self.db
-
-        def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
-            if kind is None:
-                try:
-                    self.db.execute("COMMIT")
-                    return
-                except sqlite3.Error:
-                    self.db.execute("ROLLBACK")
-                    raise
-            self.db.execute("ROLLBACK")
-
-    def _transaction(self) -> Ledger._Transaction:
-        return Ledger._Transaction(self._db)
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        try:
+            self._db.execute("COMMIT")
+        except sqlite3.Error:
+            self._db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -601,4 +602,4 @@ class Ledger:
         return json.dumps(payload, allow_nan=False)
 
 
-__all__ = ["Charge", "ChargeReceipt", "DPCertError", "Ledger", "SpentSummary"]
+__all__ = ["Charge", "ChargeReceipt", "Ledger", "SpentSummary"]
