@@ -191,6 +191,21 @@ def test_schema_version_and_foreign_files(tmp_path):
         Ledger(tmp_path / "absent.db", create=False)
 
 
+def test_readers_are_not_blocked_by_a_writer_holding_the_lock(tmp_path):
+    path = tmp_path / "ledger.db"
+    with Ledger(path) as ledger:
+        ledger.charge([1], laplace_certificate(2.0))
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        with Ledger(path, timeout=0.2) as reader:
+            assert reader.spent(1).epsilon == 0.5
+            assert reader.export("csv").count("\n") == 2
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_export_json_and_csv_round_trip(ledger):
     certificates = [laplace_certificate(2.0), approximate_dp_certificate(0.3, 1e-7)]
     ledger.set_budget(None, Guarantee(5.0, 1e-5))

@@ -235,7 +235,25 @@ class Ledger:
         self._composed: dict[tuple[Any, str, float | None], Certificate] = {}
 
     # ----------------------------------------------------------------- set-up
+    def _stored_schema_version(self) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.OperationalError:  # no meta table yet: a new ledger
+            return None
+        return None if row is None else str(row[0])
+
     def _initialise(self) -> None:
+        stored = self._stored_schema_version()
+        if stored is not None and stored != str(SCHEMA_VERSION):
+            raise InvalidParameter(
+                "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {stored})"
+            )
+        if stored is None:  # create the schema (no write lock is taken for an existing ledger)
+            self._create_schema()
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
+
+    def _create_schema(self) -> None:
         with self._transaction():
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
@@ -249,8 +267,6 @@ class Ledger:
                 raise InvalidParameter(
                     "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {row[0]})"
                 )
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
