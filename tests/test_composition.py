@@ -157,6 +157,18 @@ def test_optimal_is_never_above_basic_or_advanced_and_always_valid(epsilon0, del
         assert optimal.epsilon <= advanced.epsilon * (1 + 1e-12)
 
 
+def test_pld_of_discrete_laplace_matches_kov_of_randomized_response():
+    # With sensitivity 1 the privacy loss of DLap(a) is +a or -a, with probabilities 1/(1 + e^-a) and
+    # 1/(1 + e^a): exactly randomized response with epsilon a, whose k-fold composition KOV gives.
+    from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
+
+    a, k = 0.1, 50
+    pld = compose([discrete_laplace_certificate(a)] * k, method="pld", delta=1e-6)
+    exact = compose_counts([(approximate_dp_certificate(a, 0.0), k)], method="optimal", delta=1e-6)
+    assert exact.epsilon <= pld.epsilon
+    assert pld.epsilon == pytest.approx(exact.epsilon, rel=1e-3)
+
+
 # --------------------------------------------------------------------------- advanced, basic, best
 @pytest.mark.parametrize("epsilon0, delta0, k, delta", [(0.1, 1e-7, 100, 1e-4), (0.01, 0.0, 500, 1e-6)])
 def test_advanced_is_exactly_the_theorem_3_20_expression(epsilon0, delta0, k, delta):

@@ -23,7 +23,8 @@ Methods
 ``"pld"``
     Privacy loss distributions through ``dp_accounting.pld`` with pessimistic discretisation.  A
     component uses, in order of preference: a ``privacy_loss_distribution(interval)`` method of its
-    profile, its ``dp_accounting`` event (Gaussian, Laplace, and compositions of them), or the
+    profile, its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
+    them), or the
     pessimistic PLD of its claimed (ε, δ) (``from_privacy_parameters``).
 ``"rdp"``
     Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
@@ -290,6 +291,14 @@ def _event_pld(event: Any, count: int, interval: float) -> Any:
             pessimistic_estimate=True,
             value_discretization_interval=interval,
         )
+    if isinstance(event, dp_event.DiscreteLaplaceDpEvent) and event.noise_parameter > 0:
+        single = pld.from_discrete_laplace_mechanism(
+            event.noise_parameter,
+            sensitivity=event.sensitivity,
+            pessimistic_estimate=True,
+            value_discretization_interval=interval,
+        )
+        return single.self_compose(count) if count > 1 else single
     if isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
         single = pld.from_laplace_mechanism(
             event.noise_multiplier, pessimistic_estimate=True, value_discretization_interval=interval
