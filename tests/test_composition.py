@@ -14,9 +14,9 @@ from scipy import optimize, stats
 
 from dpcert import DPCertError, Guarantee
 from dpcert.accounting.composition import compose, compose_counts, kov_delta
-from dpcert.certificates import Certificate, approximate_dp_certificate
+from dpcert.certificates import Certificate, approximate_dp_certificate, register_profile
 from dpcert.errors import CertificateMismatch, InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.gaussian import GaussianProfile, gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 
 
@@ -196,6 +196,48 @@ def test_basic_sums_pure_laplace_and_best_is_the_minimum_of_all_methods():
             pass
     assert best.epsilon == pytest.approx(min(each.values()), rel=1e-12)
     assert best.epsilon <= min(each.values())
+
+
+@register_profile("test-eventless-gaussian")
+class EventlessGaussianProfile(GaussianProfile):
+    """A Gaussian profile without a dp_accounting event: a stand-in for profile-only mechanisms."""
+
+    def dp_event(self):
+        return None
+
+
+def test_best_moves_profile_only_components_along_their_profiles():
+    sigma, k = 20.0, 50
+    parameters = {"sigma": sigma, "sensitivity": 1.0, "compositions": 1}
+    epsilon = EventlessGaussianProfile(parameters).epsilon_for(1e-6)
+    component = Certificate(
+        "test-eventless-gaussian", Guarantee(epsilon, 1e-6), parameters=parameters
+    ).verify()
+    with pytest.raises(InvalidParameter):  # k claimed deltas of 1e-6 exceed the target 1e-5
+        compose([component] * k, method="optimal", delta=1e-5)
+    composed = compose([component] * k, delta=1e-5)
+    assert "re-pointed" in " ".join(composed.notes)
+    assert composed.delta_for(composed.epsilon) <= 1e-5
+    exact = gaussian_epsilon_reference(math.sqrt(k) / sigma, 1e-5)  # the true composition
+    assert exact <= composed.epsilon < k * epsilon
+
+
+def test_best_moves_components_along_their_profiles_when_claimed_deltas_are_too_large():
+    # A block of 10 pure 0.1-DP mechanisms, claimed at delta = 1e-3 (its KOV profile, no dp event).
+    block = compose([approximate_dp_certificate(0.1, 0.0)] * 10, method="optimal", delta=1e-3)
+    assert block.to_dp_event() is None
+    with pytest.raises(InvalidParameter):  # 20 claimed deltas of 1e-3 exceed the target 1e-4
+        compose([block] * 20, method="optimal", delta=1e-4)
+    composed = compose([block] * 20, delta=1e-4)
+    Certificate.from_json(composed.to_json())
+    # 200 pure 0.1-DP mechanisms: KOV of all 200 is the exact optimum, basic gives 20.  The nested
+    # blocks reach it up to PLD discretisation, through the PLD of their components.
+    exact = compose_counts([(approximate_dp_certificate(0.1, 0.0), 200)], method="optimal", delta=1e-4)
+    assert exact.epsilon <= composed.epsilon
+    assert composed.epsilon == pytest.approx(exact.epsilon, rel=1e-2)
+    # Black-box methods alone can only move each block along its profile (one point per block).
+    moved = [n for n in composed.notes if n.startswith("best of")][0]
+    assert "optimal (delta_i = 0.5 delta/k)" in moved
 
 
 def test_composition_certificate_round_trip_and_compact_storage():

@@ -31,8 +31,12 @@ Methods
     has a ``dp_accounting`` event the accountant supports.
 ``"best"`` (default)
     The smallest ε among all methods applicable to the list (exact Gaussian composition when every
-    component is Gaussian).  At δ = 0 the numerical accountants are only consulted when basic and
-    optimal composition give no finite ε (for pure components basic composition is then exact).
+    component is Gaussian).  Besides the components' claimed (ε_i, δ_i), the black-box methods
+    (and PLD, for components without a dp_accounting event) are also tried with every component
+    moved to the point (ε_i(δ_i), δ_i) of its own profile, δ_i = f δ / k for f in
+    ``REPOINT_FRACTIONS``; the explicit methods use the claimed points only.  At δ = 0 the
+    numerical accountants are only consulted when basic and optimal composition give no finite ε
+    (for pure components basic composition is then exact).
 
 All numerical results are rounded toward more privacy loss: ε is nudged upward until the profile,
 as evaluated, gives at most the target δ.
@@ -61,12 +65,15 @@ from dpcert.certificates import (
     TrustModel,
     register_profile,
 )
-from dpcert.errors import CertificateFormatError, InvalidParameter
+from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
 
 METHODS = ("basic", "advanced", "optimal", "pld", "rdp")
 ALL_METHODS = ("best",) + METHODS
 DEFAULT_PLD_INTERVAL = 1e-4
+# Under "best", black-box methods also try every component at the point δ_i = f δ / k of its own
+# profile, for these fractions f of the target δ (k = number of mechanisms).
+REPOINT_FRACTIONS = (0.1, 0.5, 0.9)
 
 BASIS = {
     "basic": "Dwork & Roth 2014, Thm 3.16 (basic composition; sums exact, rounded up)",
@@ -449,6 +456,14 @@ class CompositionProfile:
     def dp_event(self) -> Any:
         return _composed_event(self.components)
 
+    def privacy_loss_distribution(self, interval: float) -> Any:
+        """Pessimistic PLD of the composed mechanism: the product of its components' PLDs.
+
+        Valid whatever method established this certificate's own claim, so nested compositions
+        compose as tightly as their flattened components.
+        """
+        return PLDCompositionProfile(self.components, interval).pld
+
 
 class _BasicTrivial:
     """Basic composition when Σ δ_i >= 1: no claim at any ε."""
@@ -568,6 +583,40 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
     ).verify()
 
 
+def _lacks_pld(component: Component) -> bool:
+    """True if the component's PLD would come from its claimed (ε, δ) alone."""
+    certificate = component.certificate
+    if callable(getattr(certificate.profile, "privacy_loss_distribution", None)):
+        return False
+    return certificate.to_dp_event() is None
+
+
+def _repointed(components: Sequence[Component], delta_each: float) -> tuple[Component, ...] | None:
+    """The components claiming the point (ε_i(δ_i), δ_i) of their own profiles, δ_i = ``delta_each``.
+
+    Every certificate is (ε, δ)-DP at each point of its profile, so basic, advanced and optimal
+    composition may use any such point; ``None`` if a component has no finite ε there or if no
+    component changes.
+    """
+    result = []
+    changed = False
+    for component in components:
+        certificate = component.certificate
+        if certificate.delta == delta_each:
+            result.append(component)
+            continue
+        try:
+            epsilon = certificate.epsilon_for(delta_each)
+            if not math.isfinite(epsilon):
+                return None
+            moved = certificate.with_guarantee(Guarantee(epsilon, delta_each))
+        except DPCertError:
+            return None
+        changed = changed or moved != certificate
+        result.append(Component(moved, component.count))
+    return tuple(result) if changed else None
+
+
 def _applicable(method: str, components: Sequence[Component], delta: float) -> bool:
     if method == "rdp":
         return delta > 0.0 and rdp_supports(components)
@@ -612,11 +661,26 @@ def compose_components(
             results[candidate] = _composition_certificate(components, candidate, delta, interval)
         except (ValueError, OverflowError):  # InvalidParameter: no finite epsilon by this method
             continue
+    if delta > 0.0:
+        lacks_event = any(_lacks_pld(c) for c in components)
+        for fraction in REPOINT_FRACTIONS:
+            repointed = _repointed(components, delta * fraction / _total_count(components))
+            if repointed is None:
+                continue
+            note = f"components re-pointed on their own profiles at delta_i = {fraction:g} delta / k"
+            for candidate in ("basic", "advanced", "optimal") + (("pld",) if lacks_event else ()):
+                try:
+                    results[f"{candidate} (delta_i = {fraction:g} delta/k)"] = _composition_certificate(
+                        repointed, candidate, delta, interval, (note,)
+                    )
+                except (ValueError, OverflowError):
+                    continue
     if not results:
         raise InvalidParameter(
             "delta", delta, "a delta at which some composition method gives a finite epsilon"
         )
-    best = min(results, key=lambda name: (results[name].epsilon, METHODS.index(name)))
+    order = list(results)
+    best = min(results, key=lambda name: (results[name].epsilon, order.index(name)))
     comparison = "best of " + ", ".join(f"{name}: epsilon={c.epsilon:.6g}" for name, c in results.items())
     chosen = results[best]
     certificate = Certificate(
