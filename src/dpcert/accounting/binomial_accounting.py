@@ -54,7 +54,7 @@ def _chernoff_tail(trials: int, p: float, threshold: float) -> float:
     return math.exp(-trials * kl)
 
 
-def _window(trials: int, p: float) -> tuple[int, int, float]:
+def binomial_window(trials: int, p: float) -> tuple[int, int, float]:
     """Counts ``[lo, hi]`` holding all but ``<= 2·TAIL_MASS`` of ``Bin(trials, p)``; the dropped mass.
 
     The dropped mass is bounded rigorously by the Chernoff–Hoeffding (relative-entropy) bound.
@@ -79,7 +79,7 @@ def shifted_pair(trials: int, p: float, shift: int) -> tuple[np.ndarray, np.ndar
     Returns ``(log_p, log_q, dropped)`` where ``dropped`` bounds the mass of either law outside the
     window.  Arrays are read-only (cached).
     """
-    lo, hi, dropped = _window(trials, p)
+    lo, hi, dropped = binomial_window(trials, p)
     outcomes = np.arange(lo, hi + shift + 1)
     log_p = stats.binom.logpmf(outcomes, trials, p)
     log_q = stats.binom.logpmf(outcomes - shift, trials, p)
