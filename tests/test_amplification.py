@@ -209,3 +209,35 @@ def test_gaussian_shuffle_sum_unbiased_and_simulation_matches_messages():
         stats.ks_2samp(mechanism.shuffle_vectors(noisy_v, rng).sum(axis=1)[:, 2], vector_sums[:, 2]).pvalue
         > LEVEL
     )
+
+
+def test_command_line_contract(capsys):
+    import json
+
+    from dpcert.cli import main
+
+    assert (
+        main(["calibrate", "shuffle", "--epsilon", "1", "--delta", "1e-6", "--users", "1000", "--json"]) == 0
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) >= {"epsilon0", "certificate"}
+    epsilon0 = payload["epsilon0"]
+    assert (
+        main(
+            [
+                "account",
+                "shuffle",
+                "--epsilon0",
+                str(epsilon0),
+                "--users",
+                "1000",
+                "--delta",
+                "1e-6",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["epsilon"] <= 1.0
+    assert main(["account", "shuffle", "--epsilon0", "1", "--users", "0", "--delta", "1e-6"]) == 2
+    assert "users" in capsys.readouterr().err

@@ -278,3 +278,22 @@ def test_invalid_inputs_name_the_parameter():
     matrix = small_mechanism(users=2, dimension=2, shape="symmetric-matrix")
     with pytest.raises(InvalidParameter, match="symmetric"):
         matrix.simulate(np.array([[[0.0, 0.5], [0.1, 0.0]]] * 2), np.random.default_rng(0))
+
+
+def test_command_line_contract(capsys):
+    import json
+
+    from dpcert.cli import main
+
+    assert (
+        main(["calibrate", "binomial-sum", "--epsilon", "1", "--delta", "1e-5", "--users", "1000", "--json"])
+        == 0
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert {"g", "b", "p", "epsilon", "delta", "noise_std", "certificate"} <= set(payload)
+    Certificate.from_dict(payload["certificate"])  # re-verified
+    arguments = ["--g", str(payload["g"]), "--b", str(payload["b"]), "--p", str(payload["p"])]
+    assert main(["account", "binomial-sum", *arguments, "--users", "1000", "--delta", "1e-5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] <= 1.0
+    assert main(["calibrate", "binomial-sum", "--epsilon", "0", "--delta", "1e-5", "--users", "10"]) == 2
+    assert "epsilon" in capsys.readouterr().err
