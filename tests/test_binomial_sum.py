@@ -297,3 +297,18 @@ def test_command_line_contract(capsys):
     assert json.loads(capsys.readouterr().out)["epsilon"] <= 1.0
     assert main(["calibrate", "binomial-sum", "--epsilon", "0", "--delta", "1e-5", "--users", "10"]) == 2
     assert "epsilon" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trials, g, coordinates", [(160, 5, 20), (2000, 4, 3)])
+def test_vectorised_profile_matches_dp_accounting_on_the_same_pmf(trials, g, coordinates):
+    interval = exact.loss_interval(trials, 0.5, g, coordinates)
+    reference = exact._loss_pmf(trials, 0.5, g, True, interval).self_compose(coordinates)
+    for delta in (0.1, 1e-3, 1e-7):
+        ours = exact.composed_epsilon(delta, trials, 0.5, g, coordinates)
+        assert exact.composed_delta(ours, trials, 0.5, g, coordinates) <= delta
+        assert ours == pytest.approx(reference.get_epsilon_for_delta(delta), rel=1e-8, abs=1e-8)
+    for epsilon in (0.0, 0.5, 1.0):  # deltas well above the FFT round-off (~1e-16)
+        theirs = float(reference.get_delta_for_epsilon(epsilon))
+        assert exact.composed_delta(epsilon, trials, 0.5, g, coordinates) == pytest.approx(
+            theirs, rel=1e-9, abs=1e-15
+        )

@@ -30,7 +30,9 @@ in δ), and every floating-point evaluation carries a relative allowance toward 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -39,7 +41,8 @@ from scipy.special import logsumexp
 from dpcert._numerics import smallest_valid
 
 TAIL_MASS = 1e-20  # mass of each binomial tail dropped from the window (moved to the infinite loss)
-LOSS_INTERVAL = 1e-4  # PLD discretisation of the privacy loss (rounded up: pessimistic)
+LOSS_INTERVAL = 1e-4  # finest PLD discretisation of the privacy loss (rounded up: pessimistic)
+MAX_COMPOSED_BUCKETS = 2**17  # coarser discretisation when the composed loss would need more buckets
 _RELATIVE_SLACK = 1e-10  # allowance for rounding in log-PMF evaluation, toward larger δ
 
 
@@ -148,12 +151,71 @@ def _loss_pmf(trials: int, p: float, shift: int, upward: bool, interval: float):
     return pld_pmf.DensePLDPmf(interval, lowest, probs, infinity_mass, True)
 
 
+def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:
+    """Discretisation used for ``coordinates`` composed coordinates: ``1e-4``, or coarser so that
+    the composed PMF has at most ``2^17`` buckets (each loss is still rounded up: pessimistic)."""
+    log_p, log_q, _ = shifted_pair(trials, p, shift)
+    finite = np.isfinite(log_p) & np.isfinite(log_q)
+    losses = log_p[finite] - log_q[finite]
+    span = float(losses.max() - losses.min()) if losses.size else 0.0
+    return max(LOSS_INTERVAL, coordinates * span / MAX_COMPOSED_BUCKETS)
+
+
+@dataclass(frozen=True)
+class LossDistribution:
+    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``."""
+
+    losses: np.ndarray
+    probs: np.ndarray
+    infinity: float
+
+    @classmethod
+    def from_pmf(cls, pmf: Any) -> LossDistribution:
+        """From a ``dp_accounting`` dense PMF; masses below 1e-250 move to the infinite loss
+        (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is dropped."""
+        probs = np.clip(np.asarray(pmf._probs, dtype=float), 0.0, None)  # FFT round-off below zero
+        losses = (np.arange(probs.size) + pmf._lower_loss) * pmf._discretization
+        tiny = probs < 1e-250
+        infinity = float(pmf._infinity_mass) + float(probs[tiny].sum())
+        return cls(losses[~tiny], probs[~tiny], infinity)
+
+    def delta(self, epsilon: float) -> float:
+        """``μ_∞ + Σ_{L_i > ε} p_i (1 − e^{ε − L_i})``, rounded upward."""
+        above = self.losses > epsilon
+        value = float(np.dot(self.probs[above], -np.expm1(epsilon - self.losses[above])))
+        return self.infinity + value * (1.0 + 1e-12)
+
+    def epsilon(self, delta: float) -> float:
+        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval.
+
+        On ``[L_{j−1}, L_j)`` the divergence is ``μ_∞ + Σ_{i>=j} p_i − e^ε Σ_{i>=j} p_i e^{−L_i}``.
+        """
+        probs, losses = self.probs, self.losses
+        if self.infinity > delta or probs.size == 0:
+            return math.inf if self.infinity > delta else 0.0
+        tail_p = np.cumsum(probs[::-1])[::-1]
+        tail_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
+        at_grid = self.infinity + tail_p[1:] - np.exp(losses[:-1]) * tail_q[1:]  # δ(L_{j−1}), j >= 1
+        above = np.nonzero(at_grid > delta)[0]
+        if above.size == 0:
+            if self.delta(max(0.0, float(losses[0]))) <= delta:
+                return max(0.0, float(losses[0])) if self.delta(0.0) > delta else 0.0
+            j = 0
+        else:
+            j = int(above[-1]) + 1  # ε lies in [L_{j−1}, L_j)
+        numerator = self.infinity + tail_p[j] - delta
+        if numerator <= 0:
+            return max(0.0, float(losses[j - 1]) if j > 0 else 0.0)
+        return max(0.0, math.log(numerator / tail_q[j]))
+
+
 @lru_cache(maxsize=128)
-def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int, interval: float) -> tuple:
-    """PMFs of the composed loss, one per split of coordinates between the two shift directions."""
+def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int) -> tuple[LossDistribution, ...]:
+    """Composed loss distributions, one per split of coordinates between the two shift directions."""
+    interval = loss_interval(trials, p, shift, coordinates)
     up = _loss_pmf(trials, p, shift, True, interval)
     if p == 0.5:
-        return (up.self_compose(coordinates) if coordinates > 1 else up,)
+        return (LossDistribution.from_pmf(up.self_compose(coordinates) if coordinates > 1 else up),)
     down = _loss_pmf(trials, p, shift, False, interval)
     pmfs = []
     for n_up in range(coordinates + 1):
@@ -163,34 +225,30 @@ def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int, interval
         if coordinates - n_up:
             n_down = coordinates - n_up
             parts.append(down.self_compose(n_down) if n_down > 1 else down)
-        pmfs.append(parts[0] if len(parts) == 1 else parts[0].compose(parts[1]))
+        pmfs.append(LossDistribution.from_pmf(parts[0] if len(parts) == 1 else parts[0].compose(parts[1])))
     return tuple(pmfs)
 
 
-def composed_delta(
-    epsilon: float, trials: int, p: float, shift: int, coordinates: int, interval: float = LOSS_INTERVAL
-) -> float:
+def composed_delta(epsilon: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """``δ(ε)`` of ``coordinates`` independent worst-case coordinates (pessimistic PLD)."""
     if coordinates == 1:
         return shift_delta(epsilon, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates, interval)
-    return min(1.0, max(float(pmf.get_delta_for_epsilon(epsilon)) for pmf in pmfs))
+    pmfs = _composed_pmfs(trials, p, shift, coordinates)
+    return min(1.0, max(pmf.delta(epsilon) for pmf in pmfs))
 
 
-def composed_epsilon(
-    delta: float, trials: int, p: float, shift: int, coordinates: int, interval: float = LOSS_INTERVAL
-) -> float:
+def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """Least ε with :func:`composed_delta` ``<= delta`` (pessimistic PLD); ``inf`` if none."""
     if coordinates == 1:
         return shift_epsilon(delta, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates, interval)
-    epsilon = max(float(pmf.get_epsilon_for_delta(delta)) for pmf in pmfs)
+    pmfs = _composed_pmfs(trials, p, shift, coordinates)
+    epsilon = max(pmf.epsilon(delta) for pmf in pmfs)
     if not math.isfinite(epsilon):
         return math.inf
-    step = interval
-    while composed_delta(epsilon, trials, p, shift, coordinates, interval) > delta:  # safe side
+    step = 1e-12 + 1e-12 * epsilon
+    while composed_delta(epsilon, trials, p, shift, coordinates) > delta:  # land on the safe side
         epsilon += step
-        step *= 2.0
+        step *= 4.0
         if step > 1e6:
             return math.inf
     return epsilon

@@ -61,6 +61,7 @@ NOTES = (
     "each coordinate's worst case is the pair Bin(n b, p) vs its shift by g, both directions (exact)",
     "coordinates composed as if every one could shift by g (the l2 bound is not used: conservative)",
     "binomial tails beyond the Chernoff window and all PLD roundings go toward more privacy loss",
+    "several coordinates: FFT composition resolves delta only down to about 1e-14",
 )
 
 
