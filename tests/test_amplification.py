@@ -241,3 +241,14 @@ def test_command_line_contract(capsys):
     assert json.loads(capsys.readouterr().out)["epsilon"] <= 1.0
     assert main(["account", "shuffle", "--epsilon0", "1", "--users", "0", "--delta", "1e-6"]) == 2
     assert "users" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["closed-form", "numeric"])
+def test_certificates_at_any_delta_re_verify(method):
+    """Least-ε certificates land on the safe side of the profile they are re-verified against."""
+    for epsilon0 in (0.3, 1.0, 3.0):
+        for users in (50, 1000, 20_000):
+            for delta in (1e-3, 1e-7):
+                certificate = amp.amplification_certificate(epsilon0, users, delta=delta, method=method)
+                assert certificate.epsilon <= epsilon0
+                assert amp.shuffled_delta(certificate.epsilon, epsilon0, users, method=method) <= delta

@@ -120,7 +120,7 @@ def _closed_form_delta(epsilon: float, epsilon0: float, users: int, delta0: floa
                 high = middle
         delta_prime = math.exp(-low)
     tilde = closed_form_epsilon(epsilon0, users, delta_prime)
-    return min(1.0, delta_prime * (1 + 1e-12) + approximate_term(tilde, epsilon0, delta0, users))
+    return min(1.0, delta_prime + approximate_term(tilde, epsilon0, delta0, users))  # δ' checked as is
 
 
 # --------------------------------------------------------------------------- numeric (FMT Thm 3.2)
@@ -214,8 +214,9 @@ def shuffled_epsilon(
     if method == "numeric":
         return numeric_epsilon(delta, epsilon0, users, delta0)
     if delta0 == 0.0:
-        if closed_form_precondition(epsilon0, users, delta) and delta > 0:
-            return min(epsilon0, closed_form_epsilon(epsilon0, users, delta))
+        delta_prime = delta * (1.0 - 1e-12)  # a hair below delta: the re-derived δ' stays <= delta
+        if delta > 0 and closed_form_precondition(epsilon0, users, delta_prime):
+            return min(epsilon0, closed_form_epsilon(epsilon0, users, delta_prime))
         return epsilon0
     if shuffled_delta(epsilon0, epsilon0, users, delta0, method) > delta:
         return math.inf
