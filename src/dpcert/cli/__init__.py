@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dpcert.cli.noise",
     "dpcert.cli.demo",
     "dpcert.cli.accounting",
+    "dpcert.cli.shuffle",
 )
 
 
