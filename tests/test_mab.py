@@ -372,3 +372,19 @@ def test_engine_invariants_on_random_instances(means, horizon, noise_bits, doubl
     assert all(record.viable_after.any(axis=1).all() for record in result.phase_records)
     np.testing.assert_allclose(result.final_regret, result.pulls @ bandit.gaps)
     assert np.all(result.final_regret <= horizon * bandit.gaps.max() + 1e-9)
+
+
+def test_registry_run_charges_a_real_ledger(tmp_path):
+    """``--ledger``: every aggregated user of every run is charged once, and each user's spent guarantee is
+    the batch summation's ε (one participation, nothing composed)."""
+    from dpcert.accounting.ledger import Ledger
+    from dpcert.bandits import registry
+
+    path = tmp_path / "mab.db"
+    config = registry.RunConfig("mab-se", "central", 0.8, None, horizon=600, runs=2, seed=1, ledger_path=path)
+    run = registry.algorithm("mab-se").run(config)
+    ledger = Ledger(path)
+    users = list(ledger.users())
+    assert len(users) == len(set(users)) and len(users) >= run.users
+    assert ledger.spent(users[0]).epsilon == pytest.approx(0.8)
+    assert len(ledger.charges(users[-1])) == 1

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert.accounting.ledger import Ledger
 from dpcert.bandits import registry
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.mab import (
@@ -47,11 +48,8 @@ from dpcert.bandits.robust_elimination import (
     robust_elimination,
 )
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, approximate_dp_certificate
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import InvalidParameter
 
-#: Least N with δ_N(ε) <= δ from spec 001 §3.4's calibration table (δ = 1e-6).  Used only when
-#: :mod:`dpcert.mechanisms.binary_sum` is not installed, and then the run is reported as uncertified.
-SPEC_001_NOISE_BITS: dict[float, int] = {2.0: 31, 1.0: 80, 0.5: 268, 0.25: 958, 0.1: 5279}
 SEED001_EPSILONS = (2.0, 1.0, 0.5, 0.25, 0.1)
 SEED001_DELTA = 1e-6
 SEED001_HORIZON = 1_000_000
@@ -62,24 +60,14 @@ SEED003_RUNS = 10
 
 
 # =========================================================================== shared helpers
-def _ledger(config: registry.RunConfig) -> Any:
-    if config.ledger_path is None:
-        return None
-    try:
-        from dpcert.accounting.ledger import Ledger
-    except ImportError as exc:  # pragma: no cover - depends on the installed accounting modules
-        raise PreconditionFailed("--ledger needs dpcert.accounting.ledger, which is not installed") from exc
-    return Ledger(config.ledger_path)
+def _ledger(config: registry.RunConfig) -> Ledger | None:
+    return None if config.ledger_path is None else Ledger(config.ledger_path)
 
 
 def _shuffle_summation(epsilon: float, delta: float) -> tuple[ShuffleBinarySum, bool]:
-    """The calibrated ``M_sum`` and whether it is certified (False: N taken from the spec's table)."""
-    try:
-        return shuffle_binary_sum(epsilon, delta), True
-    except PreconditionFailed:
-        if delta != SEED001_DELTA or epsilon not in SPEC_001_NOISE_BITS:
-            raise
-        return ShuffleBinarySum(SPEC_001_NOISE_BITS[epsilon]), False
+    """The calibrated ``M_sum`` and whether it carries a certificate."""
+    summation = shuffle_binary_sum(epsilon, delta)
+    return summation, summation.certificate is not None
 
 
 def _require(value: float | None, name: str, privacy: str) -> float:

@@ -35,8 +35,8 @@ composition over batches, phases or arms.
 
 The shuffle binary summation ``M_sum`` (spec 001 §3.2) is simulated exactly at the level of its sufficient
 statistic: the analyzer's output is ``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3,
-Step 1).  Its least ``N`` for a target (ε, δ) and its certificate come from
-:mod:`dpcert.mechanisms.binary_sum`.
+Step 1), the same law as :meth:`dpcert.mechanisms.binary_sum.BinarySum.simulate`.  Its least ``N`` for a
+target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.binary_sum import calibrate_binary_sum
 from dpcert.mechanisms.laplace import laplace_certificate
 
 SCHEDULES = ("fixed", "doubling")
@@ -227,25 +228,12 @@ class LocalRandomizedResponse:
         return self.debias_width * math.sqrt(2.0 * users * log_horizon)
 
 
-def _binary_sum_module() -> Any:
-    try:
-        from dpcert.mechanisms import binary_sum
-    except ImportError as exc:  # pragma: no cover - depends on the installed mechanisms
-        raise PreconditionFailed(
-            "the shuffle-model binary summation of seed 001 (dpcert.mechanisms.binary_sum) is not "
-            "available in this installation; privacy='shuffle' for MAB needs it (pass noise_bits for an "
-            "uncertified run)"
-        ) from exc
-    return binary_sum
-
-
 def shuffle_binary_sum(epsilon: float, delta: float) -> ShuffleBinarySum:
     """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (spec 001 §3.4), with its
     certificate (exact privacy curve of spec §3.3)."""
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
-    module = _binary_sum_module()
-    calibration = module.calibrate_binary_sum(epsilon, delta)
+    calibration = calibrate_binary_sum(epsilon, delta)
     return ShuffleBinarySum(int(calibration.noise_bits), calibration.certificate)
 
 
