@@ -139,6 +139,8 @@ def shuffle_model_sum(context: DemoContext) -> StepResult:
             f"amplification: 1000 shuffled eps0-LDP reports are (1, 1e-6)-DP for eps0 <= {epsilon0:.3f}",
         ],
     )
+
+
 def robust_private_bandit(context: DemoContext) -> StepResult:
     """Seed 003 on a small linear bandit: (a) 5% of rewards replaced by an adversary, the spectral-filter
     estimator against plain least squares; (b) every reward reported with local Laplace noise (ε = 1)."""
