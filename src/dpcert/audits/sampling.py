@@ -1,0 +1,163 @@
+"""Draw outputs of a mechanism on two neighbouring inputs, in vectorised batches.
+
+A *mechanism* here is any callable ``f(value, rng)`` returning one output (a float, an int, a bool, a
+string or a 1-D array), or ``f(value, rng, size)`` returning ``size`` outputs along a leading axis.
+dpcert's own mechanisms accept ``size``; so do most numpy-based samplers.  When ``size`` is available
+the draws are made in batches of ``batch_size``; otherwise the callable is called once per draw (the
+only way to sample an opaque pipeline).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.errors import InvalidParameter
+
+Mechanism = Callable[..., Any]
+DEFAULT_BATCH_SIZE = 1_000_000
+
+
+def accepts_size(mechanism: Mechanism) -> bool:
+    """True if ``mechanism`` can be called as ``mechanism(value, rng, size)``.
+
+    A parameter named ``size`` or a third positional parameter counts; ``*args`` does too.
+    """
+    try:
+        signature = inspect.signature(mechanism)
+    except (TypeError, ValueError):  # builtins without signatures
+        return False
+    parameters = list(signature.parameters.values())
+    if any(p.name == "size" for p in parameters):
+        return True
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    has_var_positional = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    return len(positional) >= 3 or has_var_positional
+
+
+def _as_output_array(batch: Any, expected: int) -> np.ndarray:
+    array = np.asarray(batch)
+    if array.dtype == object:
+        raise InvalidParameter(
+            "mechanism output", type(batch).__name__, "numbers, booleans, strings or 1-D numeric arrays"
+        )
+    if array.ndim == 0 or array.shape[0] != expected:
+        raise InvalidParameter(
+            "mechanism output",
+            f"shape {array.shape}",
+            f"a leading axis of length size={expected} when called with size",
+        )
+    if array.ndim > 2:
+        raise InvalidParameter(
+            "mechanism output", f"shape {array.shape[1:]} per draw", "a scalar or 1-D array"
+        )
+    if array.dtype == bool:
+        array = array.astype(np.int8)
+    return array
+
+
+def draw(
+    mechanism: Mechanism,
+    value: Any,
+    samples: int,
+    rng: np.random.Generator,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """``samples`` independent outputs of ``mechanism(value, rng)``, stacked along axis 0.
+
+    Parameters
+    ----------
+    mechanism
+        ``f(value, rng)`` or ``f(value, rng, size)``.
+    value
+        The input.
+    samples
+        Number of draws (>= 1).
+    rng
+        Source of randomness, passed to every call.
+    batch_size
+        Largest ``size`` per vectorised call.
+    progress
+        Called with the number of draws completed by each batch (or by each block of 1024 single draws).
+    """
+    samples = check.positive_int("samples", samples)
+    batch_size = check.positive_int("batch_size", batch_size)
+    rng = check.generator(rng)
+    if not callable(mechanism):
+        raise InvalidParameter("mechanism", type(mechanism).__name__, "a callable f(value, rng[, size])")
+    if accepts_size(mechanism):
+        batches = []
+        remaining = samples
+        while remaining > 0:
+            size = min(batch_size, remaining)
+            batches.append(_as_output_array(mechanism(value, rng, size), size))
+            remaining -= size
+            if progress is not None:
+                progress(size)
+        return batches[0] if len(batches) == 1 else np.concatenate(batches, axis=0)
+    outputs = []
+    for start in range(0, samples, 1024):
+        block = min(1024, samples - start)
+        outputs.extend(mechanism(value, rng) for _ in range(block))
+        if progress is not None:
+            progress(block)
+    return _as_output_array(outputs, samples)
+
+
+@dataclass(frozen=True)
+class SamplePair:
+    """Outputs of a mechanism on the two neighbouring inputs ``a`` and ``b`` (same number of draws)."""
+
+    on_a: np.ndarray
+    on_b: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.on_a.shape[1:] != self.on_b.shape[1:]:
+            raise InvalidParameter(
+                "mechanism output",
+                f"shapes {self.on_a.shape[1:]} and {self.on_b.shape[1:]}",
+                "the same output shape on both inputs",
+            )
+
+    @property
+    def samples(self) -> int:
+        return int(self.on_a.shape[0])
+
+
+def draw_pair(
+    mechanism: Mechanism,
+    a: Any,
+    b: Any,
+    samples: int,
+    rng: np.random.Generator,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool = False,
+) -> SamplePair:
+    """``samples`` outputs on each of ``a`` and ``b``; ``progress`` shows a tqdm bar on stderr."""
+    samples = check.positive_int("samples", samples)
+    bar = None
+    callback = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=2 * samples, unit="draw", unit_scale=True, desc="sampling", leave=False)
+        callback = bar.update
+    try:
+        on_a = draw(mechanism, a, samples, rng, batch_size=batch_size, progress=callback)
+        on_b = draw(mechanism, b, samples, rng, batch_size=batch_size, progress=callback)
+    finally:
+        if bar is not None:
+            bar.close()
+    return SamplePair(on_a, on_b)
