@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,13 @@ DEFAULT_SAMPLES = 100_000
 METHOD = "clopper-pearson union bound on a rejection set chosen on a held-out selection half"
 
 
-def _json_ready(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
+        return [json_ready(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
@@ -76,7 +77,7 @@ def audit_samples(
         counts=result.counts,
         rejection_set=result.rejection_set,
         epsilon_ceiling=result.epsilon_ceiling,
-        inputs=(_json_ready(inputs[0]), _json_ready(inputs[1])),
+        inputs=(json_ready(inputs[0]), json_ready(inputs[1])),
         seconds=time.perf_counter() - start,
         notes=tuple(notes),
     )
@@ -146,10 +147,4 @@ def audit(
         max_cells=max_cells,
         inputs=(a, b),
     )
-    return _with_seconds(report, time.perf_counter() - start)
-
-
-def _with_seconds(report: AuditReport, seconds: float) -> AuditReport:
-    from dataclasses import replace
-
-    return replace(report, seconds=seconds)
+    return replace(report, seconds=time.perf_counter() - start)
