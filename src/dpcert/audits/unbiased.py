@@ -35,6 +35,8 @@ def _draws(samples: Any) -> np.ndarray:
         raise InvalidParameter(
             "samples", f"shape {array.shape}", "at least 3 draws of a scalar or 1-D estimate"
         )
+    if np.any(np.ptp(array, axis=0) == 0):
+        raise InvalidParameter("samples", "<a constant coordinate>", "draws with positive sample variance")
     return array
 
 
@@ -48,6 +50,9 @@ def _reference(name: str, value: Any, dimension: int) -> np.ndarray:
 
 
 def _holm(pvalues: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down adjustment (statsmodels); a single p-value needs none."""
+    if pvalues.size == 1:
+        return pvalues <= alpha, pvalues
     reject, adjusted, _, _ = multipletests(pvalues, alpha=alpha, method="holm")
     return reject, adjusted
 
@@ -114,14 +119,15 @@ def check_unbiased(
     draws = _draws(samples)
     truth_vector = _reference("truth", truth, draws.shape[1])
     alpha = check.probability("alpha", alpha, open_low=True, open_high=True)
-    statistics = DescrStatsW(draws)
-    _, t_pvalues, _ = statistics.ttest_mean(truth_vector)
-    _, z_pvalues = statistics.ztest_mean(truth_vector)
     tolerance_vector = tost = None
     if tolerance is not None:
         tolerance_vector = _reference("tolerance", tolerance, draws.shape[1])
         if np.any(tolerance_vector <= 0):
             raise InvalidParameter("tolerance", tolerance, "tolerance > 0")
+    statistics = DescrStatsW(draws)
+    _, t_pvalues, _ = statistics.ttest_mean(truth_vector)
+    _, z_pvalues = statistics.ztest_mean(truth_vector)
+    if tolerance_vector is not None:
         tost, _, _ = statistics.ttost_mean(truth_vector - tolerance_vector, truth_vector + tolerance_vector)
         tost = np.atleast_1d(np.asarray(tost, float))
     return UnbiasednessReport(
