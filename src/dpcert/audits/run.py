@@ -11,11 +11,10 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.audits.epsilon_lower_bound import DEFAULT_MAX_CELLS, Score, epsilon_lower_bound
 from dpcert.audits.report import AuditReport, verdict_for
-from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, Mechanism, SamplePair, draw_pair
+from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, DEFAULT_SAMPLES, Mechanism, SamplePair, draw_pair
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
-DEFAULT_SAMPLES = 100_000
 METHOD = "clopper-pearson union bound on a rejection set chosen on a held-out selection half"
 
 

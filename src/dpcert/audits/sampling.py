@@ -21,6 +21,7 @@ from dpcert.errors import InvalidParameter
 
 Mechanism = Callable[..., Any]
 DEFAULT_BATCH_SIZE = 1_000_000
+DEFAULT_SAMPLES = 100_000  # draws per input when the caller does not say
 
 
 def accepts_size(mechanism: Mechanism) -> bool:
