@@ -155,7 +155,7 @@ def test_vector_laplace_with_a_wrong_sensitivity_is_violated():
     # Scale 1 per coordinate is ε = 1 for l1-sensitivity 1, but these inputs differ by 2 in l1 (true ε = 2).
     report = audit(laplace_noise(1.0), [0.0] * 4, [1.0, 1.0, 0.0, 0.0], 1.0, samples=200_000, seed=16)
     assert report.verdict == "violated"
-    assert report.rejection_set.feature.name in ("projection", "distance")
+    assert report.rejection_set.feature.name in ("projection", "distance", "l1-contrast")
     assert report.epsilon_lower_bound <= 2.0
 
 
@@ -314,3 +314,11 @@ def test_audit_samples_accepts_precomputed_draws():
     report = audit_samples(pair, 1.0)
     assert report.verdict == "consistent" and report.samples == 20_000
     assert isinstance(report.rejection_set, RejectionSet)
+
+
+def test_learned_vector_rejection_set_round_trips():
+    report = audit(laplace_noise(1.0), [0.0] * 3, [1.0, 0.0, 0.0], 1.0, samples=20_000, seed=21)
+    again = AuditReport.from_json(report.to_json())
+    assert again.rejection_set == report.rejection_set
+    outputs = np.random.default_rng(22).laplace(0.0, 1.0, (1000, 3))
+    assert np.array_equal(again.rejection_set.contains(outputs), report.rejection_set.contains(outputs))

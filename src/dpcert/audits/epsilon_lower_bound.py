@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -169,16 +169,30 @@ class Feature:
     """A scalar statistic of one output, fitted on the selection half only.
 
     ``name`` is ``"value"`` (a scalar output itself), ``"distance"`` (squared distance to ``center``),
-    ``"projection"`` (inner product with ``weights``) or ``"score"`` (a user-supplied callable, which
-    cannot be serialised).
+    ``"projection"`` (inner product with ``weights``), ``"l1-contrast"``
+    (``Σ_i weights_i (|x_i − center_i| − |x_i − reference_i|)``, the log-likelihood ratio of product
+    Laplace noise around two centres) or ``"score"`` (a user-supplied callable, which cannot be
+    serialised).
+
+    Learned features are floored to a grid of ``resolution`` (a billionth of their spread on the
+    selection half), so that a threshold never splits an atom of the ideal output distribution by the
+    rounding noise of the feature's own arithmetic (which can differ between the two inputs).
     """
 
     name: str
     center: tuple[float, ...] | None = None
     weights: tuple[float, ...] | None = None
+    reference: tuple[float, ...] | None = None
+    resolution: float | None = None
     score: Score | None = field(default=None, compare=False, repr=False)
 
     def apply(self, outputs: np.ndarray) -> np.ndarray:
+        values = self._raw(outputs)
+        if self.resolution:
+            return np.floor(values / self.resolution) * self.resolution
+        return values
+
+    def _raw(self, outputs: np.ndarray) -> np.ndarray:
         if self.name == "score":
             if self.score is None:
                 raise InvalidParameter("score", None, "the callable used when the audit was run")
@@ -199,7 +213,12 @@ class Feature:
             return difference**2 if values.ndim == 1 else np.einsum("ij,ij->i", difference, difference)
         if self.name == "projection":
             return values @ np.asarray(self.weights, float)
-        raise InvalidParameter("feature", self.name, "value, distance, projection or score")
+        if self.name == "l1-contrast":
+            contrast = np.abs(values - np.asarray(self.center, float)) - np.abs(
+                values - np.asarray(self.reference, float)
+            )
+            return contrast @ np.asarray(self.weights, float)
+        raise InvalidParameter("feature", self.name, "value, distance, projection, l1-contrast or score")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
@@ -207,16 +226,25 @@ class Feature:
             data["center"] = list(self.center)
         if self.weights is not None:
             data["weights"] = list(self.weights)
+        if self.reference is not None:
+            data["reference"] = list(self.reference)
+        if self.resolution is not None:
+            data["resolution"] = self.resolution
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Feature:
-        center = data.get("center")
-        weights = data.get("weights")
+        def floats(key: str) -> tuple[float, ...] | None:
+            values = data.get(key)
+            return None if values is None else tuple(float(v) for v in values)
+
+        resolution = data.get("resolution")
         return cls(
             data["name"],
-            None if center is None else tuple(float(c) for c in center),
-            None if weights is None else tuple(float(w) for w in weights),
+            floats("center"),
+            floats("weights"),
+            floats("reference"),
+            None if resolution is None else float(resolution),
         )
 
 
@@ -396,7 +424,18 @@ def _small_support(selection_a: np.ndarray, selection_b: np.ndarray, max_cells: 
     return len(np.unique(np.concatenate([selection_a, selection_b]), axis=axis)) <= max_cells
 
 
+def _with_resolution(feature: Feature, pooled: np.ndarray) -> Feature:
+    spread = float(np.std(feature.apply(pooled)))
+    return replace(feature, resolution=1e-9 * spread) if spread > 0 else feature
+
+
 def _continuous_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[Feature]:
+    features = _fitted_features(selection_a, selection_b)
+    pooled = np.concatenate([selection_a, selection_b])
+    return [f if f.name == "value" else _with_resolution(f, pooled) for f in features]
+
+
+def _fitted_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[Feature]:
     values_a = selection_a.astype(float, copy=False)
     values_b = selection_b.astype(float, copy=False)
     pooled = np.concatenate([values_a, values_b])
@@ -409,9 +448,22 @@ def _continuous_features(selection_a: np.ndarray, selection_b: np.ndarray) -> li
     weights = np.linalg.solve(
         covariance + ridge * np.eye(covariance.shape[0]), values_b.mean(0) - values_a.mean(0)
     )
+    # Laplace-noise log-likelihood ratio around the two coordinate-wise medians, each coordinate
+    # weighted by 1/b with b the mean absolute deviation (the Laplace maximum-likelihood scale).
+    median_a, median_b = np.median(values_a, axis=0), np.median(values_b, axis=0)
+    spread = 0.5 * (
+        np.mean(np.abs(values_a - median_a), axis=0) + np.mean(np.abs(values_b - median_b), axis=0)
+    )
+    inverse_scale = 1.0 / np.maximum(spread, 1e-300)
     return [
         Feature("projection", weights=tuple(float(w) for w in weights)),
         Feature("distance", center=tuple(float(c) for c in pooled.mean(0))),
+        Feature(
+            "l1-contrast",
+            center=tuple(float(c) for c in median_a),
+            weights=tuple(float(w) for w in inverse_scale),
+            reference=tuple(float(r) for r in median_b),
+        ),
     ]
 
 
