@@ -106,7 +106,7 @@ def main() -> None:
         seconds, report = best_of_three(run)
         rows.append(
             f"| {name} | {report.samples:,} | {true_epsilon:.3f} | {report.epsilon_lower_bound:.4f} | "
-            f"{report.verdict} | {seconds:.2f} |"
+            f"{report.verdict} | {seconds:.3f} |"
         )
 
     # False-violation rate: 200 audits of correct mechanisms (the test suite's mix, 4,000 draws each).
