@@ -19,7 +19,7 @@ from dpcert.audits.epsilon_lower_bound import (
     epsilon_ceiling,
     epsilon_lower_bound,
 )
-from dpcert.audits.sampling import SamplePair, accepts_size, draw
+from dpcert.audits.sampling import SamplePair, accepts_size, draw, draw_pair
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_epsilon
 
@@ -322,3 +322,16 @@ def test_learned_vector_rejection_set_round_trips():
     assert again.rejection_set == report.rejection_set
     outputs = np.random.default_rng(22).laplace(0.0, 1.0, (1000, 3))
     assert np.array_equal(again.rejection_set.contains(outputs), report.rejection_set.contains(outputs))
+
+
+@pytest.mark.parametrize("have_tqdm", [True, False])
+def test_progress_is_reported_on_stderr(capsys, monkeypatch, have_tqdm):
+    import sys
+
+    if not have_tqdm:
+        monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import fails: plain percentages
+    pair = draw_pair(
+        laplace_noise(1.0), 0.0, 1.0, 3000, np.random.default_rng(0), batch_size=1000, progress=True
+    )
+    assert pair.samples == 3000
+    assert "sampling" in capsys.readouterr().err

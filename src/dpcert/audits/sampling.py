@@ -10,6 +10,7 @@ only way to sample an opaque pipeline).
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -146,15 +147,10 @@ def draw_pair(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
 ) -> SamplePair:
-    """``samples`` outputs on each of ``a`` and ``b``; ``progress`` shows a tqdm bar on stderr."""
+    """``samples`` outputs on each of ``a`` and ``b``; ``progress`` reports on stderr (tqdm if installed)."""
     samples = check.positive_int("samples", samples)
-    bar = None
-    callback = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=2 * samples, unit="draw", unit_scale=True, desc="sampling", leave=False)
-        callback = bar.update
+    bar = _progress_bar(2 * samples) if progress else None
+    callback = None if bar is None else bar.update
     try:
         on_a = draw(mechanism, a, samples, rng, batch_size=batch_size, progress=callback)
         on_b = draw(mechanism, b, samples, rng, batch_size=batch_size, progress=callback)
@@ -162,3 +158,32 @@ def draw_pair(
         if bar is not None:
             bar.close()
     return SamplePair(on_a, on_b)
+
+
+class _PlainProgress:
+    """Percentages on stderr, for installations without tqdm."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.shown = -1
+
+    def update(self, count: int) -> None:
+        self.done += count
+        percent = 100 * self.done // self.total
+        if percent // 10 != self.shown // 10:
+            sys.stderr.write(f"\rsampling: {percent}%")
+            sys.stderr.flush()
+            self.shown = percent
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _progress_bar(total: int) -> Any:
+    """A tqdm bar on stderr (tqdm is optional), else plain percentages."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _PlainProgress(total)
+    return tqdm(total=total, unit="draw", unit_scale=True, desc="sampling", leave=False)
