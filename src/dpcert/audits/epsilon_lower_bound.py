@@ -7,7 +7,8 @@ If a mechanism M is (ε, δ)-DP then for *every* measurable set S of outputs (Dw
 and the same with a and b exchanged.  An audit estimates both probabilities for one well-chosen S (the
 *rejection set*) and turns Clopper–Pearson bounds into a lower confidence bound on ε, as in the
 statistical auditing literature (Ding, Wang, Wang, Zhang & Kifer 2018, "Detecting violations of
-differential privacy", §4; Jagielski, Ullman & Oprea 2020, §3).
+differential privacy", CCS; Jagielski, Ullman & Oprea 2020, "Auditing differentially private machine
+learning: how private is private SGD?", NeurIPS).
 
 Validity (what makes the reported number a (1 − α) lower confidence bound):
 
@@ -19,7 +20,9 @@ Validity (what makes the reported number a (1 − α) lower confidence bound):
   denominator probability (statsmodels ``proportion_confint(method="beta")`` at level α gives exactly
   these two ends).  By a union bound both hold together with probability >= 1 − α, and on that event
   ``ln((p_lower − δ)/p_upper) <= ln((P_a(S) − δ)/P_b(S)) <= ε_true(δ)``.
-* The bound is reported as ``max(0, ·)`` (ε >= 0 always holds), so it is finite and JSON-safe.
+* The bound is reported as ``max(0, ·)`` (ε >= 0 always holds), so it is finite and JSON-safe, and it
+  is lowered by a relative 1e-9 (plus 1e-12) to cover the numerical error of the beta quantiles and the
+  logarithm: rounding never overstates the evidence against a claim.
 
 With n evaluation draws per input the bound can never exceed the *ceiling*
 ``ln(((α/2)^(1/n) − δ) / (1 − (α/2)^(1/n))) ≈ ln(n / ln(2/α))`` (all draws of one input in S, none of
@@ -49,6 +52,7 @@ DEFAULT_MAX_CELLS = 256
 _CELL_PROBE = 20_000  # draws inspected to decide whether the outputs have a small support
 _LINEAR_CANDIDATES = 2048
 _TAIL_CANDIDATES = 512
+_NUMERICAL_MARGIN = 1e-9  # relative; the reported bound is lowered by this much (never overstated)
 
 
 # --------------------------------------------------------------------------- confidence bounds
@@ -120,7 +124,8 @@ def bound_from_counts(counts: EvaluationCounts, delta: float, confidence: float)
     lower, upper = float(lower), float(upper)
     if lower <= delta:
         return CountBound(0.0, lower, upper)
-    return CountBound(max(0.0, math.log((lower - delta) / upper)), lower, upper)
+    value = math.log((lower - delta) / upper)
+    return CountBound(max(0.0, value - _NUMERICAL_MARGIN * abs(value) - 1e-12), lower, upper)
 
 
 def epsilon_ceiling(draws: int, delta: float, confidence: float) -> float:

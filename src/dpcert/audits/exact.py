@@ -1,8 +1,8 @@
 """Exact hockey-stick divergence of discrete output distributions, and its estimation from samples.
 
 For output distributions P = M(a) and Q = M(b) on a countable set, the mechanism is (ε, δ)-DP on this
-pair if and only if both hockey-stick divergences are at most δ (Barthe & Olmedo 2013; Balle, Barthe &
-Gaboardi 2018, Thm 1):
+pair if and only if both hockey-stick divergences are at most δ (the definition of (ε, δ)-DP restated
+with S = {x : P(x) > e^ε Q(x)}; Barthe & Olmedo 2013; Balle, Barthe & Gaboardi 2018):
 
     δ(ε) = max( Σ_x max(0, P(x) − e^ε Q(x)),  Σ_x max(0, Q(x) − e^ε P(x)) ).
 
@@ -67,9 +67,8 @@ def _closed_form_epsilon(p: np.ndarray, q: np.ndarray, delta: float) -> float:
     cumulative_q = np.concatenate([[0.0], np.cumsum(q_sorted)])
     # δ at each breakpoint ε = L_k, where only the cells j < k (larger ratio) contribute; it grows with k.
     at_breakpoints = mass_infinite + cumulative_p[:-1] - np.exp(log_ratio) * cumulative_q[:-1]
+    # at_breakpoints[0] is the mass at infinite ratio, <= δ here, so at least one cell is active.
     active = int(np.searchsorted(at_breakpoints > delta, True))  # cells 0..active-1 are active at the root
-    if active == 0:
-        return float(log_ratio[0])
     numerator = mass_infinite + cumulative_p[active] - delta
     root = math.log(numerator / cumulative_q[active]) if numerator > 0 else 0.0
     low = float(log_ratio[active]) if active < log_ratio.size else 0.0

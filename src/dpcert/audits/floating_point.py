@@ -1,6 +1,6 @@
 """Low-order-bit test: does a mechanism's floating-point output leak its input?
 
-Mironov (2012), "On significance of the least significant bits for differential privacy", §§2–3: the
+Mironov (2012), "On significance of the least significant bits for differential privacy", CCS: the
 textbook sampler ``x + Lap(b)`` evaluated in floating point has an input-dependent *support*.  For
 instance every output of ``1.0 + n`` is a multiple of ``2^-53`` whenever ``|n| >= 1/2``, while outputs of
 ``0.0 + n`` near 0 have much finer granularity; a single output can rule one input out, so the
@@ -92,7 +92,12 @@ class FloatingPointReport:
 
 
 def check_floating_point_samples(
-    pair: SamplePair, epsilon: float, delta: float = 0.0, *, confidence: float = 0.95, inputs=(None, None)
+    pair: SamplePair,
+    epsilon: float,
+    delta: float = 0.0,
+    *,
+    confidence: float = 0.95,
+    inputs: tuple[Any, Any] = (None, None),
 ) -> FloatingPointReport:
     """The low-order-bit test on draws already made."""
     on_a, on_b = lowest_bit_exponent(pair.on_a), lowest_bit_exponent(pair.on_b)
