@@ -14,6 +14,7 @@ from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits import AuditReport, audit, audit_samples
 from dpcert.audits.epsilon_lower_bound import (
     EvaluationCounts,
+    Feature,
     RejectionSet,
     bound_from_counts,
     epsilon_ceiling,
@@ -337,3 +338,12 @@ def test_progress_is_reported_on_stderr(capsys, monkeypatch, have_tqdm):
     )
     assert pair.samples == 3000
     assert "sampling" in capsys.readouterr().err
+
+
+def test_rejection_set_is_validated_and_string_cells_match_exactly():
+    with pytest.raises(InvalidParameter, match="side"):
+        RejectionSet("threshold", Feature("value"), "<", 0.0)
+    with pytest.raises(InvalidParameter, match="kind"):
+        RejectionSet("ball")
+    cells = RejectionSet("cells", cells=("green", "red"))
+    assert cells.contains(np.array(["gree", "red", "blue"])).tolist() == [False, True, False]

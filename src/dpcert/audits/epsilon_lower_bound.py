@@ -267,21 +267,31 @@ class RejectionSet:
     threshold: float | None = None
     cells: tuple[Any, ...] | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind == "threshold":
+            if self.side not in SIDES:
+                raise InvalidParameter("side", self.side, "'<=' or '>'")
+            if not isinstance(self.feature, Feature):
+                raise InvalidParameter("feature", self.feature, "a Feature for a threshold set")
+        elif self.kind == "cells":
+            if self.cells is None:
+                raise InvalidParameter("cells", None, "a tuple of output values for a cells set")
+        else:
+            raise InvalidParameter("kind", self.kind, "'threshold' or 'cells'")
+
     def contains(self, outputs: np.ndarray) -> np.ndarray:
         """Boolean membership of each output (leading axis) in the set."""
         if self.kind == "threshold":
             values = self.feature.apply(outputs)
             return values <= self.threshold if self.side == "<=" else values > self.threshold
-        if self.kind == "cells":
-            if not self.cells:
-                return np.zeros(outputs.shape[0], dtype=bool)
-            cells = np.asarray(self.cells, dtype=outputs.dtype if outputs.dtype.kind in "iuU" else None)
-            if cells.ndim == 1 and outputs.ndim == 1:
-                return np.isin(outputs, cells)
-            _, inverse = np.unique(np.concatenate([cells, outputs]), axis=0, return_inverse=True)
-            inverse = inverse.reshape(-1)
-            return np.isin(inverse[len(cells) :], inverse[: len(cells)])
-        raise InvalidParameter("kind", self.kind, "'threshold' or 'cells'")
+        if not self.cells:
+            return np.zeros(outputs.shape[0], dtype=bool)
+        cells = np.asarray(self.cells)
+        if cells.ndim == 1 and outputs.ndim == 1:
+            return np.isin(outputs, cells)
+        _, inverse = np.unique(np.concatenate([cells, outputs]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return np.isin(inverse[len(cells) :], inverse[: len(cells)])
 
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "threshold":
