@@ -304,6 +304,8 @@ def test_ceiling_is_reported_when_it_binds():
         dict(epsilon=1.0, samples=1),
         dict(epsilon=1.0, confidence=1.2),
         dict(epsilon=1.0, seed="x"),
+        dict(epsilon=1.0, seed=-1),
+        dict(epsilon=1.0, seed=1, rng=np.random.default_rng(1)),
     ],
 )
 def test_audit_validates_its_inputs(arguments):

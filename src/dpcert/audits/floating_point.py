@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from dpcert.audits.report import AuditReport
-from dpcert.audits.run import audit_samples, json_ready
-from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, Mechanism, SamplePair, draw_pair
+from dpcert.audits.run import audit_samples
+from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, Mechanism, SamplePair, draw_pair, generator_from
 from dpcert.errors import InvalidParameter
 
 ZERO_EXPONENT = -1100  # stands for the output 0.0 (which has no set bit); below every float exponent
@@ -141,11 +141,5 @@ def check_floating_point(
     samples, seed, rng, confidence, batch_size
         As for :func:`dpcert.audits.audit`.
     """
-    if rng is None:
-        rng = np.random.default_rng(seed)
-    elif seed is not None:
-        raise InvalidParameter("seed", seed, "None when rng is given (pass one of seed, rng)")
-    pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size)
-    return check_floating_point_samples(
-        pair, epsilon, delta, confidence=confidence, inputs=(json_ready(a), json_ready(b))
-    )
+    pair = draw_pair(mechanism, a, b, samples, generator_from(seed, rng), batch_size=batch_size)
+    return check_floating_point_samples(pair, epsilon, delta, confidence=confidence, inputs=(a, b))

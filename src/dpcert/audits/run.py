@@ -11,7 +11,14 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.audits.epsilon_lower_bound import DEFAULT_MAX_CELLS, Score, epsilon_lower_bound
 from dpcert.audits.report import AuditReport, verdict_for
-from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, DEFAULT_SAMPLES, Mechanism, SamplePair, draw_pair
+from dpcert.audits.sampling import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_SAMPLES,
+    Mechanism,
+    SamplePair,
+    draw_pair,
+    generator_from,
+)
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
@@ -128,13 +135,7 @@ def audit(
     claim = _claim(mechanism, epsilon, delta)
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     samples = check.positive_int("samples", samples, minimum=2)
-    if rng is None:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise InvalidParameter("seed", seed, "an integer >= 0 or None")
-        rng = np.random.default_rng(seed)
-    elif seed is not None:
-        raise InvalidParameter("seed", seed, "None when rng is given (pass one of seed, rng)")
-    rng = check.generator(rng)
+    rng = generator_from(seed, rng)
     start = time.perf_counter()
     pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size, progress=progress)
     report = audit_samples(

@@ -25,6 +25,17 @@ DEFAULT_BATCH_SIZE = 1_000_000
 DEFAULT_SAMPLES = 100_000  # draws per input when the caller does not say
 
 
+def generator_from(seed: int | None, rng: np.random.Generator | None) -> np.random.Generator:
+    """The generator to draw from: ``rng`` itself, or ``numpy.random.default_rng(seed)`` (not both)."""
+    if rng is not None:
+        if seed is not None:
+            raise InvalidParameter("seed", seed, "None when rng is given (pass one of seed, rng)")
+        return check.generator(rng)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise InvalidParameter("seed", seed, "an integer >= 0 or None")
+    return np.random.default_rng(seed)
+
+
 def accepts_size(mechanism: Mechanism) -> bool:
     """True if ``mechanism`` can be called as ``mechanism(value, rng, size)``.
 
