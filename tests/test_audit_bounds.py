@@ -14,12 +14,11 @@ from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits import AuditReport, audit, audit_samples
 from dpcert.audits.epsilon_lower_bound import (
     EvaluationCounts,
-    Feature,
-    RejectionSet,
     bound_from_counts,
     epsilon_ceiling,
     epsilon_lower_bound,
 )
+from dpcert.audits.rejection_set import Feature, RejectionSet
 from dpcert.audits.sampling import SamplePair, accepts_size, draw, draw_pair
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_epsilon

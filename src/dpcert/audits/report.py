@@ -8,12 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpcert.audits.epsilon_lower_bound import (
-    EvaluationCounts,
-    RejectionSet,
-    bound_from_counts,
-    epsilon_ceiling,
-)
+from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts, epsilon_ceiling
+from dpcert.audits.rejection_set import RejectionSet
 from dpcert.certificates import Guarantee
 from dpcert.errors import CertificateFormatError, CertificateMismatch
 

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.audits.epsilon_lower_bound import DEFAULT_MAX_CELLS, Score, epsilon_lower_bound
+from dpcert.audits.epsilon_lower_bound import epsilon_lower_bound
+from dpcert.audits.rejection_set import Score
 from dpcert.audits.report import AuditReport, verdict_for
 from dpcert.audits.sampling import (
     DEFAULT_BATCH_SIZE,
@@ -19,6 +20,7 @@ from dpcert.audits.sampling import (
     draw_pair,
     generator_from,
 )
+from dpcert.audits.selection import DEFAULT_MAX_CELLS
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
