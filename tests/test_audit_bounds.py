@@ -348,3 +348,16 @@ def test_rejection_set_is_validated_and_string_cells_match_exactly():
         RejectionSet("ball")
     cells = RejectionSet("cells", cells=("green", "red"))
     assert cells.contains(np.array(["gree", "red", "blue"])).tolist() == [False, True, False]
+
+
+def test_only_a_parameter_named_size_is_used_for_batches():
+    def scaled(value, rng, scale=2.0):  # a third parameter that is not a batch size
+        return value + scale * rng.laplace()
+
+    def keyword_size(value, rng, *, size=None):
+        return value + rng.laplace(size=size)
+
+    assert not accepts_size(scaled)
+    assert accepts_size(keyword_size)
+    assert draw(scaled, 0.0, 10, np.random.default_rng(0)).shape == (10,)
+    assert draw(keyword_size, 0.0, 10, np.random.default_rng(0)).shape == (10,)

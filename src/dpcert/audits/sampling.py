@@ -1,7 +1,8 @@
 """Draw outputs of a mechanism on two neighbouring inputs, in vectorised batches.
 
 A *mechanism* here is any callable ``f(value, rng)`` returning one output (a float, an int, a bool, a
-string or a 1-D array), or ``f(value, rng, size)`` returning ``size`` outputs along a leading axis.
+string or a 1-D array), or ``f(value, rng, size)`` (a parameter named ``size``) returning ``size``
+outputs along a leading axis.
 dpcert's own mechanisms accept ``size``; so do most numpy-based samplers.  When ``size`` is available
 the draws are made in batches of ``batch_size``; otherwise the callable is called once per draw (the
 only way to sample an opaque pipeline).
@@ -37,24 +38,20 @@ def generator_from(seed: int | None, rng: np.random.Generator | None) -> np.rand
 
 
 def accepts_size(mechanism: Mechanism) -> bool:
-    """True if ``mechanism`` can be called as ``mechanism(value, rng, size)``.
+    """True if ``mechanism`` has a parameter named ``size`` that can be passed by keyword.
 
-    A parameter named ``size`` or a third positional parameter counts; ``*args`` does too.
+    Only the name counts: a third parameter with another name (``f(value, rng, scale=2.0)``) is never
+    mistaken for a batch size.
     """
     try:
         signature = inspect.signature(mechanism)
     except (TypeError, ValueError):  # builtins without signatures
         return False
-    parameters = list(signature.parameters.values())
-    if any(p.name == "size" for p in parameters):
-        return True
-    positional = [
-        p
-        for p in parameters
-        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-    has_var_positional = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
-    return len(positional) >= 3 or has_var_positional
+    parameter = signature.parameters.get("size")
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 def _as_output_array(batch: Any, expected: int) -> np.ndarray:
@@ -114,7 +111,7 @@ def draw(
         remaining = samples
         while remaining > 0:
             size = min(batch_size, remaining)
-            batches.append(_as_output_array(mechanism(value, rng, size), size))
+            batches.append(_as_output_array(mechanism(value, rng, size=size), size))
             remaining -= size
             if progress is not None:
                 progress(size)
