@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.special import betaincinv
@@ -65,6 +66,11 @@ class Selection:
     projected: float
 
 
+def _oriented(numerator: str, on_a: Any, on_b: Any) -> tuple[Any, Any]:
+    """``(numerator's value, denominator's value)`` from the values for inputs a and b."""
+    return (on_a, on_b) if numerator == "a" else (on_b, on_a)
+
+
 def _threshold_candidates(pooled_sorted: np.ndarray) -> np.ndarray:
     size = pooled_sorted.shape[0]
     tail = np.geomspace(1.0, max(1.0, size / 50.0), _TAIL_CANDIDATES)
@@ -87,15 +93,16 @@ def _select_threshold(
     below_a = np.searchsorted(values_a, thresholds, side="right")
     below_b = np.searchsorted(values_b, thresholds, side="right")
     n_a, n_b = values_a.shape[0], values_b.shape[0]
-    eval_a, eval_b = evaluation_sizes
     counts = {"<=": (below_a, below_b), ">": (n_a - below_a, n_b - below_b)}
     best = Selection(RejectionSet("threshold", feature, "<=", float(thresholds[0])), "a", -math.inf)
     for side, (in_a, in_b) in counts.items():
         for numerator in INPUTS:
-            if numerator == "a":
-                projected = projected_bound(in_a, n_a, in_b, n_b, eval_a, eval_b, delta, alpha)
-            else:
-                projected = projected_bound(in_b, n_b, in_a, n_a, eval_b, eval_a, delta, alpha)
+            (in_num, in_den), (n_num, n_den) = (
+                _oriented(numerator, in_a, in_b),
+                _oriented(numerator, n_a, n_b),
+            )
+            eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
+            projected = projected_bound(in_num, n_num, in_den, n_den, eval_num, eval_den, delta, alpha)
             index = int(np.argmax(projected))
             if projected[index] > best.projected:
                 best = Selection(
@@ -123,24 +130,17 @@ def _select_cells(
     inverse = inverse.reshape(-1)
     count_a = np.bincount(inverse[:n_a], minlength=len(cells))
     count_b = np.bincount(inverse[n_a:], minlength=len(cells))
-    eval_a, eval_b = evaluation_sizes
     best = Selection(RejectionSet("cells", cells=()), "a", -math.inf)
     for numerator in INPUTS:
-        num, den, n_num, n_den = (
-            (count_a, count_b, n_a, n_b) if numerator == "a" else (count_b, count_a, n_b, n_a)
-        )
+        (num, den), (n_num, n_den) = _oriented(numerator, count_a, count_b), _oriented(numerator, n_a, n_b)
+        eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
         ratio = ((num + 0.5) / n_num) / ((den + 0.5) / n_den)
         order = np.argsort(-ratio, kind="stable")
         cumulative_num = np.cumsum(num[order])
         cumulative_den = np.cumsum(den[order])
-        if numerator == "a":
-            projected = projected_bound(
-                cumulative_num, n_num, cumulative_den, n_den, eval_a, eval_b, delta, alpha
-            )
-        else:
-            projected = projected_bound(
-                cumulative_num, n_num, cumulative_den, n_den, eval_b, eval_a, delta, alpha
-            )
+        projected = projected_bound(
+            cumulative_num, n_num, cumulative_den, n_den, eval_num, eval_den, delta, alpha
+        )
         index = int(np.argmax(projected))
         if projected[index] > best.projected:
             chosen = cells[np.sort(order[: index + 1])]

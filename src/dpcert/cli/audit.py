@@ -154,34 +154,17 @@ def _audit(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
     if seed < 0:
         raise InvalidParameter("--seed", seed, "an integer >= 0")
+    claim = (mechanism, a, b, args.epsilon, args.delta)
+    options = {"samples": args.samples, "seed": seed, "confidence": args.confidence}
     if args.floating_point:
         from dpcert.audits.floating_point import check_floating_point
 
-        result = check_floating_point(
-            mechanism,
-            a,
-            b,
-            args.epsilon,
-            args.delta,
-            samples=args.samples,
-            seed=seed,
-            confidence=args.confidence,
-        )
+        result = check_floating_point(*claim, **options)
         report = result.audit
         extra = {"floating_point": {k: v for k, v in result.to_dict().items() if k != "audit"}}
     else:
         progress = not args.json and sys.stderr.isatty() and args.samples >= 1_000_000
-        report = audit(
-            mechanism,
-            a,
-            b,
-            args.epsilon,
-            args.delta,
-            samples=args.samples,
-            seed=seed,
-            confidence=args.confidence,
-            progress=progress,
-        )
+        report = audit(*claim, **options, progress=progress)
         extra = {}
     if args.save is not None:
         args.save.write_text(report.to_json(indent=2))
