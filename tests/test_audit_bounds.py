@@ -361,3 +361,16 @@ def test_only_a_parameter_named_size_is_used_for_batches():
     assert accepts_size(keyword_size)
     assert draw(scaled, 0.0, 10, np.random.default_rng(0)).shape == (10,)
     assert draw(keyword_size, 0.0, 10, np.random.default_rng(0)).shape == (10,)
+
+
+def test_wide_discrete_support_keeps_its_power():
+    """Discrete Laplace with ε = 0.2 has ~100 cells; sparse cells must not be chosen by chance."""
+    epsilon = 0.2
+    p = -math.expm1(-epsilon)
+
+    def discrete_laplace(value, rng, size):
+        return value + rng.geometric(p, size) - rng.geometric(p, size)
+
+    report = audit(discrete_laplace, 0, 1, epsilon, samples=100_000, seed=31)
+    assert report.verdict == "consistent"
+    assert 0.1 < report.epsilon_lower_bound <= epsilon

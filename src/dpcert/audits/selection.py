@@ -113,6 +113,17 @@ def _select_threshold(
     return best
 
 
+def _halves(cell_ids: np.ndarray, cells: int) -> tuple[tuple[np.ndarray, int], tuple[np.ndarray, int]]:
+    """Cell counts and sizes of the first and second half of the draws (the same twice for one draw)."""
+    half = cell_ids.shape[0] // 2
+    if half == 0:
+        counts = np.bincount(cell_ids, minlength=cells)
+        return (counts, cell_ids.shape[0]), (counts, cell_ids.shape[0])
+    first = np.bincount(cell_ids[:half], minlength=cells)
+    second = np.bincount(cell_ids[half:], minlength=cells)
+    return (first, half), (second, cell_ids.shape[0] - half)
+
+
 def _select_cells(
     selection_a: np.ndarray,
     selection_b: np.ndarray,
@@ -120,26 +131,31 @@ def _select_cells(
     delta: float,
     alpha: float,
 ) -> Selection:
-    """Superlevel sets of the estimated likelihood ratio (the Neyman–Pearson family), best by projection."""
-    n_a, n_b = selection_a.shape[0], selection_b.shape[0]
+    """Superlevel sets of the estimated likelihood ratio (the Neyman–Pearson family), best by projection.
+
+    The ratio that orders the cells is estimated on the first half of the selection draws and the
+    projected bound of each superlevel set on the second half, so that cells whose ratio looks large
+    by chance are not rewarded twice (with many sparse cells that overfitting would otherwise choose a
+    set that fails on the evaluation draws).
+    """
+    n_a = selection_a.shape[0]
     cells, inverse = np.unique(
         np.concatenate([selection_a, selection_b]),
         axis=0 if selection_a.ndim > 1 else None,
         return_inverse=True,
     )
     inverse = inverse.reshape(-1)
-    count_a = np.bincount(inverse[:n_a], minlength=len(cells))
-    count_b = np.bincount(inverse[n_a:], minlength=len(cells))
+    rank_a, score_a = _halves(inverse[:n_a], len(cells))
+    rank_b, score_b = _halves(inverse[n_a:], len(cells))
     best = Selection(RejectionSet("cells", cells=()), "a", -math.inf)
     for numerator in INPUTS:
-        (num, den), (n_num, n_den) = _oriented(numerator, count_a, count_b), _oriented(numerator, n_a, n_b)
+        (rank_num, n_rank_num), (rank_den, n_rank_den) = _oriented(numerator, rank_a, rank_b)
+        (num, n_num), (den, n_den) = _oriented(numerator, score_a, score_b)
         eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
-        ratio = ((num + 0.5) / n_num) / ((den + 0.5) / n_den)
+        ratio = ((rank_num + 0.5) / n_rank_num) / ((rank_den + 0.5) / n_rank_den)
         order = np.argsort(-ratio, kind="stable")
-        cumulative_num = np.cumsum(num[order])
-        cumulative_den = np.cumsum(den[order])
         projected = projected_bound(
-            cumulative_num, n_num, cumulative_den, n_den, eval_num, eval_den, delta, alpha
+            np.cumsum(num[order]), n_num, np.cumsum(den[order]), n_den, eval_num, eval_den, delta, alpha
         )
         index = int(np.argmax(projected))
         if projected[index] > best.projected:
@@ -218,7 +234,7 @@ def select_rejection_set(
 
     * ``score`` given: thresholds on the user's scalar score.
     * Small support (at most ``max_cells`` distinct outputs, or non-numeric outputs): the superlevel
-      sets of the estimated likelihood ratio over cells.
+      sets of the estimated likelihood ratio over cells, and for scalar numbers thresholds as well.
     * Scalar outputs: thresholds on the value and on the squared distance to the pooled median.
     * Vector outputs: thresholds on Fisher's linear discriminant score and on the squared distance to
       the pooled mean.
@@ -229,7 +245,12 @@ def select_rejection_set(
             Feature("score", score=score), selection_a, selection_b, evaluation_sizes, delta, alpha
         )
     if _small_support(selection_a, selection_b, max_cells):
-        return _select_cells(selection_a, selection_b, evaluation_sizes, delta, alpha)
+        candidates = [_select_cells(selection_a, selection_b, evaluation_sizes, delta, alpha)]
+        if selection_a.ndim == 1 and selection_a.dtype.kind in "biuf":  # ordered values: thresholds too
+            candidates.append(
+                _select_threshold(Feature("value"), selection_a, selection_b, evaluation_sizes, delta, alpha)
+            )
+        return max(candidates, key=lambda selection: selection.projected)
     if selection_a.dtype.kind not in "biuf":
         raise InvalidParameter(
             "mechanism output",
