@@ -312,3 +312,14 @@ def test_vectorised_profile_matches_dp_accounting_on_the_same_pmf(trials, g, coo
         assert exact.composed_delta(epsilon, trials, 0.5, g, coordinates) == pytest.approx(
             theirs, rel=1e-9, abs=1e-15
         )
+
+
+def test_mechanism_call_forms():
+    rng = np.random.default_rng(1)
+    mechanism = small_mechanism(users=5, dimension=2)
+    data = rng.uniform(-1, 1, size=(5, 2))
+    assert mechanism(data, rng).shape == (2,)
+    assert mechanism(data, rng, size=7).shape == (7, 2)
+    scalar = small_mechanism(users=5)
+    assert scalar(np.zeros(5), rng).shape == ()
+    assert scalar(np.zeros((4, 5)), rng).shape == (4,)

@@ -197,12 +197,7 @@ class LossDistribution:
         tail_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
         at_grid = self.infinity + tail_p[1:] - np.exp(losses[:-1]) * tail_q[1:]  # δ(L_{j−1}), j >= 1
         above = np.nonzero(at_grid > delta)[0]
-        if above.size == 0:
-            if self.delta(max(0.0, float(losses[0]))) <= delta:
-                return max(0.0, float(losses[0])) if self.delta(0.0) > delta else 0.0
-            j = 0
-        else:
-            j = int(above[-1]) + 1  # ε lies in [L_{j−1}, L_j)
+        j = int(above[-1]) + 1 if above.size else 0  # ε lies in [L_{j−1}, L_j) (L_{−1} = −∞)
         numerator = self.infinity + tail_p[j] - delta
         if numerator <= 0:
             return max(0.0, float(losses[j - 1]) if j > 0 else 0.0)

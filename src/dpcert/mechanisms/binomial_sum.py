@@ -315,6 +315,13 @@ class BinomialSumMechanism:
         return self.analyze_counts(np.asarray(bits).sum(axis=-1))
 
     # -- whole protocol
+    def __call__(self, data: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """``mechanism(value, rng)`` form: :meth:`simulate`; with ``size``, that many independent runs."""
+        if size is not None:
+            array = np.asarray(data, dtype=float)
+            data = np.broadcast_to(array, (check.positive_int("size", size),) + array.shape)
+        return self.simulate(data, rng)
+
     def simulate_counts(self, data: Any, rng: np.random.Generator) -> np.ndarray:
         """Per-coordinate counts of ones seen by the analyzer, drawn exactly in distribution."""
         encoded = self.encode(data, rng)
