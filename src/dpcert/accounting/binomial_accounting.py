@@ -1,5 +1,12 @@
 """Exact privacy of shifted binomial counts: the accounting behind every bit-sum shuffle protocol.
 
+API for bandit algorithms
+-------------------------
+Bandit code rarely needs this module directly: certificates from
+:mod:`dpcert.mechanisms.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
+``composed_epsilon(δ, n·b, p, g, coordinates)`` give the profile of one run of a bit-sum protocol
+(``coordinates = 1``: exact; more: pessimistic PLD composition), cached per parameter set.
+
 In the Cheu et al. bit-sum protocols (seed 000 Alg. 2 and 4, seed 002 Alg. 5–7, seed 001's
 binary summation) the analyzer's view of one coordinate is, after shuffling, exactly the number of
 ones among that coordinate's bits: ``C = Σ_i x̂_i + N`` with ``N ~ Bin(M, p)`` the total noise of all
