@@ -24,6 +24,7 @@ from dpcert.mechanisms.binomial_sum import (
 # Every statistical test below uses a seeded generator and a two-sided level of 1e-4 per
 # assertion: with about 20 such assertions the suite's false-positive rate is below 0.2 %.
 LEVEL = 1e-4
+G = 2  # precision used by the brute-force enumerations
 
 
 def hockey_stick(p: dict, q: dict, epsilon: float) -> float:
@@ -50,9 +51,6 @@ def view_distribution(encodings: list[dict[int, float]], b: int, p: float) -> di
         bits = tuple(sorted(bit for user_bits, _ in combination for bit in user_bits))
         law[bits] = law.get(bits, 0.0) + math.prod(weight for _, weight in combination)
     return law
-
-
-G = 2
 
 
 def rounding_law(value: float, g: int, bound: float) -> dict[int, float]:

@@ -26,8 +26,11 @@ such a set ``P(A) − e^ε Q(A) = F(t) − e^ε F(t − s)`` grows with ``s``, h
 and its privacy loss is the sum of the per-coordinate losses.  Without further structure every
 coordinate may shift by ``g`` (in either direction), which is what :func:`composed_delta` assumes:
 the ``m``-fold composition of the worst-case pair, maximised over the number of coordinates
-shifted up versus down (the two directions differ only when ``p != 1/2``).  This is conservative for
-ℓ2-bounded vectors (it does not use the ℓ2 bound).  The composition uses ``dp_accounting``'s dense
+shifted up versus down (the two directions differ only when ``p != 1/2``).  For data bounded entry
+by entry this worst case is attained (every entry at opposite ends of its range), so the profile is
+exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative (the ℓ2 bound is not
+used: after randomized rounding the feasible integer shifts form a lattice set whose worst case has no
+tractable closed form).  The composition uses ``dp_accounting``'s dense
 privacy-loss PMFs with pessimistic (upward) rounding of every loss.
 
 Every truncation of a PMF tail moves that mass to the infinite-loss atom (it is counted in full
