@@ -321,3 +321,55 @@ def test_mechanism_call_forms():
     scalar = small_mechanism(users=5)
     assert scalar(np.zeros(5), rng).shape == ()
     assert scalar(np.zeros((4, 5)), rng).shape == (4,)
+
+
+# --------------------------------------------------------------------------- l2-bounded data
+@pytest.mark.parametrize("coordinates, g", [(2, 3), (3, 4), (4, 2)])
+def test_l2_shift_multisets_cover_every_feasible_shift(coordinates, g):
+    maximal = exact.l2_shift_multisets(coordinates, g)
+    for multiset in maximal:
+        assert sum(max(a - 1, 0) ** 2 for a in multiset) <= g * g and max(multiset) <= g
+    for shifts in itertools.product(range(g + 1), repeat=coordinates):
+        if sum(max(a - 1, 0) ** 2 for a in shifts) > g * g:
+            continue
+        ordered = sorted(shifts, reverse=True)
+        assert any(all(x <= y for x, y in zip(ordered, m, strict=True)) for m in maximal)
+
+
+def test_l2_profile_bounds_the_enumerated_protocol_and_never_exceeds_entrywise():
+    """One user, d = 2, g = 3, b = 4, p = 1/2: exact view law for inputs on the unit disk."""
+    g, b, bound = 3, 4, 1.0
+    angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    grid = [np.array([0.0, 0.0])] + [r * np.array([np.cos(a), np.sin(a)]) for r in (0.5, 1.0) for a in angles]
+    noise = stats.binom.pmf(np.arange(b + 1), b, 0.5)
+
+    def view(point):
+        laws = []
+        for value in point:
+            encoding = rounding_law(float(value), g, bound)
+            law = np.zeros(g + b + 1)
+            for level, weight in encoding.items():
+                law[level : level + b + 1] += weight * noise
+            laws.append(law)
+        return np.outer(laws[0], laws[1])
+
+    views = [view(point) for point in grid]
+    for epsilon in (0.0, 0.5, 1.5):
+        worst = max(float(np.clip(p - math.exp(epsilon) * q, 0, None).sum()) for p in views for q in views)
+        l2 = exact.l2_delta(epsilon, b, g, 2)
+        assert worst <= l2
+        assert l2 <= exact.composed_delta(epsilon, b, 0.5, g, 2) * (1 + 1e-9)
+
+
+def test_l2_calibration_needs_fewer_bits_and_validates_norms():
+    entry = calibrate_binomial_sum(1.0, 1e-5, users=20, dimension=5)
+    l2 = calibrate_binomial_sum(1.0, 1e-5, users=20, dimension=5, norm="l2")
+    assert l2.b < entry.b and l2.noise_std < entry.noise_std
+    assert Certificate.from_json(l2.certificate.to_json()).parameters["norm"] == "l2"
+    q = l2.parameters
+    assert exact.l2_delta(1.0, 20 * q.b, q.g, 5) <= 1e-5 < exact.l2_delta(1.0, 20 * (q.b - 1), q.g, 5)
+    too_long = np.full((20, 5), 0.9)  # entries within the bound, l2 norms above it
+    with pytest.raises(DataOutOfBounds, match="norm"):
+        l2.mechanism().simulate(too_long, np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="norm"):
+        BitSumParameters(5, 10, 0.25, 20, 5, 1.0, "vector", "l2")

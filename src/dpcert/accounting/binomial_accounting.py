@@ -180,14 +180,19 @@ class LossDistribution:
     infinity: float
 
     @classmethod
-    def from_pmf(cls, pmf: Any) -> LossDistribution:
-        """From a ``dp_accounting`` dense PMF; masses below 1e-250 move to the infinite loss
-        (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is dropped."""
-        probs = np.clip(np.asarray(pmf._probs, dtype=float), 0.0, None)  # FFT round-off below zero
-        losses = (np.arange(probs.size) + pmf._lower_loss) * pmf._discretization
+    def from_grid(cls, lower: int, interval: float, probs: np.ndarray, infinity: float) -> LossDistribution:
+        """From masses on the grid ``(lower + i)·interval``; masses below 1e-250 move to the infinite
+        loss (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is
+        dropped (which can only raise δ)."""
+        probs = np.clip(np.asarray(probs, dtype=float), 0.0, None)
+        losses = (np.arange(probs.size) + lower) * interval
         tiny = probs < 1e-250
-        infinity = float(pmf._infinity_mass) + float(probs[tiny].sum())
-        return cls(losses[~tiny], probs[~tiny], infinity)
+        return cls(losses[~tiny], probs[~tiny], float(infinity) + float(probs[tiny].sum()))
+
+    @classmethod
+    def from_pmf(cls, pmf: Any) -> LossDistribution:
+        """From a ``dp_accounting`` dense PMF (see :meth:`from_grid`)."""
+        return cls.from_grid(pmf._lower_loss, pmf._discretization, pmf._probs, pmf._infinity_mass)
 
     def delta(self, epsilon: float) -> float:
         """``μ_∞ + Σ_{L_i > ε} p_i (1 − e^{ε − L_i})``, rounded upward."""
@@ -252,6 +257,91 @@ def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinate
         return math.inf
     step = 1e-12 + 1e-12 * epsilon
     while composed_delta(epsilon, trials, p, shift, coordinates) > delta:  # land on the safe side
+        epsilon += step
+        step *= 4.0
+        if step > 1e6:
+            return math.inf
+    return epsilon
+
+
+# --------------------------------------------------------------------------- l2-bounded data
+def l2_shift_multisets(coordinates: int, g: int) -> tuple[tuple[int, ...], ...]:
+    """Maximal multisets of per-coordinate integer shifts for ℓ2-bounded data (``p = 1/2``).
+
+    Neighbouring inputs with ``‖y − y'‖₂ <= 2B`` have real encoded shifts ``s`` with ``‖s‖₂ <= g``.
+    Coupling the two randomized roundings through one uniform per coordinate (``x̂ = ⌊u + U⌋``), the
+    integer shift is ``t_k ∈ {⌊s_k⌋, ⌈s_k⌉}``, so ``|t_k| <= min(g, ⌈|s_k|⌉)`` and
+    ``Σ_k (|t_k| − 1)_+² <= g²``.  By joint convexity the view's δ(ε) is at most the largest δ(ε) of
+    a product of shifted binomials with such shifts; with ``p = 1/2`` it depends only on the multiset
+    of ``|t_k|`` (reflect a coordinate) and grows with each ``|t_k|`` (Blackwell order of the
+    log-concave shift family), so only the maximal multisets (sorted, non-increasing) are needed.
+    """
+    budget = g * g
+    found: list[tuple[int, ...]] = []
+
+    def extend(prefix: list[int], left: int, ceiling: int, cost: int) -> None:
+        if left == 0:
+            below = [a for a in prefix if a < g]
+            if not below or budget - cost < 2 * min(below) - 1:  # no entry can grow by one
+                found.append(tuple(prefix))
+            return
+        for a in range(min(ceiling, g), 0, -1):
+            step = cost + (a - 1) ** 2
+            if step <= budget:
+                extend(prefix + [a], left - 1, a, step)
+
+    extend([], coordinates, g, 0)
+    return tuple(found)
+
+
+MAX_L2_MULTISETS = 400
+
+
+@lru_cache(maxsize=64)
+def _l2_loss_distributions(trials: int, g: int, coordinates: int) -> tuple[LossDistribution, ...]:
+    """Composed loss distributions of every maximal shift multiset (``p = 1/2``, pessimistic PLD).
+
+    Each per-shift loss PMF is rounded up on one common grid; the compositions are products of
+    their Fourier transforms (one inverse FFT per multiset).
+    """
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    multisets = l2_shift_multisets(coordinates, g)
+    if len(multisets) > MAX_L2_MULTISETS:
+        raise ValueError(f"{len(multisets)} shift multisets exceed {MAX_L2_MULTISETS}")
+    interval = loss_interval(trials, 0.5, g, coordinates)
+    per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
+    length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
+    spectra = {a: rfft(np.asarray(pmf._probs, dtype=float), length) for a, pmf in per_shift.items()}
+    results = []
+    for multiset in multisets:
+        spectrum = np.ones(length // 2 + 1, dtype=complex)
+        lower, size, log_survive = 0, 1, 0.0
+        for shift in set(multiset):
+            count = multiset.count(shift)
+            pmf = per_shift[shift]
+            spectrum *= spectra[shift] ** count
+            lower += count * pmf._lower_loss
+            size += count * (pmf.size - 1)
+            log_survive += count * math.log1p(-pmf._infinity_mass)
+        probs = irfft(spectrum, length)[:size]
+        infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
+        results.append(LossDistribution.from_grid(lower, interval, probs, infinity))
+    return tuple(results)
+
+
+def l2_delta(epsilon: float, trials: int, g: int, coordinates: int) -> float:
+    """δ(ε) of ``coordinates`` coordinates of ℓ2-bounded data (see :func:`l2_shift_multisets`)."""
+    return min(1.0, max(dist.delta(epsilon) for dist in _l2_loss_distributions(trials, g, coordinates)))
+
+
+def l2_epsilon(delta: float, trials: int, g: int, coordinates: int) -> float:
+    """Least ε with :func:`l2_delta` ``<= delta``; ``inf`` if none."""
+    epsilon = max(dist.epsilon(delta) for dist in _l2_loss_distributions(trials, g, coordinates))
+    if not math.isfinite(epsilon):
+        return math.inf
+    step = 1e-12 + 1e-12 * epsilon
+    while l2_delta(epsilon, trials, g, coordinates) > delta:
         epsilon += step
         step *= 4.0
         if step > 1e6:

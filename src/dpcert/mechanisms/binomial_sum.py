@@ -46,11 +46,17 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting import binomial_accounting as exact
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
-from dpcert.errors import CertificateMismatch, InvalidParameter, PreconditionFailed
+from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
+NORMS = ("entry", "l2")
+L2_NOTE = (
+    "l2-bounded data (vector l2 norm or matrix Frobenius norm <= bound): with coupled rounding the "
+    "integer shifts satisfy sum (|t_k| - 1)_+^2 <= g^2; worst case over the maximal shift multisets"
+)
 METHODS = ("exact", "paper")
 EXACT_BASIS = "exact accounting of the shifted binomial count (dpcert), pessimistic PLD across coordinates"
+EXACT_L2_BASIS = "exact accounting of the shifted binomial count (dpcert), l2 shift lattice, pessimistic PLD"
 ALG4_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 4, eq. 60, Thm C.6 (Cheu et al. 2021 Lemma 3.1 at epsilon/2)"
 ALG2_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 2, eq. 22, Thm A.2 (Cheu et al. 2021 vector summation)"
 PVEC_BASIS = "seed 002 (Chowdhury & Zhou 2022) P_Vec, Thm 3.5 = C.1 (p = 1/4, C = 24e4)"
@@ -98,6 +104,11 @@ class BitSumParameters:
     shape
         ``"vector"``, ``"symmetric-matrix"`` (upper triangle privatised) or ``"vector+matrix"``
         (seed 002 P_Vec: both, accounted jointly).
+    norm
+        ``"entry"`` (privacy assumes only that every entry lies in ``[−bound, bound]``) or ``"l2"``
+        (each user's vector has ℓ2 norm, or matrix Frobenius norm, at most ``bound``: tighter
+        accounting, see :func:`~dpcert.accounting.binomial_accounting.l2_shift_multisets`; needs
+        ``p = 1/2`` and shape ``"vector"`` or ``"symmetric-matrix"``).
     """
 
     g: int
@@ -107,6 +118,7 @@ class BitSumParameters:
     dimension: int = 1
     bound: float = 1.0
     shape: str = "vector"
+    norm: str = "entry"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "g", check.positive_int("g", self.g))
@@ -116,6 +128,21 @@ class BitSumParameters:
         object.__setattr__(self, "dimension", check.positive_int("dimension", self.dimension))
         object.__setattr__(self, "bound", check.positive_finite("bound", self.bound))
         _check_shape(self.shape)
+        if self.norm not in NORMS:
+            raise InvalidParameter("norm", self.norm, "one of " + ", ".join(NORMS))
+        if self.norm == "l2" and (self.p != 0.5 or self.shape == "vector+matrix"):
+            raise InvalidParameter(
+                "norm", self.norm, "'entry' unless p = 1/2 and shape is 'vector' or 'symmetric-matrix'"
+            )
+        if self.norm == "l2" and self.coordinates > 1:
+            patterns = len(exact.l2_shift_multisets(self.coordinates, self.g))
+            if patterns > exact.MAX_L2_MULTISETS:
+                raise InvalidParameter(
+                    "g",
+                    self.g,
+                    f"a precision with at most {exact.MAX_L2_MULTISETS} l2 shift patterns "
+                    f"for {self.coordinates} coordinates (got {patterns}; lower g or use norm='entry')",
+                )
         if self.users * self.b > MAX_NOISE_BITS:
             raise InvalidParameter("b", self.b, f"users * b <= {MAX_NOISE_BITS:.0e}")
 
@@ -157,6 +184,7 @@ class BitSumParameters:
             "dimension": self.dimension,
             "bound": self.bound,
             "shape": self.shape,
+            "norm": self.norm,
         }
 
 
@@ -179,16 +207,26 @@ class BinomialSumProfile:
             dimension=parameters.get("dimension", 1),
             bound=parameters.get("bound", 1.0),
             shape=parameters.get("shape", "vector"),
+            norm=parameters.get("norm", "entry"),
         )
 
     def _args(self) -> tuple[int, float, int, int]:
         q = self.parameters
         return q.noise_trials, q.p, q.g, q.coordinates
 
+    def _l2(self) -> bool:
+        return self.parameters.norm == "l2" and self.parameters.coordinates > 1
+
     def delta_for(self, epsilon: float) -> float:
+        q = self.parameters
+        if self._l2():
+            return exact.l2_delta(epsilon, q.noise_trials, q.g, q.coordinates)
         return exact.composed_delta(epsilon, *self._args())
 
     def epsilon_for(self, delta: float) -> float:
+        q = self.parameters
+        if self._l2():
+            return exact.l2_epsilon(delta, q.noise_trials, q.g, q.coordinates)
         return exact.composed_epsilon(delta, *self._args())
 
     def dp_event(self) -> Any:
@@ -220,6 +258,9 @@ def binomial_sum_certificate(
         delta = profile.delta_for(epsilon)
         if delta >= 1.0:
             raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
+    if parameters.norm == "l2":
+        notes = tuple(n for n in notes if not n.startswith("coordinates composed")) + (L2_NOTE,)
+        basis = EXACT_L2_BASIS if basis == EXACT_BASIS else basis
     return Certificate(
         "binomial-sum",
         Guarantee(epsilon, delta),
@@ -262,6 +303,13 @@ class BinomialSumMechanism:
         """Validated data as ``(..., n, coordinates)`` and the leading repetition shape."""
         q = self.parameters
         array = check.bounded_array("data", data, -q.bound, q.bound)
+        if q.norm == "l2":
+            axes = -1 if q.shape == "vector" else (-2, -1)
+            norms = np.sqrt((array**2).sum(axis=axes)) if array.ndim else np.abs(array)
+            if np.any(norms > q.bound * (1 + 1e-12)):
+                raise DataOutOfBounds(
+                    "data", "<norms above the bound>", f"l2 (Frobenius) norm <= {q.bound} per user"
+                )
         if q.shape == "vector":
             if q.dimension == 1 and (array.ndim == 0 or array.shape[-1] != 1):
                 array = array[..., None]  # scalars: (..., n) -> (..., n, 1)
@@ -462,12 +510,16 @@ def default_precision(users: int) -> int:
     return max(4, math.isqrt(users - 1) + 1 if users > 1 else 1)
 
 
-def least_noise_bits(epsilon: float, delta: float, users: int, g: int, p: float, coordinates: int) -> int:
+def least_noise_bits(
+    epsilon: float, delta: float, users: int, g: int, p: float, coordinates: int, norm: str = "entry"
+) -> int:
     """Least ``b`` whose protocol has ``δ(ε) <= delta`` by exact accounting (monotone in ``b``:
     one more noise bit is independent noise added to the count, a post-processing)."""
     from dpcert.accounting.calibration import analytic_gaussian_sigma
 
     def valid(b: int) -> bool:
+        if norm == "l2" and coordinates > 1:
+            return exact.l2_delta(epsilon, users * b, g, coordinates) <= delta
         return exact.composed_delta(epsilon, users * b, p, g, coordinates) <= delta
 
     sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
@@ -502,6 +554,7 @@ def calibrate_binomial_sum(
     method: str = "exact",
     g: int | None = None,
     p: float = 0.5,
+    norm: str = "entry",
 ) -> BinomialSumCalibration:
     """Parameters ``(g, b, p)`` for a sum over ``users`` meeting (ε, δ), with their certificate.
 
@@ -517,6 +570,9 @@ def calibrate_binomial_sum(
         exact accounting.
     g, p
         Precision and bit probability for ``method="exact"`` (default ``max(4, ⌈√n⌉)`` and 1/2).
+    norm
+        ``"entry"`` or ``"l2"`` (see :class:`BitSumParameters`; exact method only).  With ``"l2"`` the
+        default ``g`` is lowered if needed so that at most 150 shift patterns are enumerated.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
@@ -534,10 +590,18 @@ def calibrate_binomial_sum(
         return BinomialSumCalibration(parameters, certificate, method)
     if method != "exact":
         raise InvalidParameter("method", method, "one of " + ", ".join(METHODS))
-    g = default_precision(users) if g is None else check.positive_int("g", g)
-    p = check.probability("p", p, open_low=True, open_high=True)
+    if norm not in NORMS:
+        raise InvalidParameter("norm", norm, "one of " + ", ".join(NORMS))
     coordinates = coordinate_count(dimension, shape)
-    b = least_noise_bits(epsilon, delta, users, g, p, coordinates)
-    parameters = BitSumParameters(g, b, p, users, dimension, bound, shape)
+    if g is None:
+        g = default_precision(users)
+        if norm == "l2" and coordinates > 1:
+            while g > 1 and len(exact.l2_shift_multisets(coordinates, g)) > 150:
+                g -= 1
+    g = check.positive_int("g", g)
+    p = check.probability("p", p, open_low=True, open_high=True)
+    BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination
+    b = least_noise_bits(epsilon, delta, users, g, p, coordinates, norm)
+    parameters = BitSumParameters(g, b, p, users, dimension, bound, shape, norm)
     certificate = binomial_sum_certificate(parameters, epsilon=epsilon, delta=delta)
     return BinomialSumCalibration(parameters, certificate, method)
