@@ -307,9 +307,9 @@ def test_vectorised_profile_matches_dp_accounting_on_the_same_pmf(trials, g, coo
         assert ours == pytest.approx(reference.get_epsilon_for_delta(delta), rel=1e-8, abs=1e-8)
     for epsilon in (0.0, 0.5, 1.0):  # deltas well above the FFT round-off (~1e-16)
         theirs = float(reference.get_delta_for_epsilon(epsilon))
-        assert exact.composed_delta(epsilon, trials, 0.5, g, coordinates) == pytest.approx(
-            theirs, rel=1e-9, abs=1e-15
-        )
+        ours = exact.composed_delta(epsilon, trials, 0.5, g, coordinates)
+        assert ours >= theirs - 2e-15  # theirs adds a 1e-15 truncation allowance to the infinite loss
+        assert ours == pytest.approx(theirs, rel=1e-7, abs=1e-14)  # ours adds a 1e-9 rounding allowance
 
 
 def test_mechanism_call_forms():

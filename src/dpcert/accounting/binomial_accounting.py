@@ -173,11 +173,19 @@ def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:
 
 @dataclass(frozen=True)
 class LossDistribution:
-    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``."""
+    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``.
+
+    ``tail_p[j] = Σ_{i>=j} p_i`` and ``tail_q[j] = Σ_{i>=j} p_i e^{−L_i}`` make every evaluation
+    ``O(log n)``: for ``L_{j−1} <= ε < L_j``, ``δ(ε) = μ_∞ + tail_p[j] − e^ε tail_q[j]``.
+    """
 
     losses: np.ndarray
     probs: np.ndarray
     infinity: float
+    tail_p: np.ndarray
+    tail_q: np.ndarray
+
+    _SUM_SLACK = 1e-9  # bounds the rounding of the running sums (n·u with n <= 1e7), toward larger δ
 
     @classmethod
     def from_grid(cls, lower: int, interval: float, probs: np.ndarray, infinity: float) -> LossDistribution:
@@ -187,36 +195,71 @@ class LossDistribution:
         probs = np.clip(np.asarray(probs, dtype=float), 0.0, None)
         losses = (np.arange(probs.size) + lower) * interval
         tiny = probs < 1e-250
-        return cls(losses[~tiny], probs[~tiny], float(infinity) + float(probs[tiny].sum()))
-
-    @classmethod
-    def from_pmf(cls, pmf: Any) -> LossDistribution:
-        """From a ``dp_accounting`` dense PMF (see :meth:`from_grid`)."""
-        return cls.from_grid(pmf._lower_loss, pmf._discretization, pmf._probs, pmf._infinity_mass)
+        infinity = float(infinity) + float(probs[tiny].sum())
+        losses, probs = losses[~tiny], probs[~tiny]
+        with np.errstate(over="ignore"):  # e^{−L} overflows only far below any ε >= 0 that is queried
+            weighted = probs * np.exp(-losses)
+        tail_p = np.append(np.cumsum(probs[::-1])[::-1], 0.0)
+        tail_q = np.append(np.cumsum(weighted[::-1])[::-1], 0.0)
+        return cls(losses, probs, infinity, tail_p, tail_q)
 
     def delta(self, epsilon: float) -> float:
         """``μ_∞ + Σ_{L_i > ε} p_i (1 − e^{ε − L_i})``, rounded upward."""
-        above = self.losses > epsilon
-        value = float(np.dot(self.probs[above], -np.expm1(epsilon - self.losses[above])))
-        return self.infinity + value * (1.0 + 1e-12)
+        j = int(np.searchsorted(self.losses, epsilon, side="right"))  # first loss above ε
+        mass, weighted = float(self.tail_p[j]), math.exp(epsilon) * float(self.tail_q[j])
+        return self.infinity + max(0.0, mass - weighted) + self._SUM_SLACK * (mass + weighted)
 
     def epsilon(self, delta: float) -> float:
-        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval.
-
-        On ``[L_{j−1}, L_j)`` the divergence is ``μ_∞ + Σ_{i>=j} p_i − e^ε Σ_{i>=j} p_i e^{−L_i}``.
-        """
-        probs, losses = self.probs, self.losses
-        if self.infinity > delta or probs.size == 0:
+        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval."""
+        losses, tail_p, tail_q = self.losses, self.tail_p, self.tail_q
+        if self.infinity > delta or losses.size == 0:
             return math.inf if self.infinity > delta else 0.0
-        tail_p = np.cumsum(probs[::-1])[::-1]
-        tail_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
-        at_grid = self.infinity + tail_p[1:] - np.exp(losses[:-1]) * tail_q[1:]  # δ(L_{j−1}), j >= 1
-        above = np.nonzero(at_grid > delta)[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            at_grid = self.infinity + tail_p[1:-1] - np.exp(losses[:-1]) * tail_q[1:-1]  # δ(L_{j−1})
+        above = np.nonzero(~(at_grid <= delta))[0]
         j = int(above[-1]) + 1 if above.size else 0  # ε lies in [L_{j−1}, L_j) (L_{−1} = −∞)
         numerator = self.infinity + tail_p[j] - delta
-        if numerator <= 0:
+        if numerator <= 0 or tail_q[j] <= 0:
             return max(0.0, float(losses[j - 1]) if j > 0 else 0.0)
         return max(0.0, math.log(numerator / tail_q[j]))
+
+
+def _compose(
+    parts: list[tuple[Any, int]], interval: float, length: int = 0, spectra: dict | None = None
+) -> LossDistribution:
+    """Loss distribution of the composition of ``count`` copies of each dense PMF in ``parts``.
+
+    All PMFs share the grid ``interval``; the composition is the product of their Fourier transforms
+    (one inverse FFT of ``length`` >= the composed size; ``spectra`` may hold their transforms at
+    that length), negative round-off dropped and tiny masses moved to the infinite loss.
+    """
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    size = 1 + sum(count * (pmf.size - 1) for pmf, count in parts)
+    length = length or next_fast_len(size)
+    spectrum = np.ones(length // 2 + 1, dtype=complex)
+    lower, log_survive = 0, 0.0
+    for pmf, count in parts:
+        transform = spectra[id(pmf)] if spectra else rfft(np.asarray(pmf._probs, dtype=float), length)
+        spectrum *= transform**count
+        lower += count * pmf._lower_loss
+        log_survive += count * math.log1p(-pmf._infinity_mass)
+    infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
+    return LossDistribution.from_grid(lower, interval, irfft(spectrum, length)[:size], infinity)
+
+
+def _least_epsilon(distributions: tuple[LossDistribution, ...], delta: float) -> float:
+    """Least ε with ``max_i distributions[i].delta(ε) <= delta``, landed on the safe side."""
+    epsilon = max(dist.epsilon(delta) for dist in distributions)
+    if not math.isfinite(epsilon):
+        return math.inf
+    step = 1e-12 + 1e-12 * epsilon
+    while max(dist.delta(epsilon) for dist in distributions) > delta:
+        epsilon += step
+        step *= 4.0
+        if step > 1e6:
+            return math.inf
+    return epsilon
 
 
 @lru_cache(maxsize=128)
@@ -224,44 +267,26 @@ def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int) -> tuple
     """Composed loss distributions, one per split of coordinates between the two shift directions."""
     interval = loss_interval(trials, p, shift, coordinates)
     up = _loss_pmf(trials, p, shift, True, interval)
-    if p == 0.5:
-        return (LossDistribution.from_pmf(up.self_compose(coordinates) if coordinates > 1 else up),)
+    if p == 0.5:  # both directions are equal
+        return (_compose([(up, coordinates)], interval),)
     down = _loss_pmf(trials, p, shift, False, interval)
-    pmfs = []
-    for n_up in range(coordinates + 1):
-        parts = []
-        if n_up:
-            parts.append(up.self_compose(n_up) if n_up > 1 else up)
-        if coordinates - n_up:
-            n_down = coordinates - n_up
-            parts.append(down.self_compose(n_down) if n_down > 1 else down)
-        pmfs.append(LossDistribution.from_pmf(parts[0] if len(parts) == 1 else parts[0].compose(parts[1])))
-    return tuple(pmfs)
+    return tuple(
+        _compose([(up, n_up), (down, coordinates - n_up)], interval) for n_up in range(coordinates + 1)
+    )
 
 
 def composed_delta(epsilon: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """``δ(ε)`` of ``coordinates`` independent worst-case coordinates (pessimistic PLD)."""
     if coordinates == 1:
         return shift_delta(epsilon, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates)
-    return min(1.0, max(pmf.delta(epsilon) for pmf in pmfs))
+    return min(1.0, max(dist.delta(epsilon) for dist in _composed_pmfs(trials, p, shift, coordinates)))
 
 
 def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """Least ε with :func:`composed_delta` ``<= delta`` (pessimistic PLD); ``inf`` if none."""
     if coordinates == 1:
         return shift_epsilon(delta, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates)
-    epsilon = max(pmf.epsilon(delta) for pmf in pmfs)
-    if not math.isfinite(epsilon):
-        return math.inf
-    step = 1e-12 + 1e-12 * epsilon
-    while composed_delta(epsilon, trials, p, shift, coordinates) > delta:  # land on the safe side
-        epsilon += step
-        step *= 4.0
-        if step > 1e6:
-            return math.inf
-    return epsilon
+    return _least_epsilon(_composed_pmfs(trials, p, shift, coordinates), delta)
 
 
 # --------------------------------------------------------------------------- l2-bounded data
@@ -299,35 +324,20 @@ MAX_L2_MULTISETS = 400
 
 @lru_cache(maxsize=64)
 def _l2_loss_distributions(trials: int, g: int, coordinates: int) -> tuple[LossDistribution, ...]:
-    """Composed loss distributions of every maximal shift multiset (``p = 1/2``, pessimistic PLD).
-
-    Each per-shift loss PMF is rounded up on one common grid; the compositions are products of
-    their Fourier transforms (one inverse FFT per multiset).
-    """
-    from scipy.fft import irfft, next_fast_len, rfft
-
+    """Composed loss distributions of every maximal shift multiset (``p = 1/2``, pessimistic PLD)."""
     multisets = l2_shift_multisets(coordinates, g)
     if len(multisets) > MAX_L2_MULTISETS:
         raise ValueError(f"{len(multisets)} shift multisets exceed {MAX_L2_MULTISETS}")
-    interval = loss_interval(trials, 0.5, g, coordinates)
+    interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
+    from scipy.fft import next_fast_len, rfft
+
     per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
     length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
-    spectra = {a: rfft(np.asarray(pmf._probs, dtype=float), length) for a, pmf in per_shift.items()}
-    results = []
-    for multiset in multisets:
-        spectrum = np.ones(length // 2 + 1, dtype=complex)
-        lower, size, log_survive = 0, 1, 0.0
-        for shift in set(multiset):
-            count = multiset.count(shift)
-            pmf = per_shift[shift]
-            spectrum *= spectra[shift] ** count
-            lower += count * pmf._lower_loss
-            size += count * (pmf.size - 1)
-            log_survive += count * math.log1p(-pmf._infinity_mass)
-        probs = irfft(spectrum, length)[:size]
-        infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
-        results.append(LossDistribution.from_grid(lower, interval, probs, infinity))
-    return tuple(results)
+    spectra = {id(pmf): rfft(np.asarray(pmf._probs, dtype=float), length) for pmf in per_shift.values()}
+    return tuple(
+        _compose([(per_shift[a], multiset.count(a)) for a in set(multiset)], interval, length, spectra)
+        for multiset in multisets
+    )
 
 
 def l2_delta(epsilon: float, trials: int, g: int, coordinates: int) -> float:
@@ -337,13 +347,4 @@ def l2_delta(epsilon: float, trials: int, g: int, coordinates: int) -> float:
 
 def l2_epsilon(delta: float, trials: int, g: int, coordinates: int) -> float:
     """Least ε with :func:`l2_delta` ``<= delta``; ``inf`` if none."""
-    epsilon = max(dist.epsilon(delta) for dist in _l2_loss_distributions(trials, g, coordinates))
-    if not math.isfinite(epsilon):
-        return math.inf
-    step = 1e-12 + 1e-12 * epsilon
-    while l2_delta(epsilon, trials, g, coordinates) > delta:
-        epsilon += step
-        step *= 4.0
-        if step > 1e6:
-            return math.inf
-    return epsilon
+    return _least_epsilon(_l2_loss_distributions(trials, g, coordinates), delta)
