@@ -5,7 +5,8 @@ API for bandit algorithms
 Bandit code rarely needs this module directly: certificates from
 :mod:`dpcert.mechanisms.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
 ``composed_epsilon(δ, n·b, p, g, coordinates)`` give the profile of one run of a bit-sum protocol
-(``coordinates = 1``: exact; more: pessimistic PLD composition), cached per parameter set.
+(``coordinates = 1``: exact; more: pessimistic PLD composition), cached per parameter set;
+``l2_delta`` / ``l2_epsilon`` the same for ℓ2-bounded data (``p = 1/2``).
 
 In the Cheu et al. bit-sum protocols (seed 000 Alg. 2 and 4, seed 002 Alg. 5–7, seed 001's
 binary summation) the analyzer's view of one coordinate is, after shuffling, exactly the number of
@@ -28,10 +29,11 @@ coordinate may shift by ``g`` (in either direction), which is what :func:`compos
 the ``m``-fold composition of the worst-case pair, maximised over the number of coordinates
 shifted up versus down (the two directions differ only when ``p != 1/2``).  For data bounded entry
 by entry this worst case is attained (every entry at opposite ends of its range), so the profile is
-exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative (the ℓ2 bound is not
-used: after randomized rounding the feasible integer shifts form a lattice set whose worst case has no
-tractable closed form).  The composition uses ``dp_accounting``'s dense
-privacy-loss PMFs with pessimistic (upward) rounding of every loss.
+exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative.  The opt-in
+:func:`l2_delta` uses the ℓ2 bound: after coupled randomized rounding the integer shifts lie in a
+lattice set, and the worst case is taken over its maximal shift multisets
+(:func:`l2_shift_multisets`).  Each per-coordinate loss PMF is a ``dp_accounting`` dense PMF with
+every loss rounded up (pessimistic); compositions multiply their Fourier transforms.
 
 Every truncation of a PMF tail moves that mass to the infinite-loss atom (it is counted in full
 in δ), and every floating-point evaluation carries a relative allowance toward larger δ.
