@@ -373,3 +373,14 @@ def test_l2_calibration_needs_fewer_bits_and_validates_norms():
         l2.mechanism().simulate(too_long, np.random.default_rng(0))
     with pytest.raises(InvalidParameter, match="norm"):
         BitSumParameters(5, 10, 0.25, 20, 5, 1.0, "vector", "l2")
+
+
+def test_l2_norm_check_is_per_user_for_scalars_and_matrices():
+    rng = np.random.default_rng(2)
+    scalar = BitSumParameters(4, 3, 0.5, 5, 1, 1.0, "vector", "l2")
+    mechanism = BinomialSumMechanism(scalar, binomial_sum_certificate(scalar, epsilon=20.0))
+    assert mechanism.simulate(np.full((3, 5), 0.9), rng).shape == (3,)  # |y| <= 1 each, sum over users > 1
+    matrix = BitSumParameters(4, 3, 0.5, 5, 2, 1.0, "symmetric-matrix", "l2")
+    mechanism = BinomialSumMechanism(matrix, binomial_sum_certificate(matrix, epsilon=20.0))
+    with pytest.raises(DataOutOfBounds, match="Frobenius"):
+        mechanism.simulate(np.full((5, 2, 2), 0.9), rng)  # Frobenius norm 1.8

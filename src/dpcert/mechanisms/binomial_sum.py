@@ -305,26 +305,33 @@ class BinomialSumMechanism:
         """Validated data as ``(..., n, coordinates)`` and the leading repetition shape."""
         q = self.parameters
         array = check.bounded_array("data", data, -q.bound, q.bound)
-        if q.norm == "l2":
-            axes = -1 if q.shape == "vector" else (-2, -1)
-            norms = np.sqrt((array**2).sum(axis=axes)) if array.ndim else np.abs(array)
-            if np.any(norms > q.bound * (1 + 1e-12)):
-                raise DataOutOfBounds(
-                    "data", "<norms above the bound>", f"l2 (Frobenius) norm <= {q.bound} per user"
-                )
         if q.shape == "vector":
             if q.dimension == 1 and (array.ndim == 0 or array.shape[-1] != 1):
                 array = array[..., None]  # scalars: (..., n) -> (..., n, 1)
             if array.ndim < 2 or array.shape[-2:] != (q.users, q.dimension):
                 raise InvalidParameter("data", array.shape, f"shape (..., {q.users}, {q.dimension})")
+            self._check_norms(np.sqrt((array**2).sum(axis=-1)))
             return array, array.shape[:-2]
         d = q.dimension
         if array.ndim < 3 or array.shape[-3:] != (q.users, d, d):
             raise InvalidParameter("data", array.shape, f"shape (..., {q.users}, {d}, {d})")
         if not np.allclose(array, np.swapaxes(array, -1, -2), rtol=0.0, atol=1e-12):
             raise InvalidParameter("data", "<non-symmetric matrices>", "symmetric matrices")
+        self._check_norms(np.sqrt((array**2).sum(axis=(-2, -1))))
         rows, cols = np.triu_indices(d)
         return array[..., rows, cols], array.shape[:-3]
+
+    def _check_norms(self, norms: np.ndarray) -> None:
+        """With ``norm="l2"``, every user's ℓ2 (Frobenius) norm must be at most ``bound``.
+
+        The relative tolerance 1e-12 is harmless: ``Σ (|t_k| − 1)_+²`` is an integer below
+        ``g²(1 + 3e-12)``, hence at most ``g²`` for any ``g < 10⁵``.
+        """
+        q = self.parameters
+        if q.norm == "l2" and np.any(norms > q.bound * (1 + 1e-12)):
+            raise DataOutOfBounds(
+                "data", "<norms above the bound>", f"l2 (Frobenius) norm <= {q.bound} per user"
+            )
 
     def _scalar_layout(self, data: Any) -> bool:
         """True when scalar data come as ``(..., n)``: the estimate is then returned as ``(...)``."""
