@@ -384,3 +384,20 @@ def test_l2_norm_check_is_per_user_for_scalars_and_matrices():
     mechanism = BinomialSumMechanism(matrix, binomial_sum_certificate(matrix, epsilon=20.0))
     with pytest.raises(DataOutOfBounds, match="Frobenius"):
         mechanism.simulate(np.full((5, 2, 2), 0.9), rng)  # Frobenius norm 1.8
+
+
+def test_l2_groups_merge_every_combination_and_sit_below_entrywise():
+    groups, g = (2, 3), 3
+    patterns = set(exact.l2_shift_multisets(2, g))
+    merged = exact.l2_patterns(groups, g)
+    for first in patterns:
+        for second in exact.l2_shift_multisets(3, g):
+            assert tuple(sorted(first + second, reverse=True)) in merged
+    assert all(len(pattern) == 5 for pattern in merged)
+    for epsilon in (0.3, 1.0):
+        grouped = exact.l2_delta(epsilon, 400, g, groups)
+        assert grouped <= exact.composed_delta(epsilon, 400, 0.5, g, 5) * (1 + 1e-9)
+        assert grouped >= exact.l2_delta(epsilon, 400, g, 2)  # more coordinates: never more private
+    pvec = BitSumParameters(5, 31, 0.5, 20, 5, 1.0, "vector+matrix", "l2")
+    assert pvec.l2_groups == (5, 15)
+    assert binomial_sum_certificate(pvec, delta=0.1).epsilon <= 1.0

@@ -41,6 +41,7 @@ in δ), and every floating-point evaluation carries a relative allowance toward 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -324,29 +325,46 @@ def l2_shift_multisets(coordinates: int, g: int) -> tuple[tuple[int, ...], ...]:
 MAX_L2_MULTISETS = 400
 
 
+def l2_patterns(groups: tuple[int, ...], g: int) -> tuple[tuple[int, ...], ...]:
+    """Combined shift multisets for several ℓ2-bounded groups of coordinates (e.g. P_Vec's vector
+    and matrix, each of ℓ2 norm at most ``B``): one maximal multiset per group, every combination,
+    merged and de-duplicated (the composed loss depends only on the merged multiset)."""
+    per_group = [l2_shift_multisets(size, g) for size in groups]
+    merged = set()
+    for combination in itertools.product(*per_group):
+        merged.add(tuple(sorted((a for part in combination for a in part), reverse=True)))
+    return tuple(sorted(merged, reverse=True))
+
+
 @lru_cache(maxsize=64)
-def _l2_loss_distributions(trials: int, g: int, coordinates: int) -> tuple[LossDistribution, ...]:
-    """Composed loss distributions of every maximal shift multiset (``p = 1/2``, pessimistic PLD)."""
-    multisets = l2_shift_multisets(coordinates, g)
-    if len(multisets) > MAX_L2_MULTISETS:
-        raise ValueError(f"{len(multisets)} shift multisets exceed {MAX_L2_MULTISETS}")
-    interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
+def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tuple[LossDistribution, ...]:
+    """Composed loss distributions of every shift pattern (``p = 1/2``, pessimistic PLD)."""
     from scipy.fft import next_fast_len, rfft
 
+    patterns = l2_patterns(groups, g)
+    if len(patterns) > MAX_L2_MULTISETS:
+        raise ValueError(f"{len(patterns)} shift patterns exceed {MAX_L2_MULTISETS}")
+    coordinates = sum(groups)
+    interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
     per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
     length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
     spectra = {id(pmf): rfft(np.asarray(pmf._probs, dtype=float), length) for pmf in per_shift.values()}
     return tuple(
-        _compose([(per_shift[a], multiset.count(a)) for a in set(multiset)], interval, length, spectra)
-        for multiset in multisets
+        _compose([(per_shift[a], pattern.count(a)) for a in set(pattern)], interval, length, spectra)
+        for pattern in patterns
     )
 
 
-def l2_delta(epsilon: float, trials: int, g: int, coordinates: int) -> float:
-    """δ(ε) of ``coordinates`` coordinates of ℓ2-bounded data (see :func:`l2_shift_multisets`)."""
-    return min(1.0, max(dist.delta(epsilon) for dist in _l2_loss_distributions(trials, g, coordinates)))
+def _groups(coordinates: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (coordinates,) if isinstance(coordinates, int) else tuple(coordinates)
 
 
-def l2_epsilon(delta: float, trials: int, g: int, coordinates: int) -> float:
+def l2_delta(epsilon: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
+    """δ(ε) for ℓ2-bounded groups of coordinates (see :func:`l2_shift_multisets`, :func:`l2_patterns`)."""
+    distributions = _l2_loss_distributions(trials, g, _groups(coordinates))
+    return min(1.0, max(dist.delta(epsilon) for dist in distributions))
+
+
+def l2_epsilon(delta: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
     """Least ε with :func:`l2_delta` ``<= delta``; ``inf`` if none."""
-    return _least_epsilon(_l2_loss_distributions(trials, g, coordinates), delta)
+    return _least_epsilon(_l2_loss_distributions(trials, g, _groups(coordinates)), delta)

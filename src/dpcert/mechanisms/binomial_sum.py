@@ -108,9 +108,9 @@ class BitSumParameters:
         (seed 002 P_Vec: both, accounted jointly).
     norm
         ``"entry"`` (privacy assumes only that every entry lies in ``[−bound, bound]``) or ``"l2"``
-        (each user's vector has ℓ2 norm, or matrix Frobenius norm, at most ``bound``: tighter
+        (each user's vector has ℓ2 norm, and matrix Frobenius norm, at most ``bound``: tighter
         accounting, see :func:`~dpcert.accounting.binomial_accounting.l2_shift_multisets`; needs
-        ``p = 1/2`` and shape ``"vector"`` or ``"symmetric-matrix"``).
+        ``p = 1/2``; for ``"vector+matrix"`` the two parts are bounded separately).
     """
 
     g: int
@@ -132,12 +132,10 @@ class BitSumParameters:
         _check_shape(self.shape)
         if self.norm not in NORMS:
             raise InvalidParameter("norm", self.norm, "one of " + ", ".join(NORMS))
-        if self.norm == "l2" and (self.p != 0.5 or self.shape == "vector+matrix"):
-            raise InvalidParameter(
-                "norm", self.norm, "'entry' unless p = 1/2 and shape is 'vector' or 'symmetric-matrix'"
-            )
+        if self.norm == "l2" and self.p != 0.5:
+            raise InvalidParameter("norm", self.norm, "'entry' unless p = 1/2")
         if self.norm == "l2" and self.coordinates > 1:
-            patterns = len(exact.l2_shift_multisets(self.coordinates, self.g))
+            patterns = len(exact.l2_patterns(self.l2_groups, self.g))
             if patterns > exact.MAX_L2_MULTISETS:
                 raise InvalidParameter(
                     "g",
@@ -151,6 +149,14 @@ class BitSumParameters:
     @property
     def coordinates(self) -> int:
         return coordinate_count(self.dimension, self.shape)
+
+    @property
+    def l2_groups(self) -> tuple[int, ...]:
+        """Sizes of the groups of coordinates each bounded in ℓ2 by ``bound`` (``norm="l2"``)."""
+        triangle = coordinate_count(self.dimension, "symmetric-matrix")
+        return {"vector": (self.dimension,), "symmetric-matrix": (triangle,)}.get(
+            self.shape, (self.dimension, triangle)
+        )
 
     @property
     def noise_trials(self) -> int:
@@ -222,13 +228,13 @@ class BinomialSumProfile:
     def delta_for(self, epsilon: float) -> float:
         q = self.parameters
         if self._l2():
-            return exact.l2_delta(epsilon, q.noise_trials, q.g, q.coordinates)
+            return exact.l2_delta(epsilon, q.noise_trials, q.g, q.l2_groups)
         return exact.composed_delta(epsilon, *self._args())
 
     def epsilon_for(self, delta: float) -> float:
         q = self.parameters
         if self._l2():
-            return exact.l2_epsilon(delta, q.noise_trials, q.g, q.coordinates)
+            return exact.l2_epsilon(delta, q.noise_trials, q.g, q.l2_groups)
         return exact.composed_epsilon(delta, *self._args())
 
     def dp_event(self) -> Any:
@@ -519,19 +525,22 @@ def default_precision(users: int) -> int:
     return max(4, math.isqrt(users - 1) + 1 if users > 1 else 1)
 
 
-def least_noise_bits(
-    epsilon: float, delta: float, users: int, g: int, p: float, coordinates: int, norm: str = "entry"
-) -> int:
-    """Least ``b`` whose protocol has ``δ(ε) <= delta`` by exact accounting (monotone in ``b``:
-    one more noise bit is independent noise added to the count, a post-processing)."""
+def least_noise_bits(epsilon: float, delta: float, template: BitSumParameters) -> int:
+    """Least ``b`` for which ``template`` (with that ``b``) has ``δ(ε) <= delta`` by exact accounting
+    (monotone in ``b``: one more noise bit is independent noise added to the count, a post-processing)."""
     from dpcert.accounting.calibration import analytic_gaussian_sigma
 
-    def valid(b: int) -> bool:
-        if norm == "l2" and coordinates > 1:
-            return exact.l2_delta(epsilon, users * b, g, coordinates) <= delta
-        return exact.composed_delta(epsilon, users * b, p, g, coordinates) <= delta
+    users, g, p, coordinates = template.users, template.g, template.p, template.coordinates
+    layout = template.to_dict()
 
-    sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
+    def valid(b: int) -> bool:
+        return BinomialSumProfile({**layout, "b": b}).delta_for(epsilon) <= delta
+
+    if template.norm == "l2" and coordinates > 1:  # a starting guess only: Gaussian with the l2 shift
+        shift = g * math.sqrt(len(template.l2_groups)) + math.sqrt(coordinates)
+        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=shift)
+    else:
+        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
     low, high = guess, guess  # invariant after bracketing: low invalid (or 0), high valid
     if valid(high):
@@ -605,12 +614,13 @@ def calibrate_binomial_sum(
     if g is None:
         g = default_precision(users)
         if norm == "l2" and coordinates > 1:
-            while g > 1 and len(exact.l2_shift_multisets(coordinates, g)) > 150:
+            groups = BitSumParameters(g, 1, 0.5, users, dimension, bound, shape).l2_groups
+            while g > 1 and len(exact.l2_patterns(groups, g)) > 150:
                 g -= 1
     g = check.positive_int("g", g)
     p = check.probability("p", p, open_low=True, open_high=True)
-    BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination
-    b = least_noise_bits(epsilon, delta, users, g, p, coordinates, norm)
+    template = BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination
+    b = least_noise_bits(epsilon, delta, template)
     parameters = BitSumParameters(g, b, p, users, dimension, bound, shape, norm)
     certificate = binomial_sum_certificate(parameters, epsilon=epsilon, delta=delta)
     return BinomialSumCalibration(parameters, certificate, method)
