@@ -388,3 +388,34 @@ def test_registry_run_charges_a_real_ledger(tmp_path):
     assert len(users) == len(set(users)) and len(users) >= run.users
     assert ledger.spent(users[0]).epsilon == pytest.approx(0.8)
     assert len(ledger.charges(users[-1])) == 1
+
+
+def test_baseline_summations_pass_privacy_audits():
+    """dpcert.audits (confidence 0.999: false 'violated' rate <= 0.1%): randomized response on one bit and the
+    central Laplace batch sum are consistent with their ε and tight (lower bound >= 0.8ε)."""
+    from dpcert.audits import audit
+
+    rr = LocalRandomizedResponse(1.0)
+    central = CentralLaplaceSum(1.0)
+    reports = [
+        audit(
+            lambda v, rng, size: rr.release(np.full(size, int(v)), 1, rng),
+            1,
+            0,
+            1.0,
+            samples=200_000,
+            seed=2,
+            confidence=0.999,
+        ),
+        audit(
+            lambda v, rng, size: central.release(np.full(size, float(v)), 5, rng),
+            3,
+            4,
+            1.0,
+            samples=200_000,
+            seed=3,
+            confidence=0.999,
+        ),
+    ]
+    for report in reports:
+        assert report.verdict == "consistent" and report.epsilon_lower_bound >= 0.8

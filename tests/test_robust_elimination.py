@@ -494,3 +494,39 @@ def test_design_bound_on_random_arm_sets(count, dimension, span, seed):
     gram = arms.T @ (design.weights[:, None] * arms)
     g = np.einsum("ij,jk,ik->i", arms, np.linalg.pinv(gram, rcond=1e-10), arms)
     assert g.max() <= 2.0 * design.rank * (1 + 1e-6)
+
+
+def test_client_reports_pass_privacy_audits():
+    """Spec 003 A1–A3 with dpcert.audits (Clopper–Pearson at confidence 0.999, so a correct mechanism is
+    reported violated with probability <= 0.1%): M1 and M2 reports are consistent with ε = 1 on the worst
+    neighbours and tight (lower bound >= 0.8ε); negative controls are caught: Laplace(2/ε) on an *unclipped*
+    reward (inputs 5 vs 1, true ε = 2) and an M2 report with noise 2c_r/(n_a² ε)."""
+    from dpcert.audits import audit
+
+    settings_ = dict(samples=200_000, seed=1, confidence=0.999)
+    m1 = LaplaceClients("M1", epsilon=1.0)
+
+    def m1_report(value, rng, size):
+        return m1.report_rewards(np.full(size, float(value)), rng)
+
+    def unclipped(value, rng, size):
+        return float(value) + rng.laplace(0.0, 2.0, size)
+
+    m2 = LaplaceClients("M2", epsilon=1.0)
+
+    def m2_report(value, rng, size, noise_divisor=1.0):
+        rewards = np.tile(np.r_[float(value), np.zeros(9)], size)  # one of the owner's 10 rewards differs
+        if noise_divisor == 1.0:
+            return m2.report_means(rewards, np.full(size, 10), rng)
+        return rewards.reshape(size, 10).mean(axis=1) + rng.laplace(0.0, 2.0 / (10 * noise_divisor), size)
+
+    report = audit(m1_report, 1.0, -1.0, 1.0, **settings_)
+    assert report.verdict == "consistent" and report.epsilon_lower_bound >= 0.8
+    assert audit(m1_report, 5.0, 1.0, 1.0, **settings_).verdict == "consistent"
+    assert audit(unclipped, 5.0, 1.0, 1.0, **settings_).verdict == "violated"
+    report = audit(m2_report, 1.0, -1.0, 1.0, **settings_)
+    assert report.verdict == "consistent" and report.epsilon_lower_bound >= 0.8
+    too_little = audit(
+        lambda v, rng, size: m2_report(v, rng, size, noise_divisor=10.0), 1.0, -1.0, 1.0, **settings_
+    )
+    assert too_little.verdict == "violated"
