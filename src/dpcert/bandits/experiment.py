@@ -87,9 +87,8 @@ class UserAccountant:
             return max(self.certificates, key=lambda c: (c.epsilon_for(delta), c.delta))
         if any(c.mechanism != "gaussian" for c in self.certificates):
             raise PreconditionFailed("returning users with non-Gaussian charges need accounting.composition")
-        squared = np.concatenate(
-            [np.full(ids_.size, _gaussian_mu(c) ** 2) for ids_, c in zip(self.user_ids, self.certificates)]
-        )
+        pairs = zip(self.user_ids, self.certificates, strict=True)
+        squared = np.concatenate([np.full(ids_.size, _gaussian_mu(c) ** 2) for ids_, c in pairs])
         all_ids = np.concatenate(self.user_ids)
         inverse = np.searchsorted(ids, all_ids)
         totals = np.bincount(inverse, weights=squared, minlength=ids.size)

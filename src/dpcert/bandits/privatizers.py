@@ -100,7 +100,9 @@ def _charge(sink: ChargeSink | None, user_ids: object, count: int, certificate: 
         return
     ids = np.asarray(user_ids)
     if ids.shape != (count,):
-        raise InvalidParameter("user_ids", f"<array of shape {ids.shape}>", f"one id per user, shape ({count},)")
+        raise InvalidParameter(
+            "user_ids", f"<array of shape {ids.shape}>", f"one id per user, shape ({count},)"
+        )
     sink.charge(ids, certificate, run_id=run_id)
 
 

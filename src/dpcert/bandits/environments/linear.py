@@ -241,4 +241,3 @@ class UserPool:
             )
         ids = rng.choice(population, size=count, replace=False).astype(np.int64)
         return ids, self.population_deviations[ids]
-
