@@ -279,8 +279,22 @@ def save_results(run: BanditRun, out: Path, stem: str) -> dict[str, Path]:
     return {"json": json_path, "npz": npz_path}
 
 
+def regret_curve(run: BanditRun) -> tuple[np.ndarray, np.ndarray]:
+    """(rounds, cumulative regret of each run at those rounds): the curve at :func:`curve_rounds`."""
+    regret = np.asarray(run.cumulative_regret)
+    rounds = curve_rounds(regret.shape[1])
+    return rounds, regret[:, rounds - 1]
+
+
 def plot_regret(runs: Mapping[str, BanditRun], path: Path, title: str = "") -> Path | None:
     """Cumulative regret and R(t)/t, mean ± standard error over runs; ``None`` without matplotlib."""
+    return plot_curves({label: regret_curve(run) for label, run in runs.items()}, path, title)
+
+
+def plot_curves(
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]], path: Path, title: str = ""
+) -> Path | None:
+    """Plot ``{label: (rounds, values[runs, points])}`` as mean ± standard error (two panels)."""
     try:
         import matplotlib
 
@@ -289,10 +303,7 @@ def plot_regret(runs: Mapping[str, BanditRun], path: Path, title: str = "") -> P
     except ImportError:
         return None
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for label, run in runs.items():
-        regret = np.asarray(run.cumulative_regret)
-        rounds = curve_rounds(regret.shape[1])
-        values = regret[:, rounds - 1]
+    for label, (rounds, values) in curves.items():
         mean = values.mean(axis=0)
         stderr = values.std(axis=0, ddof=1) / math.sqrt(values.shape[0]) if values.shape[0] > 1 else 0 * mean
         for axis, scale in ((left, 1.0), (right, 1.0 / rounds)):

@@ -18,7 +18,10 @@ import numpy as np
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 
-ALGORITHM_MODULES: tuple[str, ...] = ()
+ALGORITHM_MODULES: tuple[str, ...] = (
+    "dpcert.bandits.elimination",
+    "dpcert.bandits.figures_dpdpe",
+)
 
 
 @dataclass(frozen=True)
