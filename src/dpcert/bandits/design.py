@@ -24,6 +24,7 @@ from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
 RANK_TOLERANCE = 1e-9  # relative singular-value threshold defining span(X)
+_MAX_PRUNING_ROUNDS = 100
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def near_g_optimal_design(
     weights = _kumar_yildirim_start(coordinates)
     target = factor * rank * (1.0 + 1e-12)
     total_iterations = 0
-    while True:
+    for _ in range(_MAX_PRUNING_ROUNDS):
         weights, g_value, iterations = _frank_wolfe(coordinates, weights, target, max_iterations)
         total_iterations += iterations
         support = np.flatnonzero(weights > 0.0)
@@ -176,6 +177,11 @@ def near_g_optimal_design(
         if np.linalg.matrix_rank(coordinates[keep]) < rank:
             pruned[keep] = 1.0
         weights = pruned / pruned.sum()
+    raise InvalidParameter(
+        "max_support",
+        max_support,
+        "a support bound Frank-Wolfe can meet (it is always met for the paper's 4d ln ln d + 16)",
+    )
 
 
 def _frank_wolfe(
