@@ -233,9 +233,7 @@ def test_central_dp_dpe_regret_is_sublinear(small_bandit):
     regret = run.cumulative_regret
     late = (regret[-1] - regret[-10_001]) / 10_000
     assert late < (regret[999] / 1000) / 5
-    best = small_bandit.best_arm
     assert all(p.best_active for p in run.phases)  # good event on this seeded instance
-    assert best is not None
 
 
 def test_dp_pe_schedule_and_charging(small_bandit):

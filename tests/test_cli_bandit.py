@@ -1,0 +1,98 @@
+"""``dpcert bandit run|list`` and ``dpcert reproduce`` (CLI.md contract)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from dpcert.certificates import Certificate
+from dpcert.cli import main
+from dpcert.cli.bandit import parse_options
+
+REQUIRED = {"algorithm", "regret", "certificate", "users", "max_user_epsilon", "seconds"}
+
+
+def run_json(capsys, *argv):
+    code = main(list(argv) + ["--json"])
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if code == 0 else None), captured.err
+
+
+def test_private_run_json_contract(capsys, tmp_path):
+    code, data, _ = run_json(
+        capsys,
+        "bandit", "run", "dp-dpe", "--privacy", "central", "--epsilon", "1", "--delta", "1e-5",
+        "--horizon", "20000", "--runs", "2", "--seed", "3", "--out", str(tmp_path),
+        "--option", "dimension=5", "--option", "arms=30",
+    )  # fmt: skip
+    assert code == 0 and REQUIRED <= set(data)
+    assert data["algorithm"] == "dp-dpe" and set(data["regret"]) >= {"mean", "stderr"}
+    certificate = Certificate.from_dict(data["certificate"])  # re-derived on read
+    assert certificate.epsilon <= 1.0 and certificate.delta <= 1e-5
+    assert data["max_user_epsilon"] <= 1.0 + 1e-9 and data["meets_target"] is True
+    assert data["users"] > 0 and data["max_charges_per_user"] == 1
+    assert (tmp_path / "dp-dpe-central-tight.json").exists()
+    assert (tmp_path / "dp-dpe-central-tight.npz").exists()
+
+
+def test_non_private_run_and_table(capsys):
+    code = main(
+        ["bandit", "run", "dp-dpe", "--horizon", "3000", "--option", "dimension=3", "--option", "arms=10"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "regret mean" in out and "non-private" in out
+
+
+def test_paper_calibration_warns_when_it_misses_the_budget(capsys):
+    code, data, err = run_json(
+        capsys,
+        "bandit", "run", "dp-dpe", "--privacy", "local", "--epsilon", "10", "--delta", "0.25",
+        "--calibration", "paper", "--horizon", "3000", "--option", "dimension=3", "--option", "arms=10",
+    )  # fmt: skip
+    assert code == 0 and data["meets_target"] is False and data["max_user_epsilon"] > 10
+    assert "does not meet" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bandit", "run", "no-such-algorithm"],
+        ["bandit", "run", "dp-dpe", "--privacy", "central", "--delta", "1e-5"],
+        ["bandit", "run", "dp-dpe", "--privacy", "central", "--epsilon", "-1", "--delta", "1e-5"],
+        ["bandit", "run", "dp-dpe", "--horizon", "0"],
+        ["bandit", "run", "dp-dpe", "--runs", "0"],
+        ["bandit", "run", "dp-dpe", "--option", "alpha=2"],
+        ["bandit", "run", "dp-dpe", "--option", "novalue"],
+        ["bandit", "run", "dpe-fixedu", "--privacy", "local", "--epsilon", "1", "--delta", "1e-5"],
+        ["reproduce"],
+        ["reproduce", "no-such-figure"],
+    ],
+)
+def test_bad_input_exits_2_with_a_message(capsys, argv):
+    assert main(argv) == 2
+    assert "dpcert: error" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("dpcert.mechanisms.binomial_sum") is not None, reason="shuffle protocol present"
+)
+def test_shuffle_without_bit_sum_protocol_says_unavailable(capsys):
+    code = main(["bandit", "run", "dp-dpe", "--privacy", "shuffle", "--epsilon", "1", "--delta", "1e-5"])
+    assert code == 2 and "unavailable" in capsys.readouterr().err
+
+
+def test_lists(capsys):
+    code, data, _ = run_json(capsys, "reproduce", "--list")
+    assert code == 0 and "dpdpe-fig2b" in {r["name"] for r in data["reproductions"]}
+    code, data, _ = run_json(capsys, "bandit", "list")
+    assert {"dp-dpe", "dp-pe", "dpe-fixedu"} <= {a["name"] for a in data["algorithms"]}
+
+
+def test_parse_options():
+    assert parse_options(["alpha=0.5", "width=exact", "beta=null"]) == {
+        "alpha": 0.5,
+        "width": "exact",
+        "beta": None,
+    }
