@@ -36,7 +36,7 @@ def test_accountant_forwards_with_offset_and_refuses_repeats():
     accountant = UserAccountant(forward_to=ledger, id_offset=1000)
     certificate = calibrate_gaussian(1.0, 1e-5).certificate
     accountant.charge(np.array([0, 1, 2]), certificate, run_id="r")
-    assert ledger.calls == [([1000, 1001, 1002], certificate, "r")]
+    assert ledger.calls == [([1000, 1001, 1002], certificate, "r")]  # ids offset, passed as an array
     with pytest.raises(InvalidParameter):
         accountant.charge(np.array([4, 4]), certificate)
     with pytest.raises(InvalidParameter):

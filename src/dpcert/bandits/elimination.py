@@ -237,6 +237,7 @@ def run_elimination(
     communication = 0
     users_total = 0  # users whose data entered a release
     participants = 0  # users who observed rewards (the truncated final phase releases nothing)
+    unit = "bits" if privatizer.model == "shuffle" else "reals"
     while start < horizon:
         scale = 2**phase if settings.variant == "dpe" else big_s * 2 ** (phase - 1)
         design = near_g_optimal_design(bandit.arms[active])
@@ -318,6 +319,9 @@ def run_elimination(
             predictions = active_coords @ theta_hat
             survivors = active[predictions.max() - predictions <= 2.0 * width]
             communication_phase = users * release.units_per_user  # eq. 2: |U_l|·N_l
+            if release.units_total is not None:
+                communication_phase = release.units_total
+            unit = release.unit
             record.update(
                 width=width,
                 sigma_n=sigma_n,
@@ -340,7 +344,7 @@ def run_elimination(
         users=users_total,
         communication=communication,
         accountant=accountant,
-        extras={"participants": participants},
+        extras={"participants": participants, "unit": unit},
     )
 
 
@@ -464,7 +468,7 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
             "communication": {
                 "mean": float(np.mean([r.communication for r in results])),
                 "per_run": [int(r.communication) for r in results],
-                "unit": "reals",
+                "unit": results[0].extras["unit"],
             },
             "realised_regret": np.stack([r.realised_regret for r in results]),
             "phases": [[asdict(p) for p in r.phases] for r in results],

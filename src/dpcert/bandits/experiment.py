@@ -62,7 +62,7 @@ class UserAccountant:
         if np.unique(ids).size != ids.size:
             raise InvalidParameter("user_ids", "<ids with repeats>", "each user at most once per charge")
         if self.forward_to is not None:
-            self.forward_to.charge((ids + self.id_offset).tolist(), certificate, run_id=run_id)
+            self.forward_to.charge(ids + self.id_offset, certificate, run_id=run_id)
         self.user_ids.append(ids)
         self.certificates.append(certificate)
 
