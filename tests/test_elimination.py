@@ -322,12 +322,13 @@ def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
     assert releases[0].unit == "bits" and releases[0].units_per_user > 4
 
 
-def test_shuffle_dp_dpe_charges_each_user_once(small_bandit):
+def test_shuffle_dp_dpe_charges_each_user_once():
     pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    bandit = sample_instances(2, 4, 1, np.random.default_rng(12))[0]
     ledger = RecordingLedger()
-    privatizer = make_privatizer("shuffle", reward_bound=small_bandit.reward_bound, epsilon=5.0, delta=0.01)
-    settings = EliminationSettings(horizon=4_000)
-    run = run_elimination(small_bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger)
+    privatizer = make_privatizer("shuffle", reward_bound=bandit.reward_bound, epsilon=5.0, delta=0.01)
+    settings = EliminationSettings(horizon=4_000, fixed_users=300)  # few distinct (n, s): fast calibration
+    run = run_elimination(bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger)
     all_ids = np.concatenate([c[0] for c in ledger.charges])
     assert np.unique(all_ids).size == all_ids.size == run.users
     assert run.accountant.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
