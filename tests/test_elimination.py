@@ -332,3 +332,37 @@ def test_shuffle_dp_dpe_charges_each_user_once():
     all_ids = np.concatenate([c[0] for c in ledger.charges])
     assert np.unique(all_ids).size == all_ids.size == run.users
     assert run.accountant.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
+
+
+@pytest.mark.parametrize("model", ["central", "local"])
+def test_paper_privacy_width_dominates_the_exact_one(small_bandit, model):
+    # spec E6: the worst-case σ_n of Thms 5.3/5.4 bounds the exact std of the privacy error of ⟨θ̂, x'⟩
+    from dpcert.bandits.design import near_g_optimal_design
+    from dpcert.bandits.elimination import _sigma_n
+
+    design = near_g_optimal_design(small_bandit.arms)
+    support = design.support
+    for phase in (1, 4, 8):
+        scale = 2**phase
+        plays = plays_per_arm(design.weights[support], scale)
+        users = users_per_phase(phase, 0.8)
+        privatizer = make_privatizer(model, reward_bound=2.1, epsilon=1.0, delta=1e-5)
+        release = privatizer.release_average(np.zeros((users, support.size)), np.random.default_rng(0))
+        z_support = small_bandit.arms[support]
+        gram = (z_support * plays[:, None]).T @ z_support
+        influence = small_bandit.arms @ np.linalg.solve(gram, z_support.T)
+        args = (privatizer, release.noise_variance, influence, plays.astype(float), plays, scale, users, 5)
+        paper = _sigma_n(EliminationSettings(100, width="paper"), *args)
+        exact = _sigma_n(EliminationSettings(100, width="exact"), *args)
+        # exact, by brute force: std of ⟨x', V⁻¹ Σ_x T(x) x γ(x)⟩ with independent γ(x) of variance v
+        v = release.noise_variance[0]
+        brute = max(
+            math.sqrt(
+                sum(
+                    (plays[j] * (x @ np.linalg.solve(gram, z_support[j]))) ** 2 * v for j in range(plays.size)
+                )
+            )
+            for x in small_bandit.arms
+        )
+        assert math.isclose(exact, brute, rel_tol=1e-9)
+        assert exact <= paper
