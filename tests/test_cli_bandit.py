@@ -96,3 +96,29 @@ def test_parse_options():
         "width": "exact",
         "beta": None,
     }
+
+
+@pytest.mark.parametrize("name", ["dpdpe-fig2b", "dpdpe-fig2c", "dpdpe-fig2a"])
+def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
+    from dpcert.bandits import figures_dpdpe
+
+    monkeypatch.setattr(figures_dpdpe, "HORIZON", 3000)
+    monkeypatch.setattr(figures_dpdpe, "EPSILON_GRID", (1.0, 10.0))
+    monkeypatch.setitem(figures_dpdpe.SETTING, "dimension", 3)
+    monkeypatch.setitem(figures_dpdpe.SETTING, "arms", 8)
+    monkeypatch.setattr(figures_dpdpe, "MODELS", figures_dpdpe.MODELS[:2])  # shuffle is tested elsewhere
+    code, data, _ = run_json(capsys, "reproduce", name, "--runs", "2", "--out", str(tmp_path))
+    assert code == 0 and data["name"] == name and data["runs"] == 2
+    assert list(tmp_path.glob("*.json"))
+    if name == "dpdpe-fig2b":
+        assert data["all_certificates_verified"] is True
+        for calibration in ("paper", "tight"):
+            assert set(data["final_regret_means"][calibration]) >= {"DPE", "CDP-DPE", "LDP-DPE"}
+        assert data["curves"]["CDP-DPE (tight)"]["meets_target"] is True
+        assert data["curves"]["CDP-DPE (paper)"]["meets_target"] is False  # classical σ at ε = 10
+        for entry in data["curves"].values():
+            if entry["certificate"] is not None:
+                Certificate.from_dict(entry["certificate"])
+    if name == "dpdpe-fig2c":
+        assert data["fixed_users"] >= 1
+        assert data["DPE-FixedU"]["users"] > 0
