@@ -86,7 +86,7 @@ class UserAccountant:
         if counts.max() == 1:
             return max(self.certificates, key=lambda c: (c.epsilon_for(delta), c.delta))
         if any(c.mechanism != "gaussian" for c in self.certificates):
-            raise PreconditionFailed("returning users with non-Gaussian charges need accounting.composition")
+            return self._worst_composed(ids, delta)
         pairs = zip(self.user_ids, self.certificates, strict=True)
         squared = np.concatenate([np.full(ids_.size, _gaussian_mu(c) ** 2) for ids_, c in pairs])
         all_ids = np.concatenate(self.user_ids)
@@ -103,6 +103,25 @@ class UserAccountant:
             trust_model=first.trust_model,
             neighbouring=first.neighbouring,
         )
+
+    def _worst_composed(self, ids: np.ndarray, delta: float) -> Certificate:
+        """Worst user by composing each distinct charge history once (``accounting.composition``)."""
+        try:
+            from dpcert.accounting.composition import compose
+        except ImportError:
+            raise PreconditionFailed(
+                "returning users with non-Gaussian charges need dpcert.accounting.composition"
+            ) from None
+        # users × charges incidence counts, then one composition per distinct history
+        history = np.zeros((ids.size, len(self.certificates)), dtype=np.int64)
+        for column, charged in enumerate(self.user_ids):  # a loop over charges, not users
+            history[np.searchsorted(ids, charged), column] += 1
+        distinct = np.unique(history, axis=0)
+        composed = [
+            compose([c for c, n in zip(self.certificates, row, strict=True) for _ in range(n)], delta=delta)
+            for row in distinct
+        ]
+        return max(composed, key=lambda c: c.epsilon_for(delta))
 
     def __getstate__(self) -> dict[str, Any]:  # certificates hold read-only mappings: send JSON
         return {
