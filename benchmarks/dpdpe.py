@@ -72,13 +72,15 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=1_000_000)
     parser.add_argument("--epsilons", default="1,3,10", help="tight-calibration sweep (comma-separated)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", default="none,central,local,shuffle", help="privacy models to run")
     args = parser.parse_args()
+    chosen = set(args.models.split(",")) | {"none"}
     rows = []
     results: dict[tuple[str, str, float], dict] = {}
     unavailable: dict[str, str] = {}
     for calibration in ("paper", "tight"):
         for label, privacy in MODELS:
-            if privacy == "none" and calibration == "paper":
+            if (privacy == "none" and calibration == "paper") or privacy not in chosen:
                 continue
             try:
                 entry = run(privacy, calibration, 10.0, args.runs, args.horizon, args.seed)
@@ -92,6 +94,8 @@ def main() -> None:
         if epsilon == 10.0:
             continue
         for label, privacy in MODELS[1:]:
+            if privacy not in chosen:
+                continue
             try:
                 results[(label, "tight", epsilon)] = run(
                     privacy, "tight", epsilon, args.runs, args.horizon, args.seed
@@ -128,18 +132,17 @@ def main() -> None:
         "",
     ]
     tight = {label: results.get((label, "tight", 10.0)) for label, _ in MODELS}
-    if tight["LDP-DPE"] and tight["CDP-DPE"]:
-        lines.append(
-            "Ordering (tight, ε = 10; one-sided Welch t-tests): "
-            f"P(LDP > CDP) p = {p_greater(tight['LDP-DPE']['finals'], tight['CDP-DPE']['finals']):.2g}, "
-            f"P(CDP > DPE) p = {p_greater(tight['CDP-DPE']['finals'], dpe['finals']):.2g}"
-            + (
-                f", P(LDP > SDP) p = {p_greater(tight['LDP-DPE']['finals'], tight['SDP-DPE']['finals']):.2g}"
-                if tight["SDP-DPE"]
-                else ""
-            )
-            + "."
-        )
+    tests = []
+    for high, low in (("LDP-DPE", "CDP-DPE"), ("LDP-DPE", "SDP-DPE"), ("CDP-DPE", "DPE"), ("SDP-DPE", "DPE")):
+        if tight[high] and tight[low]:
+            p_value = p_greater(tight[high]["finals"], tight[low]["finals"])
+            tests.append(f"{high} > {low}: p = {p_value:.2g}")
+    if tight["SDP-DPE"] and tight["CDP-DPE"]:
+        ratio = tight["SDP-DPE"]["finals"].mean() / tight["CDP-DPE"]["finals"].mean()
+        two_sided = stats.ttest_ind(tight["SDP-DPE"]["finals"], tight["CDP-DPE"]["finals"], equal_var=False)
+        tests.append(f"SDP/CDP = {ratio:.2f} (two-sided p = {two_sided.pvalue:.2g})")
+    if tests:
+        lines.append("Ordering (tight, ε = 10; one-sided Welch t-tests): " + "; ".join(tests) + ".")
     if len(sweep) > 1:
         lines += ["", "Tight calibration, regret at T against ε (δ = 0.25):", ""]
         header = "| ε | " + " | ".join(label for label, _ in MODELS[1:]) + " | DPE |"
