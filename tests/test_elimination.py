@@ -366,3 +366,24 @@ def test_paper_privacy_width_dominates_the_exact_one(small_bandit, model):
         )
         assert math.isclose(exact, brute, rel_tol=1e-9)
         assert exact <= paper
+
+
+@pytest.mark.parametrize("model", ["none", "central", "local"])
+def test_confidence_width_covers_the_estimation_error(model):
+    # Thms B.1/B.2: P(|⟨θ̂_l − θ*, x⟩| > W_l for some x ∈ D_l) ≤ 2·3kβ per phase (both signs, union over
+    # k arms).  With k = 12, β = 1e-4 that is ≤ 7.2e-3; over ~30·8 released phases the number of
+    # violating phases is stochastically below Bin(240, 7.2e-3), whose 1 − 1e-3 quantile is 7.
+    # So the assertion has a false-positive rate ≤ 1e-3 if the widths are valid.
+    bandit_rng = np.random.default_rng(21)
+    violations = released = 0
+    for index in range(30):
+        bandit = sample_instances(3, 12, 1, bandit_rng)[0]
+        privatizer = make_privatizer(model, reward_bound=bandit.reward_bound, epsilon=2.0, delta=1e-4)
+        settings = EliminationSettings(horizon=3000, beta=1e-4)
+        run = run_elimination(bandit, privatizer, settings, np.random.default_rng([21, index]))
+        for p in run.phases:
+            if p.released:
+                released += 1
+                violations += p.deviation > p.width
+    assert released >= 150
+    assert violations <= stats.binom.ppf(1 - 1e-3, released, 2 * 3 * 12 * 1e-4)

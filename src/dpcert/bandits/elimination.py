@@ -135,6 +135,7 @@ class PhaseRecord:
     communication: int
     released: bool
     g_value: float
+    deviation: float = math.nan  # max_{x∈D_l} |⟨θ̂_l − θ*, x⟩| (Thms B.1/B.2 bound it by W_l w.h.p.)
 
 
 @dataclass
@@ -317,6 +318,7 @@ def run_elimination(
             )
             width = _width(settings, bandit, scale, users, sigma_n, log_term)
             predictions = active_coords @ theta_hat
+            deviation = float(np.max(np.abs(predictions - bandit.arms[active] @ bandit.theta)))
             survivors = active[predictions.max() - predictions <= 2.0 * width]
             communication_phase = users * release.units_per_user  # eq. 2: |U_l|·N_l
             if release.units_total is not None:
@@ -327,6 +329,7 @@ def run_elimination(
                 sigma_n=sigma_n,
                 active_after=int(survivors.size),
                 communication=int(communication_phase),
+                deviation=deviation,
             )
             communication += int(communication_phase)
             active = survivors
