@@ -122,3 +122,34 @@ def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
     if name == "dpdpe-fig2c":
         assert data["fixed_users"] >= 1
         assert data["DPE-FixedU"]["users"] > 0
+
+
+def test_ledger_is_charged_once_per_user(capsys, tmp_path):
+    ledger_module = pytest.importorskip("dpcert.accounting.ledger")
+    path = tmp_path / "ledger.db"
+    code, data, _ = run_json(
+        capsys,
+        "bandit", "run", "dp-dpe", "--privacy", "central", "--epsilon", "1", "--delta", "1e-5",
+        "--horizon", "5000", "--runs", "2", "--ledger", str(path),
+        "--option", "dimension=3", "--option", "arms=8",
+    )  # fmt: skip
+    assert code == 0
+    ledger = ledger_module.Ledger(path)
+    users = list(ledger.users())
+    assert len(users) >= data["users"]  # two runs with distinct ids; the larger run has data["users"]
+    for user in users[:: max(1, len(users) // 20)]:
+        assert len(ledger.charges(user)) == 1
+        assert ledger.spent(user).epsilon <= 1.0 + 1e-9
+
+
+def test_ledger_budget_refusal_exits_1(capsys, tmp_path):
+    ledger_module = pytest.importorskip("dpcert.accounting.ledger")
+    from dpcert.certificates import Guarantee
+
+    path = tmp_path / "ledger.db"
+    ledger_module.Ledger(path).set_budget(None, Guarantee(0.5, 1e-5))
+    code = main(
+        ["bandit", "run", "dp-dpe", "--privacy", "central", "--epsilon", "1", "--delta", "1e-5",
+         "--horizon", "2000", "--ledger", str(path), "--option", "dimension=3", "--option", "arms=8"]
+    )  # fmt: skip
+    assert code == 1 and "refused" in capsys.readouterr().err
