@@ -153,3 +153,15 @@ def test_ledger_budget_refusal_exits_1(capsys, tmp_path):
          "--horizon", "2000", "--ledger", str(path), "--option", "dimension=3", "--option", "arms=8"]
     )  # fmt: skip
     assert code == 1 and "refused" in capsys.readouterr().err
+
+
+def test_shuffle_run_reports_bits_and_a_shuffle_certificate(capsys):
+    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    code, data, _ = run_json(
+        capsys,
+        "bandit", "run", "dp-dpe", "--privacy", "shuffle", "--epsilon", "5", "--delta", "0.01",
+        "--horizon", "3000", "--option", "dimension=3", "--option", "arms=8",
+    )  # fmt: skip
+    assert code == 0 and data["communication"]["unit"] == "bits"
+    certificate = Certificate.from_dict(data["certificate"])
+    assert certificate.trust_model.value == "shuffle" and data["max_user_epsilon"] <= 5 + 1e-9
