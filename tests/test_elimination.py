@@ -387,3 +387,25 @@ def test_confidence_width_covers_the_estimation_error(model):
                 violations += p.deviation > p.width
     assert released >= 150
     assert violations <= stats.binom.ppf(1 - 1e-3, released, 2 * 3 * 12 * 1e-4)
+
+
+# ----------------------------------------------------------------------------- environment
+def test_environment_bounds_and_clipping():
+    rng = np.random.default_rng(30)
+    bandit = sample_instances(4, 10, 1, rng, heterogeneity=0.3)[0]
+    assert bandit.reward_bound == pytest.approx(2.3)  # 1 + σ + 1: sure bound, clipping never binds
+    deviations = bandit.deviations(500, rng)
+    assert np.allclose(np.linalg.norm(deviations, axis=1), 0.3)  # ξ = σ·(unit vector)
+    # Rademacher mean noise of n plays takes values (2k − n)/n only
+    noise = bandit.mean_noise(np.array([3, 4]), 200, rng)
+    assert set(np.round(noise[:, 0] * 3).astype(int)) <= {-3, -1, 1, 3}
+    assert set(np.round(noise[:, 1] * 4).astype(int)) <= {-4, -2, 0, 2, 4}
+    with pytest.raises(InvalidParameter):
+        sample_instances(4, 10, 1, rng, noise_kind="gaussian")  # unbounded: B must be declared
+    clipped = sample_instances(4, 10, 1, rng, noise_kind="gaussian", reward_bound=0.5)[0]
+    averages = clipped.client_averages(np.arange(3), np.array([1, 1, 1]), clipped.deviations(400, rng), rng)
+    assert np.abs(averages).max() <= 0.5 and np.isclose(np.abs(averages).max(), 0.5)
+    with pytest.raises(InvalidParameter):
+        LinearBandit(np.full((2, 2), 1.0), np.zeros(2))  # arms outside the unit ball
+    with pytest.raises(InvalidParameter):
+        UserPool(bandit, "sometimes", rng)
