@@ -18,7 +18,11 @@ import numpy as np
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 
-ALGORITHM_MODULES: tuple[str, ...] = ("dpcert.bandits.figures_mab",)
+ALGORITHM_MODULES: tuple[str, ...] = (
+    "dpcert.bandits.elimination",
+    "dpcert.bandits.figures_dpdpe",
+    "dpcert.bandits.figures_mab",
+)
 
 
 @dataclass(frozen=True)
