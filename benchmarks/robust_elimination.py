@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.figures_mab import (
     E2_ADVERSARIES,
     reproduce_seed003_e1,
@@ -33,7 +34,6 @@ from dpcert.bandits.figures_mab import (
     reproduce_seed003_e3,
     reproduce_seed003_e4,
 )
-from dpcert.bandits.robust_elimination import g_optimal_design
 from dpcert.bandits.spectral_filter import least_squares, robust_least_squares, spectral_filter
 
 
@@ -48,7 +48,7 @@ def robust_regression_table(reps: int = 4) -> list[str]:
     arms /= np.linalg.norm(arms, axis=1, keepdims=True)
     theta = rng.standard_normal(5)
     theta /= np.linalg.norm(theta)
-    design = g_optimal_design(arms, prune=False)
+    design = near_g_optimal_design(arms)
     counts = np.ceil(4000 * design.weights).astype(int)
     index = np.repeat(np.arange(40), counts)
     rows = arms[index]

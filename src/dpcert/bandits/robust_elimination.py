@@ -27,9 +27,8 @@ printed in eq. 13), and arms more than ``2γ_i`` below the best are eliminated (
 widths ``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a
 documented ``width_scale``.
 
-The G-optimal design is computed here by Frank–Wolfe (Fedorov–Wynn step) in the span of the active arms,
-stopped at ``max_a ‖a‖²_{M(π)^{-1}} <= 2·rank`` (Def. 1.6) and then pruned of small weights while that bound
-holds (spec §2.1).
+The near-G-optimal design (Def. 1.6: ``max_a ‖a‖²_{M(π)^{-1}} <= 2·rank`` with a small support) is
+:func:`dpcert.bandits.design.near_g_optimal_design`, computed in the span of the active arms (spec §2.1).
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.mab import with_notes
 from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
 from dpcert.certificates import Certificate, TrustModel
@@ -106,72 +106,6 @@ class LinearArms:
         if self.reward_model == "signed-bernoulli":
             return 2.0 * rng.binomial(1, (1.0 + mean) / 2.0) - 1.0
         return mean + rng.standard_normal(mean.shape)
-
-
-# =========================================================================== design
-@dataclass(frozen=True)
-class Design:
-    """A design π on the rows of an arm set: weights (K,), the span's rank, and ``max_a ‖a‖²_{M(π)^+}``."""
-
-    weights: np.ndarray
-    rank: int
-    g_max: float
-
-    @property
-    def support(self) -> np.ndarray:
-        return np.flatnonzero(self.weights > 0.0)
-
-
-def _span_coordinates(arms: np.ndarray) -> np.ndarray:
-    _, singular, vt = np.linalg.svd(arms, full_matrices=False)
-    rank = int(np.sum(singular > 1e-10 * singular[0]))
-    return arms @ vt[:rank].T
-
-
-def _g_values(coords: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    gram = coords.T @ (weights[:, None] * coords)
-    try:
-        inverse = np.linalg.inv(gram)
-    except np.linalg.LinAlgError:
-        return np.full(coords.shape[0], np.inf)
-    return np.einsum("ij,jk,ik->i", coords, inverse, coords)
-
-
-def g_optimal_design(
-    arms: np.ndarray, *, tolerance: float = 1.0, max_iterations: int = 10_000, prune: bool = True
-) -> Design:
-    """Near-G-optimal design by Frank–Wolfe (Lattimore & Szepesvári 2020, Note 21.2; seed 003 Def. 1.6).
-
-    Stops when ``max_a ‖a‖²_{M(π)^{-1}} <= (1 + tolerance)·r`` with ``r`` the rank of the arms (so the
-    default is Def. 1.6's ``2d`` in the span); Kiefer–Wolfowitz says the optimum is ``r``.  With ``prune``,
-    the smallest weights are dropped one at a time (renormalising) while the bound still holds.
-    """
-    arms = check.finite_array("arms", arms)
-    tolerance = check.positive_finite("tolerance", tolerance)
-    coords = _span_coordinates(arms)
-    count, rank = coords.shape
-    weights = np.full(count, 1.0 / count)
-    target = (1.0 + tolerance) * rank
-    g = _g_values(coords, weights)
-    for _ in range(max_iterations):
-        best = int(np.argmax(g))
-        if g[best] <= target:
-            break
-        step = (g[best] / rank - 1.0) / (g[best] - 1.0)
-        weights *= 1.0 - step
-        weights[best] += step
-        g = _g_values(coords, weights)
-    if prune:
-        for index in np.argsort(weights):
-            if np.count_nonzero(weights) <= rank:
-                break
-            trial = weights.copy()
-            trial[index] = 0.0
-            trial /= trial.sum()
-            trial_g = _g_values(coords, trial)
-            if np.max(trial_g) <= target:
-                weights, g = trial, trial_g
-    return Design(weights, rank, float(np.max(g)))
 
 
 # =========================================================================== widths
@@ -477,7 +411,7 @@ def robust_elimination(
             active_index = np.flatnonzero(active)
             if active_index.size == 1:
                 break
-            design = g_optimal_design(instance.arms[active_index])
+            design = near_g_optimal_design(instance.arms[active_index])
             support = active_index[design.support]
             weights = design.weights[design.support]
             size = q**phase
