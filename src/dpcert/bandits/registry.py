@@ -18,7 +18,7 @@ import numpy as np
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 
-ALGORITHM_MODULES: tuple[str, ...] = ("dpcert.bandits.linucb",)
+ALGORITHM_MODULES: tuple[str, ...] = ("dpcert.bandits.linucb", "dpcert.bandits.ldp_linear")
 
 
 @dataclass(frozen=True)
