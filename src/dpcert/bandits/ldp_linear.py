@@ -105,7 +105,7 @@ def calibrate_randomizer(
     else:
         raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
     mu = PAIR_SENSITIVITY / noise
-    met = gaussian_delta(epsilon, mu) <= delta
+    met = bool(gaussian_delta(epsilon, mu) <= delta)
     guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
     certificate = Certificate(
         "gaussian",

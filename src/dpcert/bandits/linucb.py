@@ -632,7 +632,7 @@ def _gaussian_guarantee(
 ) -> tuple[Certificate, bool]:
     """The claimed (ε, δ) if the exact Gaussian profile supports it, else (ε that holds at δ, δ)."""
     mu = sensitivity * math.sqrt(compositions) / sigma
-    met = gaussian_delta(epsilon, mu) <= delta
+    met = bool(gaussian_delta(epsilon, mu) <= delta)
     guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
     parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
     certificate = Certificate(
