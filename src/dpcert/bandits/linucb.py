@@ -32,6 +32,7 @@ certificate states the guarantee that the noise actually used earns.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -87,10 +88,14 @@ def statistic_size(dimension: int) -> int:
     return dimension + dimension * (dimension + 1) // 2
 
 
+@functools.lru_cache(maxsize=64)
+def _upper_indices(dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(dimension)
+
+
 def user_statistics(features: np.ndarray, rewards: np.ndarray) -> np.ndarray:
     """Flat statistics ``(φ y, upper(φφᵀ))`` (row-major upper triangle), shape ``(..., d + d(d+1)/2)``."""
-    d = features.shape[-1]
-    rows, cols = np.triu_indices(d)
+    rows, cols = _upper_indices(features.shape[-1])
     outer = features[..., rows] * features[..., cols]
     return np.concatenate([features * rewards[..., None], outer], axis=-1)
 
@@ -214,10 +219,11 @@ class _TreeSum:
     total: np.ndarray
     node_noise: np.ndarray  # (levels, runs, p): noise of the current node at each level
     node_ids: np.ndarray  # (levels,): block index t >> level of the current node, −1 if none yet
+    level_index: np.ndarray  # (levels,): 0, 1, …, levels − 1
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         self.total += statistics.sum(axis=1)
-        levels = np.arange(self.levels)
+        levels = self.level_index
         ids = rounds_done >> levels
         fresh = ids != self.node_ids  # a new dyadic block starts at these levels
         count = int(fresh.sum())
@@ -247,7 +253,12 @@ class TreeGaussian:
     def start(self, runs: int, size: int) -> Aggregator:
         levels = tree_levels(self.horizon)
         return _TreeSum(
-            self.sigma, levels, np.zeros((runs, size)), np.zeros((levels, runs, size)), np.full(levels, -1)
+            self.sigma,
+            levels,
+            np.zeros((runs, size)),
+            np.zeros((levels, runs, size)),
+            np.full(levels, -1),
+            np.arange(levels),
         )
 
 
@@ -416,14 +427,17 @@ class _StackedSum:
 
 
 def _solve_with_safety_net(
-    gram: np.ndarray, right: np.ndarray, floor: np.ndarray, clips: np.ndarray
+    gram: np.ndarray, right: np.ndarray, floor: np.ndarray, clips: np.ndarray, noisy: np.ndarray | None
 ) -> np.ndarray:
     """``V^{-1} right``; rows whose V is not positive definite get eigenvalues clipped at ``floor``.
 
-    Clipping is post-processing of the published V (privacy-neutral); each occurrence is counted.
+    Only the ``noisy`` rows are checked (``None``: none): without noise ``V = λI + Σ φφᵀ`` with λ > 0 is
+    positive definite by construction.  Clipping is post-processing of the published V
+    (privacy-neutral); each occurrence is counted.
     """
     try:
-        np.linalg.cholesky(gram)
+        if noisy is not None:
+            np.linalg.cholesky(gram[noisy] if noisy.size < gram.shape[0] else gram)
     except np.linalg.LinAlgError:
         values, vectors = np.linalg.eigh(gram)
         bad = values.min(axis=1) <= 0.0
@@ -476,6 +490,8 @@ def run_batched_linucb(
         for p in group
     ]
     lam = np.repeat([c.regulariser for c in radii], block)
+    noisy_rows = np.flatnonzero(np.repeat([not isinstance(p, NoPrivacy) for p in group], block))
+    noisy = noisy_rows if noisy_rows.size else None
     floor = np.repeat([c.floor for c in radii], block)
 
     def beta_at(rounds: int) -> np.ndarray:
@@ -546,7 +562,7 @@ def run_batched_linucb(
         noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
         gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
         right[:, :, d] = noisy_total[:, :d]
-        solved = _solve_with_safety_net(gram, right, floor, clips)
+        solved = _solve_with_safety_net(gram, right, floor, clips, noisy)
         theta_hat = solved[:, :, d]
         weights[:, 0, :d] = theta_hat
         weights[:, 1, d:] = solved[:, :, :d].reshape(runs, d * d)[:, flat_upper]
