@@ -1,6 +1,14 @@
 """Noise-adding mechanisms; each carries a :class:`dpcert.Certificate`."""
 
+from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import GaussianMechanism, gaussian_certificate
 from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
 
-__all__ = ["GaussianMechanism", "LaplaceMechanism", "gaussian_certificate", "laplace_certificate"]
+__all__ = [
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "discrete_laplace_certificate",
+    "gaussian_certificate",
+    "laplace_certificate",
+]

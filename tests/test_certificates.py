@@ -1,0 +1,123 @@
+"""Certificates: JSON round trip, verification, the generic (epsilon, delta) profile."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpcert import (
+    Certificate,
+    CertificateFormatError,
+    CertificateMismatch,
+    DPCertError,
+    Guarantee,
+    Neighbouring,
+    TrustModel,
+    approximate_dp_certificate,
+)
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.laplace import laplace_certificate
+
+
+@given(
+    sigma=st.floats(0.05, 100.0),
+    sensitivity=st.floats(0.01, 10.0),
+    compositions=st.integers(1, 1000),
+    delta=st.floats(1e-12, 0.5),
+    trust=st.sampled_from(list(TrustModel)),
+    neighbouring=st.sampled_from(list(Neighbouring)),
+)
+@settings(max_examples=100, deadline=None)
+def test_gaussian_json_round_trip_is_exact(sigma, sensitivity, compositions, delta, trust, neighbouring):
+    certificate = gaussian_certificate(
+        sigma,
+        delta=delta,
+        sensitivity=sensitivity,
+        compositions=compositions,
+        trust_model=trust,
+        neighbouring=neighbouring,
+    )
+    again = Certificate.from_json(certificate.to_json())
+    assert again == certificate
+    assert again.guarantee == certificate.guarantee
+    assert again.trust_model is trust and again.neighbouring is neighbouring
+
+
+@given(st.floats(0.01, 10.0), st.floats(0.0, 0.5))
+@settings(max_examples=100, deadline=None)
+def test_laplace_json_round_trip(scale, delta):
+    certificate = laplace_certificate(scale, delta=delta)
+    assert Certificate.from_json(certificate.to_json()) == certificate
+
+
+@given(st.floats(0.0, 5.0), st.floats(0.0, 0.5), st.floats(0.0, 6.0), st.floats(0.0, 6.0))
+@settings(max_examples=200, deadline=None)
+def test_approximate_dp_profile_is_monotone_and_matches_claim(epsilon, delta, a, b):
+    certificate = approximate_dp_certificate(epsilon, delta)
+    low, high = sorted((a, b))
+    assert certificate.delta_for(high) <= certificate.delta_for(low)
+    assert certificate.delta_for(epsilon) == delta
+    # At epsilon = 0 the canonical pair's total variation is delta + (1 - delta)(e^eps - 1)/(e^eps + 1).
+    expected_tv = delta + (1 - delta) * math.tanh(epsilon / 2)
+    assert certificate.delta_for(0.0) == pytest.approx(expected_tv, rel=1e-12, abs=1e-15)
+
+
+def test_approximate_dp_epsilon_for_is_safe_inverse():
+    certificate = approximate_dp_certificate(2.0, 1e-6)
+    for target in (1e-6, 1e-3, 0.1, 0.5):
+        epsilon = certificate.epsilon_for(target)
+        assert certificate.delta_for(epsilon) <= target
+    assert certificate.epsilon_for(1e-7) == math.inf
+
+
+def test_verify_rejects_overclaim_and_unknown_mechanism():
+    honest = gaussian_certificate(3.0, delta=1e-5)
+    with pytest.raises(CertificateMismatch):
+        Certificate(
+            "gaussian", Guarantee(honest.epsilon * 0.99, 1e-5), parameters=dict(honest.parameters), basis="x"
+        ).verify()
+    with pytest.raises(CertificateFormatError, match="unknown mechanism"):
+        Certificate("mystery", Guarantee(1.0, 0.0)).verify()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[]",
+        '{"mechanism": "gaussian"}',
+        '{"format": "other/9", "mechanism": "laplace"}',
+        '{"mechanism": "laplace", "guarantee": {"epsilon": "x", "delta": 0}, "trust_model": "central",'
+        ' "neighbouring": "replace-one", "parameters": {"scale": 1}}',
+    ],
+)
+def test_corrupted_json_gives_clear_error(text):
+    with pytest.raises(CertificateFormatError):
+        Certificate.from_json(text)
+
+
+def test_certificate_is_immutable():
+    certificate = laplace_certificate(1.0)
+    with pytest.raises(AttributeError):
+        certificate.basis = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        certificate.parameters["scale"] = 0.1  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "epsilon, delta",
+    [(-0.1, 0.0), (math.inf, 0.0), (math.nan, 0.0), (1.0, 1.0), (1.0, -1e-9), (1.0, math.nan)],
+)
+def test_guarantee_validates(epsilon, delta):
+    with pytest.raises(DPCertError):
+        Guarantee(epsilon, delta)
+
+
+def test_bad_enum_values_raise():
+    with pytest.raises(DPCertError, match="trust_model"):
+        Certificate("laplace", Guarantee(1.0), trust_model="cloud", parameters={"scale": 1.0})
+    with pytest.raises(DPCertError, match="neighbouring"):
+        Certificate("laplace", Guarantee(1.0), neighbouring="swap", parameters={"scale": 1.0})
