@@ -225,10 +225,10 @@ class _TreeSum:
         self.total += statistics.sum(axis=1)
         levels = self.level_index
         ids = rounds_done >> levels
-        fresh = ids != self.node_ids  # a new dyadic block starts at these levels
-        count = int(fresh.sum())
+        # a new dyadic block starts at the levels whose block index changed: always levels 0..k − 1
+        count = int((ids != self.node_ids).sum())
         if count:
-            self.node_noise[fresh] = self.sigma * rng.standard_normal((count,) + self.total.shape)
+            self.node_noise[:count] = self.sigma * rng.standard_normal((count,) + self.total.shape)
             self.node_ids = ids
         used = ((rounds_done >> levels) & 1).astype(float)  # binary decomposition of the prefix [1, t]
         return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
@@ -467,8 +467,9 @@ def run_batched_linucb(
     model is republished.  With fixed arms the action is constant within a batch, so the whole batch
     is handled in one step.  ``on_batch(m, V_m, θ̂_m)`` observes each published model (tests).
 
-    ``privatizers`` may be a list of G privatizers sharing the batch schedule: the runs are then split
-    into G equal consecutive blocks, block g using privatizer g (and its own λ and β), so that several
+    ``privatizers`` may be a list of G privatizers sharing the batch schedule: each runs on every one of
+    the environment's R instances (same arms, same contexts), giving G·R runs ordered privatizer-major
+    (run ``g R + i`` is privatizer g on instance i), each with its own λ and β, so that several
     algorithms advance in one vectorised pass.
 
     ``index_dtype="float32"`` scores the arms in single precision (about 4× faster on K = 100 arms);
@@ -480,11 +481,13 @@ def run_batched_linucb(
     batch_size = check.positive_int("batch_size", batch_size)
     alpha = check.probability("alpha", alpha, open_low=True, open_high=True)
     rng = check.generator(rng)
-    runs, d = env.runs, env.dimension
+    d, block = env.dimension, env.runs
     group = list(privatizers) if isinstance(privatizers, (list, tuple)) else [privatizers]
-    if runs % len(group):
-        raise InvalidParameter("privatizers", len(group), f"a number of privatizers dividing runs={runs}")
-    block = runs // len(group)
+    if not group:
+        raise InvalidParameter("privatizers", group, "at least one privatizer")
+    count = len(group)
+    runs = count * block
+    instance = np.tile(np.arange(block), count)
     radii = [
         ConfidenceRadius.build(radius, p.cumulative_std(horizon, batch_size), d, horizon, batch_size, alpha)
         for p in group
@@ -494,7 +497,11 @@ def run_batched_linucb(
     noisy = noisy_rows if noisy_rows.size else None
     floor = np.repeat([c.floor for c in radii], block)
 
+    constant_beta = np.repeat([c.beta(0) for c in radii], block) if radius == "experiment" else None
+
     def beta_at(rounds: int) -> np.ndarray:
+        if constant_beta is not None:
+            return constant_beta
         return np.repeat([c.beta(rounds) for c in radii], block)
 
     size = statistic_size(d)
@@ -506,13 +513,18 @@ def run_batched_linucb(
     pair_weight = np.where(rows == cols, 1.0, 2.0)
     flat_upper = rows * d + cols
     symmetric = _symmetric_index(d)
-    run_index = np.arange(runs)
     identity = np.eye(d)
     # right-hand side [I | u]: one solve gives V^{-1} and θ̂ = V^{-1} u
     right = np.concatenate([np.broadcast_to(identity, (runs, d, d)), np.zeros((runs, d, 1))], axis=2)
-    # per run, row 0 of `weights` scores the means ⟨φ, θ̂⟩, row 1 the squared widths ‖φ‖²_{V^{-1}}
-    weights = np.zeros((runs, 2, d + rows.size), dtype=index_dtype)
-    weights[:, 1, d:] = (identity / lam[:, None, None]).reshape(runs, d * d)[:, flat_upper]
+    # per instance, row 2g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row 2g + 1 its squared widths
+    # ‖φ‖²_{V^{-1}}; the arms' design is shared by all privatizers, so one product scores every run
+    weights = np.zeros((block, 2 * count, d + rows.size), dtype=index_dtype)
+
+    def set_weights(theta_hat: np.ndarray, inverse_upper: np.ndarray) -> None:
+        weights[:, 0::2, :d] = theta_hat.reshape(count, block, d).transpose(1, 0, 2)
+        weights[:, 1::2, d:] = inverse_upper.reshape(count, block, -1).transpose(1, 0, 2)
+
+    set_weights(np.zeros((runs, d)), (identity / lam[:, None, None]).reshape(runs, d * d)[:, flat_upper])
     gaps = np.empty((runs, horizon))
     actions = np.empty((runs, horizon), dtype=np.int64)
     clips = np.zeros(runs, dtype=np.int64)
@@ -524,8 +536,8 @@ def run_batched_linucb(
         return np.ascontiguousarray(design, dtype=index_dtype)
 
     def ucb_arm(design: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        mean_and_width = weights @ design
-        index = mean_and_width[:, 0] + beta[:, None] * np.sqrt(np.maximum(mean_and_width[:, 1], 0.0))
+        scored = (weights @ design).reshape(block, count, 2, -1).transpose(1, 0, 2, 3).reshape(runs, 2, -1)
+        index = scored[:, 0] + beta[:, None] * np.sqrt(np.maximum(scored[:, 1], 0.0))
         return np.argmax(index, axis=1)
 
     fixed_design = None
@@ -540,10 +552,10 @@ def run_batched_linucb(
         users = stop - start
         if fixed_design is not None:
             arm = ucb_arm(fixed_design, beta)
-            gaps[:, start:stop] = (fixed_best - fixed_means[run_index, arm])[:, None]
+            gaps[:, start:stop] = (fixed_best[instance] - fixed_means[instance, arm])[:, None]
             actions[:, start:stop] = arm[:, None]
-            chosen = fixed_features[run_index, arm][:, None, :]
-            chosen_means = fixed_means[run_index, arm][:, None]
+            chosen = fixed_features[instance, arm][:, None, :]
+            chosen_means = fixed_means[instance, arm][:, None]
             if users > 1:
                 chosen = np.broadcast_to(chosen, (runs, users, d))
                 chosen_means = np.broadcast_to(chosen_means, (runs, users))
@@ -554,18 +566,17 @@ def run_batched_linucb(
                 features = env.contexts(rng)
                 arm = ucb_arm(scores(features), beta)
                 means = env.means(features)
-                gaps[:, start + offset] = means.max(axis=1) - means[run_index, arm]
+                gaps[:, start + offset] = means.max(axis=1)[instance] - means[instance, arm]
                 actions[:, start + offset] = arm
-                chosen[:, offset] = features[run_index, arm]
-                chosen_means[:, offset] = means[run_index, arm]
+                chosen[:, offset] = features[instance, arm]
+                chosen_means[:, offset] = means[instance, arm]
         rewards = np.clip(env.sample_rewards(chosen_means, rng), -1.0, 1.0)
         noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
         gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
         right[:, :, d] = noisy_total[:, :d]
         solved = _solve_with_safety_net(gram, right, floor, clips, noisy)
         theta_hat = solved[:, :, d]
-        weights[:, 0, :d] = theta_hat
-        weights[:, 1, d:] = solved[:, :, :d].reshape(runs, d * d)[:, flat_upper]
+        set_weights(theta_hat, solved[:, :, :d].reshape(runs, d * d)[:, flat_upper])
         beta = beta_at(stop)
         batch += 1
         if on_batch is not None:
@@ -920,17 +931,9 @@ def run_group(
 
     Every algorithm sees the same R instances of ``env``; results come back in input order.
     """
-    groups = len(calibrated)
-    stacked = ContextualLinearBandit(
-        np.tile(env.theta, (groups, 1)),
-        np.tile(env.arms, (groups, 1, 1)),
-        fixed_arms=env.fixed_arms,
-        reward=env.reward,
-        noise_std=env.noise_std,
-    )
     start = time.perf_counter()
     result = run_batched_linucb(
-        stacked,
+        env,
         [c.privatizer for c in calibrated],
         horizon=horizon,
         batch_size=batch_size,
