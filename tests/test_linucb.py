@@ -477,3 +477,29 @@ def test_run_group_returns_each_algorithms_own_rows():
     calibrated = [calibrate("linucb", epsilon=None, delta=None, horizon=50, batch_size=5, dimension=3)] * 2
     a, b = run_group(env, calibrated, horizon=50, batch_size=5, rng=np.random.default_rng(1))
     assert a.cumulative_regret.shape == (3, 50) and np.all(np.diff(a.cumulative_regret, axis=1) >= -1e-12)
+
+
+def test_registry_run_with_returning_users_reports_the_ledger():
+    from dpcert.bandits import registry
+    from dpcert.bandits.registry import RunConfig
+
+    config = RunConfig(
+        "linucb-sdp-amp",
+        privacy="shuffle",
+        epsilon=1.0,
+        delta=1e-3,
+        horizon=400,
+        runs=3,
+        options={"participations": 4, "dimension": 3, "arms": 10},
+    )
+    run = registry.algorithm("linucb-sdp-amp").run(config)
+    assert run.cumulative_regret.shape == (3, 400)
+    assert run.users == 20 * 5  # 20 batches of 20 users, each user in 4 consecutive batches
+    assert run.extras["ledger"]["by_participations"] == [
+        {"participations": 4, "users": 100, "epsilon": run.max_user_epsilon}
+    ]
+    assert run.max_user_epsilon <= 1.0 and run.certificate.neighbouring.value == "user-level"
+    with pytest.raises(InvalidParameter, match="privacy"):
+        registry.algorithm("linucb-ldp").run(
+            RunConfig("linucb-ldp", privacy="central", epsilon=1.0, delta=0.1)
+        )

@@ -1001,9 +1001,8 @@ def run_algorithm(config: RunConfig) -> BanditRun:
     participations = check.positive_int("participations", options.get("participations", 1))
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     expected = "none" if algorithm == "linucb" else TRUST[algorithm].value
-    if config.privacy not in (expected, "none") or (algorithm != "linucb" and config.privacy == "none"):
-        if not (algorithm == "linucb" and config.privacy == "none"):
-            raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
+    if config.privacy != expected:
+        raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
     calibrated = calibrate(
         algorithm,
         epsilon=config.epsilon,
