@@ -39,6 +39,7 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.linucb import gaussian_guarantee
 from dpcert.bandits.registry import (
     AlgorithmSpec,
     BanditRun,
@@ -49,7 +50,7 @@ from dpcert.bandits.registry import (
 )
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, CLASSICAL_BASIS, gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
 
 PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
 CALIBRATIONS = ("analytic_joint", "paper")
@@ -104,18 +105,16 @@ def calibrate_randomizer(
         used = calibration
     else:
         raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-    mu = PAIR_SENSITIVITY / noise
-    met = bool(gaussian_delta(epsilon, mu) <= delta)
-    guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
-    certificate = Certificate(
-        "gaussian",
-        guarantee,
-        TrustModel.LOCAL,
-        Neighbouring.REPLACE_ONE,
-        {"sigma": noise, "sensitivity": PAIR_SENSITIVITY, "compositions": 1},
-        ANALYTIC_BASIS,
-        tuple(notes),
-    ).verify()
+    certificate, met = gaussian_guarantee(
+        noise,
+        sensitivity=PAIR_SENSITIVITY,
+        compositions=1,
+        epsilon=epsilon,
+        delta=delta,
+        trust_model=TrustModel.LOCAL,
+        neighbouring=Neighbouring.REPLACE_ONE,
+        notes=tuple(notes),
+    )
     return LocalCalibration(noise, certificate, Guarantee(epsilon, delta), met, used)
 
 

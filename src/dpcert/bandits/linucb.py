@@ -646,7 +646,7 @@ def advanced_composition_epsilon(epsilon: float, participations: int, delta_slac
     return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
 
 
-def _gaussian_guarantee(
+def gaussian_guarantee(
     sigma: float,
     *,
     sensitivity: float,
@@ -794,7 +794,7 @@ def calibrate(
             "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
             "(post-processing); amplification by shuffling is not claimed"
         )
-    certificate, met = _gaussian_guarantee(
+    certificate, met = gaussian_guarantee(
         noise,
         sensitivity=node_sensitivity,
         compositions=compositions,
