@@ -257,3 +257,12 @@ def test_combiner_mechanics():
     constants = CombinerConstants.build(grid, dimension=3, horizon=600, epsilon=1.0, failure=0.05)
     assert constants.alpha[0] == 0.75 and np.all(constants.alpha[1:] == 0.5)
     assert np.all(constants.offset > 0)
+
+
+def test_seed004_reproduction_small(tmp_path):
+    from dpcert.bandits.ldp_linear import reproduce
+
+    summary = reproduce(runs=2, out=tmp_path, horizon=150)
+    assert [p["epsilon"] for p in summary["panels"]] == [0.2, 1.0, 10.0]
+    assert "online-ucb" in summary["panels"][0]["algorithms"]
+    assert (tmp_path / "seed004-figure1.json").exists()

@@ -503,3 +503,14 @@ def test_registry_run_with_returning_users_reports_the_ledger():
         registry.algorithm("linucb-ldp").run(
             RunConfig("linucb-ldp", privacy="central", epsilon=1.0, delta=0.1)
         )
+
+
+def test_reproduction_writes_summary_and_curves(tmp_path):
+    from dpcert.bandits.linucb import reproduction
+
+    summary = reproduction("tiny", (1.0,), (3,), horizon=200)(runs=2, out=tmp_path, seed=1)
+    panel = summary["panels"][0]
+    assert set(panel["algorithms"]) == set(ALGORITHMS)
+    assert panel["algorithms"]["linucb-ldp"]["tight"]["claim_met"]
+    assert (tmp_path / "tiny.json").exists()
+    assert len(list(tmp_path.glob("tiny_d3_eps1.0_*.npy"))) == 2 * len(ALGORITHMS)

@@ -39,6 +39,7 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
 from dpcert.bandits.linucb import gaussian_guarantee
 from dpcert.bandits.registry import (
     AlgorithmSpec,
@@ -557,9 +558,7 @@ def figure_runs(
     The baselines come from :mod:`dpcert.bandits.linucb` (tight calibration; P_Vec with its paper
     parameters while no exact accountant exists); δ = 0.1 and B = 20 as in the C&Z script (spec §4.1).
     """
-    from dpcert.bandits import linucb
-
-    baseline = linucb.figure_runs(
+    baseline = linucb_figure_runs(
         epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed
     )
     rng = np.random.default_rng([seed, 2])
@@ -590,10 +589,18 @@ def figure_runs(
     return baseline
 
 
-def _reproduce(runs: int | None = None, out: Path | None = None, seed: int = 0) -> dict[str, Any]:
-    summary: dict[str, Any] = {"name": "seed004-figure1", "runs": runs or 50, "horizon": 20_000, "panels": []}
+def reproduce(
+    runs: int | None = None, out: Path | None = None, seed: int = 0, horizon: int = 20_000
+) -> dict[str, Any]:
+    """``dpcert reproduce seed004-figure1``: the three panels; JSON summary and mean curves to ``out``."""
+    summary: dict[str, Any] = {
+        "name": "seed004-figure1",
+        "runs": runs or 50,
+        "horizon": horizon,
+        "panels": [],
+    }
     for epsilon in (0.2, 1.0, 10.0):
-        results = figure_runs(epsilon, runs=runs or 50, seed=seed)
+        results = figure_runs(epsilon, runs=runs or 50, seed=seed, horizon=horizon)
         panel = {"epsilon": epsilon, "delta": 0.1, "algorithms": {}}
         for name, run in results.items():
             mean, stderr = run.final_regret()
@@ -634,6 +641,6 @@ register_reproduction(
     ReproductionSpec(
         "seed004-figure1",
         "seed 004, Figure 1: OnlineUCB vs LinUCB, JDP, SDP, LDP; d=5, K=100, T=20000, delta=0.1",
-        _reproduce,
+        reproduce,
     )
 )
