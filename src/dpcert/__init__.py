@@ -5,6 +5,7 @@ read back from JSON can always be re-verified.
 """
 
 from dpcert import mechanisms  # noqa: E402,F401  (registers mechanism profiles)
+from dpcert.accounting import composition  # noqa: E402,F401  (registers the "composition" profile)
 from dpcert.certificates import (
     Certificate,
     Guarantee,

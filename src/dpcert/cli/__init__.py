@@ -18,6 +18,8 @@ from dpcert.cli._common import CommandGroups, build_root_parser, run_command
 COMMAND_MODULES: tuple[str, ...] = (
     "dpcert.cli.noise",
     "dpcert.cli.demo",
+    "dpcert.cli.accounting",
+    "dpcert.cli.shuffle",
 )
 
 

@@ -1,0 +1,750 @@
+"""Composition of certified mechanisms: ``compose(certificates, method=..., delta=...)``.
+
+Every result is itself a re-verifiable :class:`~dpcert.certificates.Certificate`.  Lists of Gaussian
+mechanisms compose *exactly* to one Gaussian mechanism and are returned as a ``"gaussian"``
+certificate; every other composition is a ``"composition"`` certificate whose parameters hold the
+component certificates (identical components stored once, with a count) and the method, so that
+:meth:`Certificate.verify` re-derives the claim from them.
+
+Methods
+-------
+``"basic"``
+    Dwork & Roth 2014, Thm 3.16: (Σ ε_i, Σ δ_i).  The profile is that of the canonical
+    (Σ ε_i, Σ δ_i) pair (Kairouz, Oh & Viswanath 2015, Thm 2.1), so other (ε, δ) points follow too.
+``"advanced"``
+    Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20, the exact expression
+    ``ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1)`` at ``δ' + k δ``.  The theorem is stated for k
+    mechanisms that are each (ε, δ)-DP; for heterogeneous components it is applied with the largest
+    ε_i and δ_i (each component is also (max ε_i, max δ_i)-DP), which is valid and conservative.
+``"optimal"``
+    Kairouz, Oh & Viswanath 2015, Thm 3.3: the exact privacy region of the k-fold adaptive
+    composition of (ε, δ)-DP mechanisms.  Heterogeneous components are treated as above (largest ε_i
+    and δ_i); the result is then valid but no longer optimal.
+``"pld"``
+    Privacy loss distributions through ``dp_accounting.pld`` with pessimistic discretisation.  A
+    component uses, in order of preference: a ``privacy_loss_distribution(interval)`` method of its
+    profile, its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
+    them), or the
+    pessimistic PLD of its claimed (ε, δ) (``from_privacy_parameters``).
+``"rdp"``
+    Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
+    has a ``dp_accounting`` event the accountant supports.
+``"best"`` (default)
+    The smallest ε among all methods applicable to the list (exact Gaussian composition when every
+    component is Gaussian).  Besides the components' claimed (ε_i, δ_i), the black-box methods
+    (and PLD, for components without a dp_accounting event) are also tried with every component
+    moved to the point (ε_i(δ_i), δ_i) of its own profile, δ_i = f δ / k for f in
+    ``REPOINT_FRACTIONS``; the explicit methods use the claimed points only.  At δ = 0 the
+    numerical accountants are only consulted when basic and optimal composition give no finite ε
+    (for pure components basic composition is then exact).
+
+All numerical results are rounded toward more privacy loss: ε is nudged upward until the profile,
+as evaluated, gives at most the target δ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from dpcert import _validation as check
+from dpcert._numerics import nudge_up_until_valid, smallest_valid
+from dpcert.certificates import (
+    ApproximateDPProfile,
+    Certificate,
+    Guarantee,
+    Neighbouring,
+    TrustModel,
+    register_profile,
+)
+from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
+from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
+
+METHODS = ("basic", "advanced", "optimal", "pld", "rdp")
+ALL_METHODS = ("best",) + METHODS
+DEFAULT_PLD_INTERVAL = 1e-4
+# Under "best", black-box methods also try every component at the point δ_i = f δ / k of its own
+# profile, for these fractions f of the target δ (k = number of mechanisms).
+REPOINT_FRACTIONS = (0.1, 0.5, 0.9)
+
+BASIS = {
+    "basic": "Dwork & Roth 2014, Thm 3.16 (basic composition; sums exact, rounded up)",
+    "advanced": "Dwork, Rothblum & Vadhan 2010; Dwork & Roth 2014, Thm 3.20 (advanced composition)",
+    "optimal": "Kairouz, Oh & Viswanath 2015, Thm 3.3 (optimal composition, exact privacy region)",
+    "pld": "privacy loss distribution via dp_accounting.pld (pessimistic discretisation)",
+    "rdp": "Renyi DP (Mironov 2017) via dp_accounting.rdp.RdpAccountant",
+}
+GAUSSIAN_COMPOSITION_BASIS = (
+    "Dong, Roth & Su 2019, Cor. 3.3 (Gaussian mechanisms compose to a Gaussian with "
+    "mu = sqrt(sum mu_i^2)); " + ANALYTIC_BASIS
+)
+# Relative allowance added to the KOV hockey-stick sum for rounding in gammaln/logsumexp: each log
+# term of magnitude at most L = ln k! + k (ε0 + ln(1 + e^ε0)) carries an absolute error of a few ulp
+# of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
+_KOV_RELATIVE_SLACK = 1e-9
+
+# dp_accounting's PLDs are pessimistic in their discretisation, but their FFT convolutions carry
+# floating-point error (observed: δ about 1.5e-10 relative below the exact KOV value for 1 000
+# identical canonical pairs).  This allowance is added to every PLD δ so the result stays on the
+# safe side.
+_PLD_RELATIVE_SLACK = 1e-6
+_PLD_ABSOLUTE_SLACK = 1e-14
+
+_STRENGTH = {TrustModel.LOCAL: 2, TrustModel.SHUFFLE: 1, TrustModel.CENTRAL: 0}
+
+
+# --------------------------------------------------------------------------- components
+@dataclass(frozen=True)
+class Component:
+    """A certificate repeated ``count`` times in a composition."""
+
+    certificate: Certificate
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"certificate": self.certificate.to_dict(), "count": self.count}
+
+
+def certificate_key(certificate: Certificate) -> str:
+    """Content hash of a certificate (SHA-256 of its canonical JSON)."""
+    return hashlib.sha256(certificate.to_json().encode()).hexdigest()
+
+
+def group_components(pairs: Iterable[tuple[Certificate, int]]) -> tuple[Component, ...]:
+    """Merge identical certificates (by content) and sort them into a canonical order."""
+    counts: dict[str, int] = {}
+    by_key: dict[str, Certificate] = {}
+    # The same object repeated is hashed once; the object is kept alive so its id is not reused.
+    key_of_object: dict[int, tuple[Certificate, str]] = {}
+    for certificate, count in pairs:
+        if not isinstance(certificate, Certificate):
+            raise InvalidParameter("certificates", type(certificate).__name__, "dpcert.Certificate objects")
+        count = check.positive_int("count", count)
+        known = key_of_object.get(id(certificate))
+        if known is None:
+            known = key_of_object[id(certificate)] = (certificate, certificate_key(certificate))
+        key = known[1]
+        by_key[key] = certificate
+        counts[key] = counts.get(key, 0) + count
+    return tuple(Component(by_key[key], counts[key]) for key in sorted(by_key))
+
+
+def _components_from_parameters(parameters: Mapping[str, Any]) -> tuple[Component, ...]:
+    raw = parameters.get("components")
+    if not raw:
+        raise CertificateFormatError("a composition certificate needs a non-empty 'components' list")
+    components = []
+    for entry in raw:
+        try:
+            certificate = Certificate.from_dict(entry["certificate"])
+            count = check.positive_int("count", entry["count"])
+        except (KeyError, TypeError) as exc:
+            raise CertificateFormatError(f"malformed composition component: {exc}") from exc
+        components.append(Component(certificate, count))
+    return tuple(components)
+
+
+def _total_count(components: Sequence[Component]) -> int:
+    return sum(c.count for c in components)
+
+
+def _worst_pair(components: Sequence[Component]) -> tuple[float, float]:
+    """Largest claimed ε and δ over the components (each is (max ε, max δ)-DP)."""
+    return (
+        max(c.certificate.epsilon for c in components),
+        max(c.certificate.delta for c in components),
+    )
+
+
+def _sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
+    """Σ value × count computed exactly (rationals) and rounded up to the next float if inexact."""
+    exact = sum((Fraction(value) * count for value, count in terms), Fraction(0))
+    result = float(exact)
+    return math.nextafter(result, math.inf) if Fraction(result) < exact else result
+
+
+def _safe_epsilon(delta_for, delta: float, candidate: float) -> float:
+    """``candidate`` nudged upward until ``delta_for(ε) <= delta`` as evaluated."""
+    if not math.isfinite(candidate):
+        return math.inf
+    candidate = max(0.0, candidate)
+    ceiling = max(1.0, 2.0 * candidate) + 1.0
+    if delta_for(ceiling) > delta:
+        return candidate if delta_for(candidate) <= delta else math.inf
+    return nudge_up_until_valid(lambda e: delta_for(e) - delta, candidate, ceiling)
+
+
+# --------------------------------------------------------------------------- advanced (Thm 3.20)
+def advanced_epsilon(epsilon: float, delta_slack: float, k: int) -> float:
+    """ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1) of Dwork & Roth 2014, Thm 3.20 (no rounding)."""
+    return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
+
+
+class AdvancedCompositionProfile:
+    """Profile implied by Thm 3.20 for k mechanisms each (ε0, δ0)-DP.
+
+    For a target ε the least δ' with ε'(δ') <= ε is ``exp(−(ε − k ε0 (e^ε0 − 1))² / (2k ε0²))``
+    whenever ε > k ε0 (e^ε0 − 1); the profile is then ``k δ0 + δ'`` (else 1, no claim).
+    """
+
+    def __init__(self, epsilon: float, delta: float, k: int) -> None:
+        self.epsilon0 = epsilon
+        self.delta0 = delta
+        self.k = k
+        self.drift = k * epsilon * math.expm1(epsilon)
+
+    def delta_for(self, epsilon: float) -> float:
+        base = self.k * self.delta0
+        if self.epsilon0 == 0.0:
+            return min(1.0, base)
+        if epsilon <= self.drift:
+            return 1.0
+        exponent = (epsilon - self.drift) ** 2 / (2.0 * self.k * self.epsilon0**2)
+        slack = math.exp(-exponent) * (1.0 + 1e-12)  # rounding of the exponent, on the safe side
+        return min(1.0, base + slack)
+
+    def epsilon_for(self, delta: float) -> float:
+        base = self.k * self.delta0
+        if self.epsilon0 == 0.0:
+            return 0.0 if delta >= base else math.inf
+        slack = delta - base
+        if slack <= 0.0:
+            return math.inf
+        return _safe_epsilon(self.delta_for, delta, advanced_epsilon(self.epsilon0, slack, self.k))
+
+
+# --------------------------------------------------------------------------- optimal (KOV Thm 3.3)
+def kov_delta(epsilon: float, epsilon0: float, delta0: float, k: int) -> float:
+    """Exact δ(ε) of the k-fold composition of (ε0, δ0)-DP mechanisms (KOV 2015, Thm 3.3).
+
+    The k-fold composition is dominated by the product of canonical pairs, whose hockey-stick
+    divergence at ε is ``1 − (1 − δ0)^k (1 − H)`` with
+
+        H = Σ_{ℓ : (k − 2ℓ) ε0 > ε} C(k, ℓ) (e^{(k−ℓ) ε0} − e^{ε + ℓ ε0}) / (1 + e^{ε0})^k;
+
+    at ε = (k − 2i) ε0 this is the theorem's ``1 − (1 − δ)^k (1 − δ_i)``.  The sum is taken in log
+    space (``gammaln``, ``logsumexp``) and a relative allowance for their rounding (at least 1e-9)
+    is added so the value is never below the exact one.
+    """
+    a = -math.expm1(k * math.log1p(-delta0)) if delta0 > 0.0 else 0.0
+    if epsilon0 == 0.0:
+        return a
+    ell = np.arange(0, k + 1, dtype=float)
+    losses = (k - 2.0 * ell) * epsilon0
+    active = losses > epsilon
+    if not np.any(active):
+        return min(1.0, a)
+    ell = ell[active]
+    log_terms = (
+        gammaln(k + 1.0)
+        - gammaln(ell + 1.0)
+        - gammaln(k - ell + 1.0)
+        + (k - ell) * epsilon0
+        - k * np.logaddexp(0.0, epsilon0)
+        + np.log(-np.expm1(epsilon - losses[active]))
+    )
+    magnitude = float(gammaln(k + 1.0)) + k * (epsilon0 + float(np.logaddexp(0.0, epsilon0)))
+    slack = max(_KOV_RELATIVE_SLACK, 32.0 * np.finfo(float).eps * magnitude)
+    hockey = float(np.exp(logsumexp(log_terms))) * (1.0 + slack)
+    return min(1.0, a + (1.0 - a) * hockey)
+
+
+class OptimalCompositionProfile:
+    """Exact profile of the k-fold composition of (ε0, δ0)-DP mechanisms (KOV 2015, Thm 3.3)."""
+
+    def __init__(self, epsilon: float, delta: float, k: int) -> None:
+        self.epsilon0 = epsilon
+        self.delta0 = delta
+        self.k = k
+
+    def delta_for(self, epsilon: float) -> float:
+        return kov_delta(epsilon, self.epsilon0, self.delta0, self.k)
+
+    def epsilon_for(self, delta: float) -> float:
+        top = self.k * self.epsilon0
+        if self.delta_for(top) > delta:
+            return math.inf
+        return smallest_valid(lambda e: self.delta_for(e) - delta, 0.0, max(top, 1e-300), grow=False)
+
+
+# --------------------------------------------------------------------------- PLD and RDP
+def _event_pld(event: Any, count: int, interval: float) -> Any:
+    """Pessimistic PLD of ``count`` repetitions of a dp_accounting event (``None`` if unsupported)."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        return _event_pld(event.event, count * event.count, interval)
+    if isinstance(event, dp_event.ComposedDpEvent):
+        result = None
+        for inner in event.events:
+            part = _event_pld(inner, count, interval)
+            if part is None:
+                return None
+            result = part if result is None else result.compose(part)
+        return result
+    if isinstance(event, dp_event.GaussianDpEvent) and event.noise_multiplier > 0:
+        # count Gaussians with noise multiplier s compose exactly to one with s / sqrt(count).
+        return pld.from_gaussian_mechanism(
+            standard_deviation=event.noise_multiplier / math.sqrt(count),
+            pessimistic_estimate=True,
+            value_discretization_interval=interval,
+        )
+    if isinstance(event, dp_event.DiscreteLaplaceDpEvent) and event.noise_parameter > 0:
+        single = pld.from_discrete_laplace_mechanism(
+            event.noise_parameter,
+            sensitivity=event.sensitivity,
+            pessimistic_estimate=True,
+            value_discretization_interval=interval,
+        )
+        return single.self_compose(count) if count > 1 else single
+    if isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
+        single = pld.from_laplace_mechanism(
+            event.noise_multiplier, pessimistic_estimate=True, value_discretization_interval=interval
+        )
+        return single.self_compose(count) if count > 1 else single
+    return None
+
+
+def component_pld(component: Component, interval: float) -> Any:
+    """Pessimistic PLD of a component repeated ``count`` times (see the module docstring)."""
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    certificate = component.certificate
+    hook = getattr(certificate.profile, "privacy_loss_distribution", None)
+    if callable(hook):
+        single = hook(interval)
+        return single.self_compose(component.count) if component.count > 1 else single
+    event = certificate.to_dp_event()
+    if event is not None:
+        result = _event_pld(event, component.count, interval)
+        if result is not None:
+            return result
+    single = pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(certificate.epsilon, certificate.delta),
+        value_discretization_interval=interval,
+    )
+    return single.self_compose(component.count) if component.count > 1 else single
+
+
+class PLDCompositionProfile:
+    """Profile of a composition from the product of pessimistic PLDs (``dp_accounting.pld``)."""
+
+    def __init__(self, components: Sequence[Component], interval: float) -> None:
+        self.components = components
+        self.interval = interval
+
+    @cached_property
+    def pld(self) -> Any:
+        result = None
+        for component in self.components:
+            part = component_pld(component, self.interval)
+            result = part if result is None else result.compose(part)
+        return result
+
+    def delta_for(self, epsilon: float) -> float:
+        raw = max(0.0, float(self.pld.get_delta_for_epsilon(epsilon)))
+        return min(1.0, raw * (1.0 + _PLD_RELATIVE_SLACK) + _PLD_ABSOLUTE_SLACK)
+
+    def epsilon_for(self, delta: float) -> float:
+        raw_target = (delta - _PLD_ABSOLUTE_SLACK) / (1.0 + _PLD_RELATIVE_SLACK)
+        if raw_target < 0.0:
+            return math.inf
+        return _safe_epsilon(self.delta_for, delta, float(self.pld.get_epsilon_for_delta(raw_target)))
+
+
+def _composed_event(components: Sequence[Component]) -> Any:
+    """``ComposedDpEvent`` of the components' events, or ``None`` if one has no event."""
+    from dp_accounting import dp_event
+
+    events = []
+    for component in components:
+        event = component.certificate.to_dp_event()
+        if event is None:
+            return None
+        events.append(event if component.count == 1 else dp_event.SelfComposedDpEvent(event, component.count))
+    return events[0] if len(events) == 1 else dp_event.ComposedDpEvent(events)
+
+
+def rdp_supports(components: Sequence[Component]) -> bool:
+    """True if every component has a dp_accounting event the RDP accountant supports."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    event = _composed_event(components)
+    return event is not None and rdp_privacy_accountant.RdpAccountant().supports(event)
+
+
+class RDPCompositionProfile:
+    """Profile from Rényi DP (``dp_accounting.rdp.RdpAccountant``, default orders)."""
+
+    def __init__(self, components: Sequence[Component]) -> None:
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        event = _composed_event(components)
+        self.accountant = rdp_privacy_accountant.RdpAccountant()
+        if event is None or not self.accountant.supports(event):
+            raise InvalidParameter(
+                "method",
+                "rdp",
+                "a list whose components all have dp_accounting events the RDP accountant supports",
+            )
+        self.accountant.compose(event)
+
+    def delta_for(self, epsilon: float) -> float:
+        return min(1.0, max(0.0, float(self.accountant.get_delta(epsilon))))
+
+    def epsilon_for(self, delta: float) -> float:
+        if delta <= 0.0:
+            return math.inf
+        return _safe_epsilon(self.delta_for, delta, float(self.accountant.get_epsilon(delta)))
+
+
+# --------------------------------------------------------------------------- the registered profile
+@register_profile("composition")
+class CompositionProfile:
+    """Profile of a composition certificate, re-derived from its components and method.
+
+    Parameters: ``method`` (one of ``basic``, ``advanced``, ``optimal``, ``pld``, ``rdp``),
+    ``components`` (a list of ``{"certificate": {...}, "count": k}``; each component certificate is
+    re-verified), and for ``pld`` the ``value_discretization_interval``.
+    """
+
+    def __init__(self, parameters: Mapping[str, Any], components: Sequence[Component] | None = None) -> None:
+        method = parameters.get("method")
+        if method not in METHODS:
+            raise CertificateFormatError(f"unknown composition method {method!r}: expected one of {METHODS}")
+        self.method = method
+        # ``components`` (already verified) may be passed by compose() to avoid parsing them again.
+        if components is None:
+            components = _components_from_parameters(parameters)
+        self.components = tuple(components)
+        k = _total_count(self.components)
+        if method == "basic":
+            epsilon = _sum_rounded_up((c.certificate.epsilon, c.count) for c in self.components)
+            delta = min(1.0, _sum_rounded_up((c.certificate.delta, c.count) for c in self.components))
+            self._inner: Any = _BasicTrivial()
+            if delta < 1.0:
+                self._inner = ApproximateDPProfile({"epsilon": epsilon, "delta": delta})
+        elif method == "advanced":
+            self._inner = AdvancedCompositionProfile(*_worst_pair(self.components), k)
+        elif method == "optimal":
+            self._inner = OptimalCompositionProfile(*_worst_pair(self.components), k)
+        elif method == "pld":
+            interval = check.positive_finite(
+                "value_discretization_interval",
+                parameters.get("value_discretization_interval", DEFAULT_PLD_INTERVAL),
+            )
+            self._inner = PLDCompositionProfile(self.components, interval)
+        else:
+            self._inner = RDPCompositionProfile(self.components)
+
+    def delta_for(self, epsilon: float) -> float:
+        return self._inner.delta_for(epsilon)
+
+    def epsilon_for(self, delta: float) -> float:
+        return self._inner.epsilon_for(delta)
+
+    def dp_event(self) -> Any:
+        return _composed_event(self.components)
+
+    def privacy_loss_distribution(self, interval: float) -> Any:
+        """Pessimistic PLD of the composed mechanism: the product of its components' PLDs.
+
+        Valid whatever method established this certificate's own claim, so nested compositions
+        compose as tightly as their flattened components.
+        """
+        return PLDCompositionProfile(self.components, interval).pld
+
+
+class _BasicTrivial:
+    """Basic composition when Σ δ_i >= 1: no claim at any ε."""
+
+    def delta_for(self, epsilon: float) -> float:
+        return 1.0
+
+    def epsilon_for(self, delta: float) -> float:
+        return math.inf
+
+
+# --------------------------------------------------------------------------- compose
+def _common_neighbouring(components: Sequence[Component]) -> Neighbouring:
+    relations = {c.certificate.neighbouring for c in components}
+    if len(relations) != 1:
+        raise InvalidParameter(
+            "certificates",
+            sorted(r.value for r in relations),
+            "certificates under one neighbouring relation (their guarantees cannot be composed otherwise)",
+        )
+    return relations.pop()
+
+
+def _weakest_trust_model(components: Sequence[Component]) -> TrustModel:
+    """The composed output is only protected against the weakest adversary model among the parts."""
+    return min((c.certificate.trust_model for c in components), key=lambda t: _STRENGTH[t])
+
+
+def _default_delta(components: Sequence[Component]) -> float:
+    total = math.fsum(c.certificate.delta * c.count for c in components)
+    if total >= 1.0:
+        raise InvalidParameter(
+            "delta", None, "0 <= delta < 1 (give it explicitly: the components' deltas sum to >= 1)"
+        )
+    return total
+
+
+def _composition_certificate(
+    components: Sequence[Component],
+    method: str,
+    delta: float,
+    interval: float,
+    notes: Sequence[str] = (),
+) -> Certificate:
+    parameters: dict[str, Any] = {"method": method, "components": [c.to_dict() for c in components]}
+    if method == "pld":
+        parameters["value_discretization_interval"] = interval
+    profile = CompositionProfile(parameters, components)
+    epsilon = profile.epsilon_for(delta)
+    if not math.isfinite(epsilon):
+        raise InvalidParameter(
+            "delta",
+            delta,
+            f"a delta at which {method} composition gives a finite epsilon "
+            f"(e.g. above the sum of the components' deltas)",
+        )
+    method_notes = {
+        "basic": "basic composition of the components' claimed (epsilon, delta)",
+        "advanced": "Thm 3.20 with the largest component epsilon and delta (valid for heterogeneous lists)",
+        "optimal": "KOV Thm 3.3 with the largest component epsilon and delta (exact if all are identical)",
+        "pld": f"pessimistic PLD discretisation (interval {interval:g}); components without a "
+        "dp_accounting event use the PLD of their claimed (epsilon, delta)",
+        "rdp": "RDP-to-DP conversion of dp_accounting (an upper bound)",
+    }
+    certificate = Certificate(
+        "composition",
+        Guarantee(epsilon, delta),
+        _weakest_trust_model(components),
+        _common_neighbouring(components),
+        parameters,
+        BASIS[method],
+        (
+            f"{_total_count(components)} mechanism(s) ({len(components)} distinct)",
+            method_notes[method],
+            "epsilon rounded up until the re-derived delta is at most the claimed delta",
+            *notes,
+        ),
+    )
+    # The profile just computed is the one verify() would rebuild; reuse it instead of recomputing.
+    certificate.__dict__["profile"] = profile
+    return certificate.verify()
+
+
+def _gaussian_composition(components: Sequence[Component], delta: float) -> Certificate:
+    """Exact composition of Gaussian certificates: one Gaussian with μ = sqrt(Σ k_i Δ_i² / σ_i²)."""
+    profiles = [GaussianProfile(c.certificate.parameters) for c in components]
+    if len(components) == 1:
+        only = profiles[0]
+        parameters = {
+            "sigma": only.sigma,
+            "sensitivity": only.sensitivity,
+            "compositions": only.compositions * components[0].count,
+        }
+        notes: tuple[str, ...] = ()
+    else:
+        mu_squared = math.fsum(p.mu**2 * c.count for p, c in zip(profiles, components, strict=True))
+        mu = math.sqrt(mu_squared)
+        for _ in range(4):  # round mu up by a few ulp: more privacy loss, never less
+            mu = math.nextafter(mu, math.inf)
+        parameters = {"sigma": 1.0, "sensitivity": mu, "compositions": 1}
+        notes = (
+            f"{_total_count(components)} Gaussian mechanisms ({len(components)} distinct) as one Gaussian "
+            "with sigma 1 and sensitivity mu = sqrt(sum k_i (Delta_i/sigma_i)^2), mu rounded up",
+        )
+    profile = GaussianProfile(parameters)
+    epsilon = profile.epsilon_for(delta)
+    if not math.isfinite(epsilon):
+        raise InvalidParameter("delta", delta, "0 < delta < 1 for a composition of Gaussian mechanisms")
+    return Certificate(
+        "gaussian",
+        Guarantee(epsilon, delta),
+        _weakest_trust_model(components),
+        _common_neighbouring(components),
+        parameters,
+        GAUSSIAN_COMPOSITION_BASIS,
+        notes + ("exact composition (privacy loss distribution N(mu^2/2, mu^2))",),
+    ).verify()
+
+
+def _lacks_pld(component: Component) -> bool:
+    """True if the component's PLD would come from its claimed (ε, δ) alone."""
+    certificate = component.certificate
+    if callable(getattr(certificate.profile, "privacy_loss_distribution", None)):
+        return False
+    return certificate.to_dp_event() is None
+
+
+def _repointed(components: Sequence[Component], delta_each: float) -> tuple[Component, ...] | None:
+    """The components claiming the point (ε_i(δ_i), δ_i) of their own profiles, δ_i = ``delta_each``.
+
+    Every certificate is (ε, δ)-DP at each point of its profile, so basic, advanced and optimal
+    composition may use any such point; ``None`` if a component has no finite ε there or if no
+    component changes.
+    """
+    result = []
+    changed = False
+    for component in components:
+        certificate = component.certificate
+        if certificate.delta == delta_each:
+            result.append(component)
+            continue
+        try:
+            epsilon = certificate.epsilon_for(delta_each)
+            if not math.isfinite(epsilon):
+                return None
+            moved = certificate.with_guarantee(Guarantee(epsilon, delta_each))
+        except DPCertError:
+            return None
+        changed = changed or moved != certificate
+        result.append(Component(moved, component.count))
+    return tuple(result) if changed else None
+
+
+def _applicable(method: str, components: Sequence[Component], delta: float) -> bool:
+    if method == "rdp":
+        return delta > 0.0 and rdp_supports(components)
+    return True
+
+
+def compose_components(
+    components: Sequence[Component],
+    *,
+    method: str = "best",
+    delta: float | None = None,
+    value_discretization_interval: float = DEFAULT_PLD_INTERVAL,
+) -> Certificate:
+    """Compose already-grouped components; see :func:`compose`."""
+    if not components:
+        raise InvalidParameter("certificates", [], "at least one certificate")
+    if method not in ALL_METHODS:
+        raise InvalidParameter("method", method, "one of " + ", ".join(ALL_METHODS))
+    interval = check.positive_finite("value_discretization_interval", value_discretization_interval)
+    _common_neighbouring(components)
+    delta = _default_delta(components) if delta is None else check.delta(delta)
+    all_gaussian = all(c.certificate.mechanism == "gaussian" for c in components)
+    if method == "best" and all_gaussian:
+        return _gaussian_composition(components, delta)
+    if method != "best":
+        if method == "rdp" and not rdp_supports(components):
+            raise InvalidParameter(
+                "method",
+                method,
+                "basic, advanced, optimal or pld for this list (RDP needs dp_accounting events)",
+            )
+        return _composition_certificate(components, method, delta, interval)
+    results: dict[str, Certificate] = {}
+    for candidate in METHODS:
+        if not _applicable(candidate, components, delta):
+            continue
+        if delta == 0.0 and candidate in ("pld", "rdp") and results:
+            # At δ = 0 basic composition of pure components is exact (the worst-case privacy losses
+            # add up), so numerical accountants cannot improve on a finite basic/optimal result.
+            continue
+        try:
+            results[candidate] = _composition_certificate(components, candidate, delta, interval)
+        except (ValueError, OverflowError):  # InvalidParameter: no finite epsilon by this method
+            continue
+    if delta > 0.0:
+        lacks_event = any(_lacks_pld(c) for c in components)
+        for fraction in REPOINT_FRACTIONS:
+            repointed = _repointed(components, delta * fraction / _total_count(components))
+            if repointed is None:
+                continue
+            note = f"components re-pointed on their own profiles at delta_i = {fraction:g} delta / k"
+            for candidate in ("basic", "advanced", "optimal") + (("pld",) if lacks_event else ()):
+                try:
+                    results[f"{candidate} (delta_i = {fraction:g} delta/k)"] = _composition_certificate(
+                        repointed, candidate, delta, interval, (note,)
+                    )
+                except (ValueError, OverflowError):
+                    continue
+    if not results:
+        raise InvalidParameter(
+            "delta", delta, "a delta at which some composition method gives a finite epsilon"
+        )
+    order = list(results)
+    best = min(results, key=lambda name: (results[name].epsilon, order.index(name)))
+    comparison = "best of " + ", ".join(f"{name}: epsilon={c.epsilon:.6g}" for name, c in results.items())
+    chosen = results[best]
+    certificate = Certificate(
+        chosen.mechanism,
+        chosen.guarantee,
+        chosen.trust_model,
+        chosen.neighbouring,
+        chosen.parameters,
+        chosen.basis,
+        chosen.notes + (comparison,),
+    )
+    certificate.__dict__["profile"] = chosen.profile  # same parameters, same profile
+    return certificate.verify()
+
+
+def compose_counts(
+    pairs: Iterable[tuple[Certificate, int]],
+    *,
+    method: str = "best",
+    delta: float | None = None,
+    value_discretization_interval: float = DEFAULT_PLD_INTERVAL,
+) -> Certificate:
+    """Compose ``(certificate, count)`` pairs (a certificate applied ``count`` times)."""
+    return compose_components(
+        group_components(pairs),
+        method=method,
+        delta=delta,
+        value_discretization_interval=value_discretization_interval,
+    )
+
+
+def compose(
+    certificates: Iterable[Certificate],
+    method: str = "best",
+    delta: float | None = None,
+    *,
+    value_discretization_interval: float = DEFAULT_PLD_INTERVAL,
+) -> Certificate:
+    """Certificate of the adaptive composition of the given mechanisms.
+
+    Parameters
+    ----------
+    certificates
+        The certificates of the composed mechanisms (identical ones are merged with a count).  All
+        must refer to the same neighbouring relation; the result holds under the weakest trust model.
+    method
+        ``"best"`` (default), ``"basic"``, ``"advanced"``, ``"optimal"``, ``"pld"`` or ``"rdp"``
+        (see the module docstring for theorems and applicability).
+    delta
+        Target δ of the composition; by default the sum of the components' δ.
+    value_discretization_interval
+        Discretisation of the privacy loss for ``"pld"`` (smaller is tighter and slower).
+
+    Returns
+    -------
+    Certificate
+        A ``"gaussian"`` certificate for an all-Gaussian list under ``"best"`` (exact), otherwise a
+        ``"composition"`` certificate that re-derives its claim from the components.
+    """
+    if isinstance(certificates, Certificate):
+        certificates = [certificates]
+    return compose_counts(
+        ((certificate, 1) for certificate in certificates),
+        method=method,
+        delta=delta,
+        value_discretization_interval=value_discretization_interval,
+    )

@@ -1,0 +1,144 @@
+"""``dpcert calibrate binomial-sum|shuffle`` and ``dpcert account binomial-sum|shuffle``."""
+
+from __future__ import annotations
+
+import argparse
+
+from dpcert.accounting import amplification
+from dpcert.cli._common import EXIT_OK, CommandGroups, emit, integer, number
+from dpcert.mechanisms.binomial_sum import (
+    METHODS,
+    SHAPES,
+    BitSumParameters,
+    binomial_sum_certificate,
+    calibrate_binomial_sum,
+)
+
+
+def register(groups: CommandGroups) -> None:
+    parser = groups.add(
+        "calibrate",
+        "binomial-sum",
+        "bit-sum shuffle protocol (g, b, p) for a sum of N users' vectors at (epsilon, delta)",
+        _calibrate_binomial_sum,
+    )
+    parser.add_argument("--epsilon", type=number, required=True)
+    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--users", type=integer, required=True, help="number N of users in one sum")
+    parser.add_argument("--dimension", type=integer, default=1, help="d (default 1: scalars)")
+    parser.add_argument("--bound", type=number, default=1.0, help="every entry lies in [-B, B] (default 1)")
+    parser.add_argument("--method", choices=METHODS, default="exact")
+    parser.add_argument("--shape", choices=SHAPES, default="vector", help="default vector")
+
+    parser = groups.add(
+        "calibrate",
+        "shuffle",
+        "largest local epsilon0 whose shuffled protocol meets (epsilon, delta)",
+        _calibrate_shuffle,
+    )
+    parser.add_argument("--epsilon", type=number, required=True)
+    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--users", type=integer, required=True)
+    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+
+    parser = groups.add(
+        "account", "binomial-sum", "epsilon of a bit-sum shuffle protocol at delta", _account_binomial_sum
+    )
+    parser.add_argument("--g", type=integer, required=True, help="precision (encoded values in 0..g)")
+    parser.add_argument("--b", type=integer, required=True, help="noise bits per user and coordinate")
+    parser.add_argument("--p", type=number, required=True, help="probability of a noise bit being 1")
+    parser.add_argument("--users", type=integer, required=True)
+    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--dimension", type=integer, default=1)
+    parser.add_argument("--bound", type=number, default=1.0)
+    parser.add_argument("--shape", choices=SHAPES, default="vector")
+
+    parser = groups.add(
+        "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
+    )
+    parser.add_argument("--epsilon0", type=number, required=True)
+    parser.add_argument("--users", type=integer, required=True)
+    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+
+
+def _certificate_rows(certificate) -> list[tuple[str, object]]:
+    return [
+        ("epsilon", certificate.epsilon),
+        ("delta", certificate.delta),
+        ("trust model", certificate.trust_model.value),
+        ("basis", certificate.basis),
+    ]
+
+
+def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
+    result = calibrate_binomial_sum(
+        args.epsilon,
+        args.delta,
+        users=args.users,
+        dimension=args.dimension,
+        bound=args.bound,
+        shape=args.shape,
+        method=args.method,
+    )
+    q = result.parameters
+    payload = {
+        "g": q.g,
+        "b": q.b,
+        "p": q.p,
+        "epsilon": result.certificate.epsilon,
+        "delta": result.certificate.delta,
+        "noise_std": q.noise_std,
+        "method": result.method,
+        "bits_per_user": q.bits_per_user,
+        "certificate": result.certificate.to_dict(),
+    }
+    rows = [("g", q.g), ("b", q.b), ("p", q.p), ("noise std", q.noise_std), ("method", result.method)]
+    emit(args, payload, rows + _certificate_rows(result.certificate))
+    return EXIT_OK
+
+
+def _calibrate_shuffle(args: argparse.Namespace) -> int:
+    epsilon0 = amplification.largest_local_epsilon(args.epsilon, args.delta, args.users, args.method)
+    certificate = amplification.amplification_certificate(
+        epsilon0, args.users, epsilon=args.epsilon, delta=args.delta, method=args.method
+    )
+    emit(
+        args,
+        {"epsilon0": epsilon0, "method": args.method, "certificate": certificate.to_dict()},
+        [("epsilon0", epsilon0), ("method", args.method)] + _certificate_rows(certificate),
+    )
+    return EXIT_OK
+
+
+def _account_binomial_sum(args: argparse.Namespace) -> int:
+    parameters = BitSumParameters(args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape)
+    certificate = binomial_sum_certificate(parameters, delta=args.delta)
+    emit(
+        args,
+        {
+            "epsilon": certificate.epsilon,
+            "delta": certificate.delta,
+            "noise_std": parameters.noise_std,
+            "certificate": certificate.to_dict(),
+        },
+        [("noise std", parameters.noise_std)] + _certificate_rows(certificate),
+    )
+    return EXIT_OK
+
+
+def _account_shuffle(args: argparse.Namespace) -> int:
+    certificate = amplification.amplification_certificate(
+        args.epsilon0, args.users, delta=args.delta, method=args.method
+    )
+    payload = {"epsilon": certificate.epsilon, "delta": certificate.delta, "method": args.method}
+    rows = _certificate_rows(certificate)
+    if args.method == "closed-form":
+        holds = amplification.closed_form_precondition(args.epsilon0, args.users, args.delta)
+        payload["closed_form_precondition"] = holds
+        rows.append(
+            ("closed-form precondition", "holds" if holds else "fails: epsilon = epsilon0 (no amplification)")
+        )
+    payload["certificate"] = certificate.to_dict()
+    emit(args, payload, rows)
+    return EXIT_OK

@@ -1,0 +1,215 @@
+"""Seed 001's private binary summation ``M_sum`` (binomial shuffle sum), with its exact δ_N(ε).
+
+API for bandit algorithms
+-------------------------
+``calibrate_binary_sum(epsilon, delta)`` returns a :class:`BinarySumCalibration` with the least number
+``noise_bits = N`` of fair noise bits meeting (ε, δ) for *every* batch size ``m``, ``sigma = √N/2``
+(the sub-Gaussian proxy and standard deviation of the error) and the certificate;
+``.mechanism()`` is a :class:`BinarySum` whose ``simulate(bits, rng)`` takes reward bits of shape
+``(..., m)`` (any leading repetition axes) and returns the debiased sums ``(...)``, drawn exactly as
+``Σx + Bin(N, 1/2) − N/2``; ``materialize(bits, rng)`` emits the shuffled one-bit messages.
+:func:`binary_sum_delta` is the exact δ_N(ε).
+
+Protocol (reconstructed in the seed 001 notes, §3.2 [R]; the paper's Appendix C is missing).  The
+server announces ``ℓ_i = ⌊N/m⌋ + [i <= N mod m]`` (so ``Σ ℓ_i = N``); user ``i`` sends its reward bit and
+``ℓ_i`` fair coin bits; the shuffler permutes all ``m + N`` bits; the analyzer returns
+``Σ bits − N/2``.  The error ``Bin(N, 1/2) − N/2`` does not depend on the data nor on ``m``
+(properties I1–I4 of the notes, §3.1).
+
+Exact privacy (notes §3.3).  The view is determined by the count of ones, so the protocol's profile is
+that of ``s ↦ s + Bin(N, 1/2)`` with sensitivity 1:
+``δ_N(ε) = Σ_{k <= k*} p(k)(1 − e^ε k/(N − k + 1))``, ``p(k) = C(N, k)/2^N``, ``k*`` the largest
+integer below ``(N + 1)/(1 + e^ε)`` — exact, not a bound, and equal in both directions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from dpcert import _validation as check
+from dpcert._numerics import smallest_valid
+from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
+from dpcert.errors import InvalidParameter
+
+BASIS = "seed 001 (Tenenbaum et al. 2021) M_sum as reconstructed in its notes §3.2, exact delta_N (§3.3)"
+MAX_NOISE_BITS = 10**9
+_RELATIVE_SLACK = 1e-12
+
+
+def binary_sum_delta(epsilon: float, noise_bits: int) -> float:
+    """Exact δ_N(ε) of the binary summation protocol with ``N = noise_bits`` fair noise bits."""
+    epsilon = check.nonnegative_finite("epsilon", epsilon)
+    n = check.positive_int("noise_bits", noise_bits)
+    limit = (n + 1) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
+    top = math.ceil(limit) - 1  # largest integer k < limit
+    ks = np.arange(0, max(top, 0) + 1)
+    log_p = gammaln(n + 1) - gammaln(ks + 1) - gammaln(n - ks + 1) - n * math.log(2.0)
+    growth = math.exp(epsilon) if epsilon < 700 else math.inf
+    factor = np.ones(ks.shape)
+    factor[1:] = 1.0 - growth * ks[1:] / (n - ks[1:] + 1.0)  # p(k−1)/p(k) = k/(N − k + 1)
+    positive = factor > 0
+    value = float(np.exp(logsumexp(log_p[positive] + np.log(factor[positive]))))
+    return min(1.0, value * (1.0 + _RELATIVE_SLACK))
+
+
+def binary_sum_epsilon(delta: float, noise_bits: int) -> float:
+    """Least ε (rounded up) with δ_N(ε) <= delta; ``inf`` if ``delta < 2^-N`` (never reached)."""
+    delta = check.delta(delta)
+    n = check.positive_int("noise_bits", noise_bits)
+    if binary_sum_delta(0.0, n) <= delta:
+        return 0.0
+    ceiling = math.log(n) + 1.0
+    if binary_sum_delta(ceiling, n) > delta:
+        return math.inf
+    return smallest_valid(lambda e: binary_sum_delta(e, n) - delta, 0.0, ceiling, grow=False)
+
+
+def least_noise_bits(epsilon: float, delta: float) -> int:
+    """Least N with δ_N(ε) <= δ (doubling, then bisection; δ_N is non-increasing in N)."""
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    high = 1
+    while binary_sum_delta(epsilon, high) > delta:
+        high *= 2
+        if high > MAX_NOISE_BITS:
+            raise InvalidParameter(
+                "delta", delta, f"a target reachable with at most {MAX_NOISE_BITS} noise bits"
+            )
+    low = high // 2  # invalid (or 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if binary_sum_delta(epsilon, middle) <= delta:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def hoeffding_noise_bits(epsilon: float, delta: float) -> int:
+    """Closed form ``N_H = ⌈((√(2L) + √(2L + 4α))/(2α))²⌉`` with ``L = ln(1/δ)``, ``α = tanh(ε/2)``.
+
+    Hoeffding's bound on δ_N (seed 001 notes §3.4): valid for any ε > 0, larger than the exact N.
+    """
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    log_term = math.log(1.0 / delta)
+    alpha = math.tanh(epsilon / 2.0)
+    return math.ceil(((math.sqrt(2 * log_term) + math.sqrt(2 * log_term + 4 * alpha)) / (2 * alpha)) ** 2)
+
+
+@register_profile("binary-sum")
+class BinarySumProfile:
+    """Exact profile of the binary summation protocol.  Parameters: ``noise_bits`` (N)."""
+
+    def __init__(self, parameters: Mapping[str, Any]) -> None:
+        self.noise_bits = check.positive_int("noise_bits", parameters.get("noise_bits"))
+
+    def delta_for(self, epsilon: float) -> float:
+        return binary_sum_delta(epsilon, self.noise_bits)
+
+    def epsilon_for(self, delta: float) -> float:
+        return binary_sum_epsilon(delta, self.noise_bits)
+
+    def dp_event(self) -> Any:
+        return None
+
+
+def binary_sum_certificate(
+    noise_bits: int, *, epsilon: float | None = None, delta: float | None = None
+) -> Certificate:
+    """Certificate at ``delta`` (least ε), at ``epsilon`` (least δ), or of both (verified)."""
+    profile = BinarySumProfile({"noise_bits": noise_bits})
+    if epsilon is None and delta is None:
+        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
+    if epsilon is None:
+        epsilon = profile.epsilon_for(check.delta(delta))
+        if not math.isfinite(epsilon):
+            raise InvalidParameter("delta", delta, f">= 2^-{noise_bits} (the protocol's floor)")
+    elif delta is None:
+        delta = profile.delta_for(check.nonnegative_finite("epsilon", epsilon))
+    return Certificate(
+        "binary-sum",
+        Guarantee(epsilon, delta),
+        TrustModel.SHUFFLE,
+        Neighbouring.REPLACE_ONE,
+        {"noise_bits": int(noise_bits)},
+        BASIS,
+        ("valid for every batch size m (the error law does not depend on m)",),
+    ).verify()
+
+
+@dataclass(frozen=True)
+class BinarySum:
+    """The protocol with ``noise_bits`` fair noise bits per batch, any batch size."""
+
+    noise_bits: int
+    certificate: Certificate
+
+    @property
+    def sigma(self) -> float:
+        """Standard deviation (and sub-Gaussian proxy) of the error, ``√N/2``."""
+        return math.sqrt(self.noise_bits) / 2.0
+
+    def allocation(self, users: int) -> np.ndarray:
+        """Noise bits per user, ``ℓ_i = ⌊N/m⌋ + [i <= N mod m]`` (data-independent)."""
+        users = check.positive_int("users", users)
+        share, extra = divmod(self.noise_bits, users)
+        return share + (np.arange(users) < extra).astype(np.int64)
+
+    def _bits(self, bits: Any) -> np.ndarray:
+        array = check.finite_array("bits", bits)
+        if array.ndim == 0 or array.shape[-1] < 1 or not np.all((array == 0) | (array == 1)):
+            raise InvalidParameter(
+                "bits", "<array>", "an array of 0/1 rewards with a last axis of m >= 1 users"
+            )
+        return array
+
+    def simulate(self, bits: Any, rng: np.random.Generator) -> np.ndarray:
+        """Debiased sums ``Σx + Bin(N, 1/2) − N/2`` over the last axis, exact in distribution."""
+        array = self._bits(bits)
+        rng = check.generator(rng)
+        return (
+            array.sum(axis=-1)
+            + rng.binomial(self.noise_bits, 0.5, size=array.shape[:-1])
+            - self.noise_bits / 2
+        )
+
+    def materialize(self, bits: Any, rng: np.random.Generator) -> np.ndarray:
+        """Shuffled messages ``(..., m + N)``: each user's bit plus its ``ℓ_i`` coin bits, permuted."""
+        array = self._bits(bits).astype(np.uint8)
+        rng = check.generator(rng)
+        if array.size // array.shape[-1] * (array.shape[-1] + self.noise_bits) > 20_000_000:
+            raise InvalidParameter("bits", "<too many messages>", "at most 2e7 messages in total")
+        coins = (rng.random(array.shape[:-1] + (self.noise_bits,)) < 0.5).astype(np.uint8)
+        return rng.permuted(np.concatenate([array, coins], axis=-1), axis=-1)
+
+    def analyze(self, messages: Any) -> np.ndarray:
+        """The analyzer: ``Σ messages − N/2``."""
+        return np.asarray(messages).sum(axis=-1) - self.noise_bits / 2
+
+
+@dataclass(frozen=True)
+class BinarySumCalibration:
+    """Result of :func:`calibrate_binary_sum`."""
+
+    noise_bits: int
+    certificate: Certificate
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(self.noise_bits) / 2.0
+
+    def mechanism(self) -> BinarySum:
+        return BinarySum(self.noise_bits, self.certificate)
+
+
+def calibrate_binary_sum(epsilon: float, delta: float) -> BinarySumCalibration:
+    """Least N with δ_N(ε) <= δ and its certificate (claims exactly (ε, δ))."""
+    noise_bits = least_noise_bits(epsilon, delta)
+    return BinarySumCalibration(noise_bits, binary_sum_certificate(noise_bits, epsilon=epsilon, delta=delta))

@@ -1,0 +1,314 @@
+"""Bit-sum shuffle protocol: exact accounting against brute force, unbiasedness, exact variance."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.weightstats import ztest
+
+from dpcert import Certificate, CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
+from dpcert.accounting import binomial_accounting as exact
+from dpcert.mechanisms.binomial_sum import (
+    BinomialSumMechanism,
+    BitSumParameters,
+    binomial_sum_certificate,
+    calibrate_binomial_sum,
+    paper_parameters,
+)
+
+# Every statistical test below uses a seeded generator and a two-sided level of 1e-4 per
+# assertion: with about 20 such assertions the suite's false-positive rate is below 0.2 %.
+LEVEL = 1e-4
+
+
+def hockey_stick(p: dict, q: dict, epsilon: float) -> float:
+    """sup_A P(A) − e^ε Q(A) for two finite distributions given as dicts."""
+    return sum(max(0.0, mass - math.exp(epsilon) * q.get(outcome, 0.0)) for outcome, mass in p.items())
+
+
+def view_distribution(encodings: list[dict[int, float]], b: int, p: float) -> dict[tuple, float]:
+    """Distribution of the sorted shuffled bit multiset by enumerating every user's randomness.
+
+    ``encodings[i]`` is the law of user i's encoded value; each user sends its unary encoding
+    (g bits) and b Bernoulli(p) noise bits.  The view is the multiset, i.e. the sorted bit tuple.
+    """
+    law: dict[tuple, float] = {}
+    per_user = []
+    for encoding in encodings:
+        outcomes = []
+        for value, weight in encoding.items():
+            for noise in itertools.product((0, 1), repeat=b):
+                weight_noise = weight * math.prod(p if bit else 1 - p for bit in noise)
+                outcomes.append(((1,) * value + (0,) * (G - value) + noise, weight_noise))
+        per_user.append(outcomes)
+    for combination in itertools.product(*per_user):
+        bits = tuple(sorted(bit for user_bits, _ in combination for bit in user_bits))
+        law[bits] = law.get(bits, 0.0) + math.prod(weight for _, weight in combination)
+    return law
+
+
+G = 2
+
+
+def rounding_law(value: float, g: int, bound: float) -> dict[int, float]:
+    scaled = (value + bound) * g / (2 * bound)
+    low = math.floor(scaled)
+    frac = scaled - low
+    return {low: 1 - frac, low + 1: frac} if frac > 0 else {low: 1.0}
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3])
+def test_exact_delta_equals_brute_force_worst_case_over_inputs(p):
+    """Enumerate the shuffled view for n = 2 users, g = 2, b = 2 over a grid of inputs."""
+    users, b, bound = 2, 2, 1.0
+    grid = [-1.0, -0.3, 0.0, 0.55, 1.0]
+    views = {}
+    for others in grid:
+        for target in grid:
+            encodings = [rounding_law(others, G, bound), rounding_law(target, G, bound)]
+            views[(others, target)] = view_distribution(encodings, b, p)
+    for epsilon in (0.0, 0.3, 1.0):
+        worst = max(
+            hockey_stick(views[(o, t)], views[(o, t2)], epsilon) for o in grid for t in grid for t2 in grid
+        )
+        assert exact.shift_delta(epsilon, users * b, p, G) == pytest.approx(worst, rel=1e-9, abs=1e-15)
+        assert exact.shift_delta(epsilon, users * b, p, G) >= worst
+
+
+def test_count_is_sufficient_for_the_ordered_shuffled_sequence():
+    """For n = 2, g = 1, b = 1 enumerate every permutation: the sequence-level δ equals the count's."""
+    p, epsilon = 0.5, 0.4
+
+    def sequence_law(values):
+        law = Counter()
+        for noise in itertools.product((0, 1), repeat=2):
+            bits = [values[0], noise[0], values[1], noise[1]]
+            weight = 0.25
+            for order in itertools.permutations(range(4)):
+                law[tuple(bits[i] for i in order)] += weight / 24
+        return law
+
+    worst = hockey_stick(sequence_law((0, 0)), sequence_law((0, 1)), epsilon)
+    assert exact.shift_delta(epsilon, 2, p, 1) == pytest.approx(worst, rel=1e-9)
+
+
+def test_single_coordinate_matches_dp_accounting_from_two_pmfs():
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    trials, p, g = 300, 0.25, 3
+    ks = np.arange(trials + g + 1)
+    log_upper = stats.binom.logpmf(ks, trials, p)
+    log_lower = stats.binom.logpmf(ks - g, trials, p)
+    upper = {int(k): float(log_upper[k]) for k in ks if log_upper[k] > -np.inf}
+    lower = {int(k): float(log_lower[k]) for k in ks if log_lower[k] > -np.inf}
+    reference = pld.from_two_probability_mass_functions(lower, upper, symmetric=False)
+    for epsilon in (0.1, 0.5, 1.5):
+        ours = exact.shift_delta(epsilon, trials, p, g)
+        theirs = float(reference.get_delta_for_epsilon(epsilon))
+        assert ours <= theirs * (1 + 1e-6) + 1e-15  # theirs is pessimistic (rounded up)
+        assert ours == pytest.approx(theirs, rel=2e-3)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3])
+def test_composition_of_two_coordinates_matches_exact_product(p):
+    """δ of the 2-coordinate product by direct enumeration of the joint count grid."""
+    trials, g = 40, 2
+    ks = np.arange(trials + g + 1)
+    base = stats.binom.pmf(ks, trials, p)
+    shifted = stats.binom.pmf(ks - g, trials, p)
+    pairs = {"up": (base, shifted), "down": (shifted, base)}
+    for epsilon in (0.2, 0.8):
+        worst = 0.0
+        for first, second in itertools.product(pairs, repeat=2):
+            upper = np.outer(pairs[first][0], pairs[second][0])
+            lower = np.outer(pairs[first][1], pairs[second][1])
+            worst = max(worst, float(np.clip(upper - math.exp(epsilon) * lower, 0, None).sum()))
+        composed = exact.composed_delta(epsilon, trials, p, g, 2)
+        assert composed >= worst
+        assert composed == pytest.approx(worst, rel=5e-3)
+
+
+def test_delta_is_non_increasing_in_noise_bits_and_epsilon():
+    values = [exact.shift_delta(1.0, 100 * b, 0.5, 10) for b in range(1, 30)]
+    assert np.all(np.diff(values) <= 0)
+    curve = [exact.shift_delta(e, 2000, 0.5, 10) for e in np.linspace(0, 3, 31)]
+    assert np.all(np.diff(curve) <= 0)
+
+
+# --------------------------------------------------------------------------- calibration
+def test_paper_parameters_reproduce_published_values():
+    alg4, _ = paper_parameters(1.0, 0.1, 100, 1, 1.0)  # seed 000 notes, Appendix A
+    assert (alg4.g, alg4.b) == (10, 2157)
+    assert alg4.p == pytest.approx(0.4999831, abs=1e-7)
+    alg2, _ = paper_parameters(10.0, 0.25, 200, 5, 1.0)  # seed 000 notes, P9
+    assert (alg2.g, alg2.b) == (10, 2658)
+    assert alg2.p == pytest.approx(0.49983, abs=1e-5)
+    pvec, _ = paper_parameters(1.0, 0.1, 20, 5, 1.0, "vector+matrix")  # seed 002 notes, §7.1 item 3
+    assert (pvec.g, pvec.b, pvec.p) == (9, 46_909_183, 0.25)
+
+
+def test_exact_calibration_is_least_and_100x_below_seed_000_alg4():
+    result = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="exact")
+    paper = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="paper")
+    q = result.parameters
+    assert exact.shift_delta(1.0, q.users * q.b, q.p, q.g) <= 1e-5
+    assert exact.shift_delta(1.0, q.users * (q.b - 1), q.p, q.g) > 1e-5
+    assert paper.b >= 100 * result.b
+    assert result.certificate.verify().delta <= 1e-5
+
+
+def test_exact_calibration_for_pvec_is_least():
+    result = calibrate_binomial_sum(1.0, 0.1, users=20, dimension=5, shape="vector+matrix")
+    q = result.parameters
+    assert q.coordinates == 20
+    assert exact.composed_delta(1.0, 20 * q.b, 0.5, q.g, 20) <= 0.1
+    assert exact.composed_delta(1.0, 20 * (q.b - 1), 0.5, q.g, 20) > 0.1
+
+
+def test_paper_preconditions_are_checked():
+    with pytest.raises(PreconditionFailed):
+        calibrate_binomial_sum(30.0, 1e-5, users=100, method="paper")
+    with pytest.raises(PreconditionFailed):
+        calibrate_binomial_sum(1.0, 0.6, users=100, method="paper")
+    with pytest.raises(InvalidParameter, match="method"):
+        calibrate_binomial_sum(1.0, 1e-5, users=100, method="loose")
+
+
+def test_certificate_round_trip_and_tampering():
+    certificate = calibrate_binomial_sum(0.5, 1e-6, users=50).certificate
+    assert Certificate.from_json(certificate.to_json()) == certificate
+    tampered = certificate.to_dict()
+    tampered["parameters"]["b"] = max(1, tampered["parameters"]["b"] // 4)
+    with pytest.raises(CertificateMismatch):
+        Certificate.from_dict(tampered)
+
+
+# --------------------------------------------------------------------------- the mechanism
+def small_mechanism(users=6, dimension=1, shape="vector", g=4, b=3, p=0.3, bound=1.0):
+    parameters = BitSumParameters(g, b, p, users, dimension, bound, shape)
+    return BinomialSumMechanism(parameters, binomial_sum_certificate(parameters, epsilon=20.0))
+
+
+@pytest.mark.parametrize(
+    "shape, dimension, data_shape",
+    [("vector", 1, (7,)), ("vector", 3, (7, 3)), ("symmetric-matrix", 3, None)],
+)
+def test_analyzer_unbiased_with_exact_variance(shape, dimension, data_shape):
+    rng = np.random.default_rng(11)
+    users, repetitions = 7, 40_000
+    mechanism = small_mechanism(users, dimension, shape, g=5, b=4, p=0.3, bound=2.0)
+    if data_shape is None:
+        vectors = rng.uniform(-1, 1, size=(users, dimension))
+        data = np.einsum("ni,nj->nij", vectors, vectors) / dimension
+    else:
+        data = rng.uniform(-2, 2, size=data_shape)
+    truth = data.sum(axis=0)
+    estimates = mechanism.simulate(np.broadcast_to(data, (repetitions,) + data.shape), rng)
+    errors = (estimates - truth).reshape(repetitions, -1)
+    variance = mechanism.variance(data)
+    if shape == "symmetric-matrix":
+        rows, cols = np.triu_indices(dimension)
+        errors = (estimates - truth)[:, rows, cols]
+    for column in range(errors.shape[1]):
+        _, p_mean = ztest(errors[:, column], value=0.0)
+        _, p_var = ztest(errors[:, column] ** 2, value=float(variance.ravel()[column]))
+        assert p_mean > LEVEL and p_var > LEVEL
+
+
+def test_recentring_subtracts_n_times_bound():
+    """Regression: the analyzer subtracts n·B; subtracting B would be off by (n − 1)·B."""
+    rng = np.random.default_rng(5)
+    mechanism = small_mechanism(users=30, g=6, b=8, p=0.5, bound=1.0)
+    data = np.ones((20_000, 30))
+    estimates = mechanism.simulate(data, rng)
+    _, p_value = ztest(estimates, value=30.0)
+    assert p_value > LEVEL
+    assert abs(estimates.mean() - 30.0) < 0.05 * 29  # far from the (n − 1)·B = 29 bias of the bug
+
+
+def test_materialized_bits_agree_with_count_simulation():
+    rng = np.random.default_rng(3)
+    mechanism = small_mechanism(users=4, dimension=2, g=3, b=2, p=0.4)
+    data = np.array([[0.2, -1.0], [1.0, 0.3], [-0.5, 0.5], [0.0, 1.0]])
+    repetitions = 20_000
+    bits = mechanism.materialize(np.broadcast_to(data, (repetitions,) + data.shape), rng)
+    assert bits.shape == (repetitions, 2, 4 * (3 + 2))
+    counts_bits = bits.sum(axis=-1)
+    counts_sim = mechanism.simulate_counts(np.broadcast_to(data, (repetitions,) + data.shape), rng)
+    np.testing.assert_allclose(mechanism.analyze_bits(bits), mechanism.analyze_counts(counts_bits))
+    for coordinate in range(2):
+        values = np.arange(4 * 5 + 1)
+        table = np.array(
+            [
+                np.bincount(counts_bits[:, coordinate], minlength=values.size),
+                np.bincount(counts_sim[:, coordinate], minlength=values.size),
+            ]
+        )
+        table = table[:, table.sum(axis=0) > 0]
+        _, p_value, _, _ = stats.chi2_contingency(table)
+        assert p_value > LEVEL
+
+
+def test_encoding_never_exceeds_g_and_is_unbiased_at_the_ends():
+    rng = np.random.default_rng(0)
+    mechanism = small_mechanism(users=3, g=4)
+    encoded = mechanism.encode(np.array([[-1.0, 1.0, 0.125]] * 1000), rng)
+    assert encoded.min() >= 0 and encoded.max() <= 4
+    assert set(np.unique(encoded[:, 0])) == {0} and set(np.unique(encoded[:, 1])) == {4}
+    assert set(np.unique(encoded[:, 2])) <= {2, 3}
+
+
+def test_invalid_inputs_name_the_parameter():
+    mechanism = small_mechanism(users=3)
+    with pytest.raises(DataOutOfBounds, match="data"):
+        mechanism.simulate(np.array([0.0, 1.5, 0.0]), np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="data"):
+        mechanism.simulate(np.zeros(4), np.random.default_rng(0))
+    with pytest.raises(InvalidParameter, match="rng"):
+        mechanism.simulate(np.zeros(3), 0)
+    with pytest.raises(InvalidParameter, match="p"):
+        BitSumParameters(4, 3, 1.0, 3)
+    with pytest.raises(InvalidParameter, match="users"):
+        calibrate_binomial_sum(1.0, 1e-5, users=0)
+    matrix = small_mechanism(users=2, dimension=2, shape="symmetric-matrix")
+    with pytest.raises(InvalidParameter, match="symmetric"):
+        matrix.simulate(np.array([[[0.0, 0.5], [0.1, 0.0]]] * 2), np.random.default_rng(0))
+
+
+def test_command_line_contract(capsys):
+    import json
+
+    from dpcert.cli import main
+
+    assert (
+        main(["calibrate", "binomial-sum", "--epsilon", "1", "--delta", "1e-5", "--users", "1000", "--json"])
+        == 0
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert {"g", "b", "p", "epsilon", "delta", "noise_std", "certificate"} <= set(payload)
+    Certificate.from_dict(payload["certificate"])  # re-verified
+    arguments = ["--g", str(payload["g"]), "--b", str(payload["b"]), "--p", str(payload["p"])]
+    assert main(["account", "binomial-sum", *arguments, "--users", "1000", "--delta", "1e-5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] <= 1.0
+    assert main(["calibrate", "binomial-sum", "--epsilon", "0", "--delta", "1e-5", "--users", "10"]) == 2
+    assert "epsilon" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trials, g, coordinates", [(160, 5, 20), (2000, 4, 3)])
+def test_vectorised_profile_matches_dp_accounting_on_the_same_pmf(trials, g, coordinates):
+    interval = exact.loss_interval(trials, 0.5, g, coordinates)
+    reference = exact._loss_pmf(trials, 0.5, g, True, interval).self_compose(coordinates)
+    for delta in (0.1, 1e-3, 1e-7):
+        ours = exact.composed_epsilon(delta, trials, 0.5, g, coordinates)
+        assert exact.composed_delta(ours, trials, 0.5, g, coordinates) <= delta
+        assert ours == pytest.approx(reference.get_epsilon_for_delta(delta), rel=1e-8, abs=1e-8)
+    for epsilon in (0.0, 0.5, 1.0):  # deltas well above the FFT round-off (~1e-16)
+        theirs = float(reference.get_delta_for_epsilon(epsilon))
+        assert exact.composed_delta(epsilon, trials, 0.5, g, coordinates) == pytest.approx(
+            theirs, rel=1e-9, abs=1e-15
+        )
