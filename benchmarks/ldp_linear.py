@@ -7,7 +7,7 @@ T = 20 000, 50 instances, Bernoulli rewards, δ = 0.1 (not stated in the paper; 
 ε ∈ {0.2, 1, 10}.  OnlineUCB uses projected OGD (step 1/(0.2 t)), D = 1, Δ = 0 and radius 0.5 √log t
 (spec §4.2: the paper gives none of these).  Its noise is the analytic Gaussian for the joint (x̃, ỹ)
 release; the paper's own calibration is reported separately.  Baselines: ``tight`` calibrations from
-``dpcert.bandits.linucb`` (SDP-Vec with its Thm 3.5 parameters).
+``dpcert.bandits.linucb``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ORDER = (
     ("linucb", "LinUCB"),
     ("linucb-jdp", "JDP"),
     ("linucb-sdp-amp", "SDP-Amp"),
-    ("linucb-sdp-vec", "SDP-Vec (paper params)"),
+    ("linucb-sdp-vec", "SDP-Vec"),
     ("linucb-ldp", "LDP"),
 )
 

@@ -247,9 +247,8 @@ def main() -> None:
         f"3/√2 = {JOINT_SENSITIVITY:.4f}; `tight` = least Gaussian "
         "noise by the exact (Balle & Wang) profile. SDP-Amp's certificate is the exact local guarantee (the "
         "amplification precondition B ≥ 16 e^ε0 ln(4/δ) "
-        "fails at B = 20); SDP-Vec has no tight calibration until "
-        "the binomial-sum accountant lands, so it runs with "
-        "the Thm 3.5 parameters in both tables. Radius: the "
+        "fails at B = 20); SDP-Vec `tight` = p = 1/2, g = max(4, ⌈√B⌉) and the least b by exact accounting "
+        "of the binomial counts (dpcert.mechanisms.binomial_sum). Radius: the "
         "paper's experiment form (`radius='experiment'`). Arm scores in float32."
     )
     out.extend(appendix_g())

@@ -18,9 +18,7 @@ from dpcert.bandits.linucb import (
     JOINT_SENSITIVITY,
     LocalGaussian,
     NoPrivacy,
-    ShuffleVectorSum,
     TreeGaussian,
-    VecParameters,
     advanced_composition_epsilon,
     advanced_split,
     amp_analyzer,
@@ -29,7 +27,6 @@ from dpcert.bandits.linucb import (
     classical_pair_sigma,
     figure_runs,
     pamp_sigma,
-    pvec_parameters,
     returning_user_ledger,
     run_batched_linucb,
     run_group,
@@ -37,8 +34,6 @@ from dpcert.bandits.linucb import (
     statistic_size,
     unpack,
     user_statistics,
-    vec_analyzer,
-    vec_randomizer_counts,
 )
 from dpcert.certificates import Certificate
 from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
@@ -64,15 +59,22 @@ def test_pamp_sigma_is_the_classical_gaussian_at_the_local_budget():
     )
 
 
-def test_pvec_parameters_match_theorem_3_5():
-    p = pvec_parameters(1.0, 0.1, 20, 5)
-    assert (p.g, p.p) == (9, 0.25)
-    assert p.b == math.ceil(24e4 * 81 * math.log(1040) ** 2 / 20) == 46_909_183
-    assert pvec_parameters(1.0, 1e-5, 1000, 5).g == 64
-    with pytest.raises(InvalidParameter, match="epsilon"):
-        pvec_parameters(16.0, 0.1, 20, 5)
-    with pytest.raises(InvalidParameter, match="delta"):
-        pvec_parameters(1.0, 0.5, 20, 5)
+def test_pvec_paper_parameters_match_theorem_3_5():
+    c = calibrate(
+        "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=5, calibration="paper"
+    )
+    assert c.noise == {"g": 9, "b": math.ceil(24e4 * 81 * math.log(1040) ** 2 / 20), "p": 0.25}
+    assert c.noise["b"] == 46_909_183 and c.claim_met
+    with pytest.raises(DPCertError, match="15"):
+        calibrate(
+            "linucb-sdp-vec",
+            epsilon=16.0,
+            delta=0.1,
+            horizon=100,
+            batch_size=20,
+            dimension=5,
+            calibration="paper",
+        )
 
 
 def test_advanced_split_composes_within_budget():
@@ -168,57 +170,69 @@ def test_local_gaussian_aggregate_has_batch_variance():
 
 
 # ----------------------------------------------------------------------------- P_Vec
-def test_pvec_randomizer_encodes_within_g_plus_b_bits():
-    rng = np.random.default_rng(2)
-    params = VecParameters(g=7, b=30)
-    values = rng.uniform(-1, 1, size=(200, 50))
-    ones = vec_randomizer_counts(values, params, rng)
-    assert ones.min() >= 0 and ones.max() <= params.g + params.b  # no overflow with encoding range 2
-
-
 def test_pvec_sums_are_unbiased_with_the_predicted_variance():
-    """E[o] = Σ v and Var[o] = (Δ/g)²(Σ f(1−f) + B b p(1−p)) (spec 002 §3.2); z-test and chi-square."""
+    """E[o] = Σ v and Var[o] = (2/g)²(Σ f(1−f) + B b p(1−p)) (spec 002 §3.2); z-test and chi-square."""
     rng = np.random.default_rng(4)
-    params = VecParameters(g=15, b=40)
-    users, reps = 50, 20_000
-    values = rng.uniform(-1, 1, size=(1, users, 3))  # one label per column
-    aggregator = ShuffleVectorSum(params).start(reps, 3)
-    outputs = np.empty((reps, 3))
-    batch = np.broadcast_to(values, (reps, users, 3))
-    outputs[:] = aggregator.add_batch(batch, users, rng)
-    scaled = (values[0] + 1) * params.g / 2
+    c = calibrate(
+        "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=2, calibration="tight"
+    )
+    g, b, p = c.noise["g"], c.noise["b"], c.noise["p"]
+    users, reps, size = 20, 20_000, statistic_size(2)
+    values = rng.uniform(-1, 1, size=(1, users, size))
+    batch = np.broadcast_to(values, (reps, users, size))
+    outputs = c.privatizer.start(reps, size).add_batch(batch, users, rng)
+    scaled = (values[0] + 1) * g / 2
     frac = scaled - np.floor(scaled)
-    var = (2 / params.g) ** 2 * ((frac * (1 - frac)).sum(axis=0) + users * params.b * 0.25 * 0.75)
-    mean = values[0].sum(axis=0)
-    z = (outputs.mean(axis=0) - mean) / np.sqrt(var / reps)
-    assert np.all(np.abs(z) < 4.0)  # two-sided FPR 6e-5 per label
+    var = (2 / g) ** 2 * ((frac * (1 - frac)).sum(axis=0) + users * b * p * (1 - p))
+    z = (outputs.mean(axis=0) - values[0].sum(axis=0)) / np.sqrt(var / reps)
+    assert np.all(np.abs(z) < 4.5)  # two-sided FPR 7e-6 per label, 5 labels
     chi = (reps - 1) * outputs.var(axis=0, ddof=1) / var
-    p = 2 * np.minimum(stats.chi2.cdf(chi, reps - 1), stats.chi2.sf(chi, reps - 1))
-    assert np.all(p > 1e-4)
+    assert np.all(2 * np.minimum(stats.chi2.cdf(chi, reps - 1), stats.chi2.sf(chi, reps - 1)) > 1e-4)
 
 
 def test_pvec_gram_sum_is_unbiased_and_symmetric():
     rng = np.random.default_rng(6)
-    params = VecParameters(g=9, b=20)
-    d, users, reps = 3, 10, 20_000
+    d, users, reps = 3, 20, 20_000
+    c = calibrate("linucb-sdp-vec", epsilon=2.0, delta=0.1, horizon=100, batch_size=users, dimension=d)
+    g, b, p = c.noise["g"], c.noise["b"], c.noise["p"]
     phi = rng.standard_normal((users, d))
     phi /= np.linalg.norm(phi, axis=1, keepdims=True)
     y = rng.random(users)
     batch = np.broadcast_to(user_statistics(phi, y)[None], (reps, users, statistic_size(d)))
-    total = ShuffleVectorSum(params).start(reps, statistic_size(d)).add_batch(batch, users, rng)
+    total = c.privatizer.start(reps, statistic_size(d)).add_batch(batch, users, rng)
     gram, vector = unpack(total, d, 0.0)
     np.testing.assert_array_equal(gram, np.transpose(gram, (0, 2, 1)))
-    sd_bound = (2 / params.g) * math.sqrt(users * (0.25 + params.b * 0.1875) / reps)
+    sd_bound = (2 / g) * math.sqrt(users * (0.25 + b * p * (1 - p)) / reps)
     assert np.all(np.abs(gram.mean(axis=0) - phi.T @ phi) < 4.5 * sd_bound)  # FPR < 1e-4 over 9 entries
     assert np.all(np.abs(vector.mean(axis=0) - phi.T @ y) < 4.5 * sd_bound)
 
 
-def test_pvec_analyzer_recentres_by_batch_size():
-    # regression for the Cheu et al. analyzer fix: subtract B·Δ₁, not Δ₁ (noiseless counts)
-    params = VecParameters(g=4, b=8)
-    users = 5
-    counts = np.array([users * params.g / 2 + params.p * params.b * users])  # every user's entry is 0
-    assert vec_analyzer(counts, users, params)[0] == pytest.approx(0.0)
+def test_pvec_tight_certificate_is_exact_and_refuses_partial_batches():
+    tight = calibrate("linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=20_000, batch_size=20, dimension=5)
+    paper = calibrate(
+        "linucb-sdp-vec",
+        epsilon=1.0,
+        delta=0.1,
+        horizon=20_000,
+        batch_size=20,
+        dimension=5,
+        calibration="paper",
+    )
+    assert tight.claim_met and tight.certificate.mechanism == "binomial-sum"
+    Certificate.from_json(tight.certificate.to_json())  # re-derived by exact accounting
+    assert tight.privatizer.cumulative_std(20_000, 20) < paper.privatizer.cumulative_std(20_000, 20) / 100
+    with pytest.raises(InvalidParameter, match="horizon"):
+        calibrate("linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=110, batch_size=20, dimension=5)
+    with pytest.raises(PreconditionFailed, match="returning"):
+        calibrate(
+            "linucb-sdp-vec",
+            epsilon=1.0,
+            delta=0.1,
+            horizon=100,
+            batch_size=20,
+            dimension=5,
+            participations=2,
+        )
 
 
 # ----------------------------------------------------------------------------- tree aggregation
@@ -407,14 +421,13 @@ def test_user_supplied_noise_gets_an_honest_certificate():
     )
 
 
-def test_sdp_vec_tight_needs_the_exact_accountant():
-    try:
-        import dpcert.mechanisms.binomial_sum  # noqa: F401
-    except ImportError:
-        with pytest.raises(PreconditionFailed, match="binomial"):
-            calibrate("linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=5)
+def test_calibration_rejects_bad_budgets():
     with pytest.raises(DPCertError):
         calibrate("linucb-ldp", epsilon=-1.0, delta=0.1, horizon=100, batch_size=1, dimension=5)
+    with pytest.raises(InvalidParameter, match="calibration"):
+        calibrate(
+            "linucb-ldp", epsilon=1.0, delta=0.1, horizon=100, batch_size=1, dimension=5, calibration="x"
+        )
 
 
 # ----------------------------------------------------------------------------- returning users

@@ -555,8 +555,8 @@ def figure_runs(
 ) -> dict[str, BanditRun]:
     """Seed 004, Figure 1: OnlineUCB against the four LinUCB baselines on the same instances.
 
-    The baselines come from :mod:`dpcert.bandits.linucb` (tight calibration; P_Vec with its paper
-    parameters while no exact accountant exists); δ = 0.1 and B = 20 as in the C&Z script (spec §4.1).
+    The baselines come from :mod:`dpcert.bandits.linucb` (tight calibrations); δ = 0.1 and B = 20 as in
+    the C&Z script (spec §4.1).
     """
     baseline = linucb_figure_runs(
         epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed

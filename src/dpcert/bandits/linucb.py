@@ -37,7 +37,7 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,9 +59,9 @@ from dpcert.certificates import (
     Guarantee,
     Neighbouring,
     TrustModel,
-    approximate_dp_certificate,
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_delta, gaussian_epsilon
 
 CALIBRATIONS = ("tight", "paper")
@@ -262,95 +262,38 @@ class TreeGaussian:
         )
 
 
-@dataclass(frozen=True)
-class VecParameters:
-    """Parameters of the bit-summation protocol P_Vec (C&Z Thm 3.5): precision g, noise bits b, p."""
-
-    g: int
-    b: int
-    p: float = 0.25
-    encoding_range: float = 2.0
-
-    def __post_init__(self) -> None:
-        check.positive_int("g", self.g)
-        check.positive_int("b", self.b)
-        check.probability("p", self.p, open_low=True, open_high=True)
-        if self.encoding_range not in (1.0, 2.0):
-            raise InvalidParameter("encoding_range", self.encoding_range, "1 (as printed) or 2 (safe)")
-
-    def batch_variance(self, batch_size: int) -> float:
-        """Upper bound ``(Δ/g)² B (1/4 + b p (1 − p))`` on the per-entry variance of one batch."""
-        return (self.encoding_range / self.g) ** 2 * batch_size * (0.25 + self.b * self.p * (1 - self.p))
-
-
-def pvec_parameters(epsilon: float, delta: float, batch_size: int, dimension: int) -> VecParameters:
-    """C&Z Thm 3.5 (= C.1): ``p = 1/4``, ``g = ⌈max(2√B, d, 4)⌉``, ``b = ⌈24·10⁴ g² ln²(4(d²+1)/δ)/(ε² B)⌉``.
-
-    Valid for ``ε ∈ (0, 15]``, ``δ ∈ (0, 1/2)``; the integer roundings go up (more noise bits).
-    """
-    epsilon = check.epsilon(epsilon)
-    delta = check.positive_delta(delta)
-    if epsilon > 15.0:
-        raise InvalidParameter("epsilon", epsilon, "0 < epsilon <= 15 (C&Z Thm 3.5)")
-    if delta >= 0.5:
-        raise InvalidParameter("delta", delta, "0 < delta < 1/2 (C&Z Thm 3.5)")
-    g = math.ceil(max(2.0 * math.sqrt(batch_size), dimension, 4))
-    b = math.ceil(24e4 * g**2 * math.log(4 * (dimension**2 + 1) / delta) ** 2 / (epsilon**2 * batch_size))
-    return VecParameters(g=g, b=b)
-
-
-def vec_randomizer_counts(
-    statistics: np.ndarray, parameters: VecParameters, rng: np.random.Generator
-) -> np.ndarray:
-    """Each user's number of ones per label under R(x, Δ) of Alg. 5 (shape as ``statistics``).
-
-    The entry ``v ∈ [−1, 1]`` is shifted to ``w = v + 1`` and encoded with range Δ: ``x̂ = ⌊wg/Δ⌋ +
-    Bernoulli(frac)`` (randomized rounding, ``E x̂ = wg/Δ``), plus ``Binomial(b, p)`` noise bits.  With
-    Δ = 2 (the safe choice of the spec, §3.2 flag) ``x̂ ∈ {0..g}`` as Cheu et al.'s analysis assumes;
-    Δ = 1 is the printed version, whose encodings reach 2g.
-    """
-    scaled = (statistics + 1.0) * (parameters.g / parameters.encoding_range)
-    floor = np.floor(scaled)
-    rounded = floor + (rng.random(scaled.shape) < scaled - floor)
-    return rounded + rng.binomial(parameters.b, parameters.p, size=scaled.shape)
-
-
-def vec_analyzer(label_counts: np.ndarray, users: int, parameters: VecParameters) -> np.ndarray:
-    """A_Vec (Alg. 7): ``o = (Δ/g)(count − p b B) − B`` per label (re-centred by B·Δ₁, the paper's fix)."""
-    scale = parameters.encoding_range / parameters.g
-    return scale * (label_counts - parameters.p * parameters.b * users) - users
-
-
 @dataclass
 class _VecSum:
-    parameters: VecParameters
+    parameters: BitSumParameters
+    certificate: Certificate
     total: np.ndarray
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        params = self.parameters
         users = statistics.shape[1]
-        scaled = (statistics + 1.0) * (params.g / params.encoding_range)
-        floor = np.floor(scaled)
-        rounded = floor + (rng.random(scaled.shape) < scaled - floor)
-        # the users' Binomial(b, p) noise bits of one label add up to Binomial(B b, p)
-        counts = rounded.sum(axis=1) + rng.binomial(params.b * users, params.p, size=self.total.shape)
-        self.total += vec_analyzer(counts, users, params)
+        flat = replace(self.parameters, users=users, dimension=statistics.shape[2], shape="vector")
+        self.total += BinomialSumMechanism(flat, self.certificate).simulate(statistics, rng)
         return self.total
 
 
 @dataclass(frozen=True)
 class ShuffleVectorSum:
-    """P_Vec (Alg. 5–7): every entry of every user's statistic is sent as g + b bits; per-label counts."""
+    """P_Vec (Alg. 5–7): every entry of every user's statistic is sent as g + b bits; per-label counts.
 
-    parameters: VecParameters
+    The protocol is :mod:`dpcert.mechanisms.binomial_sum` (safe encoding range 2: encodings in
+    {0..g}; analyzer re-centred by B, the paper's fix of Cheu et al.), run on the flat statistic, whose
+    d + d(d+1)/2 entries all lie in [−1, 1]; ``parameters`` hold (g, b, p) of one full batch.
+    """
+
+    parameters: BitSumParameters
+    certificate: Certificate
     name: str = "shuffle-vector-sum"
 
     def cumulative_std(self, horizon: int, batch_size: int) -> float:
         batches = math.ceil(horizon / batch_size)
-        return math.sqrt(batches * self.parameters.batch_variance(batch_size))
+        return math.sqrt(batches) * replace(self.parameters, users=batch_size).noise_std
 
     def start(self, runs: int, size: int) -> Aggregator:
-        return _VecSum(self.parameters, np.zeros((runs, size)))
+        return _VecSum(self.parameters, self.certificate, np.zeros((runs, size)))
 
 
 # ----------------------------------------------------------------------------- confidence radius
@@ -813,45 +756,35 @@ def calibrate(
 def _calibrate_vec(
     claim: Guarantee, batch_size: int, dimension: int, calibration: str, participations: int, horizon: int
 ) -> Calibrated:
-    if calibration == "tight" or participations > 1:
-        try:
-            import dpcert.mechanisms.binomial_sum  # noqa: F401
-        except ImportError:
-            raise PreconditionFailed(
-                "linucb-sdp-vec with calibration='tight' or returning users needs the exact binomial-sum "
-                "accountant (dpcert.mechanisms.binomial_sum), which is not installed; "
-                "use calibration='paper' "
-                "with unique users"
-            ) from None
+    """P_Vec through :func:`dpcert.mechanisms.binomial_sum.calibrate_binomial_sum` (shape vector+matrix).
+
+    ``paper``: Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the binomial counts;
+    ``tight``: p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting.  Unique users only, and full
+    batches only (a smaller batch carries less binomial noise).
+    """
+    if participations > 1:
         raise PreconditionFailed(
-            "linucb-sdp-vec: exact accounting of the bit-sum protocol is not wired in yet; "
-            "use calibration='paper'"
+            "linucb-sdp-vec with returning users: composing the bit-sum certificates over batches is not "
+            "implemented; use linucb-sdp-amp (Gaussian, exact composition) or unique users"
         )
-    parameters = pvec_parameters(claim.epsilon, claim.delta, batch_size, dimension)
-    certificate = approximate_dp_certificate(
+    if horizon % batch_size:
+        raise InvalidParameter(
+            "horizon", horizon, f"a multiple of batch_size={batch_size} for linucb-sdp-vec (no partial batch)"
+        )
+    result = calibrate_binomial_sum(
         claim.epsilon,
         claim.delta,
-        mechanism_name="P_Vec",
-        trust_model=TrustModel.SHUFFLE,
-        basis="Chowdhury & Zhou 2022, Thm 3.5 (Cheu et al. 2021, Thm 3.2), as stated; not re-derived here",
+        users=batch_size,
+        dimension=dimension,
+        bound=1.0,
+        shape="vector+matrix",
+        method="paper" if calibration == "paper" else "exact",
     )
-    notes = (
-        f"g = {parameters.g}, b = {parameters.b}, p = {parameters.p}; encoding range 2 keeps every encoding "
-        "in {0..g} as the theorem assumes; g and b rounded up (more noise)",
-    )
-    certificate = Certificate(
-        certificate.mechanism,
-        certificate.guarantee,
-        certificate.trust_model,
-        certificate.neighbouring,
-        dict(certificate.parameters),
-        certificate.basis,
-        notes,
-    ).verify()
-    noise = {"g": parameters.g, "b": parameters.b, "p": parameters.p}
-    return Calibrated(
-        "linucb-sdp-vec", ShuffleVectorSum(parameters), certificate, claim, True, "paper", noise
-    )
+    q = result.parameters
+    noise = {"g": q.g, "b": q.b, "p": q.p}
+    privatizer = ShuffleVectorSum(q, result.certificate)
+    met = result.certificate.guarantee.covers(claim)
+    return Calibrated("linucb-sdp-vec", privatizer, result.certificate, claim, met, calibration, noise)
 
 
 # ----------------------------------------------------------------------------- runs
@@ -1061,19 +994,14 @@ def figure_runs(
 ) -> dict[str, BanditRun]:
     """C&Z Figure 1 (and Appendix G): the five algorithms on the same R instances, vectorised.
 
-    The three per-round algorithms share one pass, the two shuffle ones another.  P_Vec has no tight
-    calibration without the binomial-sum accountant; it is then run with the paper's parameters and
-    its ``extras["calibration"]`` says so.
+    The three per-round algorithms share one pass, the two shuffle ones another.
     """
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)
     common = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
     per_round = [calibrate(name, batch_size=1, calibration=calibration, **common) for name in ALGORITHMS[:3]]
     amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, calibration=calibration, **common)
-    try:
-        vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration=calibration, **common)
-    except PreconditionFailed:
-        vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration="paper", **common)
+    vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration=calibration, **common)
     results = run_group(
         env, per_round, horizon=horizon, batch_size=1, rng=rng, radius=radius, index_dtype=index_dtype
     )
