@@ -262,7 +262,7 @@ def test_combiner_mechanics():
 def test_seed004_reproduction_small(tmp_path):
     from dpcert.bandits.ldp_linear import reproduce
 
-    summary = reproduce(runs=2, out=tmp_path, horizon=150)
+    summary = reproduce(runs=2, out=tmp_path, horizon=160)
     assert [p["epsilon"] for p in summary["panels"]] == [0.2, 1.0, 10.0]
     assert "online-ucb" in summary["panels"][0]["algorithms"]
     assert (tmp_path / "seed004-figure1.json").exists()
