@@ -513,3 +513,31 @@ def test_tight_pamp_uses_amplification_where_it_needs_less_noise():
     Certificate.from_json(big.certificate.to_json())
     small = calibrate("linucb-sdp-amp", epsilon=0.5, delta=1e-5, horizon=400, batch_size=20, dimension=5)
     assert small.certificate.mechanism == "gaussian" and small.noise["sigma"] == pytest.approx(local_sigma)
+
+
+def test_ledger_holds_each_users_composed_guarantee(tmp_path):
+    from dpcert.accounting.ledger import Ledger
+    from dpcert.bandits import registry
+    from dpcert.bandits.registry import RunConfig
+
+    path = tmp_path / "users.db"
+    config = RunConfig(
+        "linucb-ldp",
+        privacy="local",
+        epsilon=1.0,
+        delta=1e-3,
+        horizon=50,
+        runs=2,
+        ledger_path=path,
+        options={"participations": 20, "dimension": 3, "arms": 5},
+    )
+    run = registry.algorithm("linucb-ldp").run(config)
+    with Ledger(path) as ledger:
+        users = ledger.users()
+        # 50 rounds, 20 per user: users 0, 1 with 20 rounds and user 2 with 10, in each of 2 runs
+        assert len(users) == 6
+        full = ledger.spent(0, delta=1e-3)
+        partial = ledger.spent(2, delta=1e-3)
+    assert full.epsilon == pytest.approx(run.max_user_epsilon, rel=1e-6) and full.epsilon <= 1.0
+    mu = JOINT_SENSITIVITY * math.sqrt(10) / run.certificate.parameters["sigma"]
+    assert gaussian_delta(partial.epsilon, mu) <= 1e-3 * (1 + 1e-9) and partial.epsilon < full.epsilon

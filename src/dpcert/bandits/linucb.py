@@ -36,7 +36,7 @@ import functools
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -62,7 +62,7 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
-from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_certificate, gaussian_delta, gaussian_epsilon
 from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
 
 CALIBRATIONS = ("tight", "paper")
@@ -791,35 +791,51 @@ class UserLedger:
     """Per-user composed guarantees of a run with returning users (same for every repetition).
 
     User ``i`` of group ``k`` sits at position ``i`` of batches ``kP .. kP + P − 1``, so each user is
-    in at most P batches and at most once per batch (C&Z Assumption 4.1).
+    in at most P batches and at most once per batch (C&Z Assumption 4.1).  ``certificates[k]`` is the
+    composed certificate of a user who joined k batches.
     """
 
-    users: int
     participations: np.ndarray  # (users,) number of batches each user joined
-    epsilon: np.ndarray  # (users,) composed ε at ``delta``
-    delta: float
+    certificates: Mapping[int, Certificate]
+
+    @property
+    def users(self) -> int:
+        return int(self.participations.size)
+
+    @property
+    def epsilon(self) -> np.ndarray:
+        """Each user's composed ε at the certificates' δ."""
+        return np.array([self.certificates[int(k)].epsilon for k in self.participations])
+
+    def charge(self, ledger: Any, run_id: str, user_offset: int = 0) -> None:
+        """Charge every user's composed certificate to a :class:`~dpcert.accounting.ledger.Ledger`."""
+        for count, certificate in self.certificates.items():
+            users = user_offset + np.flatnonzero(self.participations == count)
+            ledger.charge(users.tolist(), certificate, run_id=run_id)
 
     def to_dict(self) -> dict[str, Any]:
-        counts, first = np.unique(self.participations, return_index=True)
         return {
             "users": self.users,
-            "delta": self.delta,
+            "delta": next(iter(self.certificates.values())).delta,
             "by_participations": [
                 {
-                    "participations": int(c),
-                    "users": int((self.participations == c).sum()),
-                    "epsilon": float(self.epsilon[i]),
+                    "participations": count,
+                    "users": int((self.participations == count).sum()),
+                    "epsilon": certificate.epsilon,
                 }
-                for c, i in zip(counts, first, strict=True)
+                for count, certificate in sorted(self.certificates.items())
             ],
-            "max_user_epsilon": float(self.epsilon.max()),
+            "max_user_epsilon": max(c.epsilon for c in self.certificates.values()),
         }
 
 
 def returning_user_ledger(
     calibrated: Calibrated, horizon: int, batch_size: int, participations: int
 ) -> UserLedger:
-    """Each user's composed (ε, δ) from the exact Gaussian composition of her actual participations."""
+    """Each user's composed (ε, δ): exact Gaussian composition of her actual participations.
+
+    With unique users (P = 1) every user holds the run's certificate.
+    """
     batches = math.ceil(horizon / batch_size)
     groups = math.ceil(batches / participations)
     per_group = np.minimum(participations, batches - participations * np.arange(groups))
@@ -830,20 +846,24 @@ def returning_user_ledger(
         user_batches[-(batch_size - last_size) :] -= 1
     user_batches = user_batches[user_batches > 0]
     certificate = calibrated.certificate
-    delta = certificate.delta
+    if participations == 1:
+        return UserLedger(user_batches, {1: certificate})
     parameters = certificate.parameters
-    epsilons = np.empty(user_batches.size)
-    for count in np.unique(user_batches):
-        if certificate.mechanism == "gaussian":
-            if calibrated.algorithm == "linucb-jdp":  # P rounds in at most `count`·Δ per node
-                sens = JOINT_SENSITIVITY * count
-                mu = sens * math.sqrt(parameters["compositions"]) / parameters["sigma"]
-            else:
-                mu = parameters["sensitivity"] * math.sqrt(count) / parameters["sigma"]
-            epsilons[user_batches == count] = gaussian_epsilon(delta, mu)
+    certificates = {}
+    for count in np.unique(user_batches).tolist():
+        if calibrated.algorithm == "linucb-jdp":  # `count` rounds may share a node: sensitivity count·Δ
+            sensitivity, compositions = JOINT_SENSITIVITY * count, parameters["compositions"]
         else:
-            epsilons[user_batches == count] = certificate.epsilon
-    return UserLedger(int(user_batches.size), user_batches, epsilons, delta)
+            sensitivity, compositions = parameters["sensitivity"], count
+        certificates[count] = gaussian_certificate(
+            parameters["sigma"],
+            delta=certificate.delta,
+            sensitivity=sensitivity,
+            compositions=compositions,
+            trust_model=certificate.trust_model,
+            neighbouring=Neighbouring.USER_LEVEL,
+        )
+    return UserLedger(user_batches, certificates)
 
 
 def run_group(
@@ -965,6 +985,16 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         alpha=options.get("alpha", 0.05),
         participations=participations,
     )
+    extras = dict(run.extras)
+    if config.ledger_path is not None and calibrated.certificate is not None:
+        from dpcert.accounting.ledger import Ledger
+
+        users = returning_user_ledger(calibrated, config.horizon, batch_size, participations)
+        label = f"{algorithm}:{config.calibration}:seed{config.seed}"
+        with Ledger(config.ledger_path) as ledger:
+            for index in range(config.runs):  # each repetition has its own users
+                users.charge(ledger, f"{label}:run{index}", user_offset=index * 10**12)
+        extras["ledger_path"] = str(config.ledger_path)
     return BanditRun(
         run.algorithm,
         run.cumulative_regret,
@@ -972,7 +1002,7 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         run.users,
         run.max_user_epsilon,
         time.perf_counter() - start,
-        run.extras,
+        extras,
     )
 
 
