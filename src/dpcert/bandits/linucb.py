@@ -25,9 +25,12 @@ paper).  The regulariser λ is the "PSD shift" of the proof of Lemma A.4: ``λ =
 Privacy of the statistic.  With ``‖φ‖ ≤ 1`` and ``|y| ≤ 1`` the joint ℓ2 sensitivity of ``z`` under
 replacement of one user is ``3/√2`` (derived in :func:`joint_sensitivity`), smaller than the paper's
 treatment of the vector and the matrix as two releases of sensitivity 2 each.  The ``paper``
-calibrations use each theorem's noise; the ``tight`` ones the least noise meeting the same (ε, δ)
-by the exact Gaussian profile (Balle & Wang 2018, Thm 8) of the joint release.  Every run's
-certificate states the guarantee that the noise actually used earns.
+calibrations use each theorem's noise (preconditions checked); the ``tight`` ones the least noise
+meeting the same (ε, δ): for the Gaussian privatizers by the exact profile (Balle & Wang 2018, Thm 8)
+of the joint release, for P_Amp also through amplification by shuffling where that needs less noise
+(:mod:`dpcert.mechanisms.shuffle`), for P_Vec by exact accounting of the binomial counts
+(:mod:`dpcert.mechanisms.binomial_sum`).  Every run's certificate states the guarantee that the noise
+actually used earns, re-derivable from its parameters.
 """
 
 from __future__ import annotations
@@ -619,9 +622,11 @@ def calibrate(
     ----------
     calibration
         ``"paper"``: the theorem's noise (C&Z Prop F.1 for LDP; the classical split on the tree for
-        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked.  ``"tight"``: the least
-        Gaussian noise meeting (ε, δ) by the exact profile of the joint release (sensitivity 3/√2),
-        composed exactly over a user's participations.
+        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
+        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile
+        of the joint release (sensitivity 3/√2), composed exactly over a user's participations; for
+        P_Amp the smaller of that and the amplification-by-shuffling calibration (FMT20 numeric bound,
+        unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
     participations
         Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
         Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
