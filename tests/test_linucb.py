@@ -541,3 +541,35 @@ def test_ledger_holds_each_users_composed_guarantee(tmp_path):
     assert full.epsilon == pytest.approx(run.max_user_epsilon, rel=1e-6) and full.epsilon <= 1.0
     mu = JOINT_SENSITIVITY * math.sqrt(10) / run.certificate.parameters["sigma"]
     assert gaussian_delta(partial.epsilon, mu) <= 1e-3 * (1 + 1e-9) and partial.epsilon < full.epsilon
+
+
+def test_theory_radius_covers_theta_star():
+    """spec 002 §7.4-17: ‖θ* − θ̂_m‖_{V_m} ≤ β_m for all m in ≥ 1 − α of runs (α = 0.05).
+
+    40 runs; if the true coverage is ≥ 0.95 the chance of seeing fewer than 34 covered runs is < 1%.
+    """
+    from dpcert.bandits.linucb import ConfidenceRadius
+
+    env = vaswani_instance(40, 3, 10, np.random.default_rng(21), fixed_arms=False)
+    privatizer = LocalGaussian(0.5)
+    horizon, batch, alpha = 400, 10, 0.05
+    radius = ConfidenceRadius.build(
+        "theory", privatizer.cumulative_std(horizon, batch), 3, horizon, batch, alpha
+    )
+    covered = np.ones(env.runs, dtype=bool)
+
+    def check_batch(m, gram, theta_hat):
+        error = theta_hat - env.theta
+        norm = np.sqrt(np.einsum("ri,rij,rj->r", error, gram, error))
+        covered[:] &= norm <= radius.beta(min(m * batch, horizon))
+
+    run_batched_linucb(
+        env,
+        privatizer,
+        horizon=horizon,
+        batch_size=batch,
+        rng=np.random.default_rng(22),
+        alpha=alpha,
+        on_batch=check_batch,
+    )
+    assert covered.sum() >= 34
