@@ -167,14 +167,18 @@ def numeric_epsilon(delta: float, epsilon0: float, users: int, delta0: float = 0
     """
     best = epsilon0 if delta >= delta0 else math.inf
     ceiling = epsilon0
-    for _ in range(2):  # the δ0 term is evaluated at an upper bound of the answer: stays valid
+    for _ in range(2 if delta0 > 0 else 1):  # the δ0 term is evaluated at an upper bound of the answer
         budget = delta - approximate_term(ceiling, epsilon0, delta0, users)
         if budget <= 0.0:
             break
         ceiling = min(
             ceiling,
             smallest_valid(
-                lambda e, b=budget: numeric_delta(e, epsilon0, users) - b, 0.0, epsilon0, grow=False
+                lambda e, b=budget: numeric_delta(e, epsilon0, users) - b,
+                0.0,
+                epsilon0,
+                grow=False,
+                xtol_relative=1e-9,
             ),
         )
     if numeric_delta(ceiling, epsilon0, users) + approximate_term(ceiling, epsilon0, delta0, users) <= delta:

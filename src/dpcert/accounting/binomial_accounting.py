@@ -1,5 +1,13 @@
 """Exact privacy of shifted binomial counts: the accounting behind every bit-sum shuffle protocol.
 
+API for bandit algorithms
+-------------------------
+Bandit code rarely needs this module directly: certificates from
+:mod:`dpcert.mechanisms.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
+``composed_epsilon(δ, n·b, p, g, coordinates)`` give the profile of one run of a bit-sum protocol
+(``coordinates = 1``: exact; more: pessimistic PLD composition), cached per parameter set;
+``l2_delta`` / ``l2_epsilon`` the same for ℓ2-bounded data (``p = 1/2``).
+
 In the Cheu et al. bit-sum protocols (seed 000 Alg. 2 and 4, seed 002 Alg. 5–7, seed 001's
 binary summation) the analyzer's view of one coordinate is, after shuffling, exactly the number of
 ones among that coordinate's bits: ``C = Σ_i x̂_i + N`` with ``N ~ Bin(M, p)`` the total noise of all
@@ -19,9 +27,13 @@ such a set ``P(A) − e^ε Q(A) = F(t) − e^ε F(t − s)`` grows with ``s``, h
 and its privacy loss is the sum of the per-coordinate losses.  Without further structure every
 coordinate may shift by ``g`` (in either direction), which is what :func:`composed_delta` assumes:
 the ``m``-fold composition of the worst-case pair, maximised over the number of coordinates
-shifted up versus down (the two directions differ only when ``p != 1/2``).  This is conservative for
-ℓ2-bounded vectors (it does not use the ℓ2 bound).  The composition uses ``dp_accounting``'s dense
-privacy-loss PMFs with pessimistic (upward) rounding of every loss.
+shifted up versus down (the two directions differ only when ``p != 1/2``).  For data bounded entry
+by entry this worst case is attained (every entry at opposite ends of its range), so the profile is
+exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative.  The opt-in
+:func:`l2_delta` uses the ℓ2 bound: after coupled randomized rounding the integer shifts lie in a
+lattice set, and the worst case is taken over its maximal shift multisets
+(:func:`l2_shift_multisets`).  Each per-coordinate loss PMF is a ``dp_accounting`` dense PMF with
+every loss rounded up (pessimistic); compositions multiply their Fourier transforms.
 
 Every truncation of a PMF tail moves that mass to the infinite-loss atom (it is counted in full
 in δ), and every floating-point evaluation carries a relative allowance toward larger δ.
@@ -29,6 +41,7 @@ in δ), and every floating-point evaluation carries a relative allowance toward 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -163,50 +176,93 @@ def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:
 
 @dataclass(frozen=True)
 class LossDistribution:
-    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``."""
+    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``.
+
+    ``tail_p[j] = Σ_{i>=j} p_i`` and ``tail_q[j] = Σ_{i>=j} p_i e^{−L_i}`` make every evaluation
+    ``O(log n)``: for ``L_{j−1} <= ε < L_j``, ``δ(ε) = μ_∞ + tail_p[j] − e^ε tail_q[j]``.
+    """
 
     losses: np.ndarray
     probs: np.ndarray
     infinity: float
+    tail_p: np.ndarray
+    tail_q: np.ndarray
+
+    _SUM_SLACK = 1e-9  # bounds the rounding of the running sums (n·u with n <= 1e7), toward larger δ
 
     @classmethod
-    def from_pmf(cls, pmf: Any) -> LossDistribution:
-        """From a ``dp_accounting`` dense PMF; masses below 1e-250 move to the infinite loss
-        (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is dropped."""
-        probs = np.clip(np.asarray(pmf._probs, dtype=float), 0.0, None)  # FFT round-off below zero
-        losses = (np.arange(probs.size) + pmf._lower_loss) * pmf._discretization
+    def from_grid(cls, lower: int, interval: float, probs: np.ndarray, infinity: float) -> LossDistribution:
+        """From masses on the grid ``(lower + i)·interval``; masses below 1e-250 move to the infinite
+        loss (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is
+        dropped (which can only raise δ)."""
+        probs = np.clip(np.asarray(probs, dtype=float), 0.0, None)
+        losses = (np.arange(probs.size) + lower) * interval
         tiny = probs < 1e-250
-        infinity = float(pmf._infinity_mass) + float(probs[tiny].sum())
-        return cls(losses[~tiny], probs[~tiny], infinity)
+        infinity = float(infinity) + float(probs[tiny].sum())
+        losses, probs = losses[~tiny], probs[~tiny]
+        with np.errstate(over="ignore"):  # e^{−L} overflows only far below any ε >= 0 that is queried
+            weighted = probs * np.exp(-losses)
+        tail_p = np.append(np.cumsum(probs[::-1])[::-1], 0.0)
+        tail_q = np.append(np.cumsum(weighted[::-1])[::-1], 0.0)
+        return cls(losses, probs, infinity, tail_p, tail_q)
 
     def delta(self, epsilon: float) -> float:
         """``μ_∞ + Σ_{L_i > ε} p_i (1 − e^{ε − L_i})``, rounded upward."""
-        above = self.losses > epsilon
-        value = float(np.dot(self.probs[above], -np.expm1(epsilon - self.losses[above])))
-        return self.infinity + value * (1.0 + 1e-12)
+        j = int(np.searchsorted(self.losses, epsilon, side="right"))  # first loss above ε
+        mass, weighted = float(self.tail_p[j]), math.exp(epsilon) * float(self.tail_q[j])
+        return self.infinity + max(0.0, mass - weighted) + self._SUM_SLACK * (mass + weighted)
 
     def epsilon(self, delta: float) -> float:
-        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval.
-
-        On ``[L_{j−1}, L_j)`` the divergence is ``μ_∞ + Σ_{i>=j} p_i − e^ε Σ_{i>=j} p_i e^{−L_i}``.
-        """
-        probs, losses = self.probs, self.losses
-        if self.infinity > delta or probs.size == 0:
+        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval."""
+        losses, tail_p, tail_q = self.losses, self.tail_p, self.tail_q
+        if self.infinity > delta or losses.size == 0:
             return math.inf if self.infinity > delta else 0.0
-        tail_p = np.cumsum(probs[::-1])[::-1]
-        tail_q = np.cumsum((probs * np.exp(-losses))[::-1])[::-1]
-        at_grid = self.infinity + tail_p[1:] - np.exp(losses[:-1]) * tail_q[1:]  # δ(L_{j−1}), j >= 1
-        above = np.nonzero(at_grid > delta)[0]
-        if above.size == 0:
-            if self.delta(max(0.0, float(losses[0]))) <= delta:
-                return max(0.0, float(losses[0])) if self.delta(0.0) > delta else 0.0
-            j = 0
-        else:
-            j = int(above[-1]) + 1  # ε lies in [L_{j−1}, L_j)
+        with np.errstate(over="ignore", invalid="ignore"):
+            at_grid = self.infinity + tail_p[1:-1] - np.exp(losses[:-1]) * tail_q[1:-1]  # δ(L_{j−1})
+        above = np.nonzero(~(at_grid <= delta))[0]
+        j = int(above[-1]) + 1 if above.size else 0  # ε lies in [L_{j−1}, L_j) (L_{−1} = −∞)
         numerator = self.infinity + tail_p[j] - delta
-        if numerator <= 0:
+        if numerator <= 0 or tail_q[j] <= 0:
             return max(0.0, float(losses[j - 1]) if j > 0 else 0.0)
         return max(0.0, math.log(numerator / tail_q[j]))
+
+
+def _compose(
+    parts: list[tuple[Any, int]], interval: float, length: int = 0, spectra: dict | None = None
+) -> LossDistribution:
+    """Loss distribution of the composition of ``count`` copies of each dense PMF in ``parts``.
+
+    All PMFs share the grid ``interval``; the composition is the product of their Fourier transforms
+    (one inverse FFT of ``length`` >= the composed size; ``spectra`` may hold their transforms at
+    that length), negative round-off dropped and tiny masses moved to the infinite loss.
+    """
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    size = 1 + sum(count * (pmf.size - 1) for pmf, count in parts)
+    length = length or next_fast_len(size)
+    spectrum = np.ones(length // 2 + 1, dtype=complex)
+    lower, log_survive = 0, 0.0
+    for pmf, count in parts:
+        transform = spectra[id(pmf)] if spectra else rfft(np.asarray(pmf._probs, dtype=float), length)
+        spectrum *= transform**count
+        lower += count * pmf._lower_loss
+        log_survive += count * math.log1p(-pmf._infinity_mass)
+    infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
+    return LossDistribution.from_grid(lower, interval, irfft(spectrum, length)[:size], infinity)
+
+
+def _least_epsilon(distributions: tuple[LossDistribution, ...], delta: float) -> float:
+    """Least ε with ``max_i distributions[i].delta(ε) <= delta``, landed on the safe side."""
+    epsilon = max(dist.epsilon(delta) for dist in distributions)
+    if not math.isfinite(epsilon):
+        return math.inf
+    step = 1e-12 + 1e-12 * epsilon
+    while max(dist.delta(epsilon) for dist in distributions) > delta:
+        epsilon += step
+        step *= 4.0
+        if step > 1e6:
+            return math.inf
+    return epsilon
 
 
 @lru_cache(maxsize=128)
@@ -214,41 +270,101 @@ def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int) -> tuple
     """Composed loss distributions, one per split of coordinates between the two shift directions."""
     interval = loss_interval(trials, p, shift, coordinates)
     up = _loss_pmf(trials, p, shift, True, interval)
-    if p == 0.5:
-        return (LossDistribution.from_pmf(up.self_compose(coordinates) if coordinates > 1 else up),)
+    if p == 0.5:  # both directions are equal
+        return (_compose([(up, coordinates)], interval),)
     down = _loss_pmf(trials, p, shift, False, interval)
-    pmfs = []
-    for n_up in range(coordinates + 1):
-        parts = []
-        if n_up:
-            parts.append(up.self_compose(n_up) if n_up > 1 else up)
-        if coordinates - n_up:
-            n_down = coordinates - n_up
-            parts.append(down.self_compose(n_down) if n_down > 1 else down)
-        pmfs.append(LossDistribution.from_pmf(parts[0] if len(parts) == 1 else parts[0].compose(parts[1])))
-    return tuple(pmfs)
+    return tuple(
+        _compose([(up, n_up), (down, coordinates - n_up)], interval) for n_up in range(coordinates + 1)
+    )
 
 
 def composed_delta(epsilon: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """``δ(ε)`` of ``coordinates`` independent worst-case coordinates (pessimistic PLD)."""
     if coordinates == 1:
         return shift_delta(epsilon, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates)
-    return min(1.0, max(pmf.delta(epsilon) for pmf in pmfs))
+    return min(1.0, max(dist.delta(epsilon) for dist in _composed_pmfs(trials, p, shift, coordinates)))
 
 
 def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinates: int) -> float:
     """Least ε with :func:`composed_delta` ``<= delta`` (pessimistic PLD); ``inf`` if none."""
     if coordinates == 1:
         return shift_epsilon(delta, trials, p, shift)
-    pmfs = _composed_pmfs(trials, p, shift, coordinates)
-    epsilon = max(pmf.epsilon(delta) for pmf in pmfs)
-    if not math.isfinite(epsilon):
-        return math.inf
-    step = 1e-12 + 1e-12 * epsilon
-    while composed_delta(epsilon, trials, p, shift, coordinates) > delta:  # land on the safe side
-        epsilon += step
-        step *= 4.0
-        if step > 1e6:
-            return math.inf
-    return epsilon
+    return _least_epsilon(_composed_pmfs(trials, p, shift, coordinates), delta)
+
+
+# --------------------------------------------------------------------------- l2-bounded data
+def l2_shift_multisets(coordinates: int, g: int) -> tuple[tuple[int, ...], ...]:
+    """Maximal multisets of per-coordinate integer shifts for ℓ2-bounded data (``p = 1/2``).
+
+    Neighbouring inputs with ``‖y − y'‖₂ <= 2B`` have real encoded shifts ``s`` with ``‖s‖₂ <= g``.
+    Coupling the two randomized roundings through one uniform per coordinate (``x̂ = ⌊u + U⌋``), the
+    integer shift is ``t_k ∈ {⌊s_k⌋, ⌈s_k⌉}``, so ``|t_k| <= min(g, ⌈|s_k|⌉)`` and
+    ``Σ_k (|t_k| − 1)_+² <= g²``.  By joint convexity the view's δ(ε) is at most the largest δ(ε) of
+    a product of shifted binomials with such shifts; with ``p = 1/2`` it depends only on the multiset
+    of ``|t_k|`` (reflect a coordinate) and grows with each ``|t_k|`` (Blackwell order of the
+    log-concave shift family), so only the maximal multisets (sorted, non-increasing) are needed.
+    """
+    budget = g * g
+    found: list[tuple[int, ...]] = []
+
+    def extend(prefix: list[int], left: int, ceiling: int, cost: int) -> None:
+        if left == 0:
+            below = [a for a in prefix if a < g]
+            if not below or budget - cost < 2 * min(below) - 1:  # no entry can grow by one
+                found.append(tuple(prefix))
+            return
+        for a in range(min(ceiling, g), 0, -1):
+            step = cost + (a - 1) ** 2
+            if step <= budget:
+                extend(prefix + [a], left - 1, a, step)
+
+    extend([], coordinates, g, 0)
+    return tuple(found)
+
+
+MAX_L2_MULTISETS = 400
+
+
+def l2_patterns(groups: tuple[int, ...], g: int) -> tuple[tuple[int, ...], ...]:
+    """Combined shift multisets for several ℓ2-bounded groups of coordinates (e.g. P_Vec's vector
+    and matrix, each of ℓ2 norm at most ``B``): one maximal multiset per group, every combination,
+    merged and de-duplicated (the composed loss depends only on the merged multiset)."""
+    per_group = [l2_shift_multisets(size, g) for size in groups]
+    merged = set()
+    for combination in itertools.product(*per_group):
+        merged.add(tuple(sorted((a for part in combination for a in part), reverse=True)))
+    return tuple(sorted(merged, reverse=True))
+
+
+@lru_cache(maxsize=64)
+def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tuple[LossDistribution, ...]:
+    """Composed loss distributions of every shift pattern (``p = 1/2``, pessimistic PLD)."""
+    from scipy.fft import next_fast_len, rfft
+
+    patterns = l2_patterns(groups, g)
+    if len(patterns) > MAX_L2_MULTISETS:
+        raise ValueError(f"{len(patterns)} shift patterns exceed {MAX_L2_MULTISETS}")
+    coordinates = sum(groups)
+    interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
+    per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
+    length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
+    spectra = {id(pmf): rfft(np.asarray(pmf._probs, dtype=float), length) for pmf in per_shift.values()}
+    return tuple(
+        _compose([(per_shift[a], pattern.count(a)) for a in set(pattern)], interval, length, spectra)
+        for pattern in patterns
+    )
+
+
+def _groups(coordinates: int | tuple[int, ...]) -> tuple[int, ...]:
+    return (coordinates,) if isinstance(coordinates, int) else tuple(coordinates)
+
+
+def l2_delta(epsilon: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
+    """δ(ε) for ℓ2-bounded groups of coordinates (see :func:`l2_shift_multisets`, :func:`l2_patterns`)."""
+    distributions = _l2_loss_distributions(trials, g, _groups(coordinates))
+    return min(1.0, max(dist.delta(epsilon) for dist in distributions))
+
+
+def l2_epsilon(delta: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
+    """Least ε with :func:`l2_delta` ``<= delta``; ``inf`` if none."""
+    return _least_epsilon(_l2_loss_distributions(trials, g, _groups(coordinates)), delta)

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dpcert.cli.demo",
     "dpcert.cli.accounting",
     "dpcert.cli.shuffle",
+    "dpcert.cli.audit",
 )
 
 

@@ -8,6 +8,7 @@ from dpcert.accounting import amplification
 from dpcert.cli._common import EXIT_OK, CommandGroups, emit, integer, number
 from dpcert.mechanisms.binomial_sum import (
     METHODS,
+    NORMS,
     SHAPES,
     BitSumParameters,
     binomial_sum_certificate,
@@ -29,6 +30,9 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--bound", type=number, default=1.0, help="every entry lies in [-B, B] (default 1)")
     parser.add_argument("--method", choices=METHODS, default="exact")
     parser.add_argument("--shape", choices=SHAPES, default="vector", help="default vector")
+    parser.add_argument(
+        "--norm", choices=NORMS, default="entry", help="entry: entries in [-B, B]; l2: l2 norm <= B (tighter)"
+    )
 
     parser = groups.add(
         "calibrate",
@@ -52,6 +56,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--dimension", type=integer, default=1)
     parser.add_argument("--bound", type=number, default=1.0)
     parser.add_argument("--shape", choices=SHAPES, default="vector")
+    parser.add_argument("--norm", choices=NORMS, default="entry")
 
     parser = groups.add(
         "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
@@ -80,6 +85,7 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
         bound=args.bound,
         shape=args.shape,
         method=args.method,
+        norm=args.norm,
     )
     q = result.parameters
     payload = {
@@ -112,7 +118,9 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
 
 
 def _account_binomial_sum(args: argparse.Namespace) -> int:
-    parameters = BitSumParameters(args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape)
+    parameters = BitSumParameters(
+        args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape, args.norm
+    )
     certificate = binomial_sum_certificate(parameters, delta=args.delta)
     emit(
         args,

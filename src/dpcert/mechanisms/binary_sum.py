@@ -170,6 +170,13 @@ class BinarySum:
             )
         return array
 
+    def __call__(self, bits: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """``mechanism(value, rng)`` form: :meth:`simulate`; with ``size``, that many independent runs."""
+        if size is not None:
+            array = np.asarray(bits, dtype=float)
+            bits = np.broadcast_to(array, (check.positive_int("size", size),) + array.shape)
+        return self.simulate(bits, rng)
+
     def simulate(self, bits: Any, rng: np.random.Generator) -> np.ndarray:
         """Debiased sums ``Σx + Bin(N, 1/2) − N/2`` over the last axis, exact in distribution."""
         array = self._bits(bits)

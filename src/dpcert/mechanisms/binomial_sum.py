@@ -16,7 +16,9 @@ per-coordinate counts directly (exact in distribution; no per-bit work);
 vector: seed 000 Alg. 2, Thm A.2; symmetric matrix or vector+matrix: seed 002 P_Vec, Thm 3.5 = C.1);
 ``method="exact"`` uses ``p = 1/2``, ``g = max(4, ⌈√n⌉)`` and the least ``b`` meeting the target by
 exact accounting.  Every certificate's claim is re-derived by exact accounting
-(:mod:`dpcert.accounting.binomial_accounting`).
+(:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
+for users' vectors of ℓ2 norm (matrices of Frobenius norm) at most ``B`` instead of entry bounds
+only, which roughly halves the noise for ``d = 5``; such mechanisms reject data above the norm.
 
 Protocol (seed 000 Alg. 4; seed 002 Alg. 5–7)
 ---------------------------------------------
@@ -46,11 +48,17 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting import binomial_accounting as exact
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
-from dpcert.errors import CertificateMismatch, InvalidParameter, PreconditionFailed
+from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
+NORMS = ("entry", "l2")
+L2_NOTE = (
+    "l2-bounded data (vector l2 norm or matrix Frobenius norm <= bound): with coupled rounding the "
+    "integer shifts satisfy sum (|t_k| - 1)_+^2 <= g^2; worst case over the maximal shift multisets"
+)
 METHODS = ("exact", "paper")
 EXACT_BASIS = "exact accounting of the shifted binomial count (dpcert), pessimistic PLD across coordinates"
+EXACT_L2_BASIS = "exact accounting of the shifted binomial count (dpcert), l2 shift lattice, pessimistic PLD"
 ALG4_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 4, eq. 60, Thm C.6 (Cheu et al. 2021 Lemma 3.1 at epsilon/2)"
 ALG2_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 2, eq. 22, Thm A.2 (Cheu et al. 2021 vector summation)"
 PVEC_BASIS = "seed 002 (Chowdhury & Zhou 2022) P_Vec, Thm 3.5 = C.1 (p = 1/4, C = 24e4)"
@@ -98,6 +106,11 @@ class BitSumParameters:
     shape
         ``"vector"``, ``"symmetric-matrix"`` (upper triangle privatised) or ``"vector+matrix"``
         (seed 002 P_Vec: both, accounted jointly).
+    norm
+        ``"entry"`` (privacy assumes only that every entry lies in ``[−bound, bound]``) or ``"l2"``
+        (each user's vector has ℓ2 norm, and matrix Frobenius norm, at most ``bound``: tighter
+        accounting, see :func:`~dpcert.accounting.binomial_accounting.l2_shift_multisets`; needs
+        ``p = 1/2``; for ``"vector+matrix"`` the two parts are bounded separately).
     """
 
     g: int
@@ -107,6 +120,7 @@ class BitSumParameters:
     dimension: int = 1
     bound: float = 1.0
     shape: str = "vector"
+    norm: str = "entry"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "g", check.positive_int("g", self.g))
@@ -116,12 +130,33 @@ class BitSumParameters:
         object.__setattr__(self, "dimension", check.positive_int("dimension", self.dimension))
         object.__setattr__(self, "bound", check.positive_finite("bound", self.bound))
         _check_shape(self.shape)
+        if self.norm not in NORMS:
+            raise InvalidParameter("norm", self.norm, "one of " + ", ".join(NORMS))
+        if self.norm == "l2" and self.p != 0.5:
+            raise InvalidParameter("norm", self.norm, "'entry' unless p = 1/2")
+        if self.norm == "l2" and self.coordinates > 1:
+            patterns = len(exact.l2_patterns(self.l2_groups, self.g))
+            if patterns > exact.MAX_L2_MULTISETS:
+                raise InvalidParameter(
+                    "g",
+                    self.g,
+                    f"a precision with at most {exact.MAX_L2_MULTISETS} l2 shift patterns "
+                    f"for {self.coordinates} coordinates (got {patterns}; lower g or use norm='entry')",
+                )
         if self.users * self.b > MAX_NOISE_BITS:
             raise InvalidParameter("b", self.b, f"users * b <= {MAX_NOISE_BITS:.0e}")
 
     @property
     def coordinates(self) -> int:
         return coordinate_count(self.dimension, self.shape)
+
+    @property
+    def l2_groups(self) -> tuple[int, ...]:
+        """Sizes of the groups of coordinates each bounded in ℓ2 by ``bound`` (``norm="l2"``)."""
+        triangle = coordinate_count(self.dimension, "symmetric-matrix")
+        return {"vector": (self.dimension,), "symmetric-matrix": (triangle,)}.get(
+            self.shape, (self.dimension, triangle)
+        )
 
     @property
     def noise_trials(self) -> int:
@@ -157,6 +192,7 @@ class BitSumParameters:
             "dimension": self.dimension,
             "bound": self.bound,
             "shape": self.shape,
+            "norm": self.norm,
         }
 
 
@@ -179,16 +215,26 @@ class BinomialSumProfile:
             dimension=parameters.get("dimension", 1),
             bound=parameters.get("bound", 1.0),
             shape=parameters.get("shape", "vector"),
+            norm=parameters.get("norm", "entry"),
         )
 
     def _args(self) -> tuple[int, float, int, int]:
         q = self.parameters
         return q.noise_trials, q.p, q.g, q.coordinates
 
+    def _l2(self) -> bool:
+        return self.parameters.norm == "l2" and self.parameters.coordinates > 1
+
     def delta_for(self, epsilon: float) -> float:
+        q = self.parameters
+        if self._l2():
+            return exact.l2_delta(epsilon, q.noise_trials, q.g, q.l2_groups)
         return exact.composed_delta(epsilon, *self._args())
 
     def epsilon_for(self, delta: float) -> float:
+        q = self.parameters
+        if self._l2():
+            return exact.l2_epsilon(delta, q.noise_trials, q.g, q.l2_groups)
         return exact.composed_epsilon(delta, *self._args())
 
     def dp_event(self) -> Any:
@@ -220,6 +266,9 @@ def binomial_sum_certificate(
         delta = profile.delta_for(epsilon)
         if delta >= 1.0:
             raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
+    if parameters.norm == "l2":
+        notes = tuple(n for n in notes if not n.startswith("coordinates composed")) + (L2_NOTE,)
+        basis = EXACT_L2_BASIS if basis == EXACT_BASIS else basis
     return Certificate(
         "binomial-sum",
         Guarantee(epsilon, delta),
@@ -267,14 +316,28 @@ class BinomialSumMechanism:
                 array = array[..., None]  # scalars: (..., n) -> (..., n, 1)
             if array.ndim < 2 or array.shape[-2:] != (q.users, q.dimension):
                 raise InvalidParameter("data", array.shape, f"shape (..., {q.users}, {q.dimension})")
+            self._check_norms(np.sqrt((array**2).sum(axis=-1)))
             return array, array.shape[:-2]
         d = q.dimension
         if array.ndim < 3 or array.shape[-3:] != (q.users, d, d):
             raise InvalidParameter("data", array.shape, f"shape (..., {q.users}, {d}, {d})")
         if not np.allclose(array, np.swapaxes(array, -1, -2), rtol=0.0, atol=1e-12):
             raise InvalidParameter("data", "<non-symmetric matrices>", "symmetric matrices")
+        self._check_norms(np.sqrt((array**2).sum(axis=(-2, -1))))
         rows, cols = np.triu_indices(d)
         return array[..., rows, cols], array.shape[:-3]
+
+    def _check_norms(self, norms: np.ndarray) -> None:
+        """With ``norm="l2"``, every user's ℓ2 (Frobenius) norm must be at most ``bound``.
+
+        The relative tolerance 1e-12 is harmless: ``Σ (|t_k| − 1)_+²`` is an integer below
+        ``g²(1 + 3e-12)``, hence at most ``g²`` for any ``g < 10⁵``.
+        """
+        q = self.parameters
+        if q.norm == "l2" and np.any(norms > q.bound * (1 + 1e-12)):
+            raise DataOutOfBounds(
+                "data", "<norms above the bound>", f"l2 (Frobenius) norm <= {q.bound} per user"
+            )
 
     def _scalar_layout(self, data: Any) -> bool:
         """True when scalar data come as ``(..., n)``: the estimate is then returned as ``(...)``."""
@@ -315,6 +378,13 @@ class BinomialSumMechanism:
         return self.analyze_counts(np.asarray(bits).sum(axis=-1))
 
     # -- whole protocol
+    def __call__(self, data: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        """``mechanism(value, rng)`` form: :meth:`simulate`; with ``size``, that many independent runs."""
+        if size is not None:
+            array = np.asarray(data, dtype=float)
+            data = np.broadcast_to(array, (check.positive_int("size", size),) + array.shape)
+        return self.simulate(data, rng)
+
     def simulate_counts(self, data: Any, rng: np.random.Generator) -> np.ndarray:
         """Per-coordinate counts of ones seen by the analyzer, drawn exactly in distribution."""
         encoded = self.encode(data, rng)
@@ -455,15 +525,22 @@ def default_precision(users: int) -> int:
     return max(4, math.isqrt(users - 1) + 1 if users > 1 else 1)
 
 
-def least_noise_bits(epsilon: float, delta: float, users: int, g: int, p: float, coordinates: int) -> int:
-    """Least ``b`` whose protocol has ``δ(ε) <= delta`` by exact accounting (monotone in ``b``:
-    one more noise bit is independent noise added to the count, a post-processing)."""
+def least_noise_bits(epsilon: float, delta: float, template: BitSumParameters) -> int:
+    """Least ``b`` for which ``template`` (with that ``b``) has ``δ(ε) <= delta`` by exact accounting
+    (monotone in ``b``: one more noise bit is independent noise added to the count, a post-processing)."""
     from dpcert.accounting.calibration import analytic_gaussian_sigma
 
-    def valid(b: int) -> bool:
-        return exact.composed_delta(epsilon, users * b, p, g, coordinates) <= delta
+    users, g, p, coordinates = template.users, template.g, template.p, template.coordinates
+    layout = template.to_dict()
 
-    sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
+    def valid(b: int) -> bool:
+        return BinomialSumProfile({**layout, "b": b}).delta_for(epsilon) <= delta
+
+    if template.norm == "l2" and coordinates > 1:  # a starting guess only: Gaussian with the l2 shift
+        shift = g * math.sqrt(len(template.l2_groups)) + math.sqrt(coordinates)
+        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=shift)
+    else:
+        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
     low, high = guess, guess  # invariant after bracketing: low invalid (or 0), high valid
     if valid(high):
@@ -495,6 +572,7 @@ def calibrate_binomial_sum(
     method: str = "exact",
     g: int | None = None,
     p: float = 0.5,
+    norm: str = "entry",
 ) -> BinomialSumCalibration:
     """Parameters ``(g, b, p)`` for a sum over ``users`` meeting (ε, δ), with their certificate.
 
@@ -510,6 +588,9 @@ def calibrate_binomial_sum(
         exact accounting.
     g, p
         Precision and bit probability for ``method="exact"`` (default ``max(4, ⌈√n⌉)`` and 1/2).
+    norm
+        ``"entry"`` or ``"l2"`` (see :class:`BitSumParameters`; exact method only).  With ``"l2"`` the
+        default ``g`` is lowered if needed so that at most 150 shift patterns are enumerated.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
@@ -527,10 +608,19 @@ def calibrate_binomial_sum(
         return BinomialSumCalibration(parameters, certificate, method)
     if method != "exact":
         raise InvalidParameter("method", method, "one of " + ", ".join(METHODS))
-    g = default_precision(users) if g is None else check.positive_int("g", g)
-    p = check.probability("p", p, open_low=True, open_high=True)
+    if norm not in NORMS:
+        raise InvalidParameter("norm", norm, "one of " + ", ".join(NORMS))
     coordinates = coordinate_count(dimension, shape)
-    b = least_noise_bits(epsilon, delta, users, g, p, coordinates)
-    parameters = BitSumParameters(g, b, p, users, dimension, bound, shape)
+    if g is None:
+        g = default_precision(users)
+        if norm == "l2" and coordinates > 1:
+            groups = BitSumParameters(g, 1, 0.5, users, dimension, bound, shape).l2_groups
+            while g > 1 and len(exact.l2_patterns(groups, g)) > 150:
+                g -= 1
+    g = check.positive_int("g", g)
+    p = check.probability("p", p, open_low=True, open_high=True)
+    template = BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination
+    b = least_noise_bits(epsilon, delta, template)
+    parameters = BitSumParameters(g, b, p, users, dimension, bound, shape, norm)
     certificate = binomial_sum_certificate(parameters, epsilon=epsilon, delta=delta)
     return BinomialSumCalibration(parameters, certificate, method)

@@ -1,0 +1,184 @@
+"""Rejection sets: the set S of outputs whose probabilities under the two inputs an audit compares.
+
+A set is either a threshold on a scalar feature of the output, ``{feature(x) <= t}`` or
+``{feature(x) > t}``, or a finite set of output values (cells).  Both serialise to JSON exactly (floats
+with full precision), so a saved audit report names the very set its counts refer to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.errors import InvalidParameter
+
+Score = Callable[[np.ndarray], Any]
+SIDES = ("<=", ">")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A scalar statistic of one output, fitted on the selection half only.
+
+    ``name`` is ``"value"`` (a scalar output itself), ``"distance"`` (squared distance to ``center``),
+    ``"projection"`` (inner product with ``weights``), ``"l1-contrast"``
+    (``Σ_i weights_i (|x_i − center_i| − |x_i − reference_i|)``, the log-likelihood ratio of product
+    Laplace noise around two centres) or ``"score"`` (a user-supplied callable, which cannot be
+    serialised).
+
+    Learned features are floored to a grid of ``resolution`` (a billionth of their spread on the
+    selection half), so that a threshold never splits an atom of the ideal output distribution by the
+    rounding noise of the feature's own arithmetic (which can differ between the two inputs).
+    """
+
+    name: str
+    center: tuple[float, ...] | None = None
+    weights: tuple[float, ...] | None = None
+    reference: tuple[float, ...] | None = None
+    resolution: float | None = None
+    score: Score | None = field(default=None, compare=False, repr=False)
+
+    def apply(self, outputs: np.ndarray) -> np.ndarray:
+        values = self._raw(outputs)
+        if self.resolution:
+            return np.floor(values / self.resolution) * self.resolution
+        return values
+
+    def _raw(self, outputs: np.ndarray) -> np.ndarray:
+        if self.name == "score":
+            if self.score is None:
+                raise InvalidParameter("score", None, "the callable used when the audit was run")
+            values = check.finite_array("score(outputs)", self.score(outputs))
+            if values.shape != (outputs.shape[0],):
+                raise InvalidParameter(
+                    "score(outputs)",
+                    f"shape {values.shape}",
+                    f"one number per draw, shape ({outputs.shape[0]},)",
+                )
+            return values
+        values = outputs.astype(float, copy=False)
+        if self.name == "value":
+            return values
+        if self.name == "distance":
+            center = np.asarray(self.center, float)
+            difference = values - (center if values.ndim > 1 else center[0])
+            return difference**2 if values.ndim == 1 else np.einsum("ij,ij->i", difference, difference)
+        if self.name == "projection":
+            return values @ np.asarray(self.weights, float)
+        if self.name == "l1-contrast":
+            contrast = np.abs(values - np.asarray(self.center, float)) - np.abs(
+                values - np.asarray(self.reference, float)
+            )
+            return contrast @ np.asarray(self.weights, float)
+        raise InvalidParameter("feature", self.name, "value, distance, projection, l1-contrast or score")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name}
+        if self.center is not None:
+            data["center"] = list(self.center)
+        if self.weights is not None:
+            data["weights"] = list(self.weights)
+        if self.reference is not None:
+            data["reference"] = list(self.reference)
+        if self.resolution is not None:
+            data["resolution"] = self.resolution
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Feature:
+        def floats(key: str) -> tuple[float, ...] | None:
+            values = data.get(key)
+            return None if values is None else tuple(float(v) for v in values)
+
+        resolution = data.get("resolution")
+        return cls(
+            data["name"],
+            floats("center"),
+            floats("weights"),
+            floats("reference"),
+            None if resolution is None else float(resolution),
+        )
+
+
+@dataclass(frozen=True)
+class RejectionSet:
+    """The set S of outputs whose probabilities are compared.
+
+    Either ``{feature(x) <= threshold}`` / ``{feature(x) > threshold}`` (``kind="threshold"``) or a
+    finite set of output values (``kind="cells"``).
+    """
+
+    kind: str
+    feature: Feature | None = None
+    side: str | None = None
+    threshold: float | None = None
+    cells: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind == "threshold":
+            if self.side not in SIDES:
+                raise InvalidParameter("side", self.side, "'<=' or '>'")
+            if not isinstance(self.feature, Feature):
+                raise InvalidParameter("feature", self.feature, "a Feature for a threshold set")
+        elif self.kind == "cells":
+            if self.cells is None:
+                raise InvalidParameter("cells", None, "a tuple of output values for a cells set")
+        else:
+            raise InvalidParameter("kind", self.kind, "'threshold' or 'cells'")
+
+    def contains(self, outputs: np.ndarray) -> np.ndarray:
+        """Boolean membership of each output (leading axis) in the set."""
+        if self.kind == "threshold":
+            values = self.feature.apply(outputs)
+            return values <= self.threshold if self.side == "<=" else values > self.threshold
+        if not self.cells:
+            return np.zeros(outputs.shape[0], dtype=bool)
+        cells = np.asarray(self.cells)
+        if cells.ndim == 1 and outputs.ndim == 1:
+            return np.isin(outputs, cells)
+        _, inverse = np.unique(np.concatenate([cells, outputs]), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return np.isin(inverse[len(cells) :], inverse[: len(cells)])
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "threshold":
+            return {
+                "kind": "threshold",
+                "feature": self.feature.to_dict(),
+                "side": self.side,
+                "threshold": self.threshold,
+            }
+        return {"kind": "cells", "cells": [_json_cell(c) for c in self.cells]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RejectionSet:
+        if data["kind"] == "threshold":
+            return cls(
+                "threshold", Feature.from_dict(data["feature"]), data["side"], float(data["threshold"])
+            )
+        return cls("cells", cells=tuple(_tuple_cell(c) for c in data["cells"]))
+
+    def describe(self) -> str:
+        if self.kind == "cells":
+            shown = ", ".join(str(_json_cell(c)) for c in self.cells[:6])
+            more = f", … ({len(self.cells)} cells)" if len(self.cells) > 6 else ""
+            return "{" + shown + more + "}"
+        return f"{self.feature.name}(x) {self.side} {self.threshold:.6g}"
+
+
+def _json_cell(cell: Any) -> Any:
+    if isinstance(cell, np.ndarray):
+        return cell.tolist()
+    if isinstance(cell, tuple):
+        return [_json_cell(c) for c in cell]
+    if isinstance(cell, np.generic):
+        return cell.item()
+    return cell
+
+
+def _tuple_cell(cell: Any) -> Any:
+    return tuple(cell) if isinstance(cell, list) else cell

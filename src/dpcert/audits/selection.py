@@ -1,0 +1,264 @@
+"""Choosing the rejection set on the selection draws only (never on the evaluation draws).
+
+Candidates: thresholds on the output (scalars), on Fisher's linear discriminant, a distance to the pooled
+centre or the Laplace log-likelihood ratio (vectors), on a user score, or superlevel sets of the estimated
+likelihood ratio over cells (small supports: the Neyman–Pearson family).  Each candidate is scored by
+the bound the evaluation draws would give at the selection proportions; the best is returned.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.special import betaincinv
+
+from dpcert.audits.rejection_set import Feature, RejectionSet, Score
+from dpcert.errors import InvalidParameter
+
+INPUTS = ("a", "b")
+DEFAULT_MAX_CELLS = 256
+_CELL_PROBE = 20_000  # draws inspected to decide whether the outputs have a small support
+_LINEAR_CANDIDATES = 2048
+_TAIL_CANDIDATES = 512
+
+
+def projected_bound(
+    in_set_numerator: np.ndarray,
+    selection_numerator: int,
+    in_set_denominator: np.ndarray,
+    selection_denominator: int,
+    evaluation_numerator: int,
+    evaluation_denominator: int,
+    delta: float,
+    alpha: float,
+) -> np.ndarray:
+    """Vectorised selection score: the bound the evaluation half would give at the selection proportions.
+
+    Used only to *choose* the rejection set (its value is never reported).  Clopper–Pearson quantiles
+    are evaluated at real-valued expected counts with :func:`scipy.special.betaincinv`.
+    """
+    expected_num = np.asarray(in_set_numerator, float) * (evaluation_numerator / selection_numerator)
+    expected_den = np.asarray(in_set_denominator, float) * (evaluation_denominator / selection_denominator)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(
+            expected_num > 0,
+            betaincinv(expected_num, evaluation_numerator - expected_num + 1.0, alpha / 2.0),
+            0.0,
+        )
+        upper = np.where(
+            expected_den < evaluation_denominator,
+            betaincinv(expected_den + 1.0, evaluation_denominator - expected_den, 1.0 - alpha / 2.0),
+            1.0,
+        )
+        value = np.log((lower - delta) / upper)
+    return np.where(lower > delta, value, -np.inf)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A rejection set, which input is the numerator, and its projected bound on the selection half."""
+
+    rejection_set: RejectionSet
+    numerator: str
+    projected: float
+
+
+def _oriented(numerator: str, on_a: Any, on_b: Any) -> tuple[Any, Any]:
+    """``(numerator's value, denominator's value)`` from the values for inputs a and b."""
+    return (on_a, on_b) if numerator == "a" else (on_b, on_a)
+
+
+def _threshold_candidates(pooled_sorted: np.ndarray) -> np.ndarray:
+    size = pooled_sorted.shape[0]
+    tail = np.geomspace(1.0, max(1.0, size / 50.0), _TAIL_CANDIDATES)
+    index = np.concatenate([np.linspace(0.0, size - 1.0, _LINEAR_CANDIDATES), tail - 1.0, size - tail])
+    index = np.unique(np.clip(np.round(index).astype(np.int64), 0, size - 1))
+    return np.unique(pooled_sorted[index])
+
+
+def _select_threshold(
+    feature: Feature,
+    selection_a: np.ndarray,
+    selection_b: np.ndarray,
+    evaluation_sizes: tuple[int, int],
+    delta: float,
+    alpha: float,
+) -> Selection:
+    values_a = np.sort(feature.apply(selection_a))
+    values_b = np.sort(feature.apply(selection_b))
+    thresholds = _threshold_candidates(np.sort(np.concatenate([values_a, values_b])))
+    below_a = np.searchsorted(values_a, thresholds, side="right")
+    below_b = np.searchsorted(values_b, thresholds, side="right")
+    n_a, n_b = values_a.shape[0], values_b.shape[0]
+    counts = {"<=": (below_a, below_b), ">": (n_a - below_a, n_b - below_b)}
+    best = Selection(RejectionSet("threshold", feature, "<=", float(thresholds[0])), "a", -math.inf)
+    for side, (in_a, in_b) in counts.items():
+        for numerator in INPUTS:
+            (in_num, in_den), (n_num, n_den) = (
+                _oriented(numerator, in_a, in_b),
+                _oriented(numerator, n_a, n_b),
+            )
+            eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
+            projected = projected_bound(in_num, n_num, in_den, n_den, eval_num, eval_den, delta, alpha)
+            index = int(np.argmax(projected))
+            if projected[index] > best.projected:
+                best = Selection(
+                    RejectionSet("threshold", feature, side, float(thresholds[index])),
+                    numerator,
+                    float(projected[index]),
+                )
+    return best
+
+
+def _halves(cell_ids: np.ndarray, cells: int) -> tuple[tuple[np.ndarray, int], tuple[np.ndarray, int]]:
+    """Cell counts and sizes of the first and second half of the draws (the same twice for one draw)."""
+    half = cell_ids.shape[0] // 2
+    if half == 0:
+        counts = np.bincount(cell_ids, minlength=cells)
+        return (counts, cell_ids.shape[0]), (counts, cell_ids.shape[0])
+    first = np.bincount(cell_ids[:half], minlength=cells)
+    second = np.bincount(cell_ids[half:], minlength=cells)
+    return (first, half), (second, cell_ids.shape[0] - half)
+
+
+def _select_cells(
+    selection_a: np.ndarray,
+    selection_b: np.ndarray,
+    evaluation_sizes: tuple[int, int],
+    delta: float,
+    alpha: float,
+) -> Selection:
+    """Superlevel sets of the estimated likelihood ratio (the Neyman–Pearson family), best by projection.
+
+    The ratio that orders the cells is estimated on the first half of the selection draws and the
+    projected bound of each superlevel set on the second half, so that cells whose ratio looks large
+    by chance are not rewarded twice (with many sparse cells that overfitting would otherwise choose a
+    set that fails on the evaluation draws).
+    """
+    n_a = selection_a.shape[0]
+    cells, inverse = np.unique(
+        np.concatenate([selection_a, selection_b]),
+        axis=0 if selection_a.ndim > 1 else None,
+        return_inverse=True,
+    )
+    inverse = inverse.reshape(-1)
+    rank_a, score_a = _halves(inverse[:n_a], len(cells))
+    rank_b, score_b = _halves(inverse[n_a:], len(cells))
+    best = Selection(RejectionSet("cells", cells=()), "a", -math.inf)
+    for numerator in INPUTS:
+        (rank_num, n_rank_num), (rank_den, n_rank_den) = _oriented(numerator, rank_a, rank_b)
+        (num, n_num), (den, n_den) = _oriented(numerator, score_a, score_b)
+        eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
+        ratio = ((rank_num + 0.5) / n_rank_num) / ((rank_den + 0.5) / n_rank_den)
+        order = np.argsort(-ratio, kind="stable")
+        projected = projected_bound(
+            np.cumsum(num[order]), n_num, np.cumsum(den[order]), n_den, eval_num, eval_den, delta, alpha
+        )
+        index = int(np.argmax(projected))
+        if projected[index] > best.projected:
+            chosen = cells[np.sort(order[: index + 1])]
+            cell_values = (
+                tuple(tuple(row.tolist()) for row in chosen) if chosen.ndim > 1 else tuple(chosen.tolist())
+            )
+            best = Selection(RejectionSet("cells", cells=cell_values), numerator, float(projected[index]))
+    return best
+
+
+def _small_support(selection_a: np.ndarray, selection_b: np.ndarray, max_cells: int) -> bool:
+    if selection_a.dtype.kind not in "biuf":  # strings and other categorical outputs
+        return True
+    axis = 0 if selection_a.ndim > 1 else None
+    probe = np.concatenate([selection_a[:_CELL_PROBE], selection_b[:_CELL_PROBE]])
+    if len(np.unique(probe, axis=axis)) > max_cells:
+        return False
+    return len(np.unique(np.concatenate([selection_a, selection_b]), axis=axis)) <= max_cells
+
+
+def _with_resolution(feature: Feature, pooled: np.ndarray) -> Feature:
+    spread = float(np.std(feature.apply(pooled)))
+    return replace(feature, resolution=1e-9 * spread) if spread > 0 else feature
+
+
+def _continuous_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[Feature]:
+    features = _fitted_features(selection_a, selection_b)
+    pooled = np.concatenate([selection_a, selection_b])
+    return [f if f.name == "value" else _with_resolution(f, pooled) for f in features]
+
+
+def _fitted_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[Feature]:
+    values_a = selection_a.astype(float, copy=False)
+    values_b = selection_b.astype(float, copy=False)
+    pooled = np.concatenate([values_a, values_b])
+    if values_a.ndim == 1:
+        return [Feature("value"), Feature("distance", center=(float(np.median(pooled)),))]
+    # Fisher's linear discriminant: w = Σ⁻¹ (μ_b − μ_a) with a small ridge for stability.
+    covariance = 0.5 * (np.cov(values_a, rowvar=False) + np.cov(values_b, rowvar=False))
+    covariance = np.atleast_2d(covariance)
+    ridge = 1e-9 * max(float(np.trace(covariance)), 1e-300) / covariance.shape[0]
+    weights = np.linalg.solve(
+        covariance + ridge * np.eye(covariance.shape[0]), values_b.mean(0) - values_a.mean(0)
+    )
+    # Laplace-noise log-likelihood ratio around the two coordinate-wise medians, each coordinate
+    # weighted by 1/b with b the mean absolute deviation (the Laplace maximum-likelihood scale).
+    median_a, median_b = np.median(values_a, axis=0), np.median(values_b, axis=0)
+    spread = 0.5 * (
+        np.mean(np.abs(values_a - median_a), axis=0) + np.mean(np.abs(values_b - median_b), axis=0)
+    )
+    inverse_scale = 1.0 / np.maximum(spread, 1e-300)
+    return [
+        Feature("projection", weights=tuple(float(w) for w in weights)),
+        Feature("distance", center=tuple(float(c) for c in pooled.mean(0))),
+        Feature(
+            "l1-contrast",
+            center=tuple(float(c) for c in median_a),
+            weights=tuple(float(w) for w in inverse_scale),
+            reference=tuple(float(r) for r in median_b),
+        ),
+    ]
+
+
+def select_rejection_set(
+    selection_a: np.ndarray,
+    selection_b: np.ndarray,
+    evaluation_sizes: tuple[int, int],
+    delta: float,
+    confidence: float,
+    *,
+    score: Score | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> Selection:
+    """Choose S and the numerator on the selection draws only.
+
+    * ``score`` given: thresholds on the user's scalar score.
+    * Small support (at most ``max_cells`` distinct outputs, or non-numeric outputs): the superlevel
+      sets of the estimated likelihood ratio over cells, and for scalar numbers thresholds as well.
+    * Scalar outputs: thresholds on the value and on the squared distance to the pooled median.
+    * Vector outputs: thresholds on Fisher's linear discriminant score and on the squared distance to
+      the pooled mean.
+    """
+    alpha = 1.0 - confidence
+    if score is not None:
+        return _select_threshold(
+            Feature("score", score=score), selection_a, selection_b, evaluation_sizes, delta, alpha
+        )
+    if _small_support(selection_a, selection_b, max_cells):
+        candidates = [_select_cells(selection_a, selection_b, evaluation_sizes, delta, alpha)]
+        if selection_a.ndim == 1 and selection_a.dtype.kind in "biuf":  # ordered values: thresholds too
+            candidates.append(
+                _select_threshold(Feature("value"), selection_a, selection_b, evaluation_sizes, delta, alpha)
+            )
+        return max(candidates, key=lambda selection: selection.projected)
+    if selection_a.dtype.kind not in "biuf":
+        raise InvalidParameter(
+            "mechanism output",
+            f"{selection_a.dtype} with more than max_cells distinct values",
+            "numbers, or at most max_cells distinct categorical values (or pass score=...)",
+        )
+    candidates = [
+        _select_threshold(feature, selection_a, selection_b, evaluation_sizes, delta, alpha)
+        for feature in _continuous_features(selection_a, selection_b)
+    ]
+    return max(candidates, key=lambda selection: selection.projected)

@@ -1,0 +1,184 @@
+"""``dpcert audit TARGET --input A --neighbour B --epsilon E [--delta D] ...`` (contract: CLI.md).
+
+TARGET is ``builtin:laplace``, ``builtin:gaussian``, ``builtin:randomized-response`` (each with its own
+flags; by default the noise dpcert calibrates for the claim) or ``path/to/file.py:function`` where
+``function(value, rng)`` returns one output (``function(value, rng, size)`` is used when present).
+Exit status 1 on a "violated" verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, integer, number
+from dpcert.errors import InvalidParameter
+
+BUILTINS = ("laplace", "gaussian", "randomized-response")
+
+
+def register(groups: CommandGroups) -> None:
+    parser = groups.add(None, "audit", "test a privacy claim (epsilon, delta) from samples", _audit)
+    parser.add_argument(
+        "target",
+        metavar="TARGET",
+        help="builtin:laplace | builtin:gaussian | builtin:randomized-response | path/to/file.py:function",
+    )
+    parser.add_argument("--input", required=True, help="first input, a JSON literal (e.g. 0 or '[0, 1]')")
+    parser.add_argument("--neighbour", required=True, help="neighbouring input, a JSON literal")
+    parser.add_argument("--epsilon", type=number, required=True, help="claimed epsilon")
+    parser.add_argument("--delta", type=number, default=0.0, help="claimed delta (default 0)")
+    parser.add_argument("--samples", type=integer, default=100_000, help="draws per input (default 1e5)")
+    parser.add_argument("--confidence", type=number, default=0.95, help="1 - alpha (default 0.95)")
+    parser.add_argument("--seed", type=integer, default=None, help="random seed (default: fresh, reported)")
+    parser.add_argument(
+        "--floating-point",
+        action="store_true",
+        help="audit the lowest-set-bit statistic of the outputs (flags textbook floating-point noise)",
+    )
+    parser.add_argument("--save", type=Path, default=None, help="write the full audit report (JSON) here")
+    builtin = parser.add_argument_group("builtin targets")
+    builtin.add_argument("--scale", type=number, default=None, help="laplace: noise scale b")
+    builtin.add_argument("--sigma", type=number, default=None, help="gaussian: noise standard deviation")
+    builtin.add_argument(
+        "--sensitivity", type=number, default=1.0, help="laplace/gaussian: sensitivity for default noise"
+    )
+    builtin.add_argument(
+        "--flip-probability",
+        type=number,
+        default=None,
+        help="randomized-response: probability of reporting the other bit (default 1/(1+e^epsilon))",
+    )
+
+
+def parse_input(name: str, text: str) -> Any:
+    """A JSON literal; lists become float arrays."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidParameter(name, text, 'a JSON literal, e.g. 0, 1.5 or "[0, 1]"') from None
+    if isinstance(value, list):
+        try:
+            return np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidParameter(name, text, "a number or a flat list of numbers") from None
+    return value
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """``path/to/file.py:function`` -> the function (the file is imported under a private name)."""
+    path_text, _, function_name = target.rpartition(":")
+    path = Path(path_text)
+    if not path_text or not function_name or path.suffix != ".py":
+        raise InvalidParameter(
+            "TARGET", target, "builtin:" + "|builtin:".join(BUILTINS) + " or path/to/file.py:function"
+        )
+    if not path.is_file():
+        raise InvalidParameter("TARGET", target, "an existing Python file before ':'")
+    spec = importlib.util.spec_from_file_location(f"dpcert_audit_target_{abs(hash(path.resolve()))}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise InvalidParameter("TARGET", target, f"a function named {function_name!r} in {path}")
+    return function
+
+
+def _randomized_response(flip: float) -> Callable[..., Any]:
+    def mechanism(bit: Any, rng: np.random.Generator, size: int) -> np.ndarray:
+        return np.where(rng.random(size) < flip, 1 - bit, bit)
+
+    return mechanism
+
+
+def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tuple[Callable[..., Any], dict]:
+    """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
+    from dpcert import _validation as check
+
+    if name == "laplace":
+        from dpcert.accounting.calibration import calibrate_laplace
+        from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
+
+        if args.scale is None:
+            mechanism = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity).mechanism()
+        else:
+            scale = check.positive_finite("scale", args.scale)
+            mechanism = LaplaceMechanism(scale, laplace_certificate(scale, sensitivity=args.sensitivity))
+        return mechanism, {"scale": mechanism.scale}
+    if name == "gaussian":
+        from dpcert.accounting.calibration import calibrate_gaussian
+
+        if args.sigma is None:
+            sigma = calibrate_gaussian(args.epsilon, args.delta, sensitivity=args.sensitivity).sigma
+        else:
+            sigma = check.positive_finite("sigma", args.sigma)
+
+        def gaussian(value: Any, rng: np.random.Generator, size: int) -> Any:
+            array = check.finite_array("value", value)
+            return array + rng.normal(0.0, sigma, (size,) + array.shape)
+
+        return gaussian, {"sigma": sigma}
+    if name == "randomized-response":
+        for label, value in (("--input", a), ("--neighbour", b)):
+            if value not in (0, 1) or isinstance(value, bool):
+                raise InvalidParameter(label, value, "0 or 1 for builtin:randomized-response")
+        if args.flip_probability is None:
+            flip = 1.0 / (1.0 + math.exp(check.epsilon(args.epsilon)))
+        else:
+            flip = check.probability("flip-probability", args.flip_probability)
+        return _randomized_response(flip), {"flip_probability": flip}
+    raise InvalidParameter("TARGET", f"builtin:{name}", "builtin:" + "|builtin:".join(BUILTINS))
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from dpcert.audits.run import audit
+
+    a = parse_input("--input", args.input)
+    b = parse_input("--neighbour", args.neighbour)
+    if args.target.startswith("builtin:"):
+        mechanism, parameters = builtin_mechanism(args.target.removeprefix("builtin:"), args, a, b)
+    else:
+        mechanism, parameters = load_function(args.target), {}
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+    if seed < 0:
+        raise InvalidParameter("--seed", seed, "an integer >= 0")
+    claim = (mechanism, a, b, args.epsilon, args.delta)
+    options = {"samples": args.samples, "seed": seed, "confidence": args.confidence}
+    if args.floating_point:
+        from dpcert.audits.floating_point import check_floating_point
+
+        result = check_floating_point(*claim, **options)
+        report = result.audit
+        extra = {"floating_point": {k: v for k, v in result.to_dict().items() if k != "audit"}}
+    else:
+        progress = not args.json and sys.stderr.isatty() and args.samples >= 1_000_000
+        report = audit(*claim, **options, progress=progress)
+        extra = {}
+    if args.save is not None:
+        args.save.write_text(report.to_json(indent=2))
+    payload = report.to_dict() | {"target": args.target, "seed": seed, "parameters": parameters} | extra
+    rows = [
+        ("verdict", report.verdict),
+        ("epsilon lower bound", report.epsilon_lower_bound),
+        ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
+        ("confidence", report.confidence),
+        ("samples per input", report.samples),
+        ("rejection set", report.rejection_set.describe()),
+        ("ceiling (about ln n)", report.epsilon_ceiling),
+        ("method", report.method),
+        ("seed", seed),
+    ]
+    emit(args, payload, rows)
+    return EXIT_VIOLATED if report.violated else EXIT_OK
