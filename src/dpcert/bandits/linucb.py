@@ -64,7 +64,12 @@ from dpcert.certificates import (
     TrustModel,
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
-from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
+from dpcert.mechanisms.binomial_sum import (
+    BinomialSumCalibration,
+    BinomialSumMechanism,
+    BitSumParameters,
+    calibrate_binomial_sum,
+)
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_certificate, gaussian_delta, gaussian_epsilon
 from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
 
@@ -257,7 +262,10 @@ class _VecSum:
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         users = statistics.shape[1]
-        flat = replace(self.parameters, users=users, dimension=statistics.shape[2], shape="vector")
+        # the same protocol on the flat statistic (the ℓ2 option changes the accounting, not the protocol)
+        flat = replace(
+            self.parameters, users=users, dimension=statistics.shape[2], shape="vector", norm="entry"
+        )
         self.total += BinomialSumMechanism(flat, self.certificate).simulate(statistics, rng)
         return self.total
 
@@ -756,14 +764,32 @@ def calibrate(
     return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise})
 
 
+@functools.lru_cache(maxsize=32)
+def _bit_sum_calibration(
+    epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
+) -> BinomialSumCalibration:
+    """Bit-sum parameters for P_Vec (cached: the exact ℓ2 search takes seconds)."""
+    return calibrate_binomial_sum(
+        epsilon,
+        delta,
+        users=batch_size,
+        dimension=dimension,
+        bound=1.0,
+        shape="vector+matrix",
+        method="paper" if calibration == "paper" else "exact",
+        norm="entry" if calibration == "paper" else "l2",
+    )
+
+
 def _calibrate_vec(
     claim: Guarantee, batch_size: int, dimension: int, calibration: str, participations: int, horizon: int
 ) -> Calibrated:
     """P_Vec through :func:`dpcert.mechanisms.binomial_sum.calibrate_binomial_sum` (shape vector+matrix).
 
     ``paper``: Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the binomial counts;
-    ``tight``: p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting.  Unique users only, and full
-    batches only (a smaller batch carries less binomial noise).
+    ``tight``: p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using that each user's vector
+    part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).  Unique users only, and
+    full batches only (a smaller batch carries less binomial noise).
     """
     if participations > 1:
         raise PreconditionFailed(
@@ -774,15 +800,7 @@ def _calibrate_vec(
         raise InvalidParameter(
             "horizon", horizon, f"a multiple of batch_size={batch_size} for linucb-sdp-vec (no partial batch)"
         )
-    result = calibrate_binomial_sum(
-        claim.epsilon,
-        claim.delta,
-        users=batch_size,
-        dimension=dimension,
-        bound=1.0,
-        shape="vector+matrix",
-        method="paper" if calibration == "paper" else "exact",
-    )
+    result = _bit_sum_calibration(claim.epsilon, claim.delta, batch_size, dimension, calibration)
     q = result.parameters
     noise = {"g": q.g, "b": q.b, "p": q.p}
     privatizer = ShuffleVectorSum(q, result.certificate)
