@@ -5,12 +5,16 @@
 
     x̃_t = x_t + ζ_t + η_{x,t},   ỹ_t = y_t + η_{y,t},   ζ ~ N(0, Δ² I), η ~ N(0, σ² I)      (§2.2)
 
-and sends only ``(x̃_t, ỹ_t)``.  The server runs an online learner (projected OGD; the paper's Maler is
-interchangeable and "has the same empirical performance", §5) on the de-biased loss
+and sends only ``(x̃_t, ỹ_t)``.  The server runs an online learner on the de-biased loss
 ``l_t(θ) = (⟨x̃_t, θ⟩ − ỹ_t)² − ‖θ‖²_Σ`` (Σ = σ² I; the printed ⟨x̃_t, θ_t⟩ inside the square is a typo,
 spec §6.2), and turns its predictions into a confidence ellipsoid by the online-to-confidence-set
 conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``, ``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t``
 (Lemma 3.3, with the +I of the proof).  The action maximises ``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
+
+The learner is projected online gradient descent; the paper says OGD "has the same empirical
+performance" as its Maler (§5), whose Algorithm 3 is not in the provided text and is not implemented
+here.  Algorithm 7 (the anytime, doubling version of base learner 1) is replaced by the same learner
+run with the known horizon T.
 
 Privacy (Thm 3.2 and spec §6.1 erratum).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε`` for x̃ and ỹ
 *separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the *pair*, whose
