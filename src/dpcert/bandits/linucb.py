@@ -697,8 +697,10 @@ def calibrate(
         elif algorithm == "linucb-jdp":
             noise = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
             notes.append(
-                "paper noise: classical Gaussian split over vector and matrix on the L-fold tree release "
-                "(Shariff & Sheffet 2018; variance times M0^2 for returning users, C&Z Prop 4.3)"
+                "paper-style noise (seed 002 gives no formula for its JDP baseline): the classical Gaussian "
+                "of Prop F.1 on each of the L tree levels, i.e. sensitivity 2 sqrt(L) for the vector and the "
+                "matrix with (epsilon/2, delta/2) each (Shariff & Sheffet 2018 construction); variance "
+                "times M0^2 for returning users (C&Z Prop 4.3)"
             )
         else:
             noise = pamp_paper_sigma(eps_m, delta_m, batch_size)
