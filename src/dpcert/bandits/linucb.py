@@ -355,12 +355,15 @@ class EngineResult:
 
 @dataclass
 class _StackedSum:
-    blocks: list[tuple[slice, Aggregator]]
+    """Privatizer g's aggregator on its block of runs, each drawing from its own random stream, so that
+    one algorithm's noise does not depend on which others share the pass."""
+
+    blocks: list[tuple[slice, Aggregator, np.random.Generator]]
     total: np.ndarray
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        for rows, aggregator in self.blocks:
-            self.total[rows] = aggregator.add_batch(statistics[rows], rounds_done, rng)
+        for rows, aggregator, stream in self.blocks:
+            self.total[rows] = aggregator.add_batch(statistics[rows], rounds_done, stream)
         return self.total
 
 
@@ -444,7 +447,10 @@ def run_batched_linucb(
 
     size = statistic_size(d)
     aggregator = _StackedSum(
-        [(slice(g * block, (g + 1) * block), p.start(block, size)) for g, p in enumerate(group)],
+        [
+            (slice(g * block, (g + 1) * block), p.start(block, size), stream)
+            for g, (p, stream) in enumerate(zip(group, rng.spawn(count), strict=True))
+        ],
         np.zeros((runs, size)),
     )
     rows, cols = np.triu_indices(d)
