@@ -453,7 +453,7 @@ def run_batched_linucb(
         ],
         np.zeros((runs, size)),
     )
-    rows, cols = np.triu_indices(d)
+    rows, cols = _upper_indices(d)
     pair_weight = np.where(rows == cols, 1.0, 2.0)
     flat_upper = rows * d + cols
     symmetric = _symmetric_index(d)
@@ -474,15 +474,18 @@ def run_batched_linucb(
     clips = np.zeros(runs, dtype=np.int64)
 
     def scores(features: np.ndarray) -> np.ndarray:
-        """Columns ``[φ, upper(φφᵀ) ⊙ (1 on, 2 off the diagonal)]`` per arm, shape (runs, d + q, K)."""
+        """Columns ``[φ, upper(φφᵀ) ⊙ (1 on, 2 off the diagonal)]`` per arm, shape (instances, d + q, K)."""
         quadratic = features[..., rows] * features[..., cols] * pair_weight
         design = np.concatenate([features, quadratic], axis=-1).transpose(0, 2, 1)
         return np.ascontiguousarray(design, dtype=index_dtype)
 
     def ucb_arm(design: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        scored = (weights @ design).reshape(block, count, 2, -1).transpose(1, 0, 2, 3).reshape(runs, 2, -1)
-        index = scored[:, 0] + beta[:, None] * np.sqrt(np.maximum(scored[:, 1], 0.0))
-        return np.argmax(index, axis=1)
+        """Each run's UCB arm (lowest index on ties), runs ordered privatizer-major."""
+        scored = weights @ design  # (instances, 2G, K)
+        index = scored[:, 0::2] + beta.reshape(count, block).T[:, :, None] * np.sqrt(
+            np.maximum(scored[:, 1::2], 0.0)
+        )
+        return np.argmax(index, axis=2).T.ravel()
 
     fixed_design = None
     if env.fixed_arms:
