@@ -44,7 +44,7 @@ from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
-from dpcert.bandits.linucb import gaussian_guarantee
+from dpcert.bandits.linucb import gaussian_guarantee, run_summary
 from dpcert.bandits.registry import (
     AlgorithmSpec,
     BanditRun,
@@ -607,18 +607,7 @@ def reproduce(
         results = figure_runs(epsilon, runs=runs or 50, seed=seed, horizon=horizon)
         panel = {"epsilon": epsilon, "delta": 0.1, "algorithms": {}}
         for name, run in results.items():
-            mean, stderr = run.final_regret()
-            panel["algorithms"][name] = {
-                "regret": {"mean": mean, "stderr": stderr},
-                "certificate": run.certificate.to_dict() if run.certificate else None,
-                "claim_met": run.extras.get("claim_met", True),
-                "seconds": run.seconds,
-            }
-            if out is not None:
-                out.mkdir(parents=True, exist_ok=True)
-                np.save(
-                    out / f"seed004_eps{epsilon}_{name}.npy", np.asarray(run.cumulative_regret).mean(axis=0)
-                )
+            panel["algorithms"][name] = run_summary(run, out, f"seed004_eps{epsilon}_{name}")
         summary["panels"].append(panel)
     if out is not None:
         (out / "seed004-figure1.json").write_text(json.dumps(summary, indent=2))

@@ -1079,6 +1079,22 @@ def figure_runs(
     return {run.algorithm: run for run in results}
 
 
+def run_summary(run: BanditRun, out: Path | None = None, stem: str = "") -> dict[str, Any]:
+    """JSON-ready summary of one algorithm's runs; with ``out``, the mean regret curve goes to STEM.npy."""
+    mean, stderr = run.final_regret()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        np.save(out / f"{stem}.npy", np.asarray(run.cumulative_regret).mean(axis=0))
+    return {
+        "regret": {"mean": mean, "stderr": stderr},
+        "certificate": run.certificate.to_dict() if run.certificate else None,
+        "claim_met": run.extras.get("claim_met", True),
+        "calibration_used": run.extras.get("calibration"),
+        "noise": run.extras.get("noise"),
+        "seconds": run.seconds,
+    }
+
+
 def reproduction(
     name: str, epsilons: tuple[float, ...], dimensions: tuple[int, ...], horizon: int = 20_000
 ) -> Callable[..., dict[str, Any]]:
@@ -1108,23 +1124,10 @@ def reproduction(
                         seed=seed,
                     )
                     for algorithm, run in results.items():
-                        mean, stderr = run.final_regret()
                         entry = panel["algorithms"].setdefault(algorithm, {})
-                        entry[calibration] = {
-                            "regret": {"mean": mean, "stderr": stderr},
-                            "certificate": run.certificate.to_dict() if run.certificate else None,
-                            "claim_met": run.extras.get("claim_met", True),
-                            "calibration_used": run.extras.get("calibration"),
-                            "noise": run.extras.get("noise"),
-                            "seconds": run.seconds,
-                        }
-                        if out is not None:
-                            out.mkdir(parents=True, exist_ok=True)
-                            curve = np.asarray(run.cumulative_regret)
-                            np.save(
-                                out / f"{name}_d{dimension}_eps{epsilon}_{calibration}_{algorithm}.npy",
-                                curve.mean(axis=0),
-                            )
+                        entry[calibration] = run_summary(
+                            run, out, f"{name}_d{dimension}_eps{epsilon}_{calibration}_{algorithm}"
+                        )
                 summary["panels"].append(panel)
         if out is not None:
             (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
