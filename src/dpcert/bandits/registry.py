@@ -18,7 +18,12 @@ import numpy as np
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 
-ALGORITHM_MODULES: tuple[str, ...] = ("dpcert.bandits.linucb", "dpcert.bandits.ldp_linear")
+ALGORITHM_MODULES: tuple[str, ...] = (
+    "dpcert.bandits.elimination",
+    "dpcert.bandits.figures_dpdpe",
+    "dpcert.bandits.linucb",
+    "dpcert.bandits.ldp_linear",
+)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dpcert.cli.accounting",
     "dpcert.cli.shuffle",
     "dpcert.cli.audit",
+    "dpcert.cli.bandit",
 )
 
 

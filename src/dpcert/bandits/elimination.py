@@ -1,0 +1,483 @@
+"""Phased elimination with private, distributed feedback: DPE, DP-DPE, DPE-FixedU and DP-PE.
+
+Li, Zhou & Ji 2022, "Differentially Private Linear Bandits with Partial Distributed Feedback"
+(arXiv 2207.05827), spec ``000_dp_dpe.md``:
+
+* **DP-DPE** (Alg. 1): phase l plays a near-G-optimal design π_l on the active arms D_l,
+  T_l(x) = ⌈h_l π_l(x)⌉ times each arm (h_l = 2^l), samples |U_l| = ⌈2^{αl}⌉ fresh users who each
+  report their per-arm average rewards ȳ_u ∈ [−B, B]^{s_l} through a privatizer, estimates
+  θ̂_l = V_l⁻¹ Σ_x T_l(x) x ŷ_l(x) and eliminates every x with max_b ⟨θ̂_l, b − x⟩ > 2 W_l.
+  DPE is the non-private privatizer; CDP/LDP/SDP-DPE the central, local and shuffle ones.
+* **DPE-FixedU** (§7): DPE with a constant number U of users per phase.
+* **DP-PE** (App. C, Alg. 3): standard linear bandit (θ_u = θ*), h_1 = S = ⌈4d ln ln d + 16⌉,
+  h_l = S·2^{l−1}; every play is made by a fresh user whose single reward enters a private per-arm
+  sum; θ̂_l = V_l⁻¹ Σ_x x ŷ_l(x) (eq. 53).
+
+Confidence widths (β = 1/(kT) by default):
+
+* DP-DPE, eq. 3: W_l = (sqrt(2d/(h_l|U_l|)) + σ/sqrt(|U_l|) + σ_n)·sqrt(2 ln(1/β)).
+* DP-PE, eq. 54: W_l = (sqrt(2d/h_l) + σ_n)·sqrt(2 ln(1/β)).
+
+σ_n bounds the standard deviation of the privacy error of ⟨θ̂_l, x'⟩.  ``width="paper"`` uses the
+paper's worst-case constants (Thms 5.3–5.5: 2σ_nc√(Sd), 2σ_nl√(Sd/|U_l|), 2σ_ns√(Sd); Thms C.2,
+C.4, C.7: 2dσ√s_l/h_l, 2dσ_nl√(2s_l/h_l)).  ``width="exact"`` uses the exact standard deviation
+of that error, max_{x'∈D_l} sqrt(Σ_x w_x² ⟨x', V_l⁻¹x⟩² Var γ(x)) with w_x = T_l(x) (DP-DPE) or 1
+(DP-PE) — the quantity the paper bounds in the proof of Thm B.2 (spec §2.3), so the concentration
+argument holds unchanged; it is the default with the ``tight`` calibration.
+
+Communication (eq. 2): C(T) = Σ_l |U_l|·N_l with N_l = s_l reals per user (DP-DPE) or 1 (DP-PE);
+the final phase, truncated at T, releases nothing and sends nothing (spec S4, S8).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.bandits import registry
+from dpcert.bandits.design import near_g_optimal_design, support_bound
+from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
+from dpcert.bandits.experiment import UserAccountant, combine_runs, run_repetitions
+from dpcert.bandits.privatizers import PRIVACY_MODELS, Privatizer, make_privatizer
+from dpcert.errors import InvalidParameter, PreconditionFailed
+
+WIDTHS = ("paper", "exact")
+VARIANTS = ("dpe", "pe")
+
+
+def users_per_phase(phase: int, alpha: float) -> int:
+    """|U_l| = ⌈2^{αl}⌉ (Alg. 1 line 7); exact powers of two are not rounded up by float error."""
+    value = 2.0 ** (alpha * phase)
+    nearest = round(value)
+    if abs(value - nearest) <= 1e-9 * max(1.0, value):
+        return int(nearest)
+    return int(math.ceil(value))
+
+
+def plays_per_arm(weights: np.ndarray, scale: float) -> np.ndarray:
+    """T_l(x) = ⌈h_l π_l(x)⌉ for the support (Alg. 1 line 5); float error never rounds up a product
+    that is an integer to within 1e-9 (that would add a play, never remove one)."""
+    product = scale * weights
+    nearest = np.round(product)
+    exact = np.abs(product - nearest) <= 1e-9 * np.maximum(1.0, product)
+    return np.where(exact, nearest, np.ceil(product)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class EliminationSettings:
+    """Parameters of one phased-elimination algorithm (everything but the bandit and the privatizer).
+
+    Parameters
+    ----------
+    horizon
+        T ≥ 1.
+    variant
+        ``"dpe"`` (Alg. 1, distributed feedback) or ``"pe"`` (Alg. 3, one reward per user).
+    alpha
+        α ∈ (0, 1): |U_l| = ⌈2^{αl}⌉ (DP-DPE).
+    beta
+        Confidence β ∈ (0, 1); default 1/(kT) as in the theorems.
+    width
+        ``"paper"`` or ``"exact"`` privacy term of W_l (module docstring).
+    fixed_users
+        U for DPE-FixedU (|U_l| = U in every phase and in W_l); ``None`` for ⌈2^{αl}⌉.
+    user_mode
+        ``"unique"`` (the paper) or ``"returning"`` (finite population, users may come back).
+    population
+        Population size for returning users.
+    """
+
+    horizon: int
+    variant: str = "dpe"
+    alpha: float = 0.8
+    beta: float | None = None
+    width: str = "exact"
+    fixed_users: int | None = None
+    user_mode: str = "unique"
+    population: int | None = None
+
+    def __post_init__(self) -> None:
+        check.positive_int("horizon", self.horizon)
+        if self.variant not in VARIANTS:
+            raise InvalidParameter("variant", self.variant, "one of " + ", ".join(VARIANTS))
+        check.probability("alpha", self.alpha, open_low=True, open_high=True)
+        if self.beta is not None:
+            check.probability("beta", self.beta, open_low=True, open_high=True)
+        if self.width not in WIDTHS:
+            raise InvalidParameter("width", self.width, "one of " + ", ".join(WIDTHS))
+        if self.fixed_users is not None:
+            check.positive_int("fixed_users", self.fixed_users)
+        if self.variant == "pe" and self.user_mode != "unique":
+            raise InvalidParameter("user_mode", self.user_mode, "'unique' for DP-PE (one reward per user)")
+
+
+@dataclass(frozen=True)
+class PhaseRecord:
+    """Bookkeeping of one phase (spec Appendix C), enough to check every property of spec §6."""
+
+    phase: int
+    start: int
+    scale: int
+    plays: int
+    support: int
+    users: int
+    width: float
+    sigma_n: float
+    active_before: int
+    active_after: int
+    best_active: bool
+    regret: float
+    communication: int
+    released: bool
+    g_value: float
+    deviation: float = math.nan  # max_{x∈D_l} |⟨θ̂_l − θ*, x⟩| (Thms B.1/B.2 bound it by W_l w.h.p.)
+
+
+@dataclass
+class EliminationRun:
+    """One run: per-round regret, phases, users, communication, the worst user's certificate."""
+
+    cumulative_regret: np.ndarray
+    realised_regret: np.ndarray
+    phases: list[PhaseRecord]
+    users: int
+    communication: int
+    accountant: UserAccountant
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def _width(
+    settings: EliminationSettings,
+    bandit: LinearBandit,
+    scale: float,
+    users: int,
+    sigma_n: float,
+    log_term: float,
+) -> float:
+    d = bandit.dimension
+    if settings.variant == "pe":
+        return (math.sqrt(2.0 * d / scale) + sigma_n) * log_term  # eq. 54
+    return (  # eq. 3
+        math.sqrt(2.0 * d / (scale * users)) + bandit.heterogeneity / math.sqrt(users) + sigma_n
+    ) * log_term
+
+
+def _sigma_n(
+    settings: EliminationSettings,
+    privatizer: Privatizer,
+    noise_variance: np.ndarray,
+    influence: np.ndarray,
+    weights: np.ndarray,
+    plays: np.ndarray,
+    scale: float,
+    users: int,
+    dimension: int,
+) -> float:
+    """Privacy term σ_n of W_l (module docstring); ``influence`` = Z_active V⁻¹ Z_suppᵀ."""
+    if privatizer.model == "none" or not np.any(noise_variance > 0):
+        return 0.0
+    if settings.width == "exact":
+        terms = (influence * weights[None, :]) ** 2 @ noise_variance
+        return float(math.sqrt(terms.max()))
+    support_size = plays.size
+    big_s = support_bound(dimension)
+    if settings.variant == "dpe":
+        # Thms 5.3–5.5: σ_n² = 4 S d Var(γ_p), Var(γ_p) = σ_nc², σ_nl²/|U_l| or σ_ns²
+        return 2.0 * math.sqrt(big_s * dimension * float(noise_variance.max()))
+    if privatizer.model == "local":
+        per_user = float(np.max(noise_variance / plays))  # σ_nl²
+        return 2.0 * dimension * math.sqrt(2.0 * support_size * per_user / scale)  # Thm C.4
+    return 2.0 * dimension * math.sqrt(support_size * float(noise_variance.max())) / scale  # C.2, C.7
+
+
+def run_elimination(
+    bandit: LinearBandit,
+    privatizer: Privatizer,
+    settings: EliminationSettings,
+    rng: np.random.Generator,
+    *,
+    ledger: Any = None,
+    run_id: str | None = None,
+    user_id_offset: int = 0,
+) -> EliminationRun:
+    """Run DP-DPE (``variant="dpe"``) or DP-PE (``variant="pe"``) once for ``settings.horizon`` rounds.
+
+    Parameters
+    ----------
+    ledger
+        Optional external ledger (``charge(user_ids, certificate, run_id=None)``); every privatizer
+        call charges exactly its users.  An in-memory accountant always records the charges too.
+    user_id_offset
+        Added to the users' ids (so that repetitions sharing a ledger use distinct ids).
+    """
+    rng = check.generator(rng)
+    if privatizer.reward_bound != bandit.reward_bound:
+        raise InvalidParameter(
+            "reward_bound", privatizer.reward_bound, f"the bandit's reward bound B = {bandit.reward_bound}"
+        )
+    horizon = settings.horizon
+    dimension = bandit.dimension
+    beta = settings.beta if settings.beta is not None else 1.0 / (bandit.arm_count * horizon)
+    log_term = math.sqrt(2.0 * math.log(1.0 / beta))
+    accountant = UserAccountant(forward_to=ledger, id_offset=user_id_offset)
+    pool = UserPool(bandit, settings.user_mode, rng, settings.population)
+    big_s = support_bound(dimension)
+    active = np.arange(bandit.arm_count)
+    best = bandit.best_arm
+    played_arms: list[np.ndarray] = []
+    played_counts: list[np.ndarray] = []
+    realised_block: list[np.ndarray] = []
+    phases: list[PhaseRecord] = []
+    start = 0
+    phase = 1
+    communication = 0
+    users_total = 0  # users whose data entered a release
+    participants = 0  # users who observed rewards (the truncated final phase releases nothing)
+    unit = "bits" if privatizer.model == "shuffle" else "reals"
+    while start < horizon:
+        scale = 2**phase if settings.variant == "dpe" else big_s * 2 ** (phase - 1)
+        design = near_g_optimal_design(bandit.arms[active])
+        local_support = design.support
+        support = active[local_support]
+        plays = plays_per_arm(design.weights[local_support], scale)
+        remaining = horizon - start
+        released = int(plays.sum()) <= remaining
+        if not released:  # final phase: play in index order until round T, release nothing
+            cumulative = np.cumsum(plays)
+            plays = np.minimum(plays, np.maximum(0, remaining - (cumulative - plays)))
+            keep = plays > 0
+            support, plays, local_support = support[keep], plays[keep], local_support[keep]
+        played_arms.append(support)
+        played_counts.append(plays)
+        best_mean = bandit.arms[best] @ bandit.theta
+        if settings.variant == "dpe":
+            users = settings.fixed_users or users_per_phase(phase, settings.alpha)
+            ids, deviations = pool.draw(users, rng)
+            averages = bandit.client_averages(support, plays, deviations, rng)
+            realised_block.append(best_mean - averages.mean(axis=0))
+        else:
+            users = int(plays.sum())
+            ids = np.arange(participants, participants + users, dtype=np.int64)
+            groups = np.repeat(np.arange(support.size), plays)
+            rewards = bandit.single_rewards(support[groups], rng)
+            block_sums = np.bincount(groups, weights=rewards, minlength=support.size)
+            realised_block.append(best_mean - block_sums / plays)
+        phase_regret = float(plays @ bandit.gaps[support])
+        record = dict(
+            phase=phase,
+            start=start,
+            scale=int(scale),
+            plays=int(plays.sum()),
+            support=int(support.size),
+            users=int(users),
+            width=math.nan,
+            sigma_n=math.nan,
+            active_before=int(active.size),
+            active_after=int(active.size),
+            best_active=bool(np.any(active == best)),
+            regret=phase_regret,
+            communication=0,
+            released=released,
+            g_value=float(design.g_value),
+        )
+        participants += users
+        if released:
+            users_total += users
+            if settings.variant == "dpe":
+                release = privatizer.release_average(
+                    averages, rng, user_ids=ids, ledger=accountant, run_id=run_id
+                )
+                weights = plays.astype(float)
+            else:
+                release = privatizer.release_sums(
+                    rewards, groups, support.size, rng, user_ids=ids, ledger=accountant, run_id=run_id
+                )
+                weights = np.ones(support.size)
+            basis = design.basis
+            support_coords = bandit.arms[support] @ basis
+            active_coords = bandit.arms[active] @ basis
+            gram = (support_coords * plays[:, None].astype(float)).T @ support_coords  # V_l
+            moment = support_coords.T @ (weights * release.estimate)  # G_l
+            theta_hat = np.linalg.solve(gram, moment)
+            influence = active_coords @ np.linalg.solve(gram, support_coords.T)
+            sigma_n = _sigma_n(
+                settings,
+                privatizer,
+                release.noise_variance,
+                influence,
+                weights,
+                plays,
+                scale,
+                users,
+                dimension,
+            )
+            width = _width(settings, bandit, scale, users, sigma_n, log_term)
+            predictions = active_coords @ theta_hat
+            deviation = float(np.max(np.abs(predictions - bandit.arms[active] @ bandit.theta)))
+            survivors = active[predictions.max() - predictions <= 2.0 * width]
+            communication_phase = users * release.units_per_user  # eq. 2: |U_l|·N_l
+            if release.units_total is not None:
+                communication_phase = release.units_total
+            unit = release.unit
+            record.update(
+                width=width,
+                sigma_n=sigma_n,
+                active_after=int(survivors.size),
+                communication=int(communication_phase),
+                deviation=deviation,
+            )
+            communication += int(communication_phase)
+            active = survivors
+        phases.append(PhaseRecord(**record))
+        start += int(plays.sum())
+        phase += 1
+    arms_sequence = np.concatenate(played_arms)
+    counts = np.concatenate(played_counts)
+    gaps = np.repeat(bandit.gaps[arms_sequence], counts)
+    realised = np.repeat(np.concatenate(realised_block), counts)
+    return EliminationRun(
+        cumulative_regret=np.cumsum(gaps),
+        realised_regret=np.cumsum(realised),
+        phases=phases,
+        users=users_total,
+        communication=communication,
+        accountant=accountant,
+        extras={"participants": participants, "unit": unit},
+    )
+
+
+# --------------------------------------------------------------------------- registry glue
+ALGORITHMS = {
+    "dp-dpe": ("Li, Zhou & Ji 2022 Alg. 1: DPE (privacy none) or CDP/LDP/SDP-DPE", PRIVACY_MODELS),
+    "dpe-fixedu": ("Li, Zhou & Ji 2022 §7: DPE with U users per phase (option fixed_users)", ("none",)),
+    "dp-pe": ("Li, Zhou & Ji 2022 Alg. 3 (App. C): PE or CDP/LDP/SDP-PE", PRIVACY_MODELS),
+}
+OPTION_DEFAULTS: dict[str, Any] = {
+    "dimension": 20,
+    "arms": 1000,
+    "heterogeneity": 0.1,
+    "alpha": 0.8,
+    "beta": None,
+    "width": None,  # default: "paper" with the paper calibration, "exact" with the tight one
+    "fixed_users": None,
+    "user_mode": "unique",
+    "population": None,
+    "heterogeneity_kind": "sphere",
+    "noise_kind": "rademacher",
+    "reward_bound": None,
+    "workers": 1,
+    "progress": None,
+}
+
+
+def _options(config: registry.RunConfig) -> dict[str, Any]:
+    unknown = set(config.options) - set(OPTION_DEFAULTS)
+    if unknown:
+        raise InvalidParameter("option", sorted(unknown)[0], "one of " + ", ".join(sorted(OPTION_DEFAULTS)))
+    return {**OPTION_DEFAULTS, **dict(config.options)}
+
+
+def run_config(config: registry.RunConfig) -> registry.BanditRun:
+    """Run R repetitions of one algorithm of this family as configured by ``dpcert bandit run``."""
+    started = time.perf_counter()
+    options = _options(config)
+    spec_privacy = ALGORITHMS[config.algorithm][1]
+    if config.privacy not in spec_privacy:
+        raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
+    if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
+        raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
+    width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
+    settings = EliminationSettings(
+        horizon=config.horizon,
+        variant="pe" if config.algorithm == "dp-pe" else "dpe",
+        alpha=options["alpha"],
+        beta=options["beta"],
+        width=width,
+        fixed_users=options["fixed_users"],
+        user_mode=options["user_mode"],
+        population=options["population"],
+    )
+    runs = check.positive_int("runs", config.runs)
+    heterogeneity = 0.0 if settings.variant == "pe" else options["heterogeneity"]
+    instances = sample_instances(
+        options["dimension"],
+        options["arms"],
+        runs,
+        np.random.default_rng([config.seed, 0]),
+        heterogeneity=heterogeneity,
+        heterogeneity_kind=options["heterogeneity_kind"],
+        noise_kind=options["noise_kind"],
+        reward_bound=options["reward_bound"],
+    )
+    privatizer = make_privatizer(
+        config.privacy,
+        reward_bound=instances[0].reward_bound,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        calibration=config.calibration,
+    )
+    ledger = None
+    if config.ledger_path is not None:
+        try:
+            from dpcert.accounting.ledger import Ledger
+        except ImportError:
+            raise PreconditionFailed(
+                "--ledger needs dpcert.accounting.ledger, which is not installed in this version"
+            ) from None
+        ledger = Ledger(config.ledger_path)
+    label = f"{config.algorithm}:{config.privacy}:{config.calibration}:seed{config.seed}"
+
+    def one_run(index: int) -> EliminationRun:
+        rng = np.random.default_rng([config.seed, 1, index])
+        return run_elimination(
+            instances[index],
+            privatizer,
+            settings,
+            rng,
+            ledger=ledger,
+            run_id=f"{label}:run{index}",
+            user_id_offset=index * 10**12,
+        )
+
+    results = run_repetitions(
+        one_run,
+        runs,
+        workers=1 if ledger is not None else options["workers"],
+        progress=options["progress"],
+        label=config.algorithm,
+    )
+    target = None
+    if config.privacy != "none":
+        from dpcert.certificates import Guarantee
+
+        target = Guarantee(config.epsilon, config.delta)
+    return combine_runs(
+        config.algorithm,
+        [r.cumulative_regret for r in results],
+        [r.accountant for r in results],
+        [r.users for r in results],
+        seconds=time.perf_counter() - started,
+        target=target,
+        extras={
+            "privacy": config.privacy,
+            "calibration": config.calibration,
+            "width": width,
+            "settings": asdict(settings),
+            "communication": {
+                "mean": float(np.mean([r.communication for r in results])),
+                "per_run": [int(r.communication) for r in results],
+                "unit": results[0].extras["unit"],
+            },
+            "realised_regret": np.stack([r.realised_regret for r in results]),
+            "phases": [[asdict(p) for p in r.phases] for r in results],
+        },
+    )
+
+
+for _name, (_description, _models) in ALGORITHMS.items():
+    registry.register_algorithm(registry.AlgorithmSpec(_name, _description, _models, run_config))

@@ -1,0 +1,155 @@
+"""``dpcert bandit run|list`` and ``dpcert reproduce`` (CLI.md, "Run bandits with certified accounting").
+
+Both are driven by :mod:`dpcert.bandits.registry`: algorithms and figure reproductions register
+themselves there, so this module knows no algorithm by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dpcert.cli._common import EXIT_BAD_INPUT, EXIT_OK, CommandGroups, emit, integer, number
+from dpcert.errors import InvalidParameter
+
+PRIVACY_CHOICES = ("none", "central", "local", "shuffle")
+
+
+def register(groups: CommandGroups) -> None:
+    parser = groups.add("bandit", "run", "run R repetitions of a bandit algorithm", _run)
+    parser.add_argument("algorithm", help="algorithm name (see `dpcert bandit list`)")
+    parser.add_argument("--privacy", choices=PRIVACY_CHOICES, default="none")
+    parser.add_argument("--epsilon", type=number, default=None)
+    parser.add_argument("--delta", type=number, default=None)
+    parser.add_argument("--horizon", type=integer, default=10_000, help="rounds T (default 10000)")
+    parser.add_argument("--runs", type=integer, default=1, help="repetitions R (default 1)")
+    parser.add_argument("--seed", type=integer, default=0)
+    parser.add_argument("--ledger", type=Path, default=None, metavar="FILE.db", help="charge this ledger")
+    parser.add_argument("--plot", type=Path, default=None, metavar="FILE.png")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="save JSON + NPZ here")
+    parser.add_argument(
+        "--calibration",
+        choices=("tight", "paper"),
+        default="tight",
+        help="noise calibration: least noise by exact accounting (tight) or the paper's formulas",
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="algorithm-specific setting (VALUE read as JSON if possible), repeatable",
+    )
+
+    groups.add("bandit", "list", "list the registered bandit algorithms", _list)
+
+    parser = groups.add(None, "reproduce", "reproduce a paper figure (see --list)", _reproduce)
+    parser.add_argument("name", nargs="?", help="reproduction name")
+    parser.add_argument("--list", action="store_true", help="list the available reproductions")
+    parser.add_argument("--runs", type=integer, default=None, help="repetitions (default: the paper's)")
+    parser.add_argument("--out", type=Path, default=Path("dpcert-reproduce"), metavar="DIR")
+    parser.add_argument("--seed", type=integer, default=0)
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``["alpha=0.5", "width=exact"]`` → ``{"alpha": 0.5, "width": "exact"}``."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise InvalidParameter("option", pair, "KEY=VALUE")
+        try:
+            options[key] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key] = text
+    return options
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dpcert.bandits import registry
+    from dpcert.bandits.experiment import plot_regret, save_results, summary
+
+    spec = registry.algorithm(args.algorithm)
+    if args.privacy not in spec.privacy_models:
+        raise InvalidParameter("privacy", args.privacy, "one of " + ", ".join(spec.privacy_models))
+    config = registry.RunConfig(
+        algorithm=args.algorithm,
+        privacy=args.privacy,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        horizon=args.horizon,
+        runs=args.runs,
+        seed=args.seed,
+        calibration=args.calibration,
+        ledger_path=args.ledger,
+        options=parse_options(args.option),
+    )
+    run = spec.run(config)
+    payload = summary(run)
+    if args.out is not None:
+        paths = save_results(run, args.out, f"{args.algorithm}-{args.privacy}-{args.calibration}")
+        payload["files"] = {k: str(v) for k, v in paths.items()}
+    if args.plot is not None:
+        drawn = plot_regret({f"{args.algorithm} ({args.privacy})": run}, args.plot)
+        payload["plot"] = None if drawn is None else str(drawn)
+        if drawn is None:
+            sys.stderr.write("dpcert: matplotlib is not installed; no plot (pip install 'dpcert[plot]')\n")
+    if payload.get("meets_target") is False:
+        sys.stderr.write(
+            f"dpcert: warning: the certified guarantee (epsilon={run.max_user_epsilon:.6g} at "
+            f"delta={args.delta:g}) does not meet the requested epsilon={args.epsilon:g} "
+            f"({args.calibration} calibration)\n"
+        )
+    certificate = run.certificate
+    rows = [
+        ("algorithm", run.algorithm),
+        ("privacy", args.privacy),
+        ("runs x horizon", f"{payload['runs']} x {payload['horizon']}"),
+        ("regret mean", payload["regret"]["mean"]),
+        ("regret stderr", payload["regret"]["stderr"]),
+        ("users", run.users),
+        ("max user epsilon", run.max_user_epsilon),
+        ("certificate", "none (non-private)" if certificate is None else certificate.summary()),
+        ("seconds", run.seconds),
+    ]
+    emit(args, payload, rows)
+    return EXIT_OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    from dpcert.bandits import registry
+
+    known = registry.algorithms()
+    payload = {
+        "algorithms": [
+            {"name": s.name, "description": s.description, "privacy": list(s.privacy_models)}
+            for s in known.values()
+        ]
+    }
+    emit(
+        args, payload, [(s.name, f"{s.description} [{', '.join(s.privacy_models)}]") for s in known.values()]
+    )
+    return EXIT_OK
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from dpcert.bandits import registry
+
+    if args.list:
+        known = registry.reproductions()
+        payload = {"reproductions": [{"name": s.name, "description": s.description} for s in known.values()]}
+        emit(args, payload, [(s.name, s.description) for s in known.values()])
+        return EXIT_OK
+    if not args.name:
+        sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
+        return EXIT_BAD_INPUT
+    spec = registry.reproduction(args.name)
+    if args.runs is not None and args.runs < 1:
+        raise InvalidParameter("runs", args.runs, "an integer >= 1")
+    result = dict(spec.run(args.runs, args.out, args.seed))
+    rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool))]
+    emit(args, result, rows)
+    return EXIT_OK

@@ -1,0 +1,411 @@
+"""DP-DPE / DP-PE: schedule, widths, privatizers, per-user charging, regret (spec 000 §6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.stats import norm
+
+from dpcert.bandits import registry
+from dpcert.bandits.design import support_bound
+from dpcert.bandits.elimination import (
+    EliminationSettings,
+    _width,
+    plays_per_arm,
+    run_config,
+    run_elimination,
+    users_per_phase,
+)
+from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
+from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, NonPrivate, make_privatizer
+from dpcert.errors import DataOutOfBounds, DPCertError, InvalidParameter
+
+
+class RecordingLedger:
+    """Minimal stand-in for accounting.ledger.Ledger: remembers every charge."""
+
+    def __init__(self):
+        self.charges = []
+
+    def charge(self, user_ids, certificate, run_id=None):
+        self.charges.append((np.asarray(user_ids).copy(), certificate, run_id))
+
+
+def exact_gaussian_delta(epsilon: float, sensitivity: float, sigma: float) -> float:
+    """Balle & Wang 2018 Thm 8, written out with scipy (independent of dpcert.mechanisms)."""
+    a = sensitivity / (2 * sigma)
+    b = epsilon * sigma / sensitivity
+    return norm.cdf(a - b) - math.exp(epsilon) * norm.cdf(-a - b)
+
+
+@pytest.fixture(scope="module")
+def small_bandit() -> LinearBandit:
+    return sample_instances(5, 40, 1, np.random.default_rng(11))[0]
+
+
+# ----------------------------------------------------------------------------- schedule (S1–S3)
+@pytest.mark.parametrize(
+    "phase, users", [(1, 2), (5, 16), (8, 85), (10, 256), (15, 4096), (19, 37641)]
+)  # spec Appendix A
+def test_users_per_phase_golden(phase, users):
+    assert users_per_phase(phase, 0.8) == users
+
+
+def test_plays_per_arm_is_ceiling_without_float_round_up():
+    weights = np.array([0.1, 0.2, 0.7])
+    assert plays_per_arm(weights, 10).tolist() == [1, 2, 7]  # 10·0.7 = 7.000000000000001 in floats
+    assert plays_per_arm(np.array([0.33, 0.67]), 4).tolist() == [2, 3]
+
+
+@pytest.mark.parametrize(
+    "phase, expected",
+    [(1, 20.81365), (5, 1.96039), (8, 0.34585), (10, 0.11976), (15, 0.013570), (19, 0.003610)],
+)
+def test_dpe_width_matches_spec_golden_values(phase, expected):
+    # eq. 3 with d = 20, σ = 0.1, β = 1/(kT), k = 1000, T = 10^6, σ_n = 0 (spec Appendix A)
+    arms = np.eye(20)
+    bandit = LinearBandit(arms, np.eye(20)[0], heterogeneity=0.1, reward_bound=2.1)
+    settings = EliminationSettings(horizon=10**6)
+    log_term = math.sqrt(2 * math.log(1000 * 10**6))
+    assert math.isclose(log_term, 6.437898, rel_tol=1e-6)
+    width = _width(settings, bandit, 2**phase, users_per_phase(phase, 0.8), 0.0, log_term)
+    assert math.isclose(width, expected, rel_tol=1e-3)  # the spec prints 4 significant digits
+    # and the closed form written out here (l = 19: 0.0036081 by hand)
+    users = users_per_phase(phase, 0.8)
+    closed = (math.sqrt(40 / (2**phase * users)) + 0.1 / math.sqrt(users)) * log_term
+    assert math.isclose(width, closed, rel_tol=1e-12)
+
+
+# ----------------------------------------------------------------------------- privatizers (P2–P5)
+def test_paper_noise_scales_match_spec_golden_values():
+    values = np.zeros((1000, 44))
+    central = CentralGaussian(2.1, 10, 0.25, "paper")
+    local = LocalGaussian(2.1, 10, 0.25, "paper")
+    release = central.release_average(values, np.random.default_rng(0))
+    assert math.isclose(math.sqrt(release.noise_variance[0]), 0.0049984, rel_tol=1e-4)  # P2
+    release = local.release_average(values, np.random.default_rng(0))
+    assert math.isclose(math.sqrt(release.noise_variance[0] * 1000), 4.99836, rel_tol=1e-5)  # P3
+
+
+def test_paper_calibration_at_eps10_is_certified_honestly():
+    # spec erratum E1: the classical σ at (ε, δ) = (10, 0.25) really has δ(10) = 0.789
+    central = CentralGaussian(2.1, 10, 0.25, "paper")
+    release = central.release_average(np.zeros((1000, 44)), np.random.default_rng(0))
+    sensitivity = 2 * 2.1 * math.sqrt(44) / 1000
+    true_delta = exact_gaussian_delta(10, sensitivity, math.sqrt(release.noise_variance[0]))
+    assert math.isclose(true_delta, 0.789, abs_tol=5e-4)
+    certificate = release.certificate
+    assert certificate.epsilon > 10 and certificate.delta == 0.25 and certificate.notes
+    assert (
+        exact_gaussian_delta(certificate.epsilon, sensitivity, math.sqrt(release.noise_variance[0])) <= 0.25
+    )
+
+
+def test_paper_calibration_below_one_claims_the_request():
+    # at (0.5, 0.25) the classical σ is valid: true δ = 0.00515 (spec P5)
+    central = CentralGaussian(1.0, 0.5, 0.25, "paper")
+    release = central.release_average(np.zeros((10, 3)), np.random.default_rng(0))
+    sensitivity = 2 * math.sqrt(3) / 10
+    assert math.isclose(
+        exact_gaussian_delta(0.5, sensitivity, math.sqrt(release.noise_variance[0])), 0.00515, abs_tol=1e-5
+    )
+    assert release.certificate.guarantee.epsilon == 0.5 and not release.certificate.notes
+
+
+@pytest.mark.parametrize("cls", [CentralGaussian, LocalGaussian])
+def test_tight_calibration_is_least_noise_meeting_the_target(cls):
+    privatizer = cls(2.1, 1.0, 1e-5, "tight")
+    users, size = 200, 30
+    release = privatizer.release_average(np.zeros((users, size)), np.random.default_rng(0))
+    sigma = math.sqrt(release.noise_variance[0] * (users if cls is LocalGaussian else 1))
+    sensitivity = 2 * 2.1 * math.sqrt(size) / (users if cls is CentralGaussian else 1)
+    assert exact_gaussian_delta(1.0, sensitivity, sigma) <= 1e-5
+    assert exact_gaussian_delta(1.0, sensitivity, sigma * (1 - 1e-6)) > 1e-5
+    paper = cls(2.1, 1.0, 1e-5, "paper").release_average(np.zeros((users, size)), np.random.default_rng(0))
+    assert release.noise_variance[0] < paper.noise_variance[0]
+    assert release.certificate.guarantee.epsilon == 1.0 and release.certificate.delta == 1e-5
+
+
+def test_sensitivity_is_attained_by_adversarial_neighbours():
+    # P4: all +B versus all −B differ by 2B√s (so the declared sensitivity is not loose)
+    b, s = 2.1, 9
+    assert math.isclose(np.linalg.norm(np.full(s, b) - np.full(s, -b)), 2 * b * math.sqrt(s))
+
+
+def test_central_noise_distribution():
+    # release − exact mean ~ N(0, σ²): KS test with the stated σ; false-positive rate 1e-3
+    rng = np.random.default_rng(5)
+    values = rng.uniform(-1, 1, size=(50, 400))
+    privatizer = CentralGaussian(1.0, 1.0, 1e-5, "tight")
+    release = privatizer.release_average(values, rng)
+    errors = (release.estimate - values.mean(axis=0)) / math.sqrt(release.noise_variance[0])
+    assert stats.kstest(errors, "norm").pvalue > 1e-3
+
+
+def test_local_aggregate_variance():
+    # local: per-coordinate variance of the average is σ²/n; chi-square variance test, FPR 1e-3 (two-sided)
+    rng = np.random.default_rng(6)
+    values = np.zeros((40, 2000))
+    privatizer = LocalGaussian(1.0, 2.0, 1e-3, "tight")
+    release = privatizer.release_average(values, rng)
+    statistic = np.sum(release.estimate**2) / release.noise_variance[0]
+    dof = values.shape[1]
+    assert stats.chi2.ppf(5e-4, dof) < statistic < stats.chi2.ppf(1 - 5e-4, dof)
+
+
+def test_values_outside_the_bound_are_refused():
+    with pytest.raises(DataOutOfBounds):
+        CentralGaussian(1.0, 1.0, 1e-5).release_average(np.full((3, 2), 1.5), np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------- one run: bookkeeping
+def _run(bandit, model="central", calibration="tight", horizon=30_000, ledger=None, **settings_kwargs):
+    privatizer = make_privatizer(
+        model, reward_bound=bandit.reward_bound, epsilon=1.0, delta=1e-5, calibration=calibration
+    )
+    settings = EliminationSettings(horizon=horizon, **settings_kwargs)
+    return run_elimination(bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger, run_id="t")
+
+
+def test_phase_bookkeeping(small_bandit):
+    run = _run(small_bandit, "none")
+    phases = run.phases
+    assert sum(p.plays for p in phases) == 30_000  # S4
+    assert run.cumulative_regret.shape == (30_000,)
+    for index, p in enumerate(phases, start=1):
+        assert p.phase == index and p.scale == 2**index  # S1
+        assert p.users == users_per_phase(index, 0.8)  # S3
+        assert p.g_value <= 2 * small_bandit.dimension * (1 + 1e-9)
+        if p.released:
+            assert p.scale <= p.plays <= p.scale + p.support  # S2
+            assert p.active_after <= p.active_before  # S6
+            assert p.active_after >= 1
+            assert p.communication == p.users * p.support  # eq. 2
+    assert all(p.released for p in phases[:-1])
+    assert sum(p.communication for p in phases) == run.communication
+    assert np.all(np.diff(run.cumulative_regret) >= 0)  # R1
+    assert math.isclose(run.cumulative_regret[-1], sum(p.regret for p in phases), rel_tol=1e-9)
+
+
+def test_each_user_charged_once_and_only_released_phases(small_bandit):
+    ledger = RecordingLedger()
+    run = _run(small_bandit, "central", ledger=ledger)
+    released = [p for p in run.phases if p.released]
+    assert len(ledger.charges) == len(released)
+    for (ids, certificate, run_id), phase in zip(ledger.charges, released, strict=True):
+        assert ids.size == phase.users and np.unique(ids).size == ids.size
+        assert run_id == "t"
+        assert certificate.epsilon <= 1.0 and certificate.delta <= 1e-5
+    all_ids = np.concatenate([c[0] for c in ledger.charges])
+    assert np.unique(all_ids).size == all_ids.size == run.users  # each user exactly once (P12)
+    final = run.accountant.worst_user_certificate(1e-5)
+    assert final.epsilon_for(1e-5) <= 1.0 + 1e-9
+
+
+def test_returning_users_compose_exactly(small_bandit):
+    run = _run(small_bandit, "central", user_mode="returning", population=3000)
+    ids, counts = run.accountant.charges_per_user()
+    assert counts.max() > 1
+    # tight calibration gives every phase the same μ = Δ/σ; k charges compose to μ√k exactly
+    mu = [c.parameters["sensitivity"] / c.parameters["sigma"] for c in run.accountant.certificates]
+    assert np.allclose(mu, mu[0], rtol=1e-9)
+    worst = run.accountant.worst_user_certificate(1e-5)
+    composed_mu = mu[0] * math.sqrt(counts.max())
+    assert exact_gaussian_delta(worst.epsilon, composed_mu, 1.0) <= 1e-5 * (1 + 1e-6)
+    assert exact_gaussian_delta(worst.epsilon * 0.999, composed_mu, 1.0) > 1e-5
+    assert worst.epsilon > 1.0
+
+
+def test_dpe_regret_is_sublinear(small_bandit):
+    run = _run(small_bandit, "none", horizon=60_000)
+    regret = run.cumulative_regret
+    early = regret[599] / 600
+    late = (regret[-1] - regret[-10_001]) / 10_000
+    assert late < early / 20
+    assert regret[-1] < 0.05 * 60_000
+
+
+def test_central_dp_dpe_regret_is_sublinear(small_bandit):
+    run = _run(small_bandit, "central", horizon=60_000)
+    regret = run.cumulative_regret
+    late = (regret[-1] - regret[-10_001]) / 10_000
+    assert late < (regret[999] / 1000) / 5
+    assert all(p.best_active for p in run.phases)  # good event on this seeded instance
+
+
+def test_dp_pe_schedule_and_charging(small_bandit):
+    bandit = LinearBandit(small_bandit.arms, small_bandit.theta, 0.0, reward_bound=2.0)
+    ledger = RecordingLedger()
+    run = _run(bandit, "local", ledger=ledger, variant="pe", horizon=40_000)
+    big_s = support_bound(5)
+    for index, p in enumerate(run.phases, start=1):
+        assert p.scale == big_s * 2 ** (index - 1)  # h_1 = S, doubling (spec S1)
+        if p.released:
+            assert p.users == p.plays and p.communication == p.plays
+    all_ids = np.concatenate([c[0] for c in ledger.charges])
+    assert np.unique(all_ids).size == all_ids.size == run.users
+
+
+def test_fixed_users(small_bandit):
+    run = _run(small_bandit, "none", fixed_users=7)
+    assert {p.users for p in run.phases} == {7}
+
+
+# ----------------------------------------------------------------------------- configuration errors
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"horizon": 0},
+        {"horizon": 10, "alpha": 1.0},
+        {"horizon": 10, "alpha": 0.0},
+        {"horizon": 10, "width": "loose"},
+        {"horizon": 10, "variant": "ucb"},
+        {"horizon": 10, "beta": 1.5},
+        {"horizon": 10, "variant": "pe", "user_mode": "returning"},
+    ],
+)
+def test_bad_settings(kwargs):
+    with pytest.raises(InvalidParameter):
+        EliminationSettings(**kwargs)
+
+
+def test_bad_privatizers():
+    with pytest.raises(InvalidParameter):
+        make_privatizer("central", reward_bound=1.0)  # no epsilon/delta
+    with pytest.raises(InvalidParameter):
+        make_privatizer("federated", reward_bound=1.0, epsilon=1, delta=1e-5)
+    with pytest.raises(InvalidParameter):
+        make_privatizer("local", reward_bound=1.0, epsilon=1, delta=0.0)
+    with pytest.raises(InvalidParameter):
+        make_privatizer("local", reward_bound=1.0, epsilon=1, delta=1e-5, calibration="loose")
+
+
+def test_reward_bound_mismatch_and_small_population(small_bandit):
+    with pytest.raises(InvalidParameter):
+        run_elimination(small_bandit, NonPrivate(5.0), EliminationSettings(100), np.random.default_rng(0))
+    pool = UserPool(small_bandit, "returning", np.random.default_rng(0), population=5)
+    with pytest.raises(InvalidParameter):
+        pool.draw(6, np.random.default_rng(0))
+
+
+def test_run_config_errors():
+    with pytest.raises(DPCertError):
+        run_config(registry.RunConfig("dpe-fixedu", horizon=100))  # needs fixed_users
+    with pytest.raises(InvalidParameter):
+        run_config(registry.RunConfig("dp-dpe", horizon=100, options={"colour": 1}))
+    with pytest.raises(InvalidParameter):
+        run_config(registry.RunConfig("dpe-fixedu", privacy="central", epsilon=1, delta=1e-5, horizon=100))
+
+
+# ----------------------------------------------------------------------------- shuffle privatizer
+def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
+    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    from dpcert.bandits.privatizers import ShuffleBitSum
+
+    rng = np.random.default_rng(8)
+    values = rng.uniform(-1, 1, size=(300, 4))
+    privatizer = ShuffleBitSum(1.0, 2.0, 1e-3, "tight")
+    releases = [privatizer.release_average(values, rng) for _ in range(400)]
+    certificate = releases[0].certificate
+    assert certificate.trust_model.value == "shuffle"
+    assert certificate.epsilon <= 2.0 and certificate.delta <= 1e-3
+    estimates = np.array([r.estimate for r in releases])
+    # unbiased: z-test per coordinate with the reported variance proxy (≥ variance); Bonferroni FPR 1e-3
+    z = (estimates.mean(axis=0) - values.mean(axis=0)) / np.sqrt(releases[0].noise_variance / 400)
+    assert np.all(np.abs(z) < norm.ppf(1 - 1e-3 / 8))
+    # the proxy bounds the empirical variance (one-sided chi-square, FPR 1e-3 per coordinate)
+    ratio = estimates.var(axis=0, ddof=1) / releases[0].noise_variance
+    assert np.all(ratio < stats.chi2.ppf(1 - 1e-3, 399) / 399)
+    assert releases[0].unit == "bits" and releases[0].units_per_user > 4
+
+
+def test_shuffle_dp_dpe_charges_each_user_once():
+    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    bandit = sample_instances(2, 4, 1, np.random.default_rng(12))[0]
+    ledger = RecordingLedger()
+    privatizer = make_privatizer("shuffle", reward_bound=bandit.reward_bound, epsilon=5.0, delta=0.01)
+    settings = EliminationSettings(horizon=4_000, fixed_users=300)  # few distinct (n, s): fast calibration
+    run = run_elimination(bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger)
+    all_ids = np.concatenate([c[0] for c in ledger.charges])
+    assert np.unique(all_ids).size == all_ids.size == run.users
+    assert run.accountant.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
+
+
+@pytest.mark.parametrize("model", ["central", "local"])
+def test_paper_privacy_width_dominates_the_exact_one(small_bandit, model):
+    # spec E6: the worst-case σ_n of Thms 5.3/5.4 bounds the exact std of the privacy error of ⟨θ̂, x'⟩
+    from dpcert.bandits.design import near_g_optimal_design
+    from dpcert.bandits.elimination import _sigma_n
+
+    design = near_g_optimal_design(small_bandit.arms)
+    support = design.support
+    for phase in (1, 4, 8):
+        scale = 2**phase
+        plays = plays_per_arm(design.weights[support], scale)
+        users = users_per_phase(phase, 0.8)
+        privatizer = make_privatizer(model, reward_bound=2.1, epsilon=1.0, delta=1e-5)
+        release = privatizer.release_average(np.zeros((users, support.size)), np.random.default_rng(0))
+        z_support = small_bandit.arms[support]
+        gram = (z_support * plays[:, None]).T @ z_support
+        influence = small_bandit.arms @ np.linalg.solve(gram, z_support.T)
+        args = (privatizer, release.noise_variance, influence, plays.astype(float), plays, scale, users, 5)
+        paper = _sigma_n(EliminationSettings(100, width="paper"), *args)
+        exact = _sigma_n(EliminationSettings(100, width="exact"), *args)
+        # exact, by brute force: std of ⟨x', V⁻¹ Σ_x T(x) x γ(x)⟩ with independent γ(x) of variance v
+        v = release.noise_variance[0]
+        brute = max(
+            math.sqrt(
+                sum(
+                    (plays[j] * (x @ np.linalg.solve(gram, z_support[j]))) ** 2 * v for j in range(plays.size)
+                )
+            )
+            for x in small_bandit.arms
+        )
+        assert math.isclose(exact, brute, rel_tol=1e-9)
+        assert exact <= paper
+
+
+@pytest.mark.parametrize("model", ["none", "central", "local"])
+def test_confidence_width_covers_the_estimation_error(model):
+    # Thms B.1/B.2: P(|⟨θ̂_l − θ*, x⟩| > W_l for some x ∈ D_l) ≤ 2·3kβ per phase (both signs, union over
+    # k arms).  With k = 12, β = 1e-4 that is ≤ 7.2e-3; over ~30·8 released phases the number of
+    # violating phases is stochastically below Bin(240, 7.2e-3), whose 1 − 1e-3 quantile is 7.
+    # So the assertion has a false-positive rate ≤ 1e-3 if the widths are valid.
+    bandit_rng = np.random.default_rng(21)
+    violations = released = 0
+    for index in range(30):
+        bandit = sample_instances(3, 12, 1, bandit_rng)[0]
+        privatizer = make_privatizer(model, reward_bound=bandit.reward_bound, epsilon=2.0, delta=1e-4)
+        settings = EliminationSettings(horizon=3000, beta=1e-4)
+        run = run_elimination(bandit, privatizer, settings, np.random.default_rng([21, index]))
+        for p in run.phases:
+            if p.released:
+                released += 1
+                violations += p.deviation > p.width
+    assert released >= 150
+    assert violations <= stats.binom.ppf(1 - 1e-3, released, 2 * 3 * 12 * 1e-4)
+
+
+# ----------------------------------------------------------------------------- environment
+def test_environment_bounds_and_clipping():
+    rng = np.random.default_rng(30)
+    bandit = sample_instances(4, 10, 1, rng, heterogeneity=0.3)[0]
+    assert bandit.reward_bound == pytest.approx(2.3)  # 1 + σ + 1: sure bound, clipping never binds
+    deviations = bandit.deviations(500, rng)
+    assert np.allclose(np.linalg.norm(deviations, axis=1), 0.3)  # ξ = σ·(unit vector)
+    # Rademacher mean noise of n plays takes values (2k − n)/n only
+    noise = bandit.mean_noise(np.array([3, 4]), 200, rng)
+    assert set(np.round(noise[:, 0] * 3).astype(int)) <= {-3, -1, 1, 3}
+    assert set(np.round(noise[:, 1] * 4).astype(int)) <= {-4, -2, 0, 2, 4}
+    with pytest.raises(InvalidParameter):
+        sample_instances(4, 10, 1, rng, noise_kind="gaussian")  # unbounded: B must be declared
+    clipped = sample_instances(4, 10, 1, rng, noise_kind="gaussian", reward_bound=0.5)[0]
+    averages = clipped.client_averages(np.arange(3), np.array([1, 1, 1]), clipped.deviations(400, rng), rng)
+    assert np.abs(averages).max() <= 0.5 and np.isclose(np.abs(averages).max(), 0.5)
+    with pytest.raises(InvalidParameter):
+        LinearBandit(np.full((2, 2), 1.0), np.zeros(2))  # arms outside the unit ball
+    with pytest.raises(InvalidParameter):
+        UserPool(bandit, "sometimes", rng)
