@@ -22,6 +22,8 @@ ALGORITHM_MODULES: tuple[str, ...] = (
     "dpcert.bandits.elimination",
     "dpcert.bandits.figures_dpdpe",
     "dpcert.bandits.figures_mab",
+    "dpcert.bandits.linucb",
+    "dpcert.bandits.ldp_linear",
 )
 
 

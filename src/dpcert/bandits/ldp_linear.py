@@ -1,0 +1,639 @@
+"""LDP linear contextual bandit with an online-learner confidence set (seed 004).
+
+"Improved rate for Locally Differentially Private Linear Bandits" (anonymous submission; spec
+``004_ldp_linear.md``).  Each user perturbs her own chosen feature vector and reward,
+
+    x̃_t = x_t + ζ_t + η_{x,t},   ỹ_t = y_t + η_{y,t},   ζ ~ N(0, Δ² I), η ~ N(0, σ² I)      (§2.2)
+
+and sends only ``(x̃_t, ỹ_t)``.  The server runs an online learner on the de-biased loss
+``l_t(θ) = (⟨x̃_t, θ⟩ − ỹ_t)² − ‖θ‖²_Σ`` (Σ = σ² I; the printed ⟨x̃_t, θ_t⟩ inside the square is a typo,
+spec §6.2), and turns its predictions into a confidence ellipsoid by the online-to-confidence-set
+conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``, ``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t``
+(Lemma 3.3, with the +I of the proof).  The action maximises ``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
+
+The learner is projected online gradient descent; the paper says OGD "has the same empirical
+performance" as its Maler (§5), whose Algorithm 3 is not in the provided text and is not implemented
+here.  Algorithm 7 (the anytime, doubling version of base learner 1) is replaced by the same learner
+run with the known horizon T.
+
+Privacy (Thm 3.2 and spec §6.1 erratum).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε`` for x̃ and ỹ
+*separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the *pair*, whose
+ℓ2 sensitivity is ``√(2² + 2²) = 2√2``; the ``analytic_joint`` calibration (default) is the least σ
+meeting (ε, δ) for that pair by the exact Gaussian profile (Balle & Wang 2018, Thm 8).  The
+deliberate perturbation ζ only adds noise to x̃; it is ignored by the certificate (conservative).
+The clipped gradient and everything the server computes are post-processing.
+
+Model selection (Algorithm 2, Private Bandits Combiner, after Cutkosky, Das & Purohit 2020): base
+learners with different assumed λ_min run side by side; each round one active learner is chosen by
+its putative upper bound and learners whose regret test fails are eliminated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
+from dpcert.bandits.linucb import gaussian_guarantee, run_summary
+from dpcert.bandits.registry import (
+    AlgorithmSpec,
+    BanditRun,
+    ReproductionSpec,
+    RunConfig,
+    register_algorithm,
+    register_reproduction,
+)
+from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
+
+PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
+CALIBRATIONS = ("analytic_joint", "paper")
+RADII = ("log", "theory")
+STEPS = ("strongly_convex", "convex")
+
+
+# ----------------------------------------------------------------------------- privacy
+def paper_sigma(epsilon: float, delta: float) -> float:
+    """Algorithm 1's ``σ = 2 √(2 ln(1.25/δ)) / ε`` (classical Gaussian, sensitivity 2, ε < 1)."""
+    return 2.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+@dataclass(frozen=True)
+class LocalCalibration:
+    """Noise σ of the user's randomizer and the local guarantee it earns for the pair (x̃, ỹ)."""
+
+    sigma: float
+    certificate: Certificate
+    claim: Guarantee
+    claim_met: bool
+    calibration: str
+
+
+def calibrate_randomizer(
+    epsilon: float, delta: float, calibration: str = "analytic_joint", *, sigma: float | None = None
+) -> LocalCalibration:
+    """σ for the claimed (ε, δ)-LDP and the certificate of what that σ guarantees.
+
+    ``analytic_joint``: least σ with the exact profile at sensitivity 2√2 meeting (ε, δ).
+    ``paper``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the pair, which fails
+    the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (spec §5.2 table).  ``sigma`` overrides both.
+    """
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    notes = [
+        "pair (x~, y~) released with one Gaussian each: l2 sensitivity 2*sqrt(2) for ||x|| <= 1, |y| <= 1",
+        "the deliberate feature perturbation zeta is not counted (it only adds noise)",
+    ]
+    if sigma is not None:
+        noise = check.positive_finite("sigma", sigma)
+        notes.append("user-supplied noise level")
+        used = "user"
+    elif calibration == "analytic_joint":
+        noise = analytic_gaussian_sigma(epsilon, delta, PAIR_SENSITIVITY)
+        used = calibration
+    elif calibration == "paper":
+        noise = paper_sigma(epsilon, delta)
+        notes.append(
+            f"paper noise (Alg. 1; {CLASSICAL_BASIS}) treats x~ and y~ separately with sensitivity 2"
+        )
+        used = calibration
+    else:
+        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    certificate, met = gaussian_guarantee(
+        noise,
+        sensitivity=PAIR_SENSITIVITY,
+        compositions=1,
+        epsilon=epsilon,
+        delta=delta,
+        trust_model=TrustModel.LOCAL,
+        neighbouring=Neighbouring.REPLACE_ONE,
+        notes=tuple(notes),
+    )
+    return LocalCalibration(noise, certificate, Guarantee(epsilon, delta), met, used)
+
+
+def randomize(
+    features: np.ndarray, rewards: np.ndarray, sigma: float, perturbation: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The user's release ``(x + ζ + η_x, y + η_y)`` (§2.2); ``perturbation`` is Δ (std of ζ)."""
+    noisy_x = features + math.hypot(sigma, perturbation) * rng.standard_normal(features.shape)
+    noisy_y = rewards + sigma * rng.standard_normal(rewards.shape)
+    return noisy_x, noisy_y
+
+
+def debiased_gradient(
+    noisy_x: np.ndarray, noisy_y: np.ndarray, theta: np.ndarray, sigma: float
+) -> np.ndarray:
+    """``g = 2 x̃ (⟨x̃, θ⟩ − ỹ) − 2 Σ θ``, the gradient of ``l_t`` at θ (§2.2); batch axes leading."""
+    residual = np.einsum("...d,...d->...", noisy_x, theta) - noisy_y
+    return 2.0 * noisy_x * residual[..., None] - 2.0 * sigma**2 * theta
+
+
+def clip_norm(vectors: np.ndarray, bound: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``g · min(1, G/‖g‖)`` row-wise (G a scalar or one per row), and whether each row was clipped."""
+    norms = np.linalg.norm(vectors, axis=-1)
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), norms.shape)
+    factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+    return vectors * factor[..., None], norms > bound
+
+
+def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
+    """Euclidean projection onto ``{‖θ‖ ≤ D}`` row-wise."""
+    norms = np.linalg.norm(theta, axis=-1, keepdims=True)
+    return theta * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+
+
+def perturbation_variance(lambda_min: float, threshold: float) -> float:
+    """Δ² rule of Alg. 1: 0 if the assumed λ_min exceeds the threshold λ̄, else λ̄."""
+    return 0.0 if lambda_min > threshold else threshold
+
+
+def clip_constant(
+    *, radius: float, sigma: float, perturbation: float, horizon: int, failure: float, c: float
+) -> float:
+    """G of Alg. 1 (spec §2.1, [R-med]: the lost "+" restored; ``c`` ≥ d accounts for ‖η_x‖ ~ σ√d).
+
+    ``G = 2√(2 log(2T/β))(2Dσ + 2σ + DΔ + Δ) + 2 log(2T/β)(2DΔ² + 4DΔσ + 4Δσ + 2Dσ² + 2σ² + D c σ²)
+    + 2D + 2``.
+    """
+    D, s, p = radius, sigma, perturbation
+    log_term = math.log(2.0 * horizon / failure)
+    first = 2.0 * math.sqrt(2.0 * log_term) * (2 * D * s + 2 * s + D * p + p)
+    second = (
+        2.0 * log_term * (2 * D * p**2 + 4 * D * p * s + 4 * p * s + 2 * D * s**2 + 2 * s**2 + D * c * s**2)
+    )
+    return first + second + 2 * D + 2
+
+
+# ----------------------------------------------------------------------------- learners
+@dataclass(frozen=True)
+class BaseLearner:
+    """One instance of Algorithm 1: assumed λ_min, feature perturbation Δ², step rule and radius.
+
+    ``radius="log"`` uses ``rad_t = radius_scale · √log(t + 1)`` ([IMPL]; the theory radius is vacuous at
+    the paper's T, spec §6.6); ``radius="theory"`` uses ``radius_scale · √(M_N + K_N)`` with the Lemma 3.5
+    plug-ins (γ = 1, c = 1).
+    """
+
+    lambda_min: float
+    perturbation_variance: float
+    step: str = "strongly_convex"
+    radius: str = "log"
+    radius_scale: float = 0.5
+
+    def __post_init__(self) -> None:
+        check.nonnegative_finite("lambda_min", self.lambda_min)
+        check.nonnegative_finite("perturbation_variance", self.perturbation_variance)
+        if self.step not in STEPS:
+            raise InvalidParameter("step", self.step, "one of " + ", ".join(STEPS))
+        if self.radius not in RADII:
+            raise InvalidParameter("radius", self.radius, "one of " + ", ".join(RADII))
+        check.nonnegative_finite("radius_scale", self.radius_scale)
+
+    @property
+    def modulus(self) -> float:
+        """Strong-convexity modulus of the expected loss, μ = 2(λ_min + Δ²)."""
+        return 2.0 * (self.lambda_min + self.perturbation_variance)
+
+
+def theory_radius(
+    rounds: int | np.ndarray,
+    *,
+    learner: BaseLearner,
+    gradient_bound: float,
+    domain: float,
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    horizon: int,
+    failure: float,
+    noise_scale: float = 1.0,
+) -> float:
+    """``√(M_N + K_N)`` of Lemma 3.3 with S_N and M_N from Lemma 3.5 (constants 1; spec §2.4)."""
+    mu = learner.modulus
+    if mu <= 0:
+        raise InvalidParameter(
+            "lambda_min", learner.lambda_min, "lambda_min + Delta^2 > 0 for the theory radius"
+        )
+    G, DM, n = gradient_bound, 2.0 * domain, np.maximum(rounds, 2)
+    log_n, log_fail, log_tb = np.log(n), math.log(1.0 / failure), math.log(horizon / failure)
+    s_n = (G**2 / mu**2 + G * DM / mu) * log_n + (G**2 / mu**2) * log_fail
+    m_n = (G**2 / mu + G * DM) * log_n + (G**2 / mu) * log_fail
+    p2 = learner.perturbation_variance
+    k_n = (
+        domain * p2 * log_tb * np.sqrt(n * s_n)
+        + (noise_scale + domain * math.sqrt(math.log(1.0 / delta)) / epsilon + domain * math.sqrt(p2)) ** 2
+        * log_tb
+        + (math.log(1.0 / delta) / epsilon**2 + p2) * log_tb * s_n
+    )
+    return np.sqrt(m_n + k_n)
+
+
+def default_learner_grid(horizon: int) -> list[BaseLearner]:
+    """Base learners of Alg. 2: i = 1 the worst-case learner (λ_min = 0, Δ² = λ̄ = T^{-1/8}; [IMPL] run
+    with horizon T rather than the doubling Alg. 7), i = 2..M with ``λ_i = 2^{i−1}/T^{1/8}`` and Δ² = 0,
+    ``M = ⌈log₂(T)/8⌉ + 1`` so that λ_M ≥ 1."""
+    threshold = horizon ** (-1.0 / 8.0)
+    count = math.ceil(math.log2(horizon) / 8.0) + 1
+    grid = [BaseLearner(0.0, perturbation_variance(0.0, threshold))]
+    for i in range(2, count + 1):
+        lam = 2.0 ** (i - 1) * threshold
+        grid.append(BaseLearner(lam, perturbation_variance(lam, threshold)))
+    return grid
+
+
+@dataclass(frozen=True)
+class CombinerConstants:
+    """α_i, C_i, η_i, R_i of Thm 4.1 (P = P' = p = 1: the paper leaves them as universal constants)."""
+
+    alpha: np.ndarray
+    scale: np.ndarray  # C_i
+    rate: np.ndarray  # η_i
+    offset: np.ndarray  # R_i
+    confidence: float = 1.0  # p
+
+    @classmethod
+    def build(
+        cls, learners: Sequence[BaseLearner], *, dimension: int, horizon: int, epsilon: float, failure: float
+    ):
+        T, d, n = horizon, dimension, len(learners)
+        log32 = math.log(T) ** 1.5
+        t8 = T ** (1.0 / 8.0)
+        alpha, scale, rate = np.empty(n), np.empty(n), np.empty(n)
+        for i, learner in enumerate(learners):
+            if i == 0:
+                alpha[i] = 0.75
+                scale[i] = log32 * math.sqrt(d) * (epsilon * t8 + 1.0) / (epsilon * t8)
+                rate[i] = epsilon * t8 / (math.sqrt(d * T) * (log32 * epsilon * t8 + 1.0))
+            else:
+                alpha[i] = 0.5
+                scale[i] = log32 * math.sqrt(d) / (epsilon * learner.lambda_min)
+                rate[i] = epsilon / (log32 * math.sqrt(d * T))
+        a = alpha
+        factor = (1 - a) ** ((1 - a) / a) * (1 + a) ** (1 / a) / a ** ((1 - a) / a)
+        offset = (
+            scale * T**a
+            + factor * scale ** (1 / a) * T * rate ** ((1 - a) / a)
+            + 288.0 * math.log(T**3 * n / failure) * T * rate
+            + ((1.0 / rate).sum() - 1.0 / rate)
+        )
+        return cls(alpha, scale, rate, offset)
+
+    def bound(
+        self, plays: np.ndarray, sigma: float, horizon: int, learners: int, failure: float
+    ) -> np.ndarray:
+        """``C_i n^{α_i} + p √(n (1+σ²) log(T³ M log(n) (1+σ²)/β))`` per play count n (log n >= log 2)."""
+        n = np.maximum(plays, 1.0)
+        inner = np.log(horizon**3 * learners * np.log(np.maximum(n, 2.0)) * (1 + sigma**2) / failure)
+        return self.scale * n**self.alpha + self.confidence * np.sqrt(n * (1 + sigma**2) * inner)
+
+
+# ----------------------------------------------------------------------------- the run
+@dataclass(frozen=True)
+class LDPLinearResult:
+    """Per-round pseudo-regret and diagnostics of :func:`run_ldp_linear` (per run)."""
+
+    cumulative_regret: np.ndarray  # (runs, horizon)
+    plays: np.ndarray  # (runs, learners) rounds given to each base learner
+    active: np.ndarray  # (runs, learners) still active at the end
+    clipped_fraction: float
+    final_online: np.ndarray  # (runs, learners, d) the online learners' last iterates
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def run_ldp_linear(
+    env: ContextualLinearBandit,
+    learners: Sequence[BaseLearner],
+    *,
+    horizon: int,
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    domain: float = 1.0,
+    failure: float = 0.05,
+    clip_c: float | None = None,
+) -> LDPLinearResult:
+    """Algorithm 1 (one learner) or Algorithm 2 (several, with the combiner), vectorised over runs.
+
+    Every round, per run: choose the active learner with the largest putative bound U (Alg. 2; skipped
+    with one learner), play its UCB action, release ``(x̃, ỹ)``, update only that learner: OGD step on the
+    clipped de-biased gradient at its current (pre-update) iterate θ_t, ``Ṽ += x̃x̃ᵀ``,
+    ``ũ += ⟨θ_t, x̃⟩ x̃``; then run the elimination test (never removing the last active learner).
+    """
+    horizon = check.positive_int("horizon", horizon)
+    sigma = check.positive_finite("sigma", sigma)
+    rng = check.generator(rng)
+    if not learners:
+        raise InvalidParameter("learners", learners, "at least one base learner")
+    runs, d, count = env.runs, env.dimension, len(learners)
+    c = float(d) if clip_c is None else check.positive_finite("clip_c", clip_c)
+    bounds = np.array(
+        [
+            clip_constant(
+                radius=domain,
+                sigma=sigma,
+                perturbation=math.sqrt(lr.perturbation_variance),
+                horizon=horizon,
+                failure=failure,
+                c=c,
+            )
+            for lr in learners
+        ]
+    )
+    perturb = np.sqrt([lr.perturbation_variance for lr in learners])
+    moduli = np.array([lr.modulus for lr in learners])
+    strongly = np.array([lr.step == "strongly_convex" and lr.modulus > 0 for lr in learners])
+    combiner = CombinerConstants.build(
+        learners, dimension=d, horizon=horizon, epsilon=epsilon, failure=failure
+    )
+
+    gram = np.broadcast_to(np.eye(d), (runs, count, d, d)).copy()
+    vector = np.zeros((runs, count, d))
+    online = np.zeros((runs, count, d))
+    plays = np.zeros((runs, count))
+    reward_sum = np.zeros((runs, count))
+    test_sum = np.zeros((runs, count))
+    active = np.ones((runs, count), dtype=bool)
+    gaps = np.empty((runs, horizon))
+    clipped = 0
+    run_index = np.arange(runs)
+    rows, cols = np.triu_indices(d)
+    pair_weight = np.where(rows == cols, 1.0, 2.0)
+    flat_upper = rows * d + cols
+
+    def radius_of(learner_index: np.ndarray, rounds: np.ndarray) -> np.ndarray:
+        out = np.empty(runs)
+        for i, learner in enumerate(learners):
+            mask = learner_index == i
+            if not mask.any():
+                continue
+            if learner.radius == "log":
+                out[mask] = learner.radius_scale * np.sqrt(np.log(rounds[mask] + 1.0))
+            else:
+                out[mask] = learner.radius_scale * theory_radius(
+                    rounds[mask],
+                    learner=learner,
+                    gradient_bound=bounds[i],
+                    domain=domain,
+                    sigma=sigma,
+                    epsilon=epsilon,
+                    delta=delta,
+                    horizon=horizon,
+                    failure=failure,
+                )
+        return out
+
+    for t in range(horizon):
+        if count == 1:
+            chosen = np.zeros(runs, dtype=np.int64)
+        else:
+            n = plays
+            mean = np.where(n > 0, reward_sum / np.maximum(n, 1), 0.0)
+            bonus = combiner.bound(n, sigma, horizon, count, failure) / np.maximum(n, 1)
+            upper = mean + np.minimum(1.0, bonus) - combiner.offset / horizon
+            upper = np.where(n == 0, np.inf, upper)
+            chosen = np.argmax(np.where(active, upper, -np.inf), axis=1)
+        features = env.contexts(rng)
+        means = env.means(features)
+        learner_gram = gram[run_index, chosen]
+        right = np.concatenate(
+            [np.broadcast_to(np.eye(d), (runs, d, d)), vector[run_index, chosen][..., None]], axis=2
+        )
+        solved = np.linalg.solve(learner_gram, right)
+        centre = solved[:, :, d]
+        inverse_upper = solved[:, :, :d].reshape(runs, d * d)[:, flat_upper]
+        widths = np.einsum(
+            "rkp,rp->rk", features[..., rows] * features[..., cols] * pair_weight, inverse_upper
+        )
+        rad = radius_of(chosen, plays[run_index, chosen])
+        index = np.einsum("rkd,rd->rk", features, centre) + rad[:, None] * np.sqrt(np.maximum(widths, 0.0))
+        arm = np.argmax(index, axis=1)
+        x = features[run_index, arm]
+        gaps[:, t] = means.max(axis=1) - means[run_index, arm]
+        y = np.clip(env.sample_rewards(means[run_index, arm], rng), -1.0, 1.0)
+        # user side: the only data leaving the user
+        zeta = perturb[chosen][:, None] * rng.standard_normal((runs, d))
+        noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
+        noisy_y = y + sigma * rng.standard_normal(runs)
+        # server side: post-processing of (x~, y~) and public state
+        theta_t = online[run_index, chosen]
+        gradient, was_clipped = clip_norm(debiased_gradient(noisy_x, noisy_y, theta_t, sigma), bounds[chosen])
+        clipped += int(was_clipped.sum())
+        played = plays[run_index, chosen] + 1.0
+        step = np.where(
+            strongly[chosen],
+            1.0 / (np.maximum(moduli[chosen], 1e-300) * played),
+            2.0 * domain / (bounds[chosen] * np.sqrt(played)),
+        )
+        online[run_index, chosen] = project_ball(theta_t - step[:, None] * gradient, domain)
+        gram[run_index, chosen] += noisy_x[:, :, None] * noisy_x[:, None, :]
+        vector[run_index, chosen] += np.einsum("rd,rd->r", theta_t, noisy_x)[:, None] * noisy_x
+        # combiner bookkeeping and elimination test (Alg. 2; "\hat t" read as y~, spec §2.7 [R-low])
+        before = plays[run_index, chosen]
+        previous_mean = np.where(before > 0, reward_sum[run_index, chosen] / np.maximum(before, 1), 0.0)
+        test_sum[run_index, chosen] += previous_mean - noisy_y
+        plays[run_index, chosen] = played
+        reward_sum[run_index, chosen] += noisy_y
+        if count > 1:
+            threshold = combiner.bound(plays, sigma, horizon, count, failure)[run_index, chosen]
+            fails = test_sum[run_index, chosen] >= threshold
+            last = active.sum(axis=1) == 1
+            drop = fails & ~last
+            active[run_index[drop], chosen[drop]] = False
+    return LDPLinearResult(
+        np.cumsum(gaps, axis=1),
+        plays,
+        active,
+        clipped / (runs * horizon),
+        online,
+        {"gradient_bounds": bounds.tolist()},
+    )
+
+
+# ----------------------------------------------------------------------------- registry entries
+ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0)  # spec §4.2 prototype: OGD step 1/(0.2 t)
+
+
+def _learners(name: str, horizon: int, options: dict[str, Any]) -> list[BaseLearner]:
+    radius = options.get("radius", "log")
+    scale = float(options.get("radius_scale", 0.5))
+    if name == "ldp-linear":
+        lam = float(options.get("lambda_min", ONLINE_UCB.lambda_min))
+        threshold = float(options.get("threshold", horizon ** (-0.25)))  # Cor 3.6: λ̄ = T^{-1/4}
+        explicit = options.get("perturbation_variance")
+        p2 = perturbation_variance(lam, threshold) if explicit is None else float(explicit)
+        return [BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
+    return [
+        BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
+        for lr in default_learner_grid(horizon)
+    ]
+
+
+def run_algorithm(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
+
+    Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
+    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise).
+    ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
+    """
+    known = {
+        "dimension",
+        "arms",
+        "fixed_arms",
+        "lambda_min",
+        "threshold",
+        "perturbation_variance",
+        "radius",
+        "radius_scale",
+        "sigma",
+    }
+    options = dict(config.options)
+    if set(options) - known:
+        raise InvalidParameter("options", sorted(set(options) - known), "any of " + ", ".join(sorted(known)))
+    if config.privacy not in ("local",):
+        raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
+    calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
+    local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
+    rng = np.random.default_rng(config.seed)
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    env = vaswani_instance(
+        config.runs,
+        dimension,
+        check.positive_int("arms", options.get("arms", 100)),
+        rng,
+        fixed_arms=bool(options.get("fixed_arms", True)),
+    )
+    start = time.perf_counter()
+    result = run_ldp_linear(
+        env,
+        _learners(config.algorithm, config.horizon, options),
+        horizon=config.horizon,
+        sigma=local.sigma,
+        epsilon=local.claim.epsilon,
+        delta=local.claim.delta,
+        rng=rng,
+    )
+    extras = {
+        "calibration": local.calibration,
+        "noise": {"sigma": local.sigma},
+        "claim": local.claim.to_dict(),
+        "claim_met": local.claim_met,
+        "clipped_fraction": result.clipped_fraction,
+        "plays_per_learner": result.plays.mean(axis=0).tolist(),
+        "active_per_learner": result.active.mean(axis=0).tolist(),
+    }
+    return BanditRun(
+        config.algorithm,
+        result.cumulative_regret,
+        local.certificate,
+        config.horizon,
+        local.certificate.epsilon,
+        time.perf_counter() - start,
+        extras,
+    )
+
+
+def figure_runs(
+    epsilon: float,
+    *,
+    runs: int = 50,
+    horizon: int = 20_000,
+    dimension: int = 5,
+    arms: int = 100,
+    delta: float = 0.1,
+    calibration: str = "analytic_joint",
+    seed: int = 0,
+    combiner: bool = False,
+) -> dict[str, BanditRun]:
+    """Seed 004, Figure 1: OnlineUCB against the four LinUCB baselines on the same instances.
+
+    The baselines come from :mod:`dpcert.bandits.linucb` (tight calibrations); δ = 0.1 and B = 20 as in
+    the C&Z script (spec §4.1).
+    """
+    baseline = linucb_figure_runs(
+        epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed
+    )
+    rng = np.random.default_rng([seed, 2])
+    env = vaswani_instance(runs, dimension, arms, rng)  # the same instances as the baselines
+    local = calibrate_randomizer(epsilon, delta, calibration)
+    names = {"online-ucb": [ONLINE_UCB]}
+    if combiner:
+        names["online-ucb-combiner"] = default_learner_grid(horizon)
+    for name, learners in names.items():
+        start = time.perf_counter()
+        result = run_ldp_linear(
+            env, learners, horizon=horizon, sigma=local.sigma, epsilon=epsilon, delta=delta, rng=rng
+        )
+        baseline[name] = BanditRun(
+            name,
+            result.cumulative_regret,
+            local.certificate,
+            horizon,
+            local.certificate.epsilon,
+            time.perf_counter() - start,
+            {
+                "calibration": local.calibration,
+                "noise": {"sigma": local.sigma},
+                "claim_met": local.claim_met,
+                "clipped_fraction": result.clipped_fraction,
+            },
+        )
+    return baseline
+
+
+def reproduce(
+    runs: int | None = None, out: Path | None = None, seed: int = 0, horizon: int = 20_000
+) -> dict[str, Any]:
+    """``dpcert reproduce seed004-figure1``: the three panels; JSON summary and mean curves to ``out``."""
+    summary: dict[str, Any] = {
+        "name": "seed004-figure1",
+        "runs": runs or 50,
+        "horizon": horizon,
+        "panels": [],
+    }
+    for epsilon in (0.2, 1.0, 10.0):
+        results = figure_runs(epsilon, runs=runs or 50, seed=seed, horizon=horizon)
+        panel = {"epsilon": epsilon, "delta": 0.1, "algorithms": {}}
+        for name, run in results.items():
+            panel["algorithms"][name] = run_summary(run, out, f"seed004_eps{epsilon}_{name}")
+        summary["panels"].append(panel)
+    if out is not None:
+        (out / "seed004-figure1.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+register_algorithm(
+    AlgorithmSpec(
+        "ldp-linear",
+        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
+        ("local",),
+        run_algorithm,
+    )
+)
+register_algorithm(
+    AlgorithmSpec(
+        "ldp-linear-combiner",
+        "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
+        ("local",),
+        run_algorithm,
+    )
+)
+register_reproduction(
+    ReproductionSpec(
+        "seed004-figure1",
+        "seed 004, Figure 1: OnlineUCB vs LinUCB, JDP, SDP, LDP; d=5, K=100, T=20000, delta=0.1",
+        reproduce,
+    )
+)

@@ -1,0 +1,1167 @@
+"""The LinUCB family under four trust models, as one batched framework (Chowdhury & Zhou 2022, Alg. 1).
+
+Every algorithm here is Algorithm 1 of Chowdhury & Zhou, "Shuffle Private Linear Contextual Bandits"
+(ICML 2022; spec ``002_shuffle_linucb.md``) with a different *privatizer* for the per-user statistic
+``z_t = (φ_t y_t, upper(φ_t φ_tᵀ)) ∈ R^{d + d(d+1)/2}``:
+
+==================  ==========  ====================================================================
+algorithm           batch B     privatizer
+==================  ==========  ====================================================================
+``linucb``          1 (or any)  none (Abbasi-Yadkori et al. 2011; batched LinUCB of Lemma A.4, σ = 0)
+``linucb-ldp``      1           Gaussian local randomizer (Zheng et al. 2020; C&Z Prop F.1)
+``linucb-jdp``      1           tree-based aggregation of Gaussian-noised sums (Shariff & Sheffet 2018)
+``linucb-sdp-amp``  20          P_Amp: Gaussian local randomizer amplified by shuffling (Thm 3.2, Alg. 2–4)
+``linucb-sdp-vec``  20          P_Vec: Cheu et al. bit summation of vector and matrix (Thm 3.5, Alg. 5–7)
+==================  ==========  ====================================================================
+
+The server keeps the noisy running sum of the statistics; the batch-``m`` model is
+``V_m = λ I + Σ Ṽ`` and ``θ̂_m = V_m^{-1} u_m`` (Alg. 1), constant within each batch of the fixed
+schedule ``t_m = mB`` (§2.1; the determinant-triggered schedule is unsound with noisy V, §6 of the
+paper).  The regulariser λ is the "PSD shift" of the proof of Lemma A.4: ``λ = 2 Σ_N`` with
+``Σ_N`` a high-probability bound on the operator norm of the cumulative matrix noise, so that
+``Σ_N I ≼ H_m ≼ 3 Σ_N I``.  Should the noisy ``V_m`` still fail to be positive definite (probability
+≤ α), its eigenvalues are clipped (post-processing, privacy-neutral) and the event is counted.
+
+Privacy of the statistic.  With ``‖φ‖ ≤ 1`` and ``|y| ≤ 1`` the joint ℓ2 sensitivity of ``z`` under
+replacement of one user is ``3/√2`` (derived in :func:`joint_sensitivity`), smaller than the paper's
+treatment of the vector and the matrix as two releases of sensitivity 2 each.  The ``paper``
+calibrations use each theorem's noise (preconditions checked); the ``tight`` ones the least noise
+meeting the same (ε, δ): for the Gaussian privatizers by the exact profile (Balle & Wang 2018, Thm 8)
+of the joint release, for P_Amp also through amplification by shuffling where that needs less noise
+(:mod:`dpcert.mechanisms.shuffle`), for P_Vec by exact accounting of the binomial counts
+(:mod:`dpcert.mechanisms.binomial_sum`).  Every run's certificate states the guarantee that the noise
+actually used earns, re-derivable from its parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.registry import (
+    AlgorithmSpec,
+    BanditRun,
+    ReproductionSpec,
+    RunConfig,
+    register_algorithm,
+    register_reproduction,
+)
+from dpcert.certificates import (
+    Certificate,
+    Guarantee,
+    Neighbouring,
+    TrustModel,
+)
+from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.mechanisms.binomial_sum import (
+    BinomialSumCalibration,
+    BinomialSumMechanism,
+    BitSumParameters,
+    calibrate_binomial_sum,
+)
+from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_certificate, gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
+
+CALIBRATIONS = ("tight", "paper")
+RADII = ("theory", "experiment")
+JOINT_SENSITIVITY = 3.0 / math.sqrt(2.0)
+
+
+def joint_sensitivity() -> float:
+    """ℓ2 sensitivity of ``z = (φ y, upper(φ φᵀ))`` for ``‖φ‖ ≤ 1``, ``|y| ≤ 1`` (replace one user).
+
+    With ``c = ⟨φ, φ'⟩`` for unit vectors: ``‖φy − φ'y'‖² ≤ 2 + 2|c|`` and
+    ``‖upper(φφᵀ − φ'φ'ᵀ)‖² ≤ ‖φφᵀ − φ'φ'ᵀ‖_F² = 2 − 2c²`` (the upper triangle counts each
+    off-diagonal entry once; equality when the difference is diagonal, which a rotation of the pair
+    achieves).  The sum ``4 + 2|c| − 2c²`` is largest at ``|c| = 1/2``: ``9/2``.  Shorter vectors only
+    decrease both terms.  So the sensitivity is ``√(9/2) = 3/√2 ≈ 2.121``; the paper bounds the two
+    parts by 2 each and splits the budget between them (proof of Thm B.1).
+    """
+    return JOINT_SENSITIVITY
+
+
+# ----------------------------------------------------------------------------- the statistic
+def statistic_size(dimension: int) -> int:
+    """Length ``d + d(d+1)/2`` of the flat per-user statistic."""
+    return dimension + dimension * (dimension + 1) // 2
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_indices(dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(dimension)
+
+
+def user_statistics(features: np.ndarray, rewards: np.ndarray) -> np.ndarray:
+    """Flat statistics ``(φ y, upper(φφᵀ))`` (row-major upper triangle), shape ``(..., d + d(d+1)/2)``."""
+    rows, cols = _upper_indices(features.shape[-1])
+    outer = features[..., rows] * features[..., cols]
+    return np.concatenate([features * rewards[..., None], outer], axis=-1)
+
+
+def _symmetric_index(dimension: int) -> np.ndarray:
+    """Index into the upper-triangle vector for every (i, j) of a d×d matrix (row-major)."""
+    rows, cols = np.triu_indices(dimension)
+    index = np.empty((dimension, dimension), dtype=int)
+    index[rows, cols] = np.arange(rows.size)
+    index[cols, rows] = np.arange(rows.size)
+    return index.ravel()
+
+
+def unpack(total: np.ndarray, dimension: int, regulariser: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(V, u)`` from a flat cumulative statistic: ``V = λ I + sym(upper)``, ``u`` the vector part."""
+    runs = total.shape[0]
+    gram = total[:, dimension:][:, _symmetric_index(dimension)].reshape(runs, dimension, dimension)
+    return gram + regulariser * np.eye(dimension), total[:, :dimension]
+
+
+# ----------------------------------------------------------------------------- privatizers
+class Aggregator(Protocol):
+    """Server-side state of one privatizer for all runs: turns batches into noisy cumulative sums."""
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        """Add a batch of per-user statistics (runs, users, p); return the noisy cumulative sum (runs, p)."""
+
+
+class Privatizer(Protocol):
+    """How user statistics are privatised (noise only; certificates come from the calibrations)."""
+
+    name: str
+
+    def cumulative_std(self, horizon: int, batch_size: int) -> float:
+        """Per-entry standard deviation (or sub-Gaussian scale) of the cumulative noise at the horizon."""
+
+    def start(self, runs: int, size: int) -> Aggregator:
+        """Fresh server state for ``runs`` repetitions of a statistic of length ``size``."""
+
+
+@dataclass
+class _ExactSum:
+    total: np.ndarray
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        self.total += statistics.sum(axis=1)
+        return self.total
+
+
+@dataclass(frozen=True)
+class NoPrivacy:
+    """The identity randomizer (non-private LinUCB)."""
+
+    name: str = "none"
+
+    def cumulative_std(self, horizon: int, batch_size: int) -> float:
+        return 0.0
+
+    def start(self, runs: int, size: int) -> Aggregator:
+        return _ExactSum(np.zeros((runs, size)))
+
+
+@dataclass
+class _LocalGaussianSum:
+    sigma: float
+    total: np.ndarray
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        users = statistics.shape[1]
+        # The analyzer's sum of `users` messages v_i + N(0, σ² I) is exactly sum + N(0, users σ² I).
+        noise = rng.standard_normal(self.total.shape) * (self.sigma * math.sqrt(users))
+        self.total += statistics.sum(axis=1) + noise
+        return self.total
+
+
+@dataclass(frozen=True)
+class LocalGaussian:
+    """Each user adds N(0, σ²) to every entry of her statistic (LDP-LinUCB and P_Amp, Alg. 2).
+
+    On the matrix part the noise is drawn on the upper triangle and mirrored, so the noisy Gram
+    matrix is symmetric with variance σ² on and off the diagonal.  The analyzer (Alg. 4) sums the
+    shuffled messages; the engine draws that sum directly, which has the same distribution.
+    """
+
+    sigma: float
+    name: str = "local-gaussian"
+
+    def cumulative_std(self, horizon: int, batch_size: int) -> float:
+        return self.sigma * math.sqrt(horizon)
+
+    def start(self, runs: int, size: int) -> Aggregator:
+        return _LocalGaussianSum(self.sigma, np.zeros((runs, size)))
+
+
+def tree_levels(horizon: int) -> int:
+    """Number of tree nodes containing any one round's data: ``⌊log₂ T⌋ + 1``."""
+    return int(horizon).bit_length()
+
+
+@dataclass
+class _TreeSum:
+    sigma: float
+    levels: int
+    total: np.ndarray
+    node_noise: np.ndarray  # (levels, runs, p): noise of the current node at each level
+    node_ids: np.ndarray  # (levels,): block index t >> level of the current node, −1 if none yet
+    level_index: np.ndarray  # (levels,): 0, 1, …, levels − 1
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        self.total += statistics.sum(axis=1)
+        levels = self.level_index
+        ids = rounds_done >> levels
+        # a new dyadic block starts at the levels whose block index changed: always levels 0..k − 1
+        count = int((ids != self.node_ids).sum())
+        if count:
+            self.node_noise[:count] = self.sigma * rng.standard_normal((count,) + self.total.shape)
+            self.node_ids = ids
+        used = ((rounds_done >> levels) & 1).astype(float)  # binary decomposition of the prefix [1, t]
+        return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
+
+
+@dataclass(frozen=True)
+class TreeGaussian:
+    """Tree-based aggregation (Dwork et al. 2010; Chan et al. 2011) with N(0, σ²) on every node.
+
+    The prefix sum of rounds ``1..t`` is the sum of the nodes of the binary decomposition of ``t``;
+    each node covers a dyadic block and carries its own noise, reused by every prefix that contains
+    the block.  One round's data enter ``⌊log₂ T⌋ + 1`` nodes (one per level).
+    """
+
+    sigma: float
+    horizon: int
+    name: str = "tree-gaussian"
+
+    def cumulative_std(self, horizon: int, batch_size: int) -> float:
+        return self.sigma * math.sqrt(tree_levels(horizon))
+
+    def start(self, runs: int, size: int) -> Aggregator:
+        levels = tree_levels(self.horizon)
+        return _TreeSum(
+            self.sigma,
+            levels,
+            np.zeros((runs, size)),
+            np.zeros((levels, runs, size)),
+            np.full(levels, -1),
+            np.arange(levels),
+        )
+
+
+@dataclass
+class _VecSum:
+    parameters: BitSumParameters
+    certificate: Certificate
+    total: np.ndarray
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        users = statistics.shape[1]
+        # the same protocol on the flat statistic (the ℓ2 option changes the accounting, not the protocol)
+        flat = replace(
+            self.parameters, users=users, dimension=statistics.shape[2], shape="vector", norm="entry"
+        )
+        self.total += BinomialSumMechanism(flat, self.certificate).simulate(statistics, rng)
+        return self.total
+
+
+@dataclass(frozen=True)
+class ShuffleVectorSum:
+    """P_Vec (Alg. 5–7): every entry of every user's statistic is sent as g + b bits; per-label counts.
+
+    The protocol is :mod:`dpcert.mechanisms.binomial_sum` (safe encoding range 2: encodings in
+    {0..g}; analyzer re-centred by B, the paper's fix of Cheu et al.), run on the flat statistic, whose
+    d + d(d+1)/2 entries all lie in [−1, 1]; ``parameters`` hold (g, b, p) of one full batch.
+    """
+
+    parameters: BitSumParameters
+    certificate: Certificate
+    name: str = "shuffle-vector-sum"
+
+    def cumulative_std(self, horizon: int, batch_size: int) -> float:
+        batches = math.ceil(horizon / batch_size)
+        return math.sqrt(batches) * replace(self.parameters, users=batch_size).noise_std
+
+    def start(self, runs: int, size: int) -> Aggregator:
+        return _VecSum(self.parameters, self.certificate, np.zeros((runs, size)))
+
+
+# ----------------------------------------------------------------------------- confidence radius
+@dataclass(frozen=True)
+class ConfidenceRadius:
+    """Regulariser λ and radius β_m of the batched UCB index (C&Z §2.2–2.3).
+
+    ``theory``: Lemma A.2/A.4 with the spec's concrete constants: for cumulative per-entry noise
+    scale s, ``Σ_N = s(2√d + 2√ln(4M/α))``, ``Σ_n = s(√d + √(2 ln(4M/α)))``, ``λ = max(1, 2Σ_N)``,
+    ``λ_min = λ − Σ_N``, ``λ_max = λ + Σ_N``, ``ν = Σ_n/√λ_min`` and
+    ``β_m = √(2 ln(2/α) + d ln(1 + t_m/(d λ_min))) + √λ_max + ν`` (‖θ*‖ ≤ 1).
+    ``experiment``: the constant radius of the paper's experiment code: ``Γ = s√d`` (1 if s = 0),
+    ``λ = 2Γ`` (``1e-4`` without noise), ``β = √Γ S + R √(d ln((1 + T/Γ) T))`` with S = √d, R = 1/2.
+    """
+
+    regulariser: float
+    floor: float
+    beta: Callable[[int], float]
+    kind: str
+
+    @classmethod
+    def build(
+        cls, kind: str, noise_scale: float, dimension: int, horizon: int, batch_size: int, alpha: float
+    ) -> ConfidenceRadius:
+        d = dimension
+        if kind == "theory":
+            log_term = math.log(4.0 * math.ceil(horizon / batch_size) / alpha)
+            sigma_matrix = noise_scale * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(log_term))
+            sigma_vector = noise_scale * (math.sqrt(d) + math.sqrt(2.0 * log_term))
+            lam = max(1.0, 2.0 * sigma_matrix)
+            lam_min, lam_max = lam - sigma_matrix, lam + sigma_matrix
+            nu = sigma_vector / math.sqrt(lam_min)
+
+            def beta(rounds: int) -> float:
+                return (
+                    math.sqrt(2.0 * math.log(2.0 / alpha) + d * math.log(1.0 + rounds / (d * lam_min)))
+                    + math.sqrt(lam_max)
+                    + nu
+                )
+
+            return cls(lam, lam_min, beta, kind)
+        if kind == "experiment":
+            gamma = noise_scale * math.sqrt(d) if noise_scale > 0 else 1.0
+            lam = 2.0 * gamma if noise_scale > 0 else 1e-4
+            width = math.sqrt(gamma) * math.sqrt(d) + 0.5 * math.sqrt(
+                d * math.log((1.0 + horizon / gamma) * horizon)
+            )
+            return cls(lam, min(lam, gamma), lambda rounds: width, kind)
+        raise InvalidParameter("radius", kind, "one of " + ", ".join(RADII))
+
+
+# ----------------------------------------------------------------------------- the engine
+@dataclass(frozen=True)
+class EngineResult:
+    """Output of :func:`run_batched_linucb`: per-round pseudo-regret and diagnostics, per run."""
+
+    cumulative_regret: np.ndarray  # (runs, horizon)
+    actions: np.ndarray  # (runs, horizon) chosen arm index
+    updates: int  # number of server updates
+    eigenvalue_clips: np.ndarray  # (runs,) batches whose noisy V_m was not positive definite
+    regulariser: np.ndarray  # (runs,) λ of each run's privatizer
+    final_beta: np.ndarray  # (runs,)
+
+
+@dataclass
+class _StackedSum:
+    """Privatizer g's aggregator on its block of runs, each drawing from its own random stream, so that
+    one algorithm's noise does not depend on which others share the pass."""
+
+    blocks: list[tuple[slice, Aggregator, np.random.Generator]]
+    total: np.ndarray
+
+    def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
+        for rows, aggregator, stream in self.blocks:
+            self.total[rows] = aggregator.add_batch(statistics[rows], rounds_done, stream)
+        return self.total
+
+
+def _solve_with_safety_net(
+    gram: np.ndarray, right: np.ndarray, floor: np.ndarray, clips: np.ndarray, noisy: np.ndarray | None
+) -> np.ndarray:
+    """``V^{-1} right``; rows whose V is not positive definite get eigenvalues clipped at ``floor``.
+
+    Only the ``noisy`` rows are checked (``None``: none): without noise ``V = λI + Σ φφᵀ`` with λ > 0 is
+    positive definite by construction.  Clipping is post-processing of the published V
+    (privacy-neutral); each occurrence is counted.
+    """
+    try:
+        if noisy is not None:
+            np.linalg.cholesky(gram[noisy] if noisy.size < gram.shape[0] else gram)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(gram)
+        bad = values.min(axis=1) <= 0.0
+        clips += bad
+        values = np.where(bad[:, None], np.maximum(values, floor[:, None]), values)
+        gram = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
+    return np.linalg.solve(gram, right)
+
+
+def run_batched_linucb(
+    env: ContextualLinearBandit,
+    privatizers: Privatizer | list[Privatizer],
+    *,
+    horizon: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    radius: str = "theory",
+    alpha: float = 0.05,
+    index_dtype: str = "float64",
+    on_batch: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
+) -> EngineResult:
+    """Algorithm 1 of C&Z for every repetition at once.
+
+    Per batch m (rounds ``t_{m−1}+1 .. min(mB, T)``; a partial last batch is allowed): the index
+    ``⟨φ, θ̂_{m−1}⟩ + β_{m−1}‖φ‖_{V_{m−1}^{-1}}`` is maximised over the round's K arms (lowest index
+    wins ties), rewards are drawn, the batch's user statistics go through the privatizer, and the
+    model is republished.  With fixed arms the action is constant within a batch, so the whole batch
+    is handled in one step.  ``on_batch(m, V_m, θ̂_m)`` observes each published model (tests).
+
+    ``privatizers`` may be a list of G privatizers sharing the batch schedule: each runs on every one of
+    the environment's R instances (same arms, same contexts), giving G·R runs ordered privatizer-major
+    (run ``g R + i`` is privatizer g on instance i), each with its own λ and β, so that several
+    algorithms advance in one vectorised pass.
+
+    ``index_dtype="float32"`` scores the arms in single precision (about 4× faster on K = 100 arms);
+    the model itself (V, θ̂, the noisy sums) is always kept in double precision.
+    """
+    if index_dtype not in ("float64", "float32"):
+        raise InvalidParameter("index_dtype", index_dtype, "'float64' or 'float32'")
+    horizon = check.positive_int("horizon", horizon)
+    batch_size = check.positive_int("batch_size", batch_size)
+    alpha = check.probability("alpha", alpha, open_low=True, open_high=True)
+    rng = check.generator(rng)
+    d, block = env.dimension, env.runs
+    group = list(privatizers) if isinstance(privatizers, (list, tuple)) else [privatizers]
+    if not group:
+        raise InvalidParameter("privatizers", group, "at least one privatizer")
+    count = len(group)
+    runs = count * block
+    instance = np.tile(np.arange(block), count)
+    radii = [
+        ConfidenceRadius.build(radius, p.cumulative_std(horizon, batch_size), d, horizon, batch_size, alpha)
+        for p in group
+    ]
+    lam = np.repeat([c.regulariser for c in radii], block)
+    noisy_rows = np.flatnonzero(np.repeat([not isinstance(p, NoPrivacy) for p in group], block))
+    noisy = noisy_rows if noisy_rows.size else None
+    floor = np.repeat([c.floor for c in radii], block)
+
+    constant_beta = np.repeat([c.beta(0) for c in radii], block) if radius == "experiment" else None
+
+    def beta_at(rounds: int) -> np.ndarray:
+        if constant_beta is not None:
+            return constant_beta
+        return np.repeat([c.beta(rounds) for c in radii], block)
+
+    size = statistic_size(d)
+    aggregator = _StackedSum(
+        [
+            (slice(g * block, (g + 1) * block), p.start(block, size), stream)
+            for g, (p, stream) in enumerate(zip(group, rng.spawn(count), strict=True))
+        ],
+        np.zeros((runs, size)),
+    )
+    rows, cols = _upper_indices(d)
+    pair_weight = np.where(rows == cols, 1.0, 2.0)
+    flat_upper = rows * d + cols
+    symmetric = _symmetric_index(d)
+    identity = np.eye(d)
+    # right-hand side [I | u]: one solve gives V^{-1} and θ̂ = V^{-1} u
+    right = np.concatenate([np.broadcast_to(identity, (runs, d, d)), np.zeros((runs, d, 1))], axis=2)
+    # per instance, row 2g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row 2g + 1 its squared widths
+    # ‖φ‖²_{V^{-1}}; the arms' design is shared by all privatizers, so one product scores every run
+    weights = np.zeros((block, 2 * count, d + rows.size), dtype=index_dtype)
+
+    def set_weights(theta_hat: np.ndarray, inverse_upper: np.ndarray) -> None:
+        weights[:, 0::2, :d] = theta_hat.reshape(count, block, d).transpose(1, 0, 2)
+        weights[:, 1::2, d:] = inverse_upper.reshape(count, block, -1).transpose(1, 0, 2)
+
+    set_weights(np.zeros((runs, d)), (identity / lam[:, None, None]).reshape(runs, d * d)[:, flat_upper])
+    gaps = np.empty((runs, horizon))
+    actions = np.empty((runs, horizon), dtype=np.int64)
+    clips = np.zeros(runs, dtype=np.int64)
+
+    def scores(features: np.ndarray) -> np.ndarray:
+        """Columns ``[φ, upper(φφᵀ) ⊙ (1 on, 2 off the diagonal)]`` per arm, shape (instances, d + q, K)."""
+        quadratic = features[..., rows] * features[..., cols] * pair_weight
+        design = np.concatenate([features, quadratic], axis=-1).transpose(0, 2, 1)
+        return np.ascontiguousarray(design, dtype=index_dtype)
+
+    def ucb_arm(design: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """Each run's UCB arm (lowest index on ties), runs ordered privatizer-major."""
+        scored = weights @ design  # (instances, 2G, K)
+        index = scored[:, 0::2] + beta.reshape(count, block).T[:, :, None] * np.sqrt(
+            np.maximum(scored[:, 1::2], 0.0)
+        )
+        return np.argmax(index, axis=2).T.ravel()
+
+    fixed_design = None
+    if env.fixed_arms:
+        fixed_features = env.arms
+        fixed_design = scores(fixed_features)
+        fixed_means = env.means(fixed_features)
+        fixed_best = fixed_means.max(axis=1)
+    start, batch, beta = 0, 0, beta_at(0)
+    while start < horizon:
+        stop = min(start + batch_size, horizon)
+        users = stop - start
+        if fixed_design is not None:
+            arm = ucb_arm(fixed_design, beta)
+            gaps[:, start:stop] = (fixed_best[instance] - fixed_means[instance, arm])[:, None]
+            actions[:, start:stop] = arm[:, None]
+            chosen = fixed_features[instance, arm][:, None, :]
+            chosen_means = fixed_means[instance, arm][:, None]
+            if users > 1:
+                chosen = np.broadcast_to(chosen, (runs, users, d))
+                chosen_means = np.broadcast_to(chosen_means, (runs, users))
+        else:
+            chosen = np.empty((runs, users, d))
+            chosen_means = np.empty((runs, users))
+            for offset in range(users):  # contexts change every round; the model does not
+                features = env.contexts(rng)
+                arm = ucb_arm(scores(features), beta)
+                means = env.means(features)
+                gaps[:, start + offset] = means.max(axis=1)[instance] - means[instance, arm]
+                actions[:, start + offset] = arm
+                chosen[:, offset] = features[instance, arm]
+                chosen_means[:, offset] = means[instance, arm]
+        rewards = np.clip(env.sample_rewards(chosen_means, rng), -1.0, 1.0)
+        noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
+        gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
+        right[:, :, d] = noisy_total[:, :d]
+        solved = _solve_with_safety_net(gram, right, floor, clips, noisy)
+        theta_hat = solved[:, :, d]
+        set_weights(theta_hat, solved[:, :, :d].reshape(runs, d * d)[:, flat_upper])
+        beta = beta_at(stop)
+        batch += 1
+        if on_batch is not None:
+            on_batch(batch, gram, theta_hat)
+        start = stop
+    return EngineResult(np.cumsum(gaps, axis=1), actions, batch, clips, lam, beta)
+
+
+# ----------------------------------------------------------------------------- calibration
+ALGORITHMS = ("linucb", "linucb-ldp", "linucb-jdp", "linucb-sdp-amp", "linucb-sdp-vec")
+DEFAULT_BATCH = {"linucb": 1, "linucb-ldp": 1, "linucb-jdp": 1, "linucb-sdp-amp": 20, "linucb-sdp-vec": 20}
+TRUST = {
+    "linucb-ldp": TrustModel.LOCAL,
+    "linucb-jdp": TrustModel.CENTRAL,
+    "linucb-sdp-amp": TrustModel.SHUFFLE,
+    "linucb-sdp-vec": TrustModel.SHUFFLE,
+}
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A privatizer with the guarantee its noise earns per user, against the claimed (ε, δ).
+
+    ``certificate`` is what actually holds (re-derivable from its parameters); ``claim_met`` says
+    whether it covers the claim.  ``noise`` lists the noise parameters for reports.
+    """
+
+    algorithm: str
+    privatizer: Privatizer
+    certificate: Certificate | None
+    claim: Guarantee | None
+    claim_met: bool
+    calibration: str
+    noise: dict[str, Any] = field(default_factory=dict)
+
+
+def classical_pair_sigma(epsilon: float, delta: float) -> float:
+    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
+    each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
+    return 4.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / epsilon
+
+
+def advanced_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
+    """Per-participation budget of C&Z §4 (Thm E.2 = Dwork & Roth Cor 3.21 with k = M, δ' = δ/2).
+
+    ``ε_m = ε / (2 √(2 M ln(2/δ)))``, ``δ_m = δ / (2M)``; for M = 1 the budget is unchanged.
+    """
+    if participations == 1:
+        return epsilon, delta
+    return epsilon / (2.0 * math.sqrt(2.0 * participations * math.log(2.0 / delta))), delta / (
+        2.0 * participations
+    )
+
+
+def advanced_composition_epsilon(epsilon: float, participations: int, delta_slack: float) -> float:
+    """Dwork & Roth Thm 3.20: k-fold (ε, δ) composes to ``√(2k ln(1/δ')) ε + k ε (e^ε − 1)`` at δ' + kδ."""
+    k = participations
+    return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
+
+
+def gaussian_guarantee(
+    sigma: float,
+    *,
+    sensitivity: float,
+    compositions: int,
+    epsilon: float,
+    delta: float,
+    trust_model: TrustModel,
+    neighbouring: Neighbouring,
+    notes: tuple[str, ...],
+) -> tuple[Certificate, bool]:
+    """The claimed (ε, δ) if the exact Gaussian profile supports it, else (ε that holds at δ, δ)."""
+    mu = sensitivity * math.sqrt(compositions) / sigma
+    met = bool(gaussian_delta(epsilon, mu) <= delta)
+    guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
+    parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
+    certificate = Certificate(
+        "gaussian", guarantee, trust_model, neighbouring, parameters, ANALYTIC_BASIS, notes
+    )
+    return certificate.verify(), met
+
+
+def _amplified_pamp(
+    epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
+) -> PAmpCalibration | None:
+    """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
+
+    ``tight``: least σ by FMT20's numeric bound (Thm 3.2; :func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
+    ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
+    """
+    method = "numeric" if calibration == "tight" else "paper"
+    try:
+        return calibrate_pamp(epsilon, delta, users=batch_size, dimension=dimension, method=method)
+    except PreconditionFailed:
+        return None
+
+
+def calibrate(
+    algorithm: str,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    horizon: int,
+    batch_size: int,
+    dimension: int,
+    calibration: str = "tight",
+    participations: int = 1,
+    sigma: float | None = None,
+) -> Calibrated:
+    """Noise for ``algorithm`` at the claimed (ε, δ) and the certificate that noise earns per user.
+
+    Parameters
+    ----------
+    calibration
+        ``"paper"``: the theorem's noise (C&Z Prop F.1 for LDP; the classical split on the tree for
+        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
+        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile
+        of the joint release (sensitivity 3/√2), composed exactly over a user's participations; for
+        P_Amp the smaller of that and the amplification-by-shuffling calibration (FMT20 numeric bound,
+        unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
+    participations
+        Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
+        Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
+        composes the Gaussian releases exactly (μ adds in quadrature).
+    sigma
+        A user-chosen noise level (per user, or per tree node for JDP) replacing the calibration; the
+        certificate then reports what it guarantees.
+    """
+    if algorithm not in ALGORITHMS:
+        raise InvalidParameter("algorithm", algorithm, "one of " + ", ".join(ALGORITHMS))
+    if algorithm == "linucb":
+        return Calibrated(algorithm, NoPrivacy(), None, None, True, "none")
+    if calibration not in CALIBRATIONS:
+        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    horizon = check.positive_int("horizon", horizon)
+    batch_size = check.positive_int("batch_size", batch_size)
+    participations = check.positive_int("participations", participations)
+    trust = TRUST[algorithm]
+    neighbouring = Neighbouring.USER_LEVEL if participations > 1 else Neighbouring.REPLACE_ONE
+    claim = Guarantee(epsilon, delta)
+    sens = JOINT_SENSITIVITY
+    notes: list[str] = [
+        "sensitivity 3/sqrt(2) of the joint release (phi*y, upper(phi phi^T)) for ||phi|| <= 1, |y| <= 1; "
+        "rewards are clipped to [-1, 1] before release"
+    ]
+    if participations > 1:
+        notes.append(
+            f"returning users: each user in at most {participations} batches, at most once per batch"
+        )
+
+    if algorithm == "linucb-sdp-vec":
+        return _calibrate_vec(claim, batch_size, dimension, calibration, participations, horizon)
+
+    levels = tree_levels(horizon) if algorithm == "linucb-jdp" else 1
+    if algorithm == "linucb-jdp":
+        # one user's P rounds may share a node: node sensitivity up to P·Δ on each of the L levels
+        node_sensitivity, compositions = sens * participations, levels
+        notes.append(f"tree aggregation: each round's data in {levels} nodes (one per level)")
+    else:
+        node_sensitivity, compositions = sens, participations
+    if sigma is not None:
+        noise = check.positive_finite("sigma", sigma)
+        notes.append("user-supplied noise level")
+    elif calibration == "tight":
+        noise = analytic_gaussian_sigma(epsilon, delta, node_sensitivity, compositions)
+        notes.append(
+            "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
+        )
+    else:
+        eps_m, delta_m = advanced_split(epsilon, delta, participations)
+        if participations > 1:
+            notes.append(
+                f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"
+            )
+        if algorithm == "linucb-ldp":
+            noise = classical_pair_sigma(eps_m, delta_m)
+            notes.append("paper noise: C&Z Prop F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0")
+        elif algorithm == "linucb-jdp":
+            noise = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
+            notes.append(
+                "paper-style noise (seed 002 gives no formula for its JDP baseline): the classical Gaussian "
+                "of Prop F.1 on each of the L tree levels, i.e. sensitivity 2 sqrt(L) for the vector and the "
+                "matrix with (epsilon/2, delta/2) each (Shariff & Sheffet 2018 construction); variance "
+                "times M0^2 for returning users (C&Z Prop 4.3)"
+            )
+        else:
+            noise = pamp_paper_sigma(eps_m, delta_m, batch_size)
+            eps0 = eps_m * math.sqrt(batch_size / math.log(2.0 / delta_m))
+            fmt_ok = (
+                eps0 <= math.log(batch_size / (16.0 * math.log(4.0 / delta_m))) if batch_size > 1 else False
+            )
+            notes.append(
+                f"paper noise: C&Z Thm 3.2 (Thm E.3 for returning users), local epsilon0 = {eps0:.4g}"
+            )
+            if eps0 > 1.0:
+                notes.append(
+                    f"precondition of Thm 3.2 fails: epsilon0 = {eps0:.4g} > 1 "
+                    "(needs epsilon <= sqrt(ln(2/delta)/B))"
+                )
+            if not fmt_ok:
+                notes.append(
+                    "amplification precondition fails (Feldman, McMillan & Talwar 2020, Thm 3.8): "
+                    "needs B >= 16 e^epsilon0 ln(4/delta) = "
+                    f"{16 * math.exp(eps0) * math.log(4 / delta_m):.4g}"
+                )
+    amplified = None
+    if algorithm == "linucb-sdp-amp":
+        if participations == 1 and sigma is None:
+            amplified = _amplified_pamp(epsilon, delta, batch_size, dimension, calibration)
+        if amplified is not None and calibration == "tight" and amplified.sigma < noise:
+            return Calibrated(
+                algorithm,
+                LocalGaussian(amplified.sigma),
+                amplified.certificate,
+                claim,
+                amplified.certificate.guarantee.covers(claim),
+                calibration,
+                {"sigma": amplified.sigma, "epsilon0": amplified.epsilon0, "delta0": amplified.delta0},
+            )
+        if amplified is not None and calibration == "tight":
+            notes.append(
+                f"amplification by shuffling (FMT20 numeric bound) would need sigma = {amplified.sigma:.4g} "
+                f"> {noise:.4g}: the local calibration is used"
+            )
+        notes.append(
+            "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
+            "(post-processing)"
+        )
+    certificate, met = gaussian_guarantee(
+        noise,
+        sensitivity=node_sensitivity,
+        compositions=compositions,
+        epsilon=epsilon,
+        delta=delta,
+        trust_model=trust,
+        neighbouring=neighbouring,
+        notes=tuple(notes),
+    )
+    privatizer: Privatizer = (
+        TreeGaussian(noise, horizon) if algorithm == "linucb-jdp" else LocalGaussian(noise)
+    )
+    if amplified is not None and not met and amplified.certificate.guarantee.covers(claim):
+        # the paper's σ meets the claim through Lemma B.4 although not locally
+        return Calibrated(
+            algorithm, privatizer, amplified.certificate, claim, True, calibration, {"sigma": noise}
+        )
+    return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise})
+
+
+@functools.lru_cache(maxsize=32)
+def _bit_sum_calibration(
+    epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
+) -> BinomialSumCalibration:
+    """Bit-sum parameters for P_Vec (cached: the exact ℓ2 search takes seconds)."""
+    return calibrate_binomial_sum(
+        epsilon,
+        delta,
+        users=batch_size,
+        dimension=dimension,
+        bound=1.0,
+        shape="vector+matrix",
+        method="paper" if calibration == "paper" else "exact",
+        norm="entry" if calibration == "paper" else "l2",
+    )
+
+
+def _calibrate_vec(
+    claim: Guarantee, batch_size: int, dimension: int, calibration: str, participations: int, horizon: int
+) -> Calibrated:
+    """P_Vec through :func:`dpcert.mechanisms.binomial_sum.calibrate_binomial_sum` (shape vector+matrix).
+
+    ``paper``: Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the binomial counts;
+    ``tight``: p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using that each user's vector
+    part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).  Unique users only, and
+    full batches only (a smaller batch carries less binomial noise).
+    """
+    if participations > 1:
+        raise PreconditionFailed(
+            "linucb-sdp-vec with returning users: composing the bit-sum certificates over batches is not "
+            "implemented; use linucb-sdp-amp (Gaussian, exact composition) or unique users"
+        )
+    if horizon % batch_size:
+        raise InvalidParameter(
+            "horizon", horizon, f"a multiple of batch_size={batch_size} for linucb-sdp-vec (no partial batch)"
+        )
+    result = _bit_sum_calibration(claim.epsilon, claim.delta, batch_size, dimension, calibration)
+    q = result.parameters
+    noise = {"g": q.g, "b": q.b, "p": q.p}
+    privatizer = ShuffleVectorSum(q, result.certificate)
+    met = result.certificate.guarantee.covers(claim)
+    return Calibrated("linucb-sdp-vec", privatizer, result.certificate, claim, met, calibration, noise)
+
+
+# ----------------------------------------------------------------------------- runs
+@dataclass(frozen=True)
+class UserLedger:
+    """Per-user composed guarantees of a run with returning users (same for every repetition).
+
+    User ``i`` of group ``k`` sits at position ``i`` of batches ``kP .. kP + P − 1``, so each user is
+    in at most P batches and at most once per batch (C&Z Assumption 4.1).  ``certificates[k]`` is the
+    composed certificate of a user who joined k batches.
+    """
+
+    participations: np.ndarray  # (users,) number of batches each user joined
+    certificates: Mapping[int, Certificate]
+
+    @property
+    def users(self) -> int:
+        return int(self.participations.size)
+
+    @property
+    def epsilon(self) -> np.ndarray:
+        """Each user's composed ε at the certificates' δ."""
+        return np.array([self.certificates[int(k)].epsilon for k in self.participations])
+
+    def charge(self, ledger: Any, run_id: str, user_offset: int = 0) -> None:
+        """Charge every user's composed certificate to a :class:`~dpcert.accounting.ledger.Ledger`."""
+        for count, certificate in self.certificates.items():
+            users = user_offset + np.flatnonzero(self.participations == count)
+            ledger.charge(users.tolist(), certificate, run_id=run_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "users": self.users,
+            "delta": next(iter(self.certificates.values())).delta,
+            "by_participations": [
+                {
+                    "participations": count,
+                    "users": int((self.participations == count).sum()),
+                    "epsilon": certificate.epsilon,
+                }
+                for count, certificate in sorted(self.certificates.items())
+            ],
+            "max_user_epsilon": max(c.epsilon for c in self.certificates.values()),
+        }
+
+
+def returning_user_ledger(
+    calibrated: Calibrated, horizon: int, batch_size: int, participations: int
+) -> UserLedger:
+    """Each user's composed (ε, δ): exact Gaussian composition of her actual participations.
+
+    With unique users (P = 1) every user holds the run's certificate.
+    """
+    batches = math.ceil(horizon / batch_size)
+    groups = math.ceil(batches / participations)
+    per_group = np.minimum(participations, batches - participations * np.arange(groups))
+    user_batches = np.repeat(per_group, batch_size)
+    # the last batch may be partial: its missing positions have no user
+    last_size = horizon - (batches - 1) * batch_size
+    if last_size < batch_size:
+        user_batches[-(batch_size - last_size) :] -= 1
+    user_batches = user_batches[user_batches > 0]
+    certificate = calibrated.certificate
+    if participations == 1:
+        return UserLedger(user_batches, {1: certificate})
+    parameters = certificate.parameters
+    certificates = {}
+    for count in np.unique(user_batches).tolist():
+        if calibrated.algorithm == "linucb-jdp":  # `count` rounds may share a node: sensitivity count·Δ
+            sensitivity, compositions = JOINT_SENSITIVITY * count, parameters["compositions"]
+        else:
+            sensitivity, compositions = parameters["sensitivity"], count
+        certificates[count] = gaussian_certificate(
+            parameters["sigma"],
+            delta=certificate.delta,
+            sensitivity=sensitivity,
+            compositions=compositions,
+            trust_model=certificate.trust_model,
+            neighbouring=Neighbouring.USER_LEVEL,
+        )
+    return UserLedger(user_batches, certificates)
+
+
+def run_group(
+    env: ContextualLinearBandit,
+    calibrated: list[Calibrated],
+    *,
+    horizon: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    radius: str = "experiment",
+    alpha: float = 0.05,
+    index_dtype: str = "float64",
+    participations: int = 1,
+) -> list[BanditRun]:
+    """Run several calibrated algorithms that share a batch size in one vectorised pass.
+
+    Every algorithm sees the same R instances of ``env``; results come back in input order.
+    """
+    start = time.perf_counter()
+    result = run_batched_linucb(
+        env,
+        [c.privatizer for c in calibrated],
+        horizon=horizon,
+        batch_size=batch_size,
+        rng=rng,
+        radius=radius,
+        alpha=alpha,
+        index_dtype=index_dtype,
+    )
+    seconds = time.perf_counter() - start
+    runs = env.runs
+    output = []
+    for g, c in enumerate(calibrated):
+        rows = slice(g * runs, (g + 1) * runs)
+        extras: dict[str, Any] = {
+            "batch_size": batch_size,
+            "calibration": c.calibration,
+            "noise": c.noise,
+            "claim": c.claim.to_dict() if c.claim else None,
+            "claim_met": c.claim_met,
+            "radius": radius,
+            "regulariser": float(result.regulariser[rows][0]),
+            "eigenvalue_clips": int(result.eigenvalue_clips[rows].sum()),
+            "updates": result.updates,
+            "seconds_shared_with": [other.algorithm for other in calibrated],
+        }
+        users, max_eps = horizon, 0.0
+        if c.certificate is not None:
+            max_eps = c.certificate.epsilon
+            if participations > 1:
+                ledger = returning_user_ledger(c, horizon, batch_size, participations)
+                extras["ledger"] = ledger.to_dict()
+                users, max_eps = ledger.users, float(ledger.epsilon.max())
+        output.append(
+            BanditRun(
+                c.algorithm, result.cumulative_regret[rows], c.certificate, users, max_eps, seconds, extras
+            )
+        )
+    return output
+
+
+def _options(config: RunConfig) -> dict[str, Any]:
+    known = {
+        "dimension",
+        "arms",
+        "batch_size",
+        "radius",
+        "alpha",
+        "participations",
+        "sigma",
+        "fixed_arms",
+        "reward",
+    }
+    unknown = set(config.options) - known
+    if unknown:
+        raise InvalidParameter("options", sorted(unknown), "any of " + ", ".join(sorted(known)))
+    return dict(config.options)
+
+
+def run_algorithm(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
+    batch_size, radius, alpha, participations, sigma, fixed_arms, reward)."""
+    options = _options(config)
+    algorithm = config.algorithm
+    batch_size = check.positive_int("batch_size", options.get("batch_size", DEFAULT_BATCH[algorithm]))
+    participations = check.positive_int("participations", options.get("participations", 1))
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    expected = "none" if algorithm == "linucb" else TRUST[algorithm].value
+    if config.privacy != expected:
+        raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
+    calibrated = calibrate(
+        algorithm,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        horizon=config.horizon,
+        batch_size=batch_size,
+        dimension=dimension,
+        calibration=config.calibration,
+        participations=participations,
+        sigma=options.get("sigma"),
+    )
+    rng = np.random.default_rng(config.seed)
+    env = vaswani_instance(
+        config.runs,
+        dimension,
+        check.positive_int("arms", options.get("arms", 100)),
+        rng,
+        fixed_arms=bool(options.get("fixed_arms", True)),
+        reward=options.get("reward", "bernoulli"),
+    )
+    start = time.perf_counter()
+    (run,) = run_group(
+        env,
+        [calibrated],
+        horizon=config.horizon,
+        batch_size=batch_size,
+        rng=rng,
+        radius=options.get("radius", "experiment"),
+        alpha=options.get("alpha", 0.05),
+        participations=participations,
+    )
+    extras = dict(run.extras)
+    if config.ledger_path is not None and calibrated.certificate is not None:
+        from dpcert.accounting.ledger import Ledger
+
+        users = returning_user_ledger(calibrated, config.horizon, batch_size, participations)
+        label = f"{algorithm}:{config.calibration}:seed{config.seed}"
+        with Ledger(config.ledger_path) as ledger:
+            for index in range(config.runs):  # each repetition has its own users
+                users.charge(ledger, f"{label}:run{index}", user_offset=index * 10**12)
+        extras["ledger_path"] = str(config.ledger_path)
+    return BanditRun(
+        run.algorithm,
+        run.cumulative_regret,
+        run.certificate,
+        run.users,
+        run.max_user_epsilon,
+        time.perf_counter() - start,
+        extras,
+    )
+
+
+def figure_runs(
+    epsilon: float,
+    *,
+    runs: int = 50,
+    horizon: int = 20_000,
+    dimension: int = 5,
+    arms: int = 100,
+    delta: float = 0.1,
+    shuffle_batch: int = 20,
+    calibration: str = "tight",
+    seed: int = 0,
+    radius: str = "experiment",
+    index_dtype: str = "float32",
+) -> dict[str, BanditRun]:
+    """C&Z Figure 1 (and Appendix G): the five algorithms on the same R instances, vectorised.
+
+    The three per-round algorithms share one pass, the two shuffle ones another.
+    """
+    rng = np.random.default_rng([seed, 2])
+    env = vaswani_instance(runs, dimension, arms, rng)
+    common = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
+    per_round = [calibrate(name, batch_size=1, calibration=calibration, **common) for name in ALGORITHMS[:3]]
+    amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, calibration=calibration, **common)
+    vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration=calibration, **common)
+    results = run_group(
+        env, per_round, horizon=horizon, batch_size=1, rng=rng, radius=radius, index_dtype=index_dtype
+    )
+    results += run_group(
+        env,
+        [amp, vec],
+        horizon=horizon,
+        batch_size=shuffle_batch,
+        rng=rng,
+        radius=radius,
+        index_dtype=index_dtype,
+    )
+    return {run.algorithm: run for run in results}
+
+
+def run_summary(run: BanditRun, out: Path | None = None, stem: str = "") -> dict[str, Any]:
+    """JSON-ready summary of one algorithm's runs; with ``out``, the mean regret curve goes to STEM.npy."""
+    mean, stderr = run.final_regret()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        np.save(out / f"{stem}.npy", np.asarray(run.cumulative_regret).mean(axis=0))
+    return {
+        "regret": {"mean": mean, "stderr": stderr},
+        "certificate": run.certificate.to_dict() if run.certificate else None,
+        "claim_met": run.extras.get("claim_met", True),
+        "calibration_used": run.extras.get("calibration"),
+        "noise": run.extras.get("noise"),
+        "seconds": run.seconds,
+    }
+
+
+def reproduction(
+    name: str, epsilons: tuple[float, ...], dimensions: tuple[int, ...], horizon: int = 20_000
+) -> Callable[..., dict[str, Any]]:
+    """The ``dpcert reproduce`` entry for C&Z Figure 1 / Appendix G: every panel under both calibrations.
+
+    Writes ``NAME.json`` (regret mean ± s.e., certificates) and the mean regret curves (``.npy``) to ``out``.
+    """
+
+    def reproduce(runs: int | None = None, out: Path | None = None, seed: int = 0) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "name": name,
+            "runs": runs or 50,
+            "horizon": horizon,
+            "delta": 0.1,
+            "panels": [],
+        }
+        for dimension in dimensions:
+            for epsilon in epsilons:
+                panel: dict[str, Any] = {"epsilon": epsilon, "dimension": dimension, "algorithms": {}}
+                for calibration in CALIBRATIONS:
+                    results = figure_runs(
+                        epsilon,
+                        runs=runs or 50,
+                        horizon=horizon,
+                        dimension=dimension,
+                        calibration=calibration,
+                        seed=seed,
+                    )
+                    for algorithm, run in results.items():
+                        entry = panel["algorithms"].setdefault(algorithm, {})
+                        entry[calibration] = run_summary(
+                            run, out, f"{name}_d{dimension}_eps{epsilon}_{calibration}_{algorithm}"
+                        )
+                summary["panels"].append(panel)
+        if out is not None:
+            (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
+        return summary
+
+    return reproduce
+
+
+for _name in ALGORITHMS:
+    register_algorithm(
+        AlgorithmSpec(
+            _name,
+            {
+                "linucb": "non-private LinUCB (Abbasi-Yadkori et al. 2011), C&Z 2022 batched framework",
+                "linucb-ldp": "LDP-LinUCB (Zheng et al. 2020): Gaussian local randomizer",
+                "linucb-jdp": "JDP-LinUCB (Shariff & Sheffet 2018): tree-based aggregation, central model",
+                "linucb-sdp-amp": "SDP-LinUCB with P_Amp (C&Z 2022, Thm 3.2): Gaussian randomizer + shuffler",
+                "linucb-sdp-vec": "SDP-LinUCB with P_Vec (C&Z 2022, Thm 3.5): Cheu et al. bit summation",
+            }[_name],
+            ("none",) if _name == "linucb" else (TRUST[_name].value,),
+            run_algorithm,
+        )
+    )
+register_reproduction(
+    ReproductionSpec(
+        "cz2022-figure1",
+        "Chowdhury & Zhou 2022, Figure 1: d=5, K=100, T=20000, delta=0.1, eps in {0.2, 1, 10}",
+        reproduction("cz2022-figure1", (0.2, 1.0, 10.0), (5,)),
+    )
+)
+register_reproduction(
+    ReproductionSpec(
+        "cz2022-figure2",
+        "Chowdhury & Zhou 2022, Appendix G (Figure 2): eps=1, d in {10, 15}, tight and paper",
+        reproduction("cz2022-figure2", (1.0,), (10, 15)),
+    )
+)
