@@ -21,6 +21,7 @@ from dpcert.errors import InvalidParameter
 ALGORITHM_MODULES: tuple[str, ...] = (
     "dpcert.bandits.elimination",
     "dpcert.bandits.figures_dpdpe",
+    "dpcert.bandits.figures_mab",
 )
 
 

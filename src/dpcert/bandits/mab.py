@@ -1,0 +1,604 @@
+"""Batched arm elimination for multi-armed bandits: SDP-AE and VB-SDP-AE (seed 001) and baselines.
+
+Seed 001 is Tenenbaum, Kaplan, Mansour & Stemmer, "Differentially Private Multi-Armed Bandits in the
+Shuffle Model", NeurIPS 2021; the implementation follows ``specs/001_shuffle_mab.md``.
+
+One vectorised engine, :func:`batched_arm_elimination`, runs all algorithms: in phase ``t`` every arm of
+the viable set ``V`` (ascending index) gets one batch of ``m_t`` fresh users, each batch's reward sum goes
+through a :class:`BatchSummation` once, and after the phase every arm with ``UCB_a < max_{a'∈V} LCB_{a'}``
+is removed (seed 001, Alg. 1 lines 13–16 with the spec's fixes: the max is over ``V``, not the undefined
+``S``; removal is strict and simultaneous).  The radius after ``t`` batches and ``n`` aggregated users is
+
+    I = (u_t + sqrt(2·n·log T)) / n,
+
+where ``sqrt(2 n log T)`` is Hoeffding's deviation of ``n`` rewards in [0, 1] at probability
+``2·T^{-4}`` and ``u_t`` is the summation's own deviation at the same probability
+(:meth:`BatchSummation.noise_deviation`).  For the shuffle binary sum (sub-Gaussian proxy ``σ² = N/4``
+per batch) ``u_t = 2·sqrt(t)·σ·sqrt(2 log T)``, which is exactly seed 001's
+``I_a^t = (2√t σ/N_a + 1/√N_a)·√(2 log T)`` (Alg. 1 line 14, natural log, spec §4).
+
+Algorithms
+----------
+* :func:`sdp_ae` — SDP-AE, fixed batches ``m = ⌈σ²⌉`` (seed 001 Alg. 1, Cor. 3.2 with the fix
+  ``m = ⌈σ²⌉`` instead of the printed ``⌈σ⌉``, spec §0.3(a)).
+* :func:`vb_sdp_ae` — VB-SDP-AE, batches ``2^t`` (seed 001 Alg. 2, Thm 3.3).
+* :func:`successive_elimination` — the non-private baseline (same code, exact sums).
+* :func:`central_dp_se` — central-model ε-DP elimination: the server adds Laplace(1/ε) to each batch sum
+  (sensitivity 1 for bits, each user in one batch), doubling batches.
+* :func:`local_dp_se` — local-model ε-DP elimination: each user sends its bit through binary randomized
+  response, the server debiases; doubling batches (batching does not change the local guarantee).
+
+Privacy of a whole run (spec 001 §1.2, [R]): every user is in exactly one batch and contributes one reward
+to one summation; everything else is post-processing or independent of the user's data, so the whole run
+is exactly as private as one summation: the run's certificate *is* the summation's certificate, with no
+composition over batches, phases or arms.
+
+The shuffle binary summation ``M_sum`` (spec 001 §3.2) is simulated exactly at the level of its sufficient
+statistic: the analyzer's output is ``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3,
+Step 1), the same law as :meth:`dpcert.mechanisms.binary_sum.BinarySum.simulate`.  Its least ``N`` for a
+target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.binary_sum import calibrate_binary_sum
+from dpcert.mechanisms.laplace import laplace_certificate
+
+SCHEDULES = ("fixed", "doubling")
+RUN_NOTE = (
+    "whole run: every user's reward enters exactly one batch summation and everything else is "
+    "post-processing or independent of it, so the run is as private as one summation (no composition "
+    "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
+)
+
+
+def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:
+    """The same certificate (re-verified) with ``notes`` appended."""
+    if certificate is None:
+        return None
+    data = certificate.to_dict()
+    data["notes"] = [*data["notes"], *notes]
+    return Certificate.from_dict(data)
+
+
+class Ledger(Protocol):
+    """What the engine needs from :class:`dpcert.accounting.ledger.Ledger`."""
+
+    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
+
+
+# =========================================================================== batch summations
+class BatchSummation(Protocol):
+    """How the server learns the reward sum of one batch.
+
+    ``release(sums, batch_size, rng)`` returns an unbiased estimate of each entry of ``sums`` (the true
+    sums of ``batch_size`` rewards); ``noise_deviation(batches, users, log_horizon)`` is a ``u`` with
+    ``P(|accumulated error of `batches` releases| >= u) <= 2·exp(−4·log_horizon)``.
+    """
+
+    name: str
+    certificate: Certificate | None
+
+    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray: ...
+
+    def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class ExactSum:
+    """No privacy: the server sees the exact sum."""
+
+    name: str = "exact"
+    certificate: Certificate | None = None
+
+    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(sums, dtype=float)
+
+    def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
+        return 0.0
+
+
+@dataclass(frozen=True)
+class ShuffleBinarySum:
+    """Seed 001's shuffle-model binary summation ``M_sum`` with ``N`` noise bits (spec 001 §3.2).
+
+    The output for a batch with ``s`` ones is ``s + B − N/2``, ``B ~ Binomial(N, 1/2)``: unbiased, error
+    independent of the input and of the batch size, sub-Gaussian with proxy ``σ² = N/4`` (spec §3.2;
+    interface properties I2–I4 of seed 001 §3).  ``certificate`` is the (ε, δ)-SDP certificate of the
+    protocol with this ``N`` (``None`` only when ``N`` is given without one, e.g. in tests).
+    """
+
+    noise_bits: int
+    certificate: Certificate | None = None
+    name: str = "shuffle binary sum"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_bits", check.positive_int("noise_bits", self.noise_bits, minimum=0))
+
+    @property
+    def sigma(self) -> float:
+        """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (spec 001 §8.1 item 9)."""
+        return math.sqrt(self.noise_bits / 4.0)
+
+    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        sums = np.asarray(sums, dtype=float)
+        noise = rng.binomial(self.noise_bits, 0.5, size=sums.shape)
+        return sums + noise - self.noise_bits / 2.0
+
+    def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
+        # Σ of `batches` independent SG(N/4) errors is SG(batches·N/4); the deviation
+        # 2·sqrt(t)·σ·sqrt(2 log T) has probability <= 2 exp(-4 log T) (seed 001, Thm 3.1 proof; spec §6.2).
+        return 2.0 * math.sqrt(batches) * self.sigma * math.sqrt(2.0 * log_horizon)
+
+
+@dataclass(frozen=True)
+class CentralLaplaceSum:
+    """Central model: the trusted server adds Laplace(1/ε) to each batch sum of bits (sensitivity 1).
+
+    Each user is in one batch, so by parallel composition the run is ε-DP (replace-one, central).
+    """
+
+    epsilon: float
+    name: str = "central Laplace sum"
+    certificate: Certificate | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        epsilon = check.epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(
+            self,
+            "certificate",
+            laplace_certificate(1.0 / epsilon, sensitivity=1.0, trust_model=TrustModel.CENTRAL),
+        )
+
+    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        sums = np.asarray(sums, dtype=float)
+        return sums + rng.laplace(0.0, 1.0 / self.epsilon, size=sums.shape)
+
+    def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
+        # Lap(b) has E e^{λL} = 1/(1 − λ²b²) <= exp(2λ²b²) for |λ| <= 1/(√2 b) (−ln(1−x) <= 2x on [0, 1/2]),
+        # so a sum of t is sub-exponential (ν² = 4tb², α = √2 b) and
+        # P(|S| >= x) <= 2 exp(−min(x²/(8tb²), x/(2√2 b))).  Exponent >= 4 log T at the x below.
+        scale = 1.0 / self.epsilon
+        return max(
+            scale * math.sqrt(32.0 * batches * log_horizon), 8.0 * math.sqrt(2.0) * scale * log_horizon
+        )
+
+
+@dataclass(frozen=True)
+class LocalRandomizedResponse:
+    """Local model: each user reports its bit through randomized response, flipped w.p. ``1/(1+e^ε)``.
+
+    The server's debiased estimate of a batch sum is ``(Σ reports − m·p)/(1 − 2p)``.  Binary randomized
+    response is exactly the canonical ε-DP pair, so the generic ``approximate-dp`` profile at δ = 0 is its
+    exact profile (Kairouz, Oh & Viswanath 2015, Thm 2.1).
+    """
+
+    epsilon: float
+    name: str = "local randomized response"
+    certificate: Certificate | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        epsilon = check.epsilon(self.epsilon)
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(
+            self,
+            "certificate",
+            approximate_dp_certificate(
+                epsilon,
+                0.0,
+                mechanism_name="binary randomized response",
+                trust_model=TrustModel.LOCAL,
+                basis="Warner 1965 randomized response; exact profile = canonical (epsilon, 0) pair "
+                "(Kairouz, Oh & Viswanath 2015, Thm 2.1)",
+            ),
+        )
+
+    @property
+    def flip_probability(self) -> float:
+        return 1.0 / (1.0 + math.exp(self.epsilon))
+
+    @property
+    def debias_width(self) -> float:
+        """``1/(1 − 2p) = (e^ε + 1)/(e^ε − 1)``: the range of one user's debiased report."""
+        return 1.0 / math.tanh(self.epsilon / 2.0)
+
+    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        ones = np.asarray(sums).astype(np.int64)
+        p = self.flip_probability
+        reported = rng.binomial(ones, 1.0 - p) + rng.binomial(batch_size - ones, p)
+        return (reported - batch_size * p) / (1.0 - 2.0 * p)
+
+    def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
+        # Conditional on the bits, each debiased report minus its bit is centred with range 1/(1−2p):
+        # SG(width²/4) per user (Hoeffding), so the sum over n users deviates by width·sqrt(2 n log T)
+        # with probability <= 2 exp(−4 log T).
+        return self.debias_width * math.sqrt(2.0 * users * log_horizon)
+
+
+def shuffle_binary_sum(epsilon: float, delta: float) -> ShuffleBinarySum:
+    """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (spec 001 §3.4), with its
+    certificate (exact privacy curve of spec §3.3)."""
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    calibration = calibrate_binary_sum(epsilon, delta)
+    return ShuffleBinarySum(int(calibration.noise_bits), calibration.certificate)
+
+
+# =========================================================================== schedule and radius
+@dataclass(frozen=True)
+class BatchSchedule:
+    """Users per arm per phase: ``fixed`` (``m`` every phase, SDP-AE) or ``doubling`` (``2^t``, VB-SDP-AE)."""
+
+    kind: str = "fixed"
+    size: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULES:
+            raise InvalidParameter("schedule", self.kind, "one of " + ", ".join(SCHEDULES))
+        object.__setattr__(self, "size", check.positive_int("batch_size", self.size))
+
+    def batch_size(self, phase: int) -> int:
+        return self.size if self.kind == "fixed" else 2**phase
+
+    def users_after(self, phase: int) -> int:
+        """Users aggregated per viable arm after ``phase`` phases: ``m·t`` or ``2^{t+1} − 2``."""
+        return self.size * phase if self.kind == "fixed" else 2 ** (phase + 1) - 2
+
+
+def confidence_radius(summation: BatchSummation, batches: int, users: int, horizon: int) -> float:
+    """``I = (u_t + sqrt(2 n log T))/n`` (seed 001 Alg. 1 line 14 / Alg. 2 line 15 for ``M_sum``)."""
+    log_horizon = math.log(horizon)
+    deviation = summation.noise_deviation(batches, users, log_horizon)
+    return (deviation + math.sqrt(2.0 * users * log_horizon)) / users
+
+
+# =========================================================================== engine
+@dataclass(frozen=True)
+class PhaseRecord:
+    """What happened in one phase (recorded on request, for tests and diagnostics)."""
+
+    phase: int
+    batch_size: int
+    radius: float
+    viable_before: np.ndarray  # (runs, k) bool
+    viable_after: np.ndarray  # (runs, k) bool
+    pulls: np.ndarray  # (runs, k) pulls made this phase (partial batches included)
+    aggregated: np.ndarray  # (runs, k) users whose batch went through the summation this phase
+    estimates: np.ndarray  # (runs, k) μ̂ after the phase (NaN for arms not viable)
+
+
+@dataclass(frozen=True)
+class EliminationResult:
+    """Result of R repetitions of one batched-elimination algorithm.
+
+    ``regret_curve[r, g]`` is run r's cumulative pseudo-regret after ``checkpoints[g]`` rounds: exact at
+    phase ends, linearly interpolated inside a phase.  ``final_regret`` is exact.
+    """
+
+    algorithm: str
+    horizon: int
+    final_regret: np.ndarray
+    checkpoints: np.ndarray
+    regret_curve: np.ndarray
+    pulls: np.ndarray
+    users_aggregated: np.ndarray
+    summation_calls: np.ndarray
+    phases: int
+    best_arm_eliminated: np.ndarray
+    good_event_violated: np.ndarray
+    certificate: Certificate | None
+    seconds: float
+    parameters: Mapping[str, Any]
+    phase_records: tuple[PhaseRecord, ...] = ()
+
+    def regret(self) -> tuple[float, float]:
+        """Mean and standard error of the final pseudo-regret over runs."""
+        final = self.final_regret
+        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
+        return float(final.mean()), stderr
+
+    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
+        """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""
+        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
+        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
+
+
+def batched_arm_elimination(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    summation: BatchSummation,
+    schedule: BatchSchedule,
+    rng: np.random.Generator,
+    *,
+    runs: int = 1,
+    algorithm: str = "batched arm elimination",
+    ledger: Ledger | None = None,
+    run_id: str | None = None,
+    record_phases: bool = False,
+    curve_points: int = 200,
+) -> EliminationResult:
+    """Batched arm elimination (seed 001 Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
+
+    Parameters
+    ----------
+    bandit
+        The environment; summations of bits (shuffle, randomized response) need Bernoulli arms.
+    horizon
+        T, the number of users (= pulls) of each run, known in advance (seed 001 footnote 10).
+    summation
+        How each batch's reward sum reaches the server (see :class:`BatchSummation`).
+    schedule
+        Batch sizes per phase.
+    rng
+        Source of all randomness (rewards and noise).
+    runs
+        Independent repetitions, simulated together (vectorised over runs and arms).
+    ledger
+        Optional; charged once per aggregated batch for exactly that batch's users (ids ``"r{run}u{i}"``
+        with ``i`` the user's 0-based arrival index) with the summation's certificate.
+    record_phases
+        Keep a :class:`PhaseRecord` per phase (memory grows with the number of phases).
+    curve_points
+        Number of evenly spaced checkpoints of the stored regret curves.
+
+    Notes
+    -----
+    A run stops as soon as its T-th user has pulled: the batch in progress is never aggregated
+    (seed 001 Alg. 1 lines 6–8).  Once a single arm is viable the rest of the horizon is spent on it
+    (a short cut that does not change the pseudo-regret, spec §4).
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    runs = check.positive_int("runs", runs)
+    rng = check.generator(rng)
+    curve_points = check.positive_int("curve_points", curve_points, minimum=2)
+    if not bandit.binary and not isinstance(summation, ExactSum):
+        raise InvalidParameter(
+            "bandit",
+            bandit.reward_model,
+            f"Bernoulli rewards for the {summation.name} (its privacy needs bits)",
+        )
+    started = time.perf_counter()
+    k = bandit.arms
+    gaps = bandit.gaps
+    arm_index = np.broadcast_to(np.arange(k), (runs, k))
+    viable = np.ones((runs, k), dtype=bool)
+    estimated_sums = np.zeros((runs, k))
+    aggregated_users = np.zeros((runs, k), dtype=np.int64)
+    calls = np.zeros((runs, k), dtype=np.int64)
+    pulls = np.zeros((runs, k), dtype=np.int64)
+    used = np.zeros(runs, dtype=np.int64)
+    regret = np.zeros(runs)
+    done = np.zeros(runs, dtype=bool)
+    best_lost = np.zeros(runs, dtype=bool)
+    violated = np.zeros(runs, dtype=bool)
+    times = [used.astype(float)]
+    regrets = [regret.copy()]
+    records: list[PhaseRecord] = []
+    certificate = summation.certificate
+    phase = 0
+    while not np.all(done):
+        phase += 1
+        m = schedule.batch_size(phase)
+        live = ~done
+        active = viable & live[:, None]
+        # arms are served in ascending order: the batch of arm a ends at used + m·#(viable arms <= a)
+        batch_end = used[:, None] + np.cumsum(active * m, axis=1)
+        batch_start = batch_end - m
+        phase_pulls = np.where(active, np.clip(horizon - batch_start, 0, m), 0)
+        complete = active & (batch_end < horizon)  # the T-th user's batch is never aggregated
+        counts = np.where(complete, m, 0)
+        sums = bandit.reward_sums(arm_index, counts, rng)
+        released = summation.release(sums, m, rng)
+        estimated_sums += np.where(complete, released, 0.0)
+        aggregated_users += counts
+        calls += complete
+        if ledger is not None and certificate is not None:
+            for r, a in zip(*np.nonzero(complete), strict=True):
+                start = int(batch_start[r, a])
+                ledger.charge([f"r{r}u{i}" for i in range(start, start + m)], certificate, run_id=run_id)
+        pulls += phase_pulls
+        used += phase_pulls.sum(axis=1)
+        regret += phase_pulls @ gaps
+        finished_phase = live & (used < horizon)
+        done |= used >= horizon
+
+        viable_before = viable.copy()
+        radius = math.nan
+        estimates = np.full((runs, k), np.nan)
+        if np.any(finished_phase):
+            users = schedule.users_after(phase)
+            radius = confidence_radius(summation, phase, users, horizon)
+            rows = finished_phase
+            with np.errstate(invalid="ignore", divide="ignore"):
+                estimates[rows] = np.where(viable[rows], estimated_sums[rows] / users, np.nan)
+            upper = np.where(viable[rows], estimates[rows] + radius, -np.inf)
+            lower = np.where(viable[rows], estimates[rows] - radius, -np.inf)
+            best_lower = lower.max(axis=1, keepdims=True)
+            violated[rows] |= np.any(viable[rows] & (np.abs(estimates[rows] - bandit.means) > radius), axis=1)
+            viable[rows] &= upper >= best_lower  # [P-fix] max over V; strict removal, simultaneous
+            best_lost |= ~viable[:, bandit.best_arm]
+            # short cut: a run with one viable arm spends the rest of its horizon on it
+            single = rows & (viable.sum(axis=1) == 1)
+            if np.any(single):
+                remaining = horizon - used[single]
+                last_arm = np.argmax(viable[single], axis=1)
+                pulls[single, last_arm] += remaining
+                regret[single] += remaining * gaps[last_arm]
+                used[single] = horizon
+                done[single] = True
+        times.append(used.astype(float))
+        regrets.append(regret.copy())
+        if record_phases:
+            records.append(
+                PhaseRecord(phase, m, radius, viable_before, viable.copy(), phase_pulls, counts, estimates)
+            )
+
+    checkpoints = np.linspace(0.0, horizon, curve_points)
+    time_table = np.stack(times, axis=1)
+    regret_table = np.stack(regrets, axis=1)
+    curves = np.stack([np.interp(checkpoints, t, g) for t, g in zip(time_table, regret_table, strict=True)])
+    return EliminationResult(
+        algorithm=algorithm,
+        horizon=horizon,
+        final_regret=regret,
+        checkpoints=checkpoints,
+        regret_curve=curves,
+        pulls=pulls,
+        users_aggregated=aggregated_users.sum(axis=1),
+        summation_calls=calls,
+        phases=phase,
+        best_arm_eliminated=best_lost,
+        good_event_violated=violated,
+        certificate=with_notes(certificate, RUN_NOTE),
+        seconds=time.perf_counter() - started,
+        parameters={
+            "arms": k,
+            "means": bandit.means.tolist(),
+            "summation": summation.name,
+            "schedule": schedule.kind,
+            "batch_size": schedule.size if schedule.kind == "fixed" else None,
+            "noise_bits": getattr(summation, "noise_bits", None),
+        },
+        phase_records=tuple(records),
+    )
+
+
+# =========================================================================== algorithms
+def _summation_for_shuffle(
+    epsilon: float | None, delta: float | None, noise_bits: int | None
+) -> ShuffleBinarySum:
+    if noise_bits is not None:
+        if epsilon is not None or delta is not None:
+            raise InvalidParameter("noise_bits", noise_bits, "None when epsilon and delta are given")
+        return ShuffleBinarySum(noise_bits)
+    if epsilon is None or delta is None:
+        raise InvalidParameter("epsilon", epsilon, "0 < epsilon < inf together with 0 < delta < 1")
+    return shuffle_binary_sum(epsilon, delta)
+
+
+def sdp_ae(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise_bits: int | None = None,
+    batch_size: int | None = None,
+    runs: int = 1,
+    **engine: Any,
+) -> EliminationResult:
+    """SDP-AE (seed 001, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
+
+    Either (``epsilon``, ``delta``) — the least ``N`` with ``δ_N(ε) <= δ`` and its certificate — or an
+    explicit ``noise_bits`` (uncertified).  ``batch_size`` defaults to ``m = ⌈σ²⌉ = ⌈N/4⌉`` (Cor. 3.2 with
+    the spec's fix of the printed ``⌈σ⌉``, spec §0.3(a)).  Regret ``O(Σ log T/Δ_a + k log(1/δ)/ε²)``.
+    """
+    summation = _summation_for_shuffle(epsilon, delta, noise_bits)
+    size = max(1, math.ceil(summation.noise_bits / 4)) if batch_size is None else batch_size
+    return batched_arm_elimination(
+        bandit, horizon, summation, BatchSchedule("fixed", size), rng, runs=runs, algorithm="sdp-ae", **engine
+    )
+
+
+def vb_sdp_ae(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    noise_bits: int | None = None,
+    runs: int = 1,
+    **engine: Any,
+) -> EliminationResult:
+    """VB-SDP-AE (seed 001, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``, one ``N`` for
+    every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the √(log T) form of
+    Cor. 3.4 is not supported by the theorem, spec §0.3(d))."""
+    summation = _summation_for_shuffle(epsilon, delta, noise_bits)
+    return batched_arm_elimination(
+        bandit, horizon, summation, BatchSchedule("doubling"), rng, runs=runs, algorithm="vb-sdp-ae", **engine
+    )
+
+
+def successive_elimination(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    schedule: str = "fixed",
+    batch_size: int = 1,
+    runs: int = 1,
+    **engine: Any,
+) -> EliminationResult:
+    """Non-private successive elimination: the same engine with exact sums (spec 001 §8.3 item 16: with
+    ``m = 1`` the radius is ``sqrt(2 log T/N)``)."""
+    return batched_arm_elimination(
+        bandit,
+        horizon,
+        ExactSum(),
+        BatchSchedule(schedule, batch_size),
+        rng,
+        runs=runs,
+        algorithm="se",
+        **engine,
+    )
+
+
+def central_dp_se(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    epsilon: float,
+    runs: int = 1,
+    **engine: Any,
+) -> EliminationResult:
+    """Central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches (in the spirit
+    of Sajed & Sheffet 2019, reference [24] of seed 001)."""
+    return batched_arm_elimination(
+        bandit,
+        horizon,
+        CentralLaplaceSum(epsilon),
+        BatchSchedule("doubling"),
+        rng,
+        runs=runs,
+        algorithm="central-dp-se",
+        **engine,
+    )
+
+
+def local_dp_se(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    epsilon: float,
+    runs: int = 1,
+    **engine: Any,
+) -> EliminationResult:
+    """Local ε-DP successive elimination: randomized response per user, doubling batches (regret
+    ``Θ((1/ε²) Σ log T/Δ_a)``, Ren et al. 2020, reference [22] of seed 001)."""
+    return batched_arm_elimination(
+        bandit,
+        horizon,
+        LocalRandomizedResponse(epsilon),
+        BatchSchedule("doubling"),
+        rng,
+        runs=runs,
+        algorithm="local-dp-se",
+        **engine,
+    )

@@ -1,0 +1,578 @@
+"""Robust, locally private batched arm elimination for linear bandits (seed 003).
+
+Seed 003 is Charisopoulos, Esfandiari & Mirrokni, "Robust and differentially private stochastic linear
+bandits" (arXiv 2304.11741); the implementation follows ``specs/003_robust_private_elimination.md``.
+
+The learner plays ``B`` batches of geometrically growing size ``q^i`` (``q = T^{1/B}``, ``B = ⌈ln T⌉``);
+each batch is a coreset of a near-G-optimal design on the surviving arms (Def. 1.5–1.6).  Rewards reach
+the server only through client-side Laplace reports (two client models, §2.3 of the spec):
+
+* **M1** (seed 003 eq. 15): every reward comes from a different client, who reports
+  ``clip(r, −c_r, c_r) + Lap(2c_r/ε)``: pure ε-LDP for one reward.
+* **M2** (seed 003 eq. 20, Lemma 3.5): one client per support action averages its ``n_a`` clipped rewards
+  and reports ``mean + Lap(2c_r/(n_a ε))``: ε-DP for any one reward (event level).  A client reporting in
+  several batches composes to ``(#batches reported)·ε`` at client level (spec §1.4, not claimed by the
+  paper); the result states that number.
+
+**Clipping is mandatory** (spec §2.3 erratum): the paper's rewards are sub-Gaussian, hence unbounded, and
+Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1``
+(mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
+
+An adversary then replaces each received value independently with probability α (seed 003 eq. 3; by
+default after privatization, the stronger reading, spec §1.3), with ``random`` (±magnitude), ``targeted``
+(−magnitude on the best arm's rows, +magnitude elsewhere) or ``sign-flip`` (−magnitude × the value)
+strategies.  θ is estimated by the spectral-filter robust least squares of
+:mod:`dpcert.bandits.spectral_filter` with a clean-side variance proxy (never the corrupted sample as
+printed in eq. 13), and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the
+widths ``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a
+documented ``width_scale``.
+
+The near-G-optimal design (Def. 1.6: ``max_a ‖a‖²_{M(π)^{-1}} <= 2·rank`` with a small support) is
+:func:`dpcert.bandits.design.near_g_optimal_design`, computed in the span of the active arms (spec §2.1).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.bandits.design import near_g_optimal_design
+from dpcert.bandits.mab import with_notes
+from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
+from dpcert.certificates import Certificate, TrustModel
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.laplace import laplace_certificate
+
+CLIENT_MODELS = ("M1", "M2")
+STRATEGIES = ("random", "constant", "targeted", "sign-flip")
+ESTIMATORS = ("robust", "least-squares")
+VARIANCE_SOURCES = ("bound", "trimmed")
+REWARD_MODELS = ("signed-bernoulli", "gaussian")
+
+
+# =========================================================================== instance
+@dataclass(frozen=True)
+class LinearArms:
+    """A finite-arm linear bandit: arms (K, d) with ‖a‖ <= 1 and θ* with ‖θ*‖ <= 1 (seed 003 §1.1).
+
+    ``reward_model``: ``"signed-bernoulli"`` gives ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (bounded, 1-sub-Gaussian,
+    the spec §4 default); ``"gaussian"`` gives ``⟨a,θ*⟩ + N(0, 1)`` (unbounded: clipping biases it).
+    """
+
+    arms: np.ndarray
+    theta: np.ndarray
+    reward_model: str = "signed-bernoulli"
+    means: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        arms = check.finite_array("arms", self.arms)
+        theta = check.finite_array("theta", self.theta)
+        if arms.ndim != 2 or arms.shape[0] < 2 or theta.shape != (arms.shape[1],):
+            raise InvalidParameter("arms", arms.shape, "shape (K, d) with K >= 2 and theta of shape (d,)")
+        if np.any(np.linalg.norm(arms, axis=1) > 1.0 + 1e-9) or np.linalg.norm(theta) > 1.0 + 1e-9:
+            raise InvalidParameter("arms", "<norms>", "every ‖a‖ <= 1 and ‖theta‖ <= 1 (seed 003 §1.1)")
+        if self.reward_model not in REWARD_MODELS:
+            raise InvalidParameter("reward_model", self.reward_model, "one of " + ", ".join(REWARD_MODELS))
+        object.__setattr__(self, "arms", arms)
+        object.__setattr__(self, "theta", theta)
+        object.__setattr__(self, "means", arms @ theta)
+
+    @classmethod
+    def random_sphere(
+        cls, arms: int, dimension: int, rng: np.random.Generator, reward_model: str = "signed-bernoulli"
+    ) -> LinearArms:
+        """Arms and θ* i.i.d. uniform on the unit sphere (spec 003 §4 defaults)."""
+        points = rng.standard_normal((arms + 1, dimension))
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        return cls(points[:arms], points[arms], reward_model)
+
+    @property
+    def best_arm(self) -> int:
+        return int(np.argmax(self.means))
+
+    @property
+    def gaps(self) -> np.ndarray:
+        return self.means.max() - self.means
+
+    def rewards(self, arm_indices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One reward per entry of ``arm_indices``."""
+        mean = self.means[arm_indices]
+        if self.reward_model == "signed-bernoulli":
+            return 2.0 * rng.binomial(1, (1.0 + mean) / 2.0) - 1.0
+        return mean + rng.standard_normal(mean.shape)
+
+
+# =========================================================================== widths
+def elimination_width(
+    model: str,
+    *,
+    dimension: int,
+    phase_size: float,
+    delta: float,
+    alpha: float,
+    epsilon: float | None,
+    support: int = 1,
+    truncation: float = 1.0,
+) -> float:
+    """γ_i of seed 003 Alg. 1 line 9, as reconstructed in spec 003 §2.5 (the printed line is garbled).
+
+    M1: ``sqrt(d L/q^i)(1 + sqrt(L)/ε) + √d(√α + α√d)(sqrt(L_i) + L_i/ε) + α``;
+    M2: ``sqrt(d L/(ν q^i))(1 + sqrt(L)/(ε sqrt(ν q^i))) + 2d(1 + sqrt(L_k/(ν q^i)) + L_k/(ε ν q^i))
+    (sqrt(kα) + sqrt(αL)) + α``, with ``L = log 1/δ``, ``L_i = log(q^i/δ)``, ``L_k = log(k/δ)``, ``k`` the
+    support size, ``ν`` the truncation and ``1/ε = 0`` when ``epsilon`` is ``None`` (non-private).
+    ``alpha`` here is the caller's α_eff (spec §2.5: ``max(α, log(1/δ)/n)`` when the filter is used).
+    """
+    inverse_epsilon = 0.0 if epsilon is None else 1.0 / epsilon
+    big_l = math.log(1.0 / delta)
+    if model == "M1":
+        l_i = math.log(phase_size / delta)
+        return (
+            math.sqrt(dimension * big_l / phase_size) * (1.0 + math.sqrt(big_l) * inverse_epsilon)
+            + math.sqrt(dimension)
+            * (math.sqrt(alpha) + alpha * math.sqrt(dimension))
+            * (math.sqrt(l_i) + l_i * inverse_epsilon)
+            + alpha
+        )
+    scaled = truncation * phase_size
+    l_k = math.log(support / delta)
+    return (
+        math.sqrt(dimension * big_l / scaled) * (1.0 + math.sqrt(big_l) * inverse_epsilon / math.sqrt(scaled))
+        + 2.0
+        * dimension
+        * (1.0 + math.sqrt(l_k / scaled) + l_k * inverse_epsilon / scaled)
+        * (math.sqrt(support * alpha) + math.sqrt(alpha * big_l))
+        + alpha
+    )
+
+
+# =========================================================================== clients and adversary
+@dataclass(frozen=True)
+class LaplaceClients:
+    """Client-side Laplace privatization (seed 003 §2.3) with mandatory clipping at ``clip`` (c_r).
+
+    ``epsilon=None`` means no privacy (reports are the clipped rewards / means).
+    """
+
+    model: str = "M1"
+    epsilon: float | None = 1.0
+    clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.model not in CLIENT_MODELS:
+            raise InvalidParameter("model", self.model, "one of " + ", ".join(CLIENT_MODELS))
+        if self.epsilon is not None:
+            object.__setattr__(self, "epsilon", check.epsilon(self.epsilon))
+        object.__setattr__(self, "clip", check.positive_finite("clip", self.clip))
+
+    def scale(self, reward_count: int = 1) -> float:
+        """Laplace scale: ``2c_r/ε`` (M1) or ``2c_r/(n_a ε)`` (M2, report of a mean of ``n_a`` rewards)."""
+        if self.epsilon is None:
+            return 0.0
+        return 2.0 * self.clip / (reward_count * self.epsilon)
+
+    def certificate(self, reward_count: int = 1) -> Certificate | None:
+        """Certificate of one report: Laplace with ℓ1 sensitivity ``2c_r/n_a`` to one reward (local model)."""
+        if self.epsilon is None:
+            return None
+        return laplace_certificate(
+            self.scale(reward_count), sensitivity=2.0 * self.clip / reward_count, trust_model=TrustModel.LOCAL
+        )
+
+    def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (seed 003 eq. 15 with clipping)."""
+        clipped = np.clip(rewards, -self.clip, self.clip)
+        if self.epsilon is None:
+            return clipped
+        return clipped + rng.laplace(0.0, self.scale(), size=clipped.shape)
+
+    def report_means(self, rewards: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (seed 003 eq. 20, Lemma 3.5).
+
+        ``rewards`` holds the clients' rewards consecutively, ``counts`` how many each client has.
+        """
+        clipped = np.clip(rewards, -self.clip, self.clip)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        means = np.add.reduceat(clipped, starts) / counts
+        if self.epsilon is None:
+            return means
+        return means + rng.laplace(0.0, 1.0, size=means.shape) * (2.0 * self.clip / (counts * self.epsilon))
+
+
+@dataclass(frozen=True)
+class Adversary:
+    """Replaces each received value independently with probability α (seed 003 eq. 3).
+
+    Strategies: ``random`` (±magnitude with random sign), ``constant`` (+magnitude, spec 003 E2(i)),
+    ``targeted`` (−magnitude on rows of the best arm, +magnitude on every other row: pushes the learner to
+    eliminate a*), ``sign-flip`` (−magnitude × value).
+    """
+
+    alpha: float = 0.0
+    strategy: str = "random"
+    magnitude: float = 1e6
+
+    def __post_init__(self) -> None:
+        alpha = check.nonnegative_finite("alpha", self.alpha)
+        if alpha >= 0.25:
+            raise InvalidParameter("alpha", alpha, "0 <= alpha < 0.25 (seed 003 eq. 3)")
+        object.__setattr__(self, "alpha", alpha)
+        if self.strategy not in STRATEGIES:
+            raise InvalidParameter("strategy", self.strategy, "one of " + ", ".join(STRATEGIES))
+        object.__setattr__(self, "magnitude", check.positive_finite("magnitude", self.magnitude))
+
+    def corrupt(
+        self, values: np.ndarray, arm_indices: np.ndarray, best_arm: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return (observed values, corruption mask)."""
+        mask = rng.random(values.shape) < self.alpha
+        if self.strategy == "random":
+            replacement = self.magnitude * rng.choice(np.array([-1.0, 1.0]), size=values.shape)
+        elif self.strategy == "constant":
+            replacement = np.full(values.shape, self.magnitude)
+        elif self.strategy == "targeted":
+            replacement = np.where(arm_indices == best_arm, -self.magnitude, self.magnitude)
+        else:
+            replacement = -self.magnitude * values
+        return np.where(mask, replacement, values), mask
+
+
+# =========================================================================== the algorithm
+@dataclass(frozen=True)
+class PhaseLog:
+    """One elimination phase of one run."""
+
+    phase: int
+    active_before: np.ndarray
+    active_after: np.ndarray
+    counts: np.ndarray  # pulls per arm (K,)
+    width: float
+    estimates: np.ndarray  # ⟨a, θ̂⟩ for every arm
+    removed_points: int
+    corrupted: int
+
+
+@dataclass(frozen=True)
+class RobustEliminationResult:
+    """Result of R runs of :func:`robust_elimination`.
+
+    ``regret_curve[r]`` is exact at batch ends and linear inside a batch (a batch is played at once).
+    ``users[r]`` counts the clients who sent a report (M1: one per elimination-phase pull; M2: the
+    clients owning a support action at least once); the final phase's rewards are never collected.
+    """
+
+    algorithm: str
+    horizon: int
+    final_regret: np.ndarray
+    checkpoints: np.ndarray
+    regret_curve: np.ndarray
+    batches: np.ndarray
+    pulls: np.ndarray
+    best_arm_eliminated: np.ndarray
+    good_event_violated: np.ndarray
+    final_arm: np.ndarray
+    users: np.ndarray
+    certificate: Certificate | None
+    client_level_epsilon: float | None
+    seconds: float
+    parameters: Mapping[str, Any]
+    logs: tuple[tuple[PhaseLog, ...], ...] = ()
+
+    def regret(self) -> tuple[float, float]:
+        final = self.final_regret
+        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
+        return float(final.mean()), stderr
+
+    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
+        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
+        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
+
+
+def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> float:
+    """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (spec 003 §2.4 option (a)).
+
+    A clipped report is at most ``c_r + |Lap(b)|`` and ``P(max of n |Lap(b)| > b·log(n/δ)) <= δ``.
+    """
+    if clients.epsilon is None:
+        return clients.clip
+    if clients.model == "M1":
+        n = int(counts.sum())
+        return clients.clip + clients.scale() * math.log(2.0 * n / delta)
+    support = counts[counts > 0]
+    return clients.clip + float(np.max(2.0 * clients.clip / (support * clients.epsilon))) * math.log(
+        2.0 * support.size / delta
+    )
+
+
+def robust_elimination(
+    instance: LinearArms,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    clients: LaplaceClients | None = None,
+    adversary: Adversary | None = None,
+    estimator: str = "robust",
+    variance: str = "trimmed",
+    batches: int | None = None,
+    failure_probability: float = 0.05,
+    width_scale: float = 1.0,
+    truncation: float | None = None,
+    corrupt_before_privatization: bool = False,
+    removals_per_step: int | None = None,
+    runs: int = 1,
+    keep_logs: bool = False,
+    curve_points: int = 200,
+    ledger: Any = None,
+    run_id: str | None = None,
+) -> RobustEliminationResult:
+    """Robust (private) batched arm elimination (seed 003, Alg. 1), ``runs`` independent repetitions.
+
+    Parameters
+    ----------
+    instance
+        The linear bandit.
+    horizon
+        T, total pulls per run.
+    clients
+        Client model and privacy (default M1 at ε = 1, c_r = 1).
+    adversary
+        Corruption model (default none).
+    estimator
+        ``"robust"`` (spectral filter, Alg. 2) or ``"least-squares"`` (plain LS on the received values,
+        for comparison: no filter, no clipping of received values, same widths).  In M2 with α = 0 both use
+        least squares and widths without a corruption term (spec §6.6).
+    variance
+        Source of the filter's λ: ``"trimmed"`` (default, the Chernoff-trimmed estimate, spec 003 §2.4(b))
+        or ``"bound"`` (``λ = μ·Ȳ²``, option (a)).  Never the untrimmed corrupted sample (spec §2.4
+        erratum).  In both cases received values are first clipped to ±Ȳ, Ȳ a bound on every clean
+        received value holding w.p. >= 1 − δ (spec §2.4 "also recommended").  With privacy Ȳ is loose
+        (the Laplace tail), so ``"bound"`` lets moderate corruptions through; ``"trimmed"`` adapts.
+    batches
+        B (default ``⌈ln T⌉``, so ``q = T^{1/B} <= e``, seed 003 Thm 3.4).
+    failure_probability
+        δ' of the whole run; the per-event δ is ``δ'/(K T²)`` (seed 003, proof of Thm 3.4).
+    width_scale
+        c_γ multiplying γ_i (1 = theory widths; the theory widths eliminate nothing at moderate T, spec §2.5).
+    truncation
+        ν for M2 (default ``1/|supp π|``).
+    corrupt_before_privatization
+        Corrupt raw rewards instead of received reports (default False: the stronger adversary).
+    removals_per_step
+        Filter points removed per eigendecomposition (default ``max(1, n // 500)``, a documented speed-up
+        over the paper's one point per step).
+    ledger
+        Optional object with ``charge(user_ids, certificate, run_id=None)``: charged once per report, M1 for
+        the client of each reward (ids ``"r{run}u{i}"``, ``i`` the pull index), M2 for the client owning each
+        support action (ids ``"r{run}arm{a}"``, one charge per batch, so its client-level spend composes).
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=10)
+    runs = check.positive_int("runs", runs)
+    rng = check.generator(rng)
+    clients = LaplaceClients() if clients is None else clients
+    adversary = Adversary() if adversary is None else adversary
+    if estimator not in ESTIMATORS:
+        raise InvalidParameter("estimator", estimator, "one of " + ", ".join(ESTIMATORS))
+    if variance not in VARIANCE_SOURCES:
+        raise InvalidParameter("variance", variance, "one of " + ", ".join(VARIANCE_SOURCES))
+    batches = math.ceil(math.log(horizon)) if batches is None else check.positive_int("batches", batches, 2)
+    failure_probability = check.probability(
+        "failure_probability", failure_probability, open_low=True, open_high=True
+    )
+    width_scale = check.positive_finite("width_scale", width_scale)
+    if truncation is not None:
+        truncation = check.probability("truncation", truncation, open_low=True)
+    started = time.perf_counter()
+    k, d = instance.arms.shape
+    delta = failure_probability / (k * horizon**2)
+    q = horizon ** (1.0 / batches)
+    gaps = instance.gaps
+    best = instance.best_arm
+
+    finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
+    max_client_reports = 0
+    reporting_users: list[int] = []
+    checkpoints = np.linspace(0.0, horizon, curve_points)
+    for run in range(runs):
+        active = np.ones(k, dtype=bool)
+        pulls = np.zeros(k, dtype=np.int64)
+        theta_hat = np.zeros(d)
+        used, regret = 0, 0.0
+        times, regrets = [0.0], [0.0]
+        run_lost = run_violated = False
+        run_logs: list[PhaseLog] = []
+        client_reports = np.zeros(k, dtype=np.int64)
+        batch_count = 0
+        for phase in range(1, batches):
+            active_index = np.flatnonzero(active)
+            if active_index.size == 1:
+                break
+            design = near_g_optimal_design(instance.arms[active_index])
+            support = active_index[design.support]
+            weights = design.weights[design.support]
+            size = q**phase
+            if clients.model == "M1":
+                counts = np.ceil(size * weights).astype(np.int64)
+            else:
+                nu = 1.0 / support.size if truncation is None else truncation
+                counts = np.ceil(size * np.maximum(weights, nu)).astype(np.int64)
+            if used + counts.sum() > horizon:
+                break  # budget guard (spec §2.2): go to the final phase
+            batch_count += 1
+            arm_rows = np.repeat(support, counts)
+            rewards = instance.rewards(arm_rows, rng)
+            if corrupt_before_privatization:
+                rewards, mask = adversary.corrupt(rewards, arm_rows, best, rng)
+            if clients.model == "M1":
+                rows, received_index = instance.arms[arm_rows], arm_rows
+                values = clients.report_rewards(rewards, rng)
+            else:
+                rows, received_index = instance.arms[support], support
+                values = clients.report_means(rewards, counts, rng)
+                client_reports[support] += 1
+            if not corrupt_before_privatization:
+                values, mask = adversary.corrupt(values, received_index, best, rng)
+            if ledger is not None and clients.epsilon is not None:
+                if clients.model == "M1":
+                    ids = [f"r{run}u{i}" for i in range(used, used + int(counts.sum()))]
+                    ledger.charge(ids, clients.certificate(1), run_id=run_id)
+                else:
+                    for arm, count in zip(support, counts, strict=True):
+                        ledger.charge([f"r{run}arm{arm}"], clients.certificate(int(count)), run_id=run_id)
+            pulls[support] += counts
+            used += int(counts.sum())
+            regret += float(counts @ gaps[support])
+            times.append(float(used))
+            regrets.append(regret)
+
+            n_points = rows.shape[0]
+            # α_eff = max(α, log(1/δ)/n) inside γ_i: the filter's own log(1/δ)/n error is otherwise not
+            # covered when α is below it (spec §2.5, §6.5).  M2 with α = 0 uses plain least squares and no
+            # corruption term instead (spec §6.6: its k = |supp π| points are far fewer than log(1/δ), so the
+            # filter's guarantee is void there).  The plain-LS comparison variant uses the same widths as
+            # the robust variant, so the two differ only in the estimator.
+            m2_clean = clients.model == "M2" and adversary.alpha == 0.0
+            alpha_eff = 0.0 if m2_clean else max(adversary.alpha, math.log(1.0 / delta) / n_points)
+            removed = 0
+            if estimator == "robust" and not m2_clean:
+                bound = _value_bound(clients, counts, delta)
+                step = max(1, n_points // 500) if removals_per_step is None else removals_per_step
+                fit = robust_least_squares(
+                    rows,
+                    values,
+                    rng,
+                    alpha=min(adversary.alpha, 0.2499),
+                    value_bound=bound,
+                    variance=variance,
+                    failure_probability=delta,
+                    clip_values=True,
+                    reference_arms=instance.arms[active_index],
+                    removals_per_step=step,
+                )
+                theta_hat, removed = fit.theta, fit.filter.removed
+            else:
+                theta_hat = least_squares(rows, values)
+            width = width_scale * elimination_width(
+                clients.model,
+                dimension=design.rank,
+                phase_size=size,
+                delta=delta,
+                alpha=alpha_eff,
+                epsilon=clients.epsilon,
+                support=support.size,
+                truncation=(1.0 / support.size if truncation is None else truncation),
+            )
+            estimates = instance.arms @ theta_hat
+            error = np.abs(estimates - instance.means)[active]
+            run_violated |= bool(np.any(error > width / width_scale))
+            before = active.copy()
+            top = np.max(estimates[active])
+            active &= estimates >= top - 2.0 * width  # Alg. 1 line 10 (ties kept)
+            run_lost |= not active[best]
+            if keep_logs:
+                run_logs.append(
+                    PhaseLog(
+                        phase,
+                        before,
+                        active.copy(),
+                        np.bincount(arm_rows, minlength=k),
+                        width,
+                        estimates,
+                        removed,
+                        int(mask.sum()),
+                    )
+                )
+        # final batch: the best surviving arm under the last estimate for the rest of the horizon
+        survivors = np.flatnonzero(active)
+        final_arm = int(survivors[np.argmax((instance.arms @ theta_hat)[survivors])])
+        remaining = horizon - used
+        pulls[final_arm] += remaining
+        regret += remaining * gaps[final_arm]
+        times.append(float(horizon))
+        regrets.append(regret)
+        finals.append(regret)
+        curves.append(np.interp(checkpoints, times, regrets))
+        used_batches.append(batch_count + 1)
+        all_pulls.append(pulls)
+        lost.append(run_lost)
+        violated.append(run_violated)
+        final_arms.append(final_arm)
+        logs.append(tuple(run_logs))
+        max_client_reports = max(max_client_reports, int(client_reports.max()))
+        reporting_users.append(int(np.count_nonzero(client_reports)) if clients.model == "M2" else used)
+
+    certificate = clients.certificate(1)
+    if certificate is not None:
+        notes = [
+            f"rewards clipped to [-{clients.clip:g}, {clients.clip:g}] before Laplace noise, so one reward "
+            "moves a report by at most 2c_r (M1) or 2c_r/n_a (M2); the paper omits the clipping "
+            "(spec 003 §2.3 erratum)",
+            "event level (one reward): each reward enters exactly one report; adversarial corruption, "
+            "filtering and elimination are post-processing of the reports",
+        ]
+        if clients.model == "M2":
+            notes.append(
+                f"client level (one action owner): composes over the batches it reports in, at most "
+                f"{max_client_reports * clients.epsilon:g} in this run"
+            )
+        certificate = with_notes(certificate, *notes)
+    client_level = None
+    if clients.model == "M2" and clients.epsilon is not None:
+        client_level = max_client_reports * clients.epsilon
+    return RobustEliminationResult(
+        algorithm=f"robust-elimination-{clients.model.lower()}",
+        horizon=horizon,
+        final_regret=np.asarray(finals),
+        checkpoints=checkpoints,
+        regret_curve=np.stack(curves),
+        batches=np.asarray(used_batches),
+        pulls=np.stack(all_pulls),
+        best_arm_eliminated=np.asarray(lost),
+        good_event_violated=np.asarray(violated),
+        final_arm=np.asarray(final_arms),
+        users=np.asarray(reporting_users),
+        certificate=certificate,
+        client_level_epsilon=client_level,
+        seconds=time.perf_counter() - started,
+        parameters={
+            "arms": k,
+            "dimension": d,
+            "batches": batches,
+            "q": q,
+            "delta_per_event": delta,
+            "client_model": clients.model,
+            "epsilon": clients.epsilon,
+            "clip": clients.clip,
+            "alpha": adversary.alpha,
+            "strategy": adversary.strategy,
+            "magnitude": adversary.magnitude,
+            "estimator": estimator,
+            "variance": variance,
+            "width_scale": width_scale,
+        },
+        logs=tuple(logs) if keep_logs else (),
+    )
