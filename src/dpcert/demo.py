@@ -59,15 +59,31 @@ def noise_for_budget(context: DemoContext) -> StepResult:
 
 def certified_bandit(context: DemoContext) -> StepResult:
     """Job 3: DP-DPE with central privacy against non-private DPE; the worst user's certificate."""
+    from dpcert.accounting.ledger import Ledger
     from dpcert.bandits import registry
-    from dpcert.bandits.experiment import save_results, summary
+    from dpcert.bandits.experiment import plot_regret, save_results, summary
 
     options = {"dimension": 5, "arms": 50, "progress": False}
     common = dict(horizon=20_000, runs=3, seed=context.seed, options=options)
+    ledger_path = context.out / "bandit" / "ledger.db"
+    ledger_path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (
+        ledger_path,
+        ledger_path.with_name("ledger.db-wal"),
+        ledger_path.with_name("ledger.db-shm"),
+    ):
+        stale.unlink(missing_ok=True)
     spec = registry.algorithm("dp-dpe")
-    private = spec.run(registry.RunConfig("dp-dpe", "central", 1.0, 1e-5, **common))
+    private = spec.run(registry.RunConfig("dp-dpe", "central", 1.0, 1e-5, ledger_path=ledger_path, **common))
     baseline = spec.run(registry.RunConfig("dp-dpe", "none", **common))
     paths = save_results(private, context.out / "bandit", "dp-dpe-central")
+    plot = plot_regret(
+        {"DP-DPE, central (1, 1e-5)": private, "DPE, non-private": baseline},
+        context.out / "bandit" / "regret.png",
+        "DP-DPE vs DPE (d = 5, 50 arms, 3 runs)",
+    )
+    with Ledger(ledger_path) as ledger:
+        worst = ledger.spent_summary()
     private_summary, baseline_summary = summary(private), summary(baseline)
     certificate = private.certificate
     return (
@@ -75,14 +91,18 @@ def certified_bandit(context: DemoContext) -> StepResult:
             "dp_dpe_central": private_summary,
             "dpe_regret": baseline_summary["regret"],
             "results_file": str(paths["json"]),
+            "ledger_file": str(ledger_path),
+            "ledger_max_user_epsilon": worst.max_epsilon,
+            "plot_file": str(plot) if plot else None,
         },
         [
             f"DP-DPE (central, eps=1, delta=1e-5), T = 20000, 3 runs: regret "
             f"{private_summary['regret']['mean']:.0f} ± {private_summary['regret']['stderr']:.0f} "
             f"(non-private DPE: {baseline_summary['regret']['mean']:.0f})",
-            f"  {private.users} users, at most {private.extras['max_charges_per_user']} charge(s) each; "
+            f"  {private.users} users per run, at most {private.extras['max_charges_per_user']} charge(s) each; "
             f"worst user: {certificate.summary()}",
-            f"  results in {paths['json']}",
+            f"  ledger {ledger_path}: {worst.users} users, worst user's epsilon = {worst.max_epsilon:.4g}",
+            f"  results in {paths['json']}" + (f", plot in {plot}" if plot else ""),
         ],
     )
 

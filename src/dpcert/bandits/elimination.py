@@ -44,7 +44,7 @@ from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
 from dpcert.bandits.experiment import UserAccountant, combine_runs, run_repetitions
 from dpcert.bandits.privatizers import PRIVACY_MODELS, Privatizer, make_privatizer
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import InvalidParameter
 
 WIDTHS = ("paper", "exact")
 VARIANTS = ("dpe", "pe")
@@ -423,12 +423,8 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
     )
     ledger = None
     if config.ledger_path is not None:
-        try:
-            from dpcert.accounting.ledger import Ledger
-        except ImportError:
-            raise PreconditionFailed(
-                "--ledger needs dpcert.accounting.ledger, which is not installed in this version"
-            ) from None
+        from dpcert.accounting.ledger import Ledger
+
         ledger = Ledger(config.ledger_path)
     label = f"{config.algorithm}:{config.privacy}:{config.calibration}:seed{config.seed}"
 
