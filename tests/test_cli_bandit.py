@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
@@ -73,14 +72,6 @@ def test_paper_calibration_warns_when_it_misses_the_budget(capsys):
 def test_bad_input_exits_2_with_a_message(capsys, argv):
     assert main(argv) == 2
     assert "dpcert: error" in capsys.readouterr().err
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("dpcert.mechanisms.binomial_sum") is not None, reason="shuffle protocol present"
-)
-def test_shuffle_without_bit_sum_protocol_says_unavailable(capsys):
-    code = main(["bandit", "run", "dp-dpe", "--privacy", "shuffle", "--epsilon", "1", "--delta", "1e-5"])
-    assert code == 2 and "unavailable" in capsys.readouterr().err
 
 
 def test_lists(capsys):

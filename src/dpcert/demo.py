@@ -99,7 +99,8 @@ def certified_bandit(context: DemoContext) -> StepResult:
             f"DP-DPE (central, eps=1, delta=1e-5), T = 20000, 3 runs: regret "
             f"{private_summary['regret']['mean']:.0f} ± {private_summary['regret']['stderr']:.0f} "
             f"(non-private DPE: {baseline_summary['regret']['mean']:.0f})",
-            f"  {private.users} users per run, at most {private.extras['max_charges_per_user']} charge(s) each; "
+            f"  {private.users} users per run, at most {private.extras['max_charges_per_user']} "
+            "charge(s) each; "
             f"worst user: {certificate.summary()}",
             f"  ledger {ledger_path}: {worst.users} users, worst user's epsilon = {worst.max_epsilon:.4g}",
             f"  results in {paths['json']}" + (f", plot in {plot}" if plot else ""),

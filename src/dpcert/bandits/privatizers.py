@@ -42,7 +42,8 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
 from dpcert.mechanisms.gaussian import gaussian_certificate
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
@@ -288,8 +289,6 @@ class ShuffleBitSum(Privatizer):
     sum of n users (Hoeffding for the rounding bits, b/4 for Bin(b, p)); divided by n² for an
     average this is the rigorous Δ₂²(1 + b)/(g²n) of spec §2.3 (the paper's 360-constant form drops
     the ceiling in b).
-
-    Raises :class:`PreconditionFailed` when ``dpcert.mechanisms.binomial_sum`` is not installed.
     """
 
     model = "shuffle"
@@ -301,14 +300,7 @@ class ShuffleBitSum(Privatizer):
         if calibration not in CALIBRATIONS:
             raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
         self.calibration = calibration
-        try:
-            from dpcert.mechanisms import binomial_sum
-        except ImportError:
-            raise PreconditionFailed(
-                "the shuffle privatizer is unavailable: it needs the Cheu et al. bit-sum protocol "
-                "(dpcert.mechanisms.binomial_sum), which is not installed; use --privacy central or local"
-            ) from None
-        self._calibrate = binomial_sum.calibrate_binomial_sum
+        self._calibrate = calibrate_binomial_sum
         self._cache: dict[tuple[int, int], Any] = {}
 
     def _protocol(self, users: int, size: int) -> Any:
