@@ -17,28 +17,8 @@ from scipy import stats
 from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits import audit
 from dpcert.audits.floating_point import check_floating_point
+from dpcert.audits.reference_mechanisms import gaussian_noise, laplace_noise, randomized_response
 from dpcert.mechanisms.gaussian import gaussian_epsilon
-
-
-def laplace_noise(scale: float):
-    def mechanism(value, rng, size):
-        return np.asarray(value, float) + rng.laplace(0.0, scale, (size,) + np.shape(value))
-
-    return mechanism
-
-
-def gaussian_noise(sigma: float):
-    def mechanism(value, rng, size):
-        return np.asarray(value, float) + rng.normal(0.0, sigma, (size,) + np.shape(value))
-
-    return mechanism
-
-
-def randomized_response(keep: float):
-    def mechanism(bit, rng, size):
-        return np.where(rng.random(size) < keep, bit, 1 - bit)
-
-    return mechanism
 
 
 def best_of_three(run):

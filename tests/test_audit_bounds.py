@@ -18,33 +18,11 @@ from dpcert.audits.epsilon_lower_bound import (
     epsilon_ceiling,
     epsilon_lower_bound,
 )
+from dpcert.audits.reference_mechanisms import gaussian_noise, laplace_noise, randomized_response
 from dpcert.audits.rejection_set import Feature, RejectionSet
 from dpcert.audits.sampling import SamplePair, accepts_size, draw, draw_pair
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_epsilon
-
-
-def randomized_response(keep: float):
-    """Binary randomized response keeping the bit with probability ``keep`` (ε = ln(keep/(1-keep)))."""
-
-    def mechanism(bit, rng, size):
-        return np.where(rng.random(size) < keep, bit, 1 - bit)
-
-    return mechanism
-
-
-def laplace_noise(scale: float):
-    def mechanism(value, rng, size):
-        return np.asarray(value, float) + rng.laplace(0.0, scale, (size,) + np.shape(value))
-
-    return mechanism
-
-
-def gaussian_noise(sigma: float):
-    def mechanism(value, rng, size):
-        return np.asarray(value, float) + rng.normal(0.0, sigma, (size,) + np.shape(value))
-
-    return mechanism
 
 
 # --------------------------------------------------------------------------- the bound from counts

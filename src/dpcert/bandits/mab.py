@@ -280,8 +280,32 @@ class PhaseRecord:
     estimates: np.ndarray  # (runs, k) μ̂ after the phase (NaN for arms not viable)
 
 
+class RegretCurves:
+    """Regret summaries shared by the elimination results (a mixin for frozen dataclasses).
+
+    The class needs ``horizon``, ``final_regret`` (runs,), ``checkpoints`` (G,) and ``regret_curve``
+    (runs, G), the cumulative pseudo-regret at the checkpoints.
+    """
+
+    horizon: int
+    final_regret: np.ndarray
+    checkpoints: np.ndarray
+    regret_curve: np.ndarray
+
+    def regret(self) -> tuple[float, float]:
+        """Mean and standard error of the final pseudo-regret over runs."""
+        final = self.final_regret
+        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
+        return float(final.mean()), stderr
+
+    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
+        """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""
+        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
+        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
+
+
 @dataclass(frozen=True)
-class EliminationResult:
+class EliminationResult(RegretCurves):
     """Result of R repetitions of one batched-elimination algorithm.
 
     ``regret_curve[r, g]`` is run r's cumulative pseudo-regret after ``checkpoints[g]`` rounds: exact at
@@ -303,17 +327,6 @@ class EliminationResult:
     seconds: float
     parameters: Mapping[str, Any]
     phase_records: tuple[PhaseRecord, ...] = ()
-
-    def regret(self) -> tuple[float, float]:
-        """Mean and standard error of the final pseudo-regret over runs."""
-        final = self.final_regret
-        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
-
-    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
-        """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""
-        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
-        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
 
 
 def batched_arm_elimination(

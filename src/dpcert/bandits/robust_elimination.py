@@ -43,7 +43,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.bandits.design import near_g_optimal_design
-from dpcert.bandits.mab import with_notes
+from dpcert.bandits.mab import RegretCurves, with_notes
 from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
@@ -258,7 +258,7 @@ class PhaseLog:
 
 
 @dataclass(frozen=True)
-class RobustEliminationResult:
+class RobustEliminationResult(RegretCurves):
     """Result of R runs of :func:`robust_elimination`.
 
     ``regret_curve[r]`` is exact at batch ends and linear inside a batch (a batch is played at once).
@@ -282,15 +282,6 @@ class RobustEliminationResult:
     seconds: float
     parameters: Mapping[str, Any]
     logs: tuple[tuple[PhaseLog, ...], ...] = ()
-
-    def regret(self) -> tuple[float, float]:
-        final = self.final_regret
-        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
-
-    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
-        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
-        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
 
 
 def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> float:

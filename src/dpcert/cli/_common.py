@@ -103,6 +103,19 @@ def emit(args: argparse.Namespace, payload: dict[str, Any], rows: Sequence[tuple
         sys.stdout.write(f"{label:<{width}}  {value}\n")
 
 
+def certificate_rows(certificate: Any, *, neighbouring: bool = True) -> list[tuple[str, Any]]:
+    """Table rows for a certificate: epsilon, delta, trust model, [neighbouring,] basis."""
+    rows: list[tuple[str, Any]] = [
+        ("epsilon", certificate.epsilon),
+        ("delta", certificate.delta),
+        ("trust model", certificate.trust_model.value),
+    ]
+    if neighbouring:
+        rows.append(("neighbouring", certificate.neighbouring.value))
+    rows.append(("basis", certificate.basis))
+    return rows
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run the handler; map dpcert errors to exit codes with a message on stderr."""
     try:

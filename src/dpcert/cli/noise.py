@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
-from dpcert.cli._common import EXIT_OK, CommandGroups, emit, integer, number
+from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 
@@ -45,16 +45,6 @@ def register(groups: CommandGroups) -> None:
     )
 
 
-def _certificate_rows(certificate) -> list[tuple[str, object]]:
-    return [
-        ("epsilon", certificate.epsilon),
-        ("delta", certificate.delta),
-        ("trust model", certificate.trust_model.value),
-        ("neighbouring", certificate.neighbouring.value),
-        ("basis", certificate.basis),
-    ]
-
-
 def _calibrate_gaussian(args: argparse.Namespace) -> int:
     result = calibrate_gaussian(
         args.epsilon,
@@ -66,7 +56,7 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
     emit(
         args,
         {"sigma": result.sigma, "method": result.method, "certificate": result.certificate.to_dict()},
-        [("sigma", result.sigma), ("method", result.method)] + _certificate_rows(result.certificate),
+        [("sigma", result.sigma), ("method", result.method)] + certificate_rows(result.certificate),
     )
     return EXIT_OK
 
@@ -76,7 +66,7 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
     emit(
         args,
         {"scale": result.scale, "certificate": result.certificate.to_dict()},
-        [("scale", result.scale)] + _certificate_rows(result.certificate),
+        [("scale", result.scale)] + certificate_rows(result.certificate),
     )
     return EXIT_OK
 
@@ -88,7 +78,7 @@ def _account_gaussian(args: argparse.Namespace) -> int:
     emit(
         args,
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
-        _certificate_rows(certificate),
+        certificate_rows(certificate),
     )
     return EXIT_OK
 
@@ -98,6 +88,6 @@ def _account_laplace(args: argparse.Namespace) -> int:
     emit(
         args,
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
-        _certificate_rows(certificate),
+        certificate_rows(certificate),
     )
     return EXIT_OK

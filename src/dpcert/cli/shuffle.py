@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpcert.accounting import amplification
-from dpcert.cli._common import EXIT_OK, CommandGroups, emit, integer, number
+from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
 from dpcert.mechanisms.binomial_sum import (
     METHODS,
     NORMS,
@@ -67,15 +67,6 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
 
 
-def _certificate_rows(certificate) -> list[tuple[str, object]]:
-    return [
-        ("epsilon", certificate.epsilon),
-        ("delta", certificate.delta),
-        ("trust model", certificate.trust_model.value),
-        ("basis", certificate.basis),
-    ]
-
-
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
     result = calibrate_binomial_sum(
         args.epsilon,
@@ -100,7 +91,7 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
         "certificate": result.certificate.to_dict(),
     }
     rows = [("g", q.g), ("b", q.b), ("p", q.p), ("noise std", q.noise_std), ("method", result.method)]
-    emit(args, payload, rows + _certificate_rows(result.certificate))
+    emit(args, payload, rows + certificate_rows(result.certificate, neighbouring=False))
     return EXIT_OK
 
 
@@ -112,7 +103,7 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
     emit(
         args,
         {"epsilon0": epsilon0, "method": args.method, "certificate": certificate.to_dict()},
-        [("epsilon0", epsilon0), ("method", args.method)] + _certificate_rows(certificate),
+        [("epsilon0", epsilon0), ("method", args.method)] + certificate_rows(certificate, neighbouring=False),
     )
     return EXIT_OK
 
@@ -130,7 +121,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
             "noise_std": parameters.noise_std,
             "certificate": certificate.to_dict(),
         },
-        [("noise std", parameters.noise_std)] + _certificate_rows(certificate),
+        [("noise std", parameters.noise_std)] + certificate_rows(certificate, neighbouring=False),
     )
     return EXIT_OK
 
@@ -140,7 +131,7 @@ def _account_shuffle(args: argparse.Namespace) -> int:
         args.epsilon0, args.users, delta=args.delta, method=args.method
     )
     payload = {"epsilon": certificate.epsilon, "delta": certificate.delta, "method": args.method}
-    rows = _certificate_rows(certificate)
+    rows = certificate_rows(certificate, neighbouring=False)
     if args.method == "closed-form":
         holds = amplification.closed_form_precondition(args.epsilon0, args.users, args.delta)
         payload["closed_form_precondition"] = holds

@@ -26,8 +26,9 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, register_profile
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms._common import certificate_at_delta, release_shape, require_certificate_for
 
 DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exact profile)"
 
@@ -81,16 +82,15 @@ def discrete_laplace_certificate(
         "noise_parameter": check.positive_finite("noise_parameter", noise_parameter),
         "sensitivity": check.positive_int("sensitivity", sensitivity),
     }
-    profile = DiscreteLaplaceProfile(parameters)
-    delta = check.delta(delta)
-    return Certificate(
+    return certificate_at_delta(
         "discrete-laplace",
-        Guarantee(profile.epsilon_for(delta), delta),
+        DiscreteLaplaceProfile(parameters),
+        parameters,
+        delta,
         trust_model,
         neighbouring,
-        parameters,
         DISCRETE_LAPLACE_BASIS,
-    ).verify()
+    )
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,13 @@ class DiscreteLaplaceMechanism:
 
     def __post_init__(self) -> None:
         check.positive_finite("noise_parameter", self.noise_parameter)
-        if (
-            self.certificate.mechanism != "discrete-laplace"
-            or self.certificate.parameters["noise_parameter"] != self.noise_parameter
-        ):
-            raise InvalidParameter(
-                "certificate", self.certificate.mechanism, "a discrete-Laplace certificate for this parameter"
-            )
+        require_certificate_for(
+            self.certificate,
+            "discrete-laplace",
+            "noise_parameter",
+            self.noise_parameter,
+            "a discrete-Laplace certificate for this parameter",
+        )
 
     @classmethod
     def for_epsilon(cls, epsilon: float, sensitivity: int = 1) -> DiscreteLaplaceMechanism:
@@ -128,7 +128,7 @@ class DiscreteLaplaceMechanism:
                 "value", value, "integers (the discrete Laplace mechanism releases integers)"
             )
         rng = check.generator(rng)
-        shape = array.shape if size is None else (check.positive_int("size", size),) + array.shape
+        shape = release_shape(array, size)
         success = -math.expm1(-self.noise_parameter)
         noise = rng.geometric(success, size=shape) - rng.geometric(success, size=shape)
         released = array.astype(np.int64) + noise

@@ -34,6 +34,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.mechanisms._common import add_real_noise, require_certificate_for
 
 ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
 CLASSICAL_BASIS = "Dwork & Roth 2014, Thm A.1 (classical Gaussian, epsilon < 1)"
@@ -166,15 +167,10 @@ class GaussianMechanism:
 
     def __post_init__(self) -> None:
         check.positive_finite("sigma", self.sigma)
-        if self.certificate.mechanism != "gaussian" or self.certificate.parameters["sigma"] != self.sigma:
-            raise InvalidParameter(
-                "certificate", self.certificate.mechanism, "a Gaussian certificate for this sigma"
-            )
+        require_certificate_for(
+            self.certificate, "gaussian", "sigma", self.sigma, "a Gaussian certificate for this sigma"
+        )
 
     def __call__(self, value: Any, rng: np.random.Generator, size: int | None = None) -> Any:
         """Release ``value`` plus noise; with ``size``, ``size`` independent releases (leading axis)."""
-        array = check.finite_array("value", value)
-        rng = check.generator(rng)
-        shape = array.shape if size is None else (check.positive_int("size", size),) + array.shape
-        noisy = array + rng.normal(0.0, self.sigma, size=shape)
-        return float(noisy) if noisy.ndim == 0 else noisy
+        return add_real_noise(value, rng, size, lambda rng, shape: rng.normal(0.0, self.sigma, size=shape))

@@ -21,12 +21,11 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.certificates import (
     Certificate,
-    Guarantee,
     Neighbouring,
     TrustModel,
     register_profile,
 )
-from dpcert.errors import InvalidParameter
+from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
 
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
 
@@ -73,16 +72,9 @@ def laplace_certificate(
         "scale": check.positive_finite("scale", scale),
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
     }
-    profile = LaplaceProfile(parameters)
-    delta = check.delta(delta)
-    return Certificate(
-        "laplace",
-        Guarantee(profile.epsilon_for(delta), delta),
-        trust_model,
-        neighbouring,
-        parameters,
-        LAPLACE_BASIS,
-    ).verify()
+    return certificate_at_delta(
+        "laplace", LaplaceProfile(parameters), parameters, delta, trust_model, neighbouring, LAPLACE_BASIS
+    )
 
 
 @dataclass(frozen=True)
@@ -98,15 +90,10 @@ class LaplaceMechanism:
 
     def __post_init__(self) -> None:
         check.positive_finite("scale", self.scale)
-        if self.certificate.mechanism != "laplace" or self.certificate.parameters["scale"] != self.scale:
-            raise InvalidParameter(
-                "certificate", self.certificate.mechanism, "a Laplace certificate for this scale"
-            )
+        require_certificate_for(
+            self.certificate, "laplace", "scale", self.scale, "a Laplace certificate for this scale"
+        )
 
     def __call__(self, value: Any, rng: np.random.Generator, size: int | None = None) -> Any:
         """Release ``value`` plus noise; with ``size``, ``size`` independent releases (leading axis)."""
-        array = check.finite_array("value", value)
-        rng = check.generator(rng)
-        shape = array.shape if size is None else (check.positive_int("size", size),) + array.shape
-        noisy = array + rng.laplace(0.0, self.scale, size=shape)
-        return float(noisy) if noisy.ndim == 0 else noisy
+        return add_real_noise(value, rng, size, lambda rng, shape: rng.laplace(0.0, self.scale, size=shape))
