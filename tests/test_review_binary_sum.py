@@ -17,6 +17,7 @@ from dpcert.mechanisms.binary_sum import (
     binary_sum_certificate,
     binary_sum_delta,
     binary_sum_epsilon,
+    hoeffding_noise_bits,
     least_noise_bits,
 )
 
@@ -80,3 +81,19 @@ def test_least_noise_bits_is_least(epsilon: float, delta: float) -> None:
     noise_bits = least_noise_bits(epsilon, delta)
     assert exact_delta(epsilon, noise_bits) <= delta
     assert exact_delta(epsilon, noise_bits - 1) > delta
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "published"),
+    [(0.1, 1e-3, 1213), (0.5, 1e-6, 268), (1.0, 1e-9, 136), (2.0, 1e-6, 31)],
+)
+def test_least_noise_bits_matches_the_spec_table(epsilon: float, delta: float, published: int) -> None:
+    # Published: seed 001 notes §3.4, calibration table ("N exact").
+    assert least_noise_bits(epsilon, delta) == published
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(0.1, 1e-6), (0.5, 1e-9), (1.0, 1e-5), (3.0, 1e-12)])
+def test_hoeffding_closed_form_is_valid_and_not_below_the_least_n(epsilon: float, delta: float) -> None:
+    n_hoeffding = hoeffding_noise_bits(epsilon, delta)
+    assert exact_delta(epsilon, n_hoeffding) <= delta
+    assert n_hoeffding >= least_noise_bits(epsilon, delta)
