@@ -88,7 +88,10 @@ def _deviance(x: np.ndarray, mean: float) -> np.ndarray:
     v2 = v * v
     for j in range(1, 40):  # |v| < 1/21: each term is below the previous by a factor < 1/441
         term = term * v2
-        total = total + term / (2 * j + 1)
+        step = term / (2 * j + 1)
+        total = total + step
+        if not np.any(np.abs(step) > 1e-17 * np.abs(total)):  # the rest is below 1e-17 relative
+            break
     return np.where(near, total, direct)
 
 
