@@ -150,7 +150,12 @@ def binary_sum_certificate(
         Neighbouring.REPLACE_ONE,
         {"noise_bits": int(noise_bits)},
         BASIS,
-        ("valid for every batch size m (the error law does not depend on m)",),
+        (
+            "valid for every batch size m (the error law does not depend on m)",
+            "shuffle model, replace-one neighbours with the batch size fixed and public; assumes every "
+            "user sends its noise bits honestly and no one else sees them (dropouts or colluding users "
+            "weaken the guarantee)",
+        ),
     ).verify()
 
 
