@@ -70,3 +70,24 @@ def test_laplace_compositions_are_never_optimistic(method: str, delta: float) ->
     assert lower_bound_delta(scale, k, certificate.epsilon) <= delta
     if method == "best":
         assert certificate.epsilon <= k / scale  # never worse than basic composition of pure ε
+
+
+def test_best_composition_of_gaussians_equals_the_exact_gaussian() -> None:
+    # Gaussians with mu_i = Delta_i / sigma_i compose to one Gaussian with mu = sqrt(sum mu_i^2)
+    # (Dong, Roth & Su 2019, Cor. 3.3); its delta(epsilon) is Balle & Wang's closed form, here in mpmath.
+    import mpmath
+
+    from dpcert.mechanisms.gaussian import gaussian_certificate
+
+    sigmas = (2.0, 3.0, 5.0)
+    delta = 1e-6
+    certificate = compose([gaussian_certificate(s, delta=1e-7) for s in sigmas], delta=delta)
+    with mpmath.workdps(40):
+        mu = mpmath.sqrt(sum(1 / mpmath.mpf(s) ** 2 for s in sigmas))
+        e = mpmath.mpf(certificate.epsilon)
+        exact = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+        slightly_less = certificate.epsilon * (1 - 1e-9)
+        e2 = mpmath.mpf(slightly_less)
+        exact_below = mpmath.ncdf(mu / 2 - e2 / mu) - mpmath.exp(e2) * mpmath.ncdf(-mu / 2 - e2 / mu)
+    assert exact <= delta  # valid
+    assert exact_below > delta * (1 - 1e-6)  # and tight: the least epsilon up to rounding
