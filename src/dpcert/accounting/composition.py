@@ -93,7 +93,7 @@ GAUSSIAN_COMPOSITION_BASIS = (
 # of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
 _KOV_RELATIVE_SLACK = 1e-9
 
-# What dp_accounting proves and what it does not (dp_accounting 0.4, pld/pld_pmf.py, common.py):
+# What dp_accounting proves and what it does not (dp_accounting 0.6, pld/pld_pmf.py, common.py):
 # with pessimistic_estimate=True every privacy loss is rounded *up* to the grid, and tail truncation
 # is pessimistic (right tails go to the infinite loss, left tails to the lowest bucket; self_compose
 # adds its Chernoff-bounded truncated mass to the infinite loss).  Those steps give a proven upper
