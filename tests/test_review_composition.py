@@ -91,3 +91,15 @@ def test_best_composition_of_gaussians_equals_the_exact_gaussian() -> None:
         exact_below = mpmath.ncdf(mu / 2 - e2 / mu) - mpmath.exp(e2) * mpmath.ncdf(-mu / 2 - e2 / mu)
     assert exact <= delta  # valid
     assert exact_below > delta * (1 - 1e-6)  # and tight: the least epsilon up to rounding
+
+
+@pytest.mark.parametrize(("epsilon0", "delta0", "k"), [(0.1, 0.0, 1000), (0.05, 1e-8, 400), (0.5, 0.0, 50)])
+def test_pld_path_is_not_below_kov_for_many_canonical_pairs(epsilon0: float, delta0: float, k: int) -> None:
+    # Black-box (ε0, δ0) components: KOV Thm 3.3 is the exact δ of their k-fold composition, so the
+    # PLD certificate (dp_accounting FFTs plus the round-off allowance) must claim at least that δ.
+    from dpcert.certificates import approximate_dp_certificate
+
+    component = approximate_dp_certificate(epsilon0, delta0)
+    for delta in (1e-4, 1e-7 + k * delta0):  # above the components' total δ
+        certificate = compose([component] * k, method="pld", delta=delta)
+        assert kov_delta(certificate.epsilon, epsilon0, delta0, k) <= delta
