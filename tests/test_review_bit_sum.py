@@ -113,3 +113,43 @@ def test_log_binomial_pmf_matches_exact_arithmetic(trials: int, p: float) -> Non
             )
             if reference > -700:  # PMFs that are representable at all
                 assert abs(float(mpmath.mpf(value) - reference)) < 1e-12
+
+
+@pytest.mark.parametrize(("trials", "p", "g", "coordinates"), [(2000, 0.5, 20, 5), (600, 0.3, 8, 4)])
+def test_composed_coordinates_against_a_direct_lower_bound(trials, p, g, coordinates) -> None:
+    # Independent reference: exact per-coordinate losses of (N, N + g), rounded *down* to a grid,
+    # convolved directly (non-negative terms, no FFT); for p != 1/2 every split of the coordinates
+    # between the two directions.  This bounds the true δ from below, so the certified δ must not
+    # be smaller, and the pessimistic discretisation must cost little.
+    outcomes = np.arange(0, trials + g + 1)
+    log_n = stats.binom.logpmf(outcomes, trials, p)
+    log_shifted = stats.binom.logpmf(outcomes - g, trials, p)
+    interval = 2e-3
+
+    def loss_pmf(log_upper, log_lower):
+        # Outcomes below 1e-25 are dropped (that only lowers the reference) to keep the grid short.
+        finite = np.isfinite(log_upper) & np.isfinite(log_lower) & (log_upper > math.log(1e-25))
+        infinite = float(np.exp(log_upper[np.isfinite(log_upper) & ~np.isfinite(log_lower)]).sum())
+        index = np.floor((log_upper[finite] - log_lower[finite]) / interval).astype(int)
+        return int(index.min()), np.bincount(index - index.min(), weights=np.exp(log_upper[finite])), infinite
+
+    up, down = loss_pmf(log_n, log_shifted), loss_pmf(log_shifted, log_n)
+    splits = [coordinates] if p == 0.5 else range(coordinates + 1)
+    for epsilon in np.linspace(0.0, 4.0, 9):
+        reference = 0.0
+        for n_up in splits:
+            lowest, probs, survive = 0, np.array([1.0]), 1.0
+            for part, count in ((up, n_up), (down, coordinates - n_up)):
+                for _ in range(count):
+                    lowest, probs, survive = (
+                        lowest + part[0],
+                        np.convolve(probs, part[1]),
+                        survive * (1 - part[2]),
+                    )
+            losses = (np.arange(probs.size) + lowest) * interval
+            above = losses > epsilon
+            value = (1 - survive) + float(np.sum(probs[above] * -np.expm1(epsilon - losses[above])))
+            reference = max(reference, value)
+        certified = exact.composed_delta(float(epsilon), trials, p, g, coordinates)
+        assert certified >= reference
+        assert certified <= reference * 1.05 + 1e-12
