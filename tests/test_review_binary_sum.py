@@ -97,3 +97,24 @@ def test_hoeffding_closed_form_is_valid_and_not_below_the_least_n(epsilon: float
     n_hoeffding = hoeffding_noise_bits(epsilon, delta)
     assert exact_delta(epsilon, n_hoeffding) <= delta
     assert n_hoeffding >= least_noise_bits(epsilon, delta)
+
+
+def test_materialized_messages_follow_the_accounted_law() -> None:
+    # The exact δ_N assumes the view is the count Σx + Bin(N, 1/2).  Seeded chi-square test of the
+    # shuffled messages' count (level 1e-3 = false-positive rate of an unseeded run).
+    from scipy.stats import binom, chisquare
+
+    from dpcert.mechanisms.binary_sum import BinarySum
+
+    noise_bits, bits, draws = 12, np.array([1, 0, 1, 1, 0]), 20_000
+    mechanism = BinarySum(noise_bits, binary_sum_certificate(noise_bits, delta=0.4))
+    rng = np.random.default_rng(7)
+    counts = mechanism.materialize(np.broadcast_to(bits, (draws, bits.size)), rng).sum(axis=-1)
+    support = np.arange(bits.sum(), bits.sum() + noise_bits + 1)
+    expected = binom.pmf(support - bits.sum(), noise_bits, 0.5) * draws
+    observed = np.array([(counts == s).sum() for s in support])
+    keep = expected >= 5
+    f_obs = np.append(observed[keep], observed[~keep].sum())
+    f_exp = np.append(expected[keep], expected[~keep].sum())
+    assert observed.sum() == draws  # no count outside the support
+    assert chisquare(f_obs, f_exp).pvalue > 1e-3
