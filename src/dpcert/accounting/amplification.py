@@ -320,6 +320,8 @@ def amplification_certificate(
             raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
     basis = NUMERIC_BASIS if method == "numeric" else CLOSED_FORM_BASIS
     notes = tuple(notes) + (
+        "shuffle model, replace-one neighbours among a fixed number of users, each running an "
+        "(epsilon0, delta0)-LDP randomizer with independent randomness; the shuffler hides the order",
         "numeric bound: tail of C ~ Bin(n-1, e^-eps0) outside a Chernoff window counted in full"
         if method == "numeric"
         else "closed form used only where its precondition holds (checked)",

@@ -21,7 +21,9 @@ Methods
     composition of (ε, δ)-DP mechanisms.  Heterogeneous components are treated as above (largest ε_i
     and δ_i); the result is then valid but no longer optimal.
 ``"pld"``
-    Privacy loss distributions through ``dp_accounting.pld`` with pessimistic discretisation.  A
+    Privacy loss distributions through ``dp_accounting.pld`` with pessimistic discretisation and
+    truncation (an upper bound in exact arithmetic; the floating-point round-off of its FFT
+    convolutions is covered by an empirical allowance, see ``_PLD_RELATIVE_SLACK``).  A
     component uses, in order of preference: a ``privacy_loss_distribution(interval)`` method of its
     profile, its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
     them), or the
@@ -91,10 +93,16 @@ GAUSSIAN_COMPOSITION_BASIS = (
 # of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
 _KOV_RELATIVE_SLACK = 1e-9
 
-# dp_accounting's PLDs are pessimistic in their discretisation, but their FFT convolutions carry
-# floating-point error (observed: δ about 1.5e-10 relative below the exact KOV value for 1 000
-# identical canonical pairs).  This allowance is added to every PLD δ so the result stays on the
-# safe side.
+# What dp_accounting proves and what it does not (dp_accounting 0.6, pld/pld_pmf.py, common.py):
+# with pessimistic_estimate=True every privacy loss is rounded *up* to the grid, and tail truncation
+# is pessimistic (right tails go to the infinite loss, left tails to the lowest bucket; self_compose
+# adds its Chernoff-bounded truncated mass to the infinite loss).  Those steps give a proven upper
+# bound on δ(ε) in exact arithmetic.  The convolutions themselves (scipy.signal.fftconvolve in
+# compose, FFT powers in self_compose) run in floating point; their round-off is neither bounded
+# nor clipped (negative masses stay in the sum), so the computed δ can fall slightly below the
+# bound (observed: about 1.5e-10 relative below the exact KOV value for 1 000 identical canonical
+# pairs).  The allowance below covers that round-off only; it is an empirical safeguard sized well
+# above every observed error, not a proven bound.
 _PLD_RELATIVE_SLACK = 1e-6
 _PLD_ABSOLUTE_SLACK = 1e-14
 
@@ -524,8 +532,10 @@ def _composition_certificate(
         "basic": "basic composition of the components' claimed (epsilon, delta)",
         "advanced": "Thm 3.20 with the largest component epsilon and delta (valid for heterogeneous lists)",
         "optimal": "KOV Thm 3.3 with the largest component epsilon and delta (exact if all are identical)",
-        "pld": f"pessimistic PLD discretisation (interval {interval:g}); components without a "
-        "dp_accounting event use the PLD of their claimed (epsilon, delta)",
+        "pld": f"pessimistic PLD discretisation (interval {interval:g}) and tail truncation: an upper "
+        "bound in exact arithmetic; FFT round-off covered by an empirical allowance (relative 1e-6, "
+        "absolute 1e-14), not a proven bound; components without a dp_accounting event use the PLD "
+        "of their claimed (epsilon, delta)",
         "rdp": "RDP-to-DP conversion of dp_accounting (an upper bound)",
     }
     certificate = Certificate(

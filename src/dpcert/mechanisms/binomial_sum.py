@@ -69,7 +69,11 @@ NOTES = (
     "each coordinate's worst case is the pair Bin(n b, p) vs its shift by g, both directions (exact)",
     "coordinates composed as if every one could shift by g (the l2 bound is not used: conservative)",
     "binomial tails beyond the Chernoff window and all PLD roundings go toward more privacy loss",
-    "several coordinates: FFT composition resolves delta only down to about 1e-14",
+    "shuffle model, replace-one neighbours with the number n of users fixed and public; assumes all n "
+    "users run the randomizer honestly and no one else sees their noise bits (dropouts or colluding "
+    "users reveal noise and weaken the guarantee)",
+    "several coordinates: FFT round-off is covered by an empirical allowance (1e-9 of the mass "
+    "above epsilon), not a proven bound; delta is resolved only down to about 1e-14",
 )
 
 

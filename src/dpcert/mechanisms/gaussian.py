@@ -38,27 +38,33 @@ from dpcert.mechanisms._common import add_real_noise, require_certificate_for
 
 ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
 CLASSICAL_BASIS = "Dwork & Roth 2014, Thm A.1 (classical Gaussian, epsilon < 1)"
-_FLOAT_SLACK = 16 * np.finfo(float).eps  # relative allowance for rounding in the two Φ terms
+_FLOAT_SLACK = 16 * np.finfo(float).eps  # per unit of log magnitude, for rounding in the two Φ terms
+_SMALLEST_DELTA = math.ulp(0.0)  # δ(ε) > 0 at every ε: never report 0 (that would claim pure DP)
 
 
 def gaussian_delta(epsilon: float, mu: float) -> float:
     """Exact δ(ε) of the Gaussian mechanism with privacy parameter ``mu = Δ√k/σ``.
 
-    Computed in log space; an allowance of 16 ulp of the larger term is added so that the
-    returned value is never below the true δ(ε) despite floating-point rounding.
+    Computed in log space and rounded upward: each term ``exp(log Φ(·) [+ ε])`` carries a relative
+    error of a few ulp of the size of its logarithm (``log_ndtr`` and the sum with ε), so an
+    allowance of ``16 ulp · (1 + |log Φ(a)| + ε + |log Φ(b)|)`` of the larger term is added.  δ(ε)
+    is positive at every ε, so the result is never below the smallest positive float (the
+    Gaussian mechanism is never pure DP, even where δ underflows).
     """
     if epsilon < 0:
         raise InvalidParameter("epsilon", epsilon, "0 <= epsilon < inf")
     a = mu / 2.0 - epsilon / mu
     b = -mu / 2.0 - epsilon / mu
     log_first = float(log_ndtr(a))
-    log_second = epsilon + float(log_ndtr(b))
+    log_lower = float(log_ndtr(b))
+    log_second = epsilon + log_lower
     first = math.exp(log_first)
     second = math.exp(log_second) if log_second < 700 else math.inf
-    if not math.isfinite(second):  # only when first is tiny too; δ is then below 1e-300
-        return _FLOAT_SLACK * first
-    value = first - second + _FLOAT_SLACK * max(first, second)
-    return min(1.0, max(0.0, value))
+    if not math.isfinite(second):  # e^ε Φ(b) <= Φ(a) <= 1 in exact arithmetic; δ <= Φ(a)
+        return max(min(1.0, first), _SMALLEST_DELTA)
+    magnitude = 1.0 + abs(log_first) + epsilon + abs(log_lower)
+    value = first - second + _FLOAT_SLACK * magnitude * max(first, second)
+    return min(1.0, max(value, _SMALLEST_DELTA))
 
 
 def gaussian_epsilon(delta: float, mu: float) -> float:
