@@ -121,3 +121,47 @@ def test_bad_enum_values_raise():
         Certificate("laplace", Guarantee(1.0), trust_model="cloud", parameters={"scale": 1.0})
     with pytest.raises(DPCertError, match="neighbouring"):
         Certificate("laplace", Guarantee(1.0), neighbouring="swap", parameters={"scale": 1.0})
+
+
+def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
+    """A certificate read back in a process that imported nothing but dpcert.certificates re-verifies."""
+    import json
+    import subprocess
+    import sys
+
+    from dpcert.accounting.amplification import amplification_certificate
+    from dpcert.accounting.composition import compose
+    from dpcert.certificates import registered_mechanisms
+    from dpcert.mechanisms.binary_sum import binary_sum_certificate
+    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+    from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
+    from dpcert.mechanisms.shuffle import calibrate_pamp
+
+    certificates = [
+        gaussian_certificate(2.0, delta=1e-5),
+        laplace_certificate(1.0),
+        discrete_laplace_certificate(0.5),
+        approximate_dp_certificate(1.0, 1e-6),
+        compose([laplace_certificate(1.0), approximate_dp_certificate(0.5, 1e-6)], delta=1e-5),
+        calibrate_binomial_sum(1.0, 1e-5, users=100).certificate,
+        binary_sum_certificate(80, delta=1e-6),
+        amplification_certificate(1.0, 1000, delta=1e-6),
+        calibrate_pamp(1.0, 1e-5, users=1000, dimension=2).certificate,
+    ]
+    assert {c.mechanism for c in certificates} == set(registered_mechanisms())
+    script = (
+        "import json, sys\n"
+        "from dpcert.certificates import Certificate\n"
+        "for text in json.load(sys.stdin):\n"
+        "    Certificate.from_json(text)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps([c.to_json() for c in certificates]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -1,11 +1,9 @@
 """dpcert: differential privacy with explicit, checkable certificates.
 
-Importing :mod:`dpcert` registers the privacy profile of every built-in mechanism, so certificates
-read back from JSON can always be re-verified.
+The privacy profile of every built-in mechanism is found by name (imported on first use), so
+certificates read back from JSON can always be re-verified.
 """
 
-from dpcert import mechanisms  # noqa: E402,F401  (registers mechanism profiles)
-from dpcert.accounting import composition  # noqa: E402,F401  (registers the "composition" profile)
 from dpcert.certificates import (
     Certificate,
     Guarantee,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import importlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -81,6 +82,19 @@ class PrivacyProfile(Protocol):
 ProfileFactory = Callable[[Mapping[str, Any]], PrivacyProfile]
 _PROFILES: dict[str, ProfileFactory] = {}
 
+# Where the built-in profiles are registered: imported on first use, so that ``import dpcert`` stays
+# light and a certificate read back from JSON can always be re-verified.
+_BUILTIN_PROFILE_MODULES: dict[str, str] = {
+    "binary-sum": "dpcert.mechanisms.binary_sum",
+    "binomial-sum": "dpcert.mechanisms.binomial_sum",
+    "composition": "dpcert.accounting.composition",
+    "discrete-laplace": "dpcert.mechanisms.discrete_laplace",
+    "gaussian": "dpcert.mechanisms.gaussian",
+    "laplace": "dpcert.mechanisms.laplace",
+    "pamp": "dpcert.mechanisms.shuffle",
+    "shuffle-amplification": "dpcert.accounting.amplification",
+}
+
 
 def register_profile(mechanism: str) -> Callable[[ProfileFactory], ProfileFactory]:
     """Class/function decorator registering the privacy profile of a mechanism name."""
@@ -94,11 +108,13 @@ def register_profile(mechanism: str) -> Callable[[ProfileFactory], ProfileFactor
 
 def registered_mechanisms() -> tuple[str, ...]:
     """Names of the mechanisms whose profile dpcert can re-derive."""
-    return tuple(sorted(_PROFILES))
+    return tuple(sorted(set(_PROFILES) | set(_BUILTIN_PROFILE_MODULES)))
 
 
 def profile_for(mechanism: str, parameters: Mapping[str, Any]) -> PrivacyProfile:
     """Build the registered profile of ``mechanism`` from ``parameters``."""
+    if mechanism not in _PROFILES and mechanism in _BUILTIN_PROFILE_MODULES:
+        importlib.import_module(_BUILTIN_PROFILE_MODULES[mechanism])
     try:
         factory = _PROFILES[mechanism]
     except KeyError:

@@ -1,6 +1,5 @@
 """Noise-adding mechanisms; each carries a :class:`dpcert.Certificate`."""
 
-from dpcert.mechanisms import binary_sum, binomial_sum, shuffle  # noqa: F401  (registers the shuffle-model profiles)
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import GaussianMechanism, gaussian_certificate
 from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
