@@ -68,6 +68,7 @@ from dpcert.certificates import (
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import (
     NOTES,
+    PLD_NOTE,
     BinomialSumCalibration,
     BinomialSumMechanism,
     BitSumParameters,
@@ -656,7 +657,9 @@ def calibrate(
     participations
         Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
         Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
-        composes the Gaussian releases exactly (μ adds in quadrature).
+        composes the Gaussian releases exactly (μ adds in quadrature); for P_Vec ``paper`` calibrates each
+        batch by Thm 3.5 at that split and ``tight`` finds the least noise bits whose M-fold composition
+        (pessimistic PLD of the batch's dominating pair) meets (ε, δ).
     sigma
         A user-chosen noise level (per user, or per tree node for JDP) replacing the calibration; the
         certificate then reports what it guarantees.  Not for P_Vec.
@@ -841,6 +844,7 @@ def _user_level(batch: Certificate, count: int, delta: float, interval: float) -
     total = compose_counts(
         [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
     )
+    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_distribution", None)) else ()
     certificate = Certificate(
         total.mechanism,
         total.guarantee,
@@ -848,7 +852,7 @@ def _user_level(batch: Certificate, count: int, delta: float, interval: float) -
         Neighbouring.USER_LEVEL,
         total.parameters,
         total.basis,
-        total.notes + (RETURNING_VEC_NOTE,),
+        total.notes + (RETURNING_VEC_NOTE,) + pld_note,
     )
     certificate.__dict__["profile"] = total.profile  # same parameters, same profile
     return certificate.verify()
