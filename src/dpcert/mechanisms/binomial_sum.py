@@ -19,6 +19,9 @@ exact accounting.  Every certificate's claim is re-derived by exact accounting
 (:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
 for users' vectors of ℓ2 norm (matrices of Frobenius norm) at most ``B`` instead of entry bounds
 only, which roughly halves the noise for ``d = 5``; such mechanisms reject data above the norm.
+With ``p = 1/2`` (entry bounds) a certificate's profile also offers ``privacy_loss_distribution(interval)``,
+the pessimistic PLD of a dominating pair, so that ``compose(..., method="pld")`` composes several runs
+(a returning user's batches) tightly; ``least_noise_bits(..., compositions=M)`` calibrates for M runs.
 
 Protocol (seed 000 Alg. 4; seed 002 Alg. 5–7)
 ---------------------------------------------
