@@ -370,6 +370,16 @@ class PLDCompositionProfile:
         return _safe_epsilon(self.delta_for, delta, float(self.pld.get_epsilon_for_delta(raw_target)))
 
 
+def pld_delta_for(privacy_loss_distribution: Any, epsilon: float) -> float:
+    """``δ(ε)`` of a pessimistic ``dp_accounting`` PLD with the allowances of ``"pld"`` composition.
+
+    The same value :class:`PLDCompositionProfile` reports for that PLD, for callers (such as
+    calibration searches) that build the PLD themselves.
+    """
+    raw = max(0.0, float(privacy_loss_distribution.get_delta_for_epsilon(epsilon)))
+    return min(1.0, raw * (1.0 + _PLD_RELATIVE_SLACK) + _PLD_ABSOLUTE_SLACK)
+
+
 def _composed_event(components: Sequence[Component]) -> Any:
     """``ComposedDpEvent`` of the components' events, or ``None`` if one has no event."""
     from dp_accounting import dp_event

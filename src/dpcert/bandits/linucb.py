@@ -48,6 +48,8 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.accounting.composition import compose_counts
+from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.registry import (
     AlgorithmSpec,
@@ -65,10 +67,16 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import (
+    NOTES,
+    PLD_NOTE,
     BinomialSumCalibration,
     BinomialSumMechanism,
     BitSumParameters,
+    binomial_sum_certificate,
     calibrate_binomial_sum,
+    composed_interval,
+    default_precision,
+    least_noise_bits,
 )
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_certificate, gaussian_delta, gaussian_epsilon
 from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
@@ -558,6 +566,7 @@ class Calibrated:
     claim_met: bool
     calibration: str
     noise: dict[str, Any] = field(default_factory=dict)
+    batch_certificate: Certificate | None = None  # P_Vec with returning users: one batch's certificate
 
 
 def classical_pair_sigma(epsilon: float, delta: float) -> float:
@@ -632,6 +641,7 @@ def calibrate(
     calibration: str = "tight",
     participations: int = 1,
     sigma: float | None = None,
+    bit_sum: Mapping[str, Any] | None = None,
 ) -> Calibrated:
     """Noise for ``algorithm`` at the claimed (ε, δ) and the certificate that noise earns per user.
 
@@ -647,10 +657,15 @@ def calibrate(
     participations
         Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
         Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
-        composes the Gaussian releases exactly (μ adds in quadrature).
+        composes the Gaussian releases exactly (μ adds in quadrature); for P_Vec ``paper`` calibrates each
+        batch by Thm 3.5 at that split and ``tight`` finds the least noise bits whose M-fold composition
+        (pessimistic PLD of the batch's dominating pair) meets (ε, δ).
     sigma
         A user-chosen noise level (per user, or per tree node for JDP) replacing the calibration; the
-        certificate then reports what it guarantees.
+        certificate then reports what it guarantees.  Not for P_Vec.
+    bit_sum
+        P_Vec only: user-chosen ``{"g": …, "b": …, "p": …}`` (precision, noise bits per user and entry,
+        bit probability) replacing the calibration; the certificate then reports what they guarantee.
     """
     if algorithm not in ALGORITHMS:
         raise InvalidParameter("algorithm", algorithm, "one of " + ", ".join(ALGORITHMS))
@@ -677,7 +692,11 @@ def calibrate(
         )
 
     if algorithm == "linucb-sdp-vec":
-        return _calibrate_vec(claim, batch_size, dimension, calibration, participations, horizon)
+        if sigma is not None:
+            raise InvalidParameter("sigma", sigma, "None for linucb-sdp-vec (give bit_sum g, b, p instead)")
+        return _calibrate_vec(claim, batch_size, dimension, calibration, participations, horizon, bit_sum)
+    if bit_sum is not None:
+        raise InvalidParameter("bit_sum", dict(bit_sum), "None except for linucb-sdp-vec (use sigma)")
 
     levels = tree_levels(horizon) if algorithm == "linucb-jdp" else 1
     if algorithm == "linucb-jdp":
@@ -792,31 +811,160 @@ def _bit_sum_calibration(
     )
 
 
-def _calibrate_vec(
-    claim: Guarantee, batch_size: int, dimension: int, calibration: str, participations: int, horizon: int
-) -> Calibrated:
-    """P_Vec through :func:`dpcert.mechanisms.binomial_sum.calibrate_binomial_sum` (shape vector+matrix).
+BIT_SUM_KEYS = ("g", "b", "p")
+RETURNING_VEC_NOTE = (
+    "returning users: the user-level guarantee is the adaptive composition of one batch's bit-sum "
+    "certificate over the user's batches (compose 'best'; with p = 1/2 this includes the pessimistic "
+    "PLD of the batch's dominating pair, self-composed)"
+)
 
-    ``paper``: Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the binomial counts;
-    ``tight``: p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using that each user's vector
-    part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).  Unique users only, and
-    full batches only (a smaller batch carries less binomial noise).
+
+def _supplied_bit_sum(bit_sum: Mapping[str, Any], batch_size: int, dimension: int) -> BitSumParameters:
+    """User-chosen (g, b, p) for one full batch; ``g`` defaults to ``max(4, ⌈√B⌉)`` and ``p`` to 1/2."""
+    if not isinstance(bit_sum, Mapping):
+        raise InvalidParameter("bit_sum", bit_sum, "a mapping with keys among g, b, p")
+    unknown = sorted(set(bit_sum) - set(BIT_SUM_KEYS))
+    if unknown:
+        raise InvalidParameter("bit_sum", unknown, "keys among g, b, p")
+    if bit_sum.get("b") is None:
+        raise InvalidParameter("b", None, "an integer >= 1 (noise bits per user and entry)")
+    return BitSumParameters(
+        bit_sum.get("g", default_precision(batch_size)),
+        bit_sum["b"],
+        bit_sum.get("p", 0.5),
+        batch_size,
+        dimension,
+        1.0,
+        "vector+matrix",
+    )
+
+
+def _user_level(batch: Certificate, count: int, delta: float, interval: float) -> Certificate:
+    """A returning user's guarantee: ``count`` adaptive runs of the batch certificate, composed."""
+    total = compose_counts(
+        [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
+    )
+    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_distribution", None)) else ()
+    certificate = Certificate(
+        total.mechanism,
+        total.guarantee,
+        total.trust_model,
+        Neighbouring.USER_LEVEL,
+        total.parameters,
+        total.basis,
+        total.notes + (RETURNING_VEC_NOTE,) + pld_note,
+    )
+    certificate.__dict__["profile"] = total.profile  # same parameters, same profile
+    return certificate.verify()
+
+
+@functools.lru_cache(maxsize=16)
+def _tight_returning_vec(
+    epsilon: float, delta: float, batch_size: int, dimension: int, participations: int
+) -> tuple[BitSumParameters, Certificate]:
+    """Least b (p = 1/2, g = max(4, ⌈√B⌉)) whose ``participations``-fold composition meets (ε, δ).
+
+    The batch certificate is stated at the paper's per-batch δ_m = δ/(2M) (any point of its profile
+    is valid; the composition uses the whole PLD).
     """
-    if participations > 1:
-        raise PreconditionFailed(
-            "linucb-sdp-vec with returning users: composing the bit-sum certificates over batches is not "
-            "implemented; use linucb-sdp-amp (Gaussian, exact composition) or unique users"
-        )
+    template = BitSumParameters(
+        default_precision(batch_size), 1, 0.5, batch_size, dimension, 1.0, "vector+matrix"
+    )
+    b = least_noise_bits(epsilon, delta, template, compositions=participations)
+    parameters = replace(template, b=b)
+    batch = binomial_sum_certificate(
+        parameters,
+        delta=delta / (2.0 * participations),
+        notes=NOTES
+        + (
+            f"tight returning-user split: least b whose {participations}-fold PLD composition "
+            f"meets ({epsilon:g}, {delta:g})",
+        ),
+    )
+    return parameters, batch
+
+
+def _calibrate_vec(
+    claim: Guarantee,
+    batch_size: int,
+    dimension: int,
+    calibration: str,
+    participations: int,
+    horizon: int,
+    bit_sum: Mapping[str, Any] | None = None,
+) -> Calibrated:
+    """P_Vec through :mod:`dpcert.mechanisms.binomial_sum` (shape vector+matrix); full batches only.
+
+    Unique users: ``paper`` is Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the
+    binomial counts; ``tight`` is p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using
+    that each user's vector part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).
+
+    Returning users (C&Z §4, Thm E.5), each in at most M batches: ``paper`` calibrates each batch by
+    Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
+    (:func:`dpcert.accounting.returning_users.split_budget`); ``tight`` takes p = 1/2 and the least b
+    whose M-fold composition, by the batch's pessimistic PLD, meets (ε, δ).  Either way the run's
+    certificate is the user-level composition of the batch certificate (compose ``best``), i.e. what
+    the noise actually earns.
+
+    ``bit_sum`` (user-chosen g, b, p) replaces the calibration; the certificate reports what holds.
+    """
     if horizon % batch_size:
         raise InvalidParameter(
             "horizon", horizon, f"a multiple of batch_size={batch_size} for linucb-sdp-vec (no partial batch)"
         )
-    result = _bit_sum_calibration(claim.epsilon, claim.delta, batch_size, dimension, calibration)
-    q = result.parameters
+    notes: list[str] = []
+    if bit_sum is not None:
+        q = _supplied_bit_sum(bit_sum, batch_size, dimension)
+        delta_batch = claim.delta if participations == 1 else claim.delta / (2.0 * participations)
+        try:
+            batch = binomial_sum_certificate(q, delta=delta_batch, notes=NOTES + ("user-supplied (g, b, p)",))
+        except InvalidParameter as exc:
+            raise InvalidParameter(
+                "b", q.b, f"enough noise bits for a finite epsilon at delta = {delta_batch:g}"
+            ) from exc
+        notes.append("user-supplied (g, b, p)")
+    elif participations == 1:
+        result = _bit_sum_calibration(claim.epsilon, claim.delta, batch_size, dimension, calibration)
+        q, batch = result.parameters, result.certificate
+    elif calibration == "paper":
+        split = split_budget(claim, participations)
+        eps_m, delta_m = split.paper.epsilon, split.paper.delta
+        result = _bit_sum_calibration(eps_m, delta_m, batch_size, dimension, "paper")
+        q, batch = result.parameters, result.certificate
+        advanced = split.paper.total_certificate.epsilon
+        notes.append(
+            f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g}); "
+            f"advanced composition (Dwork & Roth Thm 3.20) gives epsilon = {advanced:.6g}"
+            + ("" if split.paper_meets_target else " > the claim")
+        )
+    else:
+        q, batch = _tight_returning_vec(claim.epsilon, claim.delta, batch_size, dimension, participations)
     noise = {"g": q.g, "b": q.b, "p": q.p}
-    privatizer = ShuffleVectorSum(q, result.certificate)
-    met = result.certificate.guarantee.covers(claim)
-    return Calibrated("linucb-sdp-vec", privatizer, result.certificate, claim, met, calibration, noise)
+    privatizer = ShuffleVectorSum(q, batch)
+    if participations == 1:
+        met = batch.guarantee.covers(claim)
+        return Calibrated("linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise)
+    interval = composed_interval(claim.epsilon, q.coordinates, participations)
+    certificate = _user_level(batch, participations, claim.delta, interval)
+    if notes:
+        certificate = _with_notes(certificate, tuple(notes))
+    met = certificate.guarantee.covers(claim)
+    return Calibrated("linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch)
+
+
+def _with_notes(certificate: Certificate, notes: tuple[str, ...]) -> Certificate:
+    """The same certificate (same parameters, same profile) with extra notes."""
+    extended = Certificate(
+        certificate.mechanism,
+        certificate.guarantee,
+        certificate.trust_model,
+        certificate.neighbouring,
+        certificate.parameters,
+        certificate.basis,
+        certificate.notes + notes,
+    )
+    extended.__dict__["profile"] = certificate.profile
+    return extended.verify()
 
 
 # ----------------------------------------------------------------------------- runs
@@ -884,6 +1032,17 @@ def returning_user_ledger(
         return UserLedger(user_batches, {1: certificate})
     parameters = certificate.parameters
     certificates = {}
+    if calibrated.algorithm == "linucb-sdp-vec":  # bit sums: compose the batch certificate
+        batch = calibrated.batch_certificate
+        coordinates = statistic_size(batch.parameters["dimension"])
+        interval = composed_interval(calibrated.claim.epsilon, coordinates, participations)
+        for count in np.unique(user_batches).tolist():
+            certificates[count] = (
+                certificate
+                if count == participations
+                else _user_level(batch, count, certificate.delta, interval)
+            )
+        return UserLedger(user_batches, certificates)
     for count in np.unique(user_batches).tolist():
         if calibrated.algorithm == "linucb-jdp":  # `count` rounds may share a node: sensitivity count·Δ
             sensitivity, compositions = JOINT_SENSITIVITY * count, parameters["compositions"]
@@ -970,6 +1129,7 @@ def _options(config: RunConfig) -> dict[str, Any]:
         "sigma",
         "fixed_arms",
         "reward",
+        *BIT_SUM_KEYS,
     }
     unknown = set(config.options) - known
     if unknown:
@@ -979,7 +1139,7 @@ def _options(config: RunConfig) -> dict[str, Any]:
 
 def run_algorithm(config: RunConfig) -> BanditRun:
     """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
-    batch_size, radius, alpha, participations, sigma, fixed_arms, reward)."""
+    batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
     options = _options(config)
     algorithm = config.algorithm
     batch_size = check.positive_int("batch_size", options.get("batch_size", DEFAULT_BATCH[algorithm]))
@@ -998,6 +1158,7 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         calibration=config.calibration,
         participations=participations,
         sigma=options.get("sigma"),
+        bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
     )
     rng = np.random.default_rng(config.seed)
     env = vaswani_instance(

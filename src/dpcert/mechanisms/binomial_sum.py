@@ -19,6 +19,9 @@ exact accounting.  Every certificate's claim is re-derived by exact accounting
 (:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
 for users' vectors of ℓ2 norm (matrices of Frobenius norm) at most ``B`` instead of entry bounds
 only, which roughly halves the noise for ``d = 5``; such mechanisms reject data above the norm.
+With ``p = 1/2`` (entry bounds) a certificate's profile also offers ``privacy_loss_distribution(interval)``,
+the pessimistic PLD of a dominating pair, so that ``compose(..., method="pld")`` composes several runs
+(a returning user's batches) tightly; ``least_noise_bits(..., compositions=M)`` calibrates for M runs.
 
 Protocol (seed 000 Alg. 4; seed 002 Alg. 5–7)
 ---------------------------------------------
@@ -38,6 +41,7 @@ fractional part of ``u_i`` (seed 000 notes §3.4, erratum E3), at most
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,6 +66,14 @@ EXACT_L2_BASIS = "exact accounting of the shifted binomial count (dpcert), l2 sh
 ALG4_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 4, eq. 60, Thm C.6 (Cheu et al. 2021 Lemma 3.1 at epsilon/2)"
 ALG2_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 2, eq. 22, Thm A.2 (Cheu et al. 2021 vector summation)"
 PVEC_BASIS = "seed 002 (Chowdhury & Zhou 2022) P_Vec, Thm 3.5 = C.1 (p = 1/4, C = 24e4)"
+PLD_NOTE = (
+    "p = 1/2: the worst pair of one coordinate, (Bin(n b, 1/2), Bin(n b, 1/2) + g), has the same privacy "
+    "loss distribution in both directions (reflect the count), so it is a dominating pair for every "
+    "ordered pair of neighbours (Zhu, Dong & Wang 2022, Def. 7) and products of such pairs dominate "
+    "adaptive compositions (their Thm 10); the loss PMF comes from dp_accounting "
+    "from_two_probability_mass_functions (pessimistic: every loss rounded up), and the binomial tails "
+    "outside the window go to the infinite loss"
+)
 MAX_MATERIALIZED_BITS = 20_000_000
 MAX_NOISE_BITS = 10**13
 NOTES = (
@@ -221,6 +233,29 @@ class BinomialSumProfile:
             shape=parameters.get("shape", "vector"),
             norm=parameters.get("norm", "entry"),
         )
+        if self.has_dominating_pair:
+            # the composition hook (accounting.composition.component_pld) exists only where it is valid
+            self.privacy_loss_distribution = self._dominating_pld
+
+    @property
+    def has_dominating_pair(self) -> bool:
+        """True if one pair of count laws dominates every neighbouring pair (``p = 1/2``, entry bounds).
+
+        With ``p != 1/2`` the two shift directions have different loss laws and the worst case is a
+        maximum over them, which is not the profile of any single pair; with ``norm="l2"`` it is a
+        maximum over shift patterns.  Such certificates compose through their (ε, δ) claims.
+        """
+        q = self.parameters
+        return q.p == 0.5 and (q.norm == "entry" or q.coordinates == 1)
+
+    def _dominating_pld(self, interval: float) -> Any:
+        """Pessimistic PLD of one run: ``coordinates``-fold product of the dominating coordinate pair.
+
+        Only set as ``privacy_loss_distribution`` when :attr:`has_dominating_pair` (see ``PLD_NOTE``).
+        """
+        q = self.parameters
+        single = coordinate_pld(q.noise_trials, q.g, check.positive_finite("interval", interval))
+        return single.self_compose(q.coordinates) if q.coordinates > 1 else single
 
     def _args(self) -> tuple[int, float, int, int]:
         q = self.parameters
@@ -243,6 +278,37 @@ class BinomialSumProfile:
 
     def dp_event(self) -> Any:
         return None
+
+
+@functools.lru_cache(maxsize=64)
+def coordinate_pld(trials: int, shift: int, interval: float) -> Any:
+    """Pessimistic ``dp_accounting`` PLD of ``(N, N + shift)``, ``N ~ Bin(trials, 1/2)``.
+
+    Built with ``from_two_probability_mass_functions`` (``pessimistic_estimate=True``: every privacy
+    loss rounded up to the grid) from the exact log-PMFs of
+    :func:`~dpcert.accounting.binomial_accounting.shifted_pair` on their common window.  The mass of
+    ``N`` outside the window (at most ``2e-20``, Chernoff bound) is an extra outcome that ``N + shift``
+    never takes, i.e. infinite loss, and outcomes outside the window of ``N + shift`` also get infinite
+    loss: both conservative.  ``symmetric=True`` is exact here: with ``p = 1/2`` the reflection
+    ``k -> trials + shift − k`` swaps the two laws, so both directions have the same loss law.
+    """
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    log_upper, log_lower, dropped = exact.shifted_pair(trials, 0.5, shift)
+    lo, _, _ = exact.binomial_window(trials, 0.5)
+    outcomes = np.arange(lo, lo + log_upper.size)
+    in_upper, in_lower = np.isfinite(log_upper), np.isfinite(log_lower)
+    upper: dict[Any, float] = dict(
+        zip(outcomes[in_upper].tolist(), log_upper[in_upper].tolist(), strict=True)
+    )
+    lower: dict[Any, float] = dict(
+        zip(outcomes[in_lower].tolist(), log_lower[in_lower].tolist(), strict=True)
+    )
+    if dropped > 0.0:
+        upper["outside the window"] = math.log(dropped)
+    return pld.from_two_probability_mass_functions(
+        lower, upper, pessimistic_estimate=True, value_discretization_interval=interval, symmetric=True
+    )
 
 
 def binomial_sum_certificate(
@@ -529,22 +595,60 @@ def default_precision(users: int) -> int:
     return max(4, math.isqrt(users - 1) + 1 if users > 1 else 1)
 
 
-def least_noise_bits(epsilon: float, delta: float, template: BitSumParameters) -> int:
-    """Least ``b`` for which ``template`` (with that ``b``) has ``δ(ε) <= delta`` by exact accounting
-    (monotone in ``b``: one more noise bit is independent noise added to the count, a post-processing)."""
+def composed_interval(epsilon: float, coordinates: int, compositions: int) -> float:
+    """PLD grid for ``compositions`` runs of ``coordinates`` coordinates: ``1e-4``, finer (down to
+    ``1e-6``) so that the upward rounding of every composed loss adds at most about ``ε/100`` in all."""
+    return max(1e-6, min(1e-4, 0.01 * max(epsilon, 1e-2) / (coordinates * compositions)))
+
+
+def least_noise_bits(
+    epsilon: float,
+    delta: float,
+    template: BitSumParameters,
+    compositions: int = 1,
+    interval: float | None = None,
+) -> int:
+    """Least ``b`` for which ``compositions`` runs of ``template`` (with that ``b``) have ``δ(ε) <= delta``.
+
+    One run (``compositions = 1``) is accounted exactly (:class:`BinomialSumProfile`); several runs (a
+    returning user's batches, adaptively composed) by the ``compositions``-fold self-composition of the
+    run's pessimistic PLD (needs :attr:`BinomialSumProfile.has_dominating_pair`), evaluated with the
+    allowances of :func:`dpcert.accounting.composition.pld_delta_for` on the grid ``interval``
+    (default :func:`composed_interval`).  Monotone in ``b``: one more noise bit per coordinate is
+    independent noise added to each count, a post-processing of every run.
+    """
     from dpcert.accounting.calibration import analytic_gaussian_sigma
+    from dpcert.accounting.composition import pld_delta_for
 
     users, g, p, coordinates = template.users, template.g, template.p, template.coordinates
     layout = template.to_dict()
+    compositions = check.positive_int("compositions", compositions)
+    if compositions > 1:
+        if not BinomialSumProfile({**layout, "b": 1}).has_dominating_pair:
+            raise InvalidParameter(
+                "p",
+                p,
+                "1/2 with norm='entry' to compose runs by their PLD (other settings: compose certificates)",
+            )
+        grid = composed_interval(epsilon, coordinates, compositions) if interval is None else interval
+        grid = check.positive_finite("interval", grid)
 
     def valid(b: int) -> bool:
-        return BinomialSumProfile({**layout, "b": b}).delta_for(epsilon) <= delta
+        profile = BinomialSumProfile({**layout, "b": b})
+        if compositions == 1:
+            return profile.delta_for(epsilon) <= delta
+        return (
+            pld_delta_for(profile.privacy_loss_distribution(grid).self_compose(compositions), epsilon)
+            <= delta
+        )
 
     if template.norm == "l2" and coordinates > 1:  # a starting guess only: Gaussian with the l2 shift
         shift = g * math.sqrt(len(template.l2_groups)) + math.sqrt(coordinates)
         sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=shift)
     else:
-        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity=float(g), compositions=coordinates)
+        sigma = analytic_gaussian_sigma(
+            epsilon, delta, sensitivity=float(g), compositions=coordinates * compositions
+        )
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
     low, high = guess, guess  # invariant after bracketing: low invalid (or 0), high valid
     if valid(high):
