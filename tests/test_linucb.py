@@ -32,7 +32,7 @@ from dpcert.bandits.linucb import (
     user_statistics,
 )
 from dpcert.certificates import Certificate
-from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
+from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta
 
 
@@ -198,16 +198,6 @@ def test_pvec_tight_certificate_is_exact_and_refuses_partial_batches():
     assert tight.privatizer.cumulative_std(20_000, 20) < paper.privatizer.cumulative_std(20_000, 20) / 100
     with pytest.raises(InvalidParameter, match="horizon"):
         calibrate("linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=110, batch_size=20, dimension=5)
-    with pytest.raises(PreconditionFailed, match="returning"):
-        calibrate(
-            "linucb-sdp-vec",
-            epsilon=1.0,
-            delta=0.1,
-            horizon=100,
-            batch_size=20,
-            dimension=5,
-            participations=2,
-        )
 
 
 # ----------------------------------------------------------------------------- tree aggregation
