@@ -29,7 +29,13 @@ from dpcert.audits.pipelines import (
     view_count,
 )
 from dpcert.audits.sampling import SamplePair
-from dpcert.bandits.mab import BatchSchedule, ExactSum, ShuffleBinarySum, batched_arm_elimination
+from dpcert.bandits.mab import (
+    BatchSchedule,
+    CentralLaplaceSum,
+    ExactSum,
+    ShuffleBinarySum,
+    batched_arm_elimination,
+)
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum
 from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
@@ -348,6 +354,26 @@ def test_under_noised_bandit_run_is_caught(calibrated_summation):
     certificate = run_certificate(calibrated_summation)
     pair = run_pipeline(ShuffleBinarySum(4), "first-estimate", seed=43)
     report = audit_samples(pair, certificate.epsilon, certificate.delta, confidence=CONFIDENCE)
+    assert report.verdict == "violated"
+
+
+def test_central_laplace_run_audit_is_consistent_and_tight():
+    # the central-model baseline of the same engine: Laplace(1/ε) on each batch sum, pure ε-DP; at the
+    # released phase-1 estimate user 0's bit is a sensitivity-1 shift, which Laplace makes exactly tight
+    summation = CentralLaplaceSum(EPSILON)
+    certificate = run_certificate(summation)
+    pair = run_pipeline(summation, "first-estimate", seed=51)
+    report = audit_samples(pair, certificate.epsilon, certificate.delta, confidence=CONFIDENCE)
+    assert (certificate.epsilon, certificate.delta) == (EPSILON, 0.0)
+    assert report.verdict == "consistent"
+    assert report.epsilon_lower_bound >= 0.8 * EPSILON  # the audit has power here (spec 003 §5.2 A1)
+
+
+def test_central_laplace_run_with_too_little_noise_is_caught():
+    # negative control: Laplace(1/2.5) per batch while claiming the certificate of Laplace(1/1)
+    claimed = run_certificate(CentralLaplaceSum(EPSILON))
+    pair = run_pipeline(CentralLaplaceSum(2.5), "first-estimate", seed=52)
+    report = audit_samples(pair, claimed.epsilon, claimed.delta, confidence=CONFIDENCE)
     assert report.verdict == "violated"
 
 
