@@ -250,10 +250,12 @@ def run_pipeline(summation, statistic: str, seed: int) -> SamplePair:
 
 
 def run_certificate(summation) -> object:
+    """The certificate the engine itself reports for a run with ``summation``."""
     population = UserPopulation(POPULATION_A)
     result = batched_arm_elimination(
         population, HORIZON, summation, BatchSchedule("fixed", BATCH), np.random.default_rng(0), runs=2
     )
+    assert elimination_pipeline(summation, BATCH).certificate == result.certificate
     return result.certificate
 
 
@@ -393,3 +395,5 @@ def test_pipeline_rejects_bad_inputs(calibrated_summation):
     )
     with pytest.raises(InvalidParameter, match="result"):
         released_statistic(result, "first-estimate")
+    with pytest.raises(InvalidParameter, match="arm"):
+        released_statistic(result, "pulls", arm=2)

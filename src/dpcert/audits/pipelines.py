@@ -17,7 +17,6 @@ releases one statistic of each run's final model, ready for :func:`dpcert.audits
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,14 @@ from scipy import stats
 
 from dpcert import _validation as check
 from dpcert.audits.exact import DiscretePair
-from dpcert.bandits.mab import BatchSchedule, BatchSummation, EliminationResult, batched_arm_elimination
+from dpcert.bandits.mab import (
+    RUN_NOTE,
+    BatchSchedule,
+    BatchSummation,
+    EliminationResult,
+    batched_arm_elimination,
+    with_notes,
+)
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum
@@ -227,12 +233,15 @@ class UserPopulation:
 
 
 def released_statistic(result: EliminationResult, statistic: str, arm: int = 0) -> np.ndarray:
-    """One scalar per repetition of the run's final model.
+    """One scalar per repetition, computed from what the run released.
 
-    ``"pulls"``: users the run assigned to ``arm`` (with two arms, the whole final allocation);
-    ``"first-estimate"``: the server's estimate of ``arm`` after phase 1, times the batch size (the
-    debiased batch sum it released), which needs ``record_phases=True``.
+    ``"pulls"``: users the run assigned to ``arm`` in the end (with two arms, the whole final
+    allocation); ``"first-estimate"``: the server's estimate of ``arm`` after phase 1 times the batch
+    size, i.e. the debiased batch sum it was released (needs a run made with ``record_phases=True``).
     """
+    arm = check.positive_int("arm", arm, minimum=0)
+    if arm >= result.pulls.shape[1]:
+        raise InvalidParameter("arm", arm, f"an arm index below {result.pulls.shape[1]}")
     if statistic == "pulls":
         return result.pulls[:, arm].astype(np.int64)
     if statistic == "first-estimate":
@@ -243,37 +252,56 @@ def released_statistic(result: EliminationResult, statistic: str, arm: int = 0) 
     raise InvalidParameter("statistic", statistic, "one of " + ", ".join(STATISTICS))
 
 
-def elimination_pipeline(
-    summation: BatchSummation,
-    batch_size: int,
-    *,
-    statistic: str = "pulls",
-    arm: int = 0,
-) -> Callable[..., np.ndarray]:
-    """A mechanism ``f(rewards, rng, size)``: batched arm elimination on a population, one statistic per run.
+@dataclass(frozen=True)
+class EliminationPipeline:
+    """Mechanism ``f(rewards, rng, size)``: batched arm elimination on a population, one statistic per run.
 
     ``rewards`` is a ``(users, arms)`` table of bits (the horizon is the number of users); each call
-    runs ``size`` independent repetitions in lockstep (fresh :class:`UserPopulation`) with the given
-    summation and a fixed batch size, and returns :func:`released_statistic` of each.  The run's
-    certificate is ``summation.certificate`` (seed 001 spec §1.2: every user enters one summation).
+    runs ``size`` independent repetitions in lockstep (a fresh :class:`UserPopulation`) with
+    ``summation`` and fixed batches of ``batch_size`` users (seed 001 Alg. 1 schedule), and returns
+    :func:`released_statistic` of each.  ``certificate`` is the run's: the summation's, since every
+    user's reward enters exactly one summation (seed 001 spec §1.2), as
+    :func:`~dpcert.bandits.mab.batched_arm_elimination` reports it.
     """
-    if statistic not in STATISTICS:
-        raise InvalidParameter("statistic", statistic, "one of " + ", ".join(STATISTICS))
-    schedule = BatchSchedule("fixed", check.positive_int("batch_size", batch_size))
 
-    def run(rewards: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+    summation: BatchSummation
+    batch_size: int
+    statistic: str = "pulls"
+    arm: int = 0
+
+    def __post_init__(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise InvalidParameter("statistic", self.statistic, "one of " + ", ".join(STATISTICS))
+        object.__setattr__(self, "batch_size", check.positive_int("batch_size", self.batch_size))
+        object.__setattr__(self, "arm", check.positive_int("arm", self.arm, minimum=0))
+
+    @property
+    def certificate(self) -> Certificate | None:
+        return with_notes(self.summation.certificate, RUN_NOTE)
+
+    def run(self, rewards: Any, rng: np.random.Generator, runs: int = 1) -> EliminationResult:
+        """``runs`` repetitions on the population ``rewards`` (the engine's full result)."""
         population = UserPopulation(np.asarray(rewards))
-        result = batched_arm_elimination(
+        return batched_arm_elimination(
             population,  # type: ignore[arg-type]  # duck-typed environment
             population.users,
-            summation,
-            schedule,
+            self.summation,
+            BatchSchedule("fixed", self.batch_size),
             rng,
-            runs=1 if size is None else check.positive_int("size", size),
-            record_phases=statistic == "first-estimate",
+            runs=check.positive_int("runs", runs),
+            record_phases=self.statistic == "first-estimate",
             curve_points=2,
         )
-        values = released_statistic(result, statistic, arm)
+
+    def __call__(self, rewards: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+        values = released_statistic(
+            self.run(rewards, rng, 1 if size is None else size), self.statistic, self.arm
+        )
         return values[0] if size is None else values
 
-    return run
+
+def elimination_pipeline(
+    summation: BatchSummation, batch_size: int, *, statistic: str = "pulls", arm: int = 0
+) -> EliminationPipeline:
+    """The :class:`EliminationPipeline` of ``summation`` with fixed batches of ``batch_size`` users."""
+    return EliminationPipeline(summation, batch_size, statistic, arm)
