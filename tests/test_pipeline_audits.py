@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ from dpcert.bandits.mab import (
     ShuffleBinarySum,
     batched_arm_elimination,
 )
+from dpcert.bandits.robust_elimination import LaplaceClients, LinearArms, robust_elimination
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum
 from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
@@ -397,3 +399,54 @@ def test_pipeline_rejects_bad_inputs(calibrated_summation):
         released_statistic(result, "first-estimate")
     with pytest.raises(InvalidParameter, match="arm"):
         released_statistic(result, "pulls", arm=2)
+
+
+# =========================================================================== seed 003: coupled transcripts
+@dataclass(frozen=True)
+class RewardTable(LinearArms):
+    """Linear arms whose rewards come from a fixed table, ``table[i, a]`` for the ``i``-th pull."""
+
+    table: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    pulled: list = field(default_factory=list)
+
+    def rewards(self, arm_indices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        start = sum(block.size for block in self.pulled)
+        users = np.arange(start, start + arm_indices.size)
+        self.pulled.append(users)
+        return self.table[users, arm_indices].astype(float)
+
+
+def test_robust_elimination_coupled_transcripts_differ_only_through_one_report():
+    # spec 003 §5.2 A4: reward tables R, R' differing at the first pull j* = 0; common random numbers for
+    # every client's Laplace noise.  All reports but j*'s are then bit-identical, so the phase-1 least-
+    # squares fit moves by exactly M⁺ a_{j*} (clip(r') − clip(r)) and the phase-1 plays are identical.
+    arms = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8], [0.6, 0.6]])
+    horizon = 400
+    table_a = np.where(np.random.default_rng(61).random((horizon, arms.shape[0])) < 0.6, 1.0, -1.0)
+    table_b = table_a.copy()
+    table_b[0] = -table_a[0]  # user 0's rewards on every arm flipped
+    logs, instances = [], []
+    for table in (table_a, table_b):
+        instance = RewardTable(arms, np.array([0.6, 0.0]), table=table)
+        result = robust_elimination(
+            instance,
+            horizon,
+            np.random.default_rng(62),
+            clients=LaplaceClients("M1", epsilon=EPSILON),
+            estimator="least-squares",
+            keep_logs=True,
+        )
+        logs.append(result.logs[0])
+        instances.append(instance)
+    first_a, first_b = logs[0][0], logs[1][0]
+    np.testing.assert_array_equal(first_a.counts, first_b.counts)  # plays up to and in batch(j*)
+    np.testing.assert_array_equal(instances[0].pulled[0], instances[1].pulled[0])
+    support = np.flatnonzero(first_a.counts)
+    rows = arms[np.repeat(support, first_a.counts[support])]
+    changed_arm = support[0]  # the engine serves the first support arm to the first pulls
+    shift = (
+        np.linalg.pinv(rows.T @ rows)
+        @ arms[changed_arm]
+        * (table_b[0, changed_arm] - table_a[0, changed_arm])
+    )
+    np.testing.assert_allclose(first_b.estimates - first_a.estimates, arms @ shift, atol=1e-9)
