@@ -1,4 +1,4 @@
-"""End-to-end privacy audits: shuffled views of the bit sums and a whole shuffle-model bandit run.
+"""End-to-end privacy audits: shuffled views of the bit sums, whole bandit runs, coupled transcripts.
 
 Oracles: the exact hockey-stick divergence of the view's count PMFs (spec 001 §8.2 white-box), the
 certificates' own profiles (a second method: closed form δ_N(ε) of spec 001 §3.3, or the exact
@@ -6,6 +6,9 @@ binomial accounting of the bit sum), brute-force enumeration of randomized round
 goodness of fit of sampled views against the exact PMFs, and seeded black-box audits (Clopper–Pearson
 lower bounds on ε at confidence 1 − α; a correctly calibrated mechanism is reported "violated" with
 probability at most α, so every "consistent" assertion below has false-positive rate α = 1e-3).
+Negative controls ("violated") are seeded and have power by construction: their exact δ at the claimed ε
+is asserted to exceed 0.1 where it is computable, or the outputs on the two inputs are disjoint.  Coupled
+runs with common random numbers (spec 001 §8.2 end-to-end; spec 003 §5.2 A4) are exact comparisons.
 """
 
 from __future__ import annotations
