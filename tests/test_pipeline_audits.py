@@ -41,6 +41,7 @@ from dpcert.bandits.mab import (
     batched_arm_elimination,
 )
 from dpcert.bandits.robust_elimination import LaplaceClients, LinearArms, robust_elimination
+from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum
 from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
@@ -254,7 +255,7 @@ def run_pipeline(summation, statistic: str, seed: int) -> SamplePair:
     )
 
 
-def run_certificate(summation) -> object:
+def run_certificate(summation) -> Certificate:
     """The certificate the engine itself reports for a run with ``summation``."""
     population = UserPopulation(POPULATION_A)
     result = batched_arm_elimination(
