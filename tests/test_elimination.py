@@ -14,6 +14,7 @@ from dpcert.bandits.design import support_bound
 from dpcert.bandits.elimination import (
     EliminationSettings,
     _width,
+    match_fixed_users,
     plays_per_arm,
     run_config,
     run_elimination,
@@ -252,6 +253,76 @@ def test_dp_pe_schedule_and_charging(small_bandit):
 def test_fixed_users(small_bandit):
     run = _run(small_bandit, "none", fixed_users=7)
     assert {p.users for p in run.phases} == {7}
+
+
+# ----------------------------------------------------------------------------- DPE-FixedU: matching U
+class CountingCost:
+    """A communication function U ↦ C̄(U) that counts how often each U is evaluated."""
+
+    def __init__(self, function):
+        self.function = function
+        self.calls: dict[int, int] = {}
+
+    def __call__(self, users: int) -> float:
+        self.calls[users] = self.calls.get(users, 0) + 1
+        return self.function(users)
+
+
+@pytest.mark.parametrize(
+    "per_user, target, guess", [(37, 1000, 1), (37, 1000, 500), (583, 65_596, 132), (7, 7e5, 3)]
+)
+def test_match_fixed_users_on_a_linear_cost_is_the_nearest_integer(per_user, target, guess):
+    # C̄(U) = c·U exactly: the best integer U is round(target/c) (brute force over all U)
+    cost = CountingCost(lambda u: per_user * u)
+    match = match_fixed_users(target, cost, guess=guess)
+    candidates = np.arange(1, 2 * int(target / per_user) + 3)
+    distances = np.abs(per_user * candidates - target)
+    assert match.users == candidates[np.argmin(distances)]  # argmin takes the smaller U on ties
+    assert abs(match.communication - target) <= per_user / 2  # the granularity of an integer U
+    assert max(cost.calls.values()) == 1  # every U evaluated once
+    low, high = match.bracket
+    assert high == low + 1 and per_user * low <= target < per_user * high
+
+
+def test_match_fixed_users_tie_rule_and_lower_edge():
+    # equal distance: the smaller U (no more communication than DPE)
+    assert match_fixed_users(25, lambda u: 10 * u, guess=9).users == 2
+    # one user per phase already communicates more than the target: U = 1, bracket (0, 1)
+    match = match_fixed_users(5, lambda u: 10 * u, guess=4)
+    assert match.users == 1 and match.bracket == (0, 1)
+    with pytest.raises(InvalidParameter):
+        match_fixed_users(0.0, lambda u: u)
+    with pytest.raises(InvalidParameter):
+        match_fixed_users(1e6, lambda u: u, max_users=100)
+
+
+def test_match_fixed_users_needs_only_the_bracket_not_monotonicity():
+    # a cost with dips (as C̄ has when more users change the supports): the result still straddles
+    table = {u: 100 * u - (150 if u % 5 == 0 else 0) for u in range(0, 400)}
+    for target in (1234.0, 4950.0, 20_001.0):
+        match = match_fixed_users(target, table.__getitem__, guess=50)
+        low, high = match.bracket
+        assert high == low + 1 and table[low] <= target < table[high]
+        assert abs(match.communication - target) <= (table[high] - table[low]) / 2
+
+
+def test_dpe_fixedu_communication_matches_dpe_by_bisection():
+    # spec §2.8: U such that mean C(T) of DPE-FixedU equals DPE's; checked against a brute-force table
+    options = {"dimension": 4, "arms": 30, "progress": False}
+
+    def mean_communication(algorithm, **extra):
+        config = registry.RunConfig(algorithm, horizon=6000, runs=3, seed=4, options={**options, **extra})
+        return run_config(config).extras["communication"]["mean"]
+
+    target = mean_communication("dp-dpe")
+    match = match_fixed_users(target, lambda u: mean_communication("dpe-fixedu", fixed_users=u), guess=5)
+    low, high = match.bracket
+    brute = {u: mean_communication("dpe-fixedu", fixed_users=u) for u in range(max(1, low - 3), high + 4)}
+    assert brute[match.users] == match.communication  # the reported C̄ is what DPE-FixedU sends
+    assert high == low + 1 and brute[low] <= target < brute[high]
+    # within half the granularity of an integer U at the crossing (one more user in every phase)
+    assert abs(match.communication - target) <= (brute[high] - brute[low]) / 2
+    assert abs(match.relative_difference) < 0.05
 
 
 # ----------------------------------------------------------------------------- configuration errors
