@@ -69,7 +69,8 @@ def run_dppe_shuffle(
     """SDP-PE runs (d = 20, k = 1000) timed end to end, including the worst user's certificate."""
     instances = sample_instances(20, 1000, runs, np.random.default_rng([seed, 0]), heterogeneity=0.0)
     privatizer = ShuffleBitSum(instances[0].reward_bound, epsilon, delta, calibration, size_grid=size_grid)
-    settings = EliminationSettings(horizon=horizon, variant="pe", width="exact")
+    width = "paper" if calibration == "paper" else "exact"  # as ``dpcert bandit run`` chooses
+    settings = EliminationSettings(horizon=horizon, variant="pe", width=width)
     started = time.perf_counter()
     finals, worst, charges = [], 0.0, 0
     for index in range(runs):
