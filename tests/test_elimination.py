@@ -292,8 +292,10 @@ def test_match_fixed_users_tie_rule_and_lower_edge():
     assert match.users == 1 and match.bracket == (0, 1)
     with pytest.raises(InvalidParameter):
         match_fixed_users(0.0, lambda u: u)
+    capped = CountingCost(lambda u: u)
     with pytest.raises(InvalidParameter):
-        match_fixed_users(1e6, lambda u: u, max_users=100)
+        match_fixed_users(1e6, capped, max_users=100)
+    assert max(capped.calls) == 100  # never evaluates beyond max_users
 
 
 def test_match_fixed_users_needs_only_the_bracket_not_monotonicity():

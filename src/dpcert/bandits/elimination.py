@@ -439,14 +439,16 @@ def match_fixed_users(
         start = int(min(max_users, max(1, round(start * target / value))))  # C̄ ≈ U·Σ_l s_l
     step = max(1, start // 32)
     if cost(start) <= target:
-        low, high = start, start + step
-        while cost(high) <= target:
-            if high >= max_users:
+        low = start
+        while True:
+            if low >= max_users:
                 raise InvalidParameter(
                     "target", target, f"a communication reached with at most {max_users} users per phase"
                 )
-            low, step = high, step * 2
             high = min(max_users, low + step)
+            if cost(high) > target:
+                break
+            low, step = high, step * 2
     else:
         low, high = max(0, start - step), start
         while cost(low) > target:
