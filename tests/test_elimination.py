@@ -554,7 +554,8 @@ def test_grid_protocol_is_conservative_for_the_actual_group(epsilon, delta):
         # direct check: the protocol actually run on `users` meets the target by exact accounting
         actual = BinomialSumProfile({"g": protocol.g, "b": protocol.b, "p": protocol.p, "users": users})
         assert actual.delta_for(epsilon) <= delta
-        assert users / size < 2**0.25 * (1 + 1 / size)  # rounding variance inflation n/m
+        # rounding variance bound n(2B/g)²/4 <= B²·n/m (g >= √m) stays below 2^{1/4}·B²
+        assert protocol.g >= math.sqrt(size) and users / size < 2**0.25
     per_size = ShuffleBitSum(2.1, epsilon, delta, size_grid=None).group_protocol(119)
     assert per_size.b == calibrate_binomial_sum(epsilon, delta, users=119, bound=2.1).b
 

@@ -328,8 +328,9 @@ class ShuffleBitSum(Privatizer):
     conservative: the exact profile (:mod:`dpcert.accounting.binomial_accounting`) depends on (n, b)
     only through the total noise trials M = n·b, and is non-increasing in M because Bin(M', p) is
     Bin(M, p) plus independent noise (post-processing); n·b_n >= m·b.  The cost is a precision g
-    chosen for m instead of n: the rounding variance n(2B/g)²/4 grows by at most n/m < 2^{1/steps}
-    (about 19 % for 4 steps).  ``size_grid=None`` calibrates every size exactly.  The ``paper``
+    chosen for m instead of n: the bound on the rounding variance, n(2B/g)²/4 <= B²·n/m with
+    g >= √m, is below 2^{1/steps}·B² (about 1.19·B² for 4 steps) instead of B².
+    ``size_grid=None`` calibrates every size exactly.  The ``paper``
     calibration always uses eq. 60 at the actual n (its g = ⌈B√n⌉ is what Lemma C.5 requires).
     All groups are simulated at once (no loop over groups or users).
     """
