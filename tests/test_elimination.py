@@ -14,6 +14,7 @@ from dpcert.bandits.design import support_bound
 from dpcert.bandits.elimination import (
     EliminationSettings,
     _width,
+    match_fixed_users,
     plays_per_arm,
     run_config,
     run_elimination,
@@ -254,6 +255,78 @@ def test_fixed_users(small_bandit):
     assert {p.users for p in run.phases} == {7}
 
 
+# ----------------------------------------------------------------------------- DPE-FixedU: matching U
+class CountingCost:
+    """A communication function U ↦ C̄(U) that counts how often each U is evaluated."""
+
+    def __init__(self, function):
+        self.function = function
+        self.calls: dict[int, int] = {}
+
+    def __call__(self, users: int) -> float:
+        self.calls[users] = self.calls.get(users, 0) + 1
+        return self.function(users)
+
+
+@pytest.mark.parametrize(
+    "per_user, target, guess", [(37, 1000, 1), (37, 1000, 500), (583, 65_596, 132), (7, 7e5, 3)]
+)
+def test_match_fixed_users_on_a_linear_cost_is_the_nearest_integer(per_user, target, guess):
+    # C̄(U) = c·U exactly: the best integer U is round(target/c) (brute force over all U)
+    cost = CountingCost(lambda u: per_user * u)
+    match = match_fixed_users(target, cost, guess=guess)
+    candidates = np.arange(1, 2 * int(target / per_user) + 3)
+    distances = np.abs(per_user * candidates - target)
+    assert match.users == candidates[np.argmin(distances)]  # argmin takes the smaller U on ties
+    assert abs(match.communication - target) <= per_user / 2  # the granularity of an integer U
+    assert max(cost.calls.values()) == 1  # every U evaluated once
+    low, high = match.bracket
+    assert high == low + 1 and per_user * low <= target < per_user * high
+
+
+def test_match_fixed_users_tie_rule_and_lower_edge():
+    # equal distance: the smaller U (no more communication than DPE)
+    assert match_fixed_users(25, lambda u: 10 * u, guess=9).users == 2
+    # one user per phase already communicates more than the target: U = 1, bracket (0, 1)
+    match = match_fixed_users(5, lambda u: 10 * u, guess=4)
+    assert match.users == 1 and match.bracket == (0, 1)
+    with pytest.raises(InvalidParameter):
+        match_fixed_users(0.0, lambda u: u)
+    capped = CountingCost(lambda u: u)
+    with pytest.raises(InvalidParameter):
+        match_fixed_users(1e6, capped, max_users=100)
+    assert max(capped.calls) == 100  # never evaluates beyond max_users
+
+
+def test_match_fixed_users_needs_only_the_bracket_not_monotonicity():
+    # a cost with dips (as C̄ has when more users change the supports): the result still straddles
+    table = {u: 100 * u - (150 if u % 5 == 0 else 0) for u in range(0, 400)}
+    for target in (1234.0, 4950.0, 20_001.0):
+        match = match_fixed_users(target, table.__getitem__, guess=50)
+        low, high = match.bracket
+        assert high == low + 1 and table[low] <= target < table[high]
+        assert abs(match.communication - target) <= (table[high] - table[low]) / 2
+
+
+def test_dpe_fixedu_communication_matches_dpe_by_bisection():
+    # spec §2.8: U such that mean C(T) of DPE-FixedU equals DPE's; checked against a brute-force table
+    options = {"dimension": 4, "arms": 30, "progress": False}
+
+    def mean_communication(algorithm, **extra):
+        config = registry.RunConfig(algorithm, horizon=6000, runs=3, seed=4, options={**options, **extra})
+        return run_config(config).extras["communication"]["mean"]
+
+    target = mean_communication("dp-dpe")
+    match = match_fixed_users(target, lambda u: mean_communication("dpe-fixedu", fixed_users=u), guess=5)
+    low, high = match.bracket
+    brute = {u: mean_communication("dpe-fixedu", fixed_users=u) for u in range(max(1, low - 3), high + 4)}
+    assert brute[match.users] == match.communication  # the reported C̄ is what DPE-FixedU sends
+    assert high == low + 1 and brute[low] <= target < brute[high]
+    # within half the granularity of an integer U at the crossing (one more user in every phase)
+    assert abs(match.communication - target) <= (brute[high] - brute[low]) / 2
+    assert abs(match.relative_difference) < 0.05
+
+
 # ----------------------------------------------------------------------------- configuration errors
 @pytest.mark.parametrize(
     "kwargs",
@@ -409,3 +482,118 @@ def test_environment_bounds_and_clipping():
         LinearBandit(np.full((2, 2), 1.0), np.zeros(2))  # arms outside the unit ball
     with pytest.raises(InvalidParameter):
         UserPool(bandit, "sometimes", rng)
+
+
+# ----------------------------------------------------------------------------- DP-PE shuffle sums: size grid
+def brute_shift_delta(epsilon: float, trials: int, p: float, shift: int) -> float:
+    """max over directions of Σ_k (P(k) − e^ε Q(k))_+ for P = Bin(trials, p), Q = P shifted by ``shift``
+    (scipy.stats.binom over the whole support; independent of dpcert's accounting)."""
+    k = np.arange(trials + shift + 1)
+    first = stats.binom.pmf(k, trials, p)
+    second = stats.binom.pmf(k - shift, trials, p)
+    return max(
+        float(np.clip(first - math.exp(epsilon) * second, 0, None).sum()),
+        float(np.clip(second - math.exp(epsilon) * first, 0, None).sum()),
+    )
+
+
+@pytest.mark.parametrize("g, b, p", [(6, 3, 0.5), (6, 2, 0.3), (10, 1, 0.5)])
+def test_bit_sum_privacy_improves_with_more_users_at_fixed_g_b_p(g, b, p):
+    # The claim behind the size grid: with (g, b, p) fixed, more users is at least as private
+    # (the profile depends on n only through M = n·b; Bin(M', p) = Bin(M, p) + independent noise).
+    from dpcert.mechanisms.binomial_sum import BinomialSumProfile
+
+    users = [4, 8, 16, 32, 64, 128]
+    for epsilon in (0.0, 0.5, 1.0, 2.0):
+        exact = [BinomialSumProfile({"g": g, "b": b, "p": p, "users": n}).delta_for(epsilon) for n in users]
+        brute = [brute_shift_delta(epsilon, n * b, p, g) for n in users]
+        assert np.all(np.diff(brute) <= 1e-12)  # non-increasing in n (independent computation)
+        assert np.all(np.diff(exact) <= 1e-9)  # and so is the exact accounting
+        assert np.all(np.array(exact) >= np.array(brute) - 1e-12)  # the accounting is conservative …
+        assert np.allclose(exact, brute, rtol=1e-6, atol=1e-9)  # … and tight
+
+
+def test_bit_sum_privacy_is_not_monotone_when_g_grows_with_users():
+    # The grid must keep the grid size's g: the per-size precision g = ⌈√n⌉ grows with n, and the same
+    # b at a larger n with its own larger g misses the target (so "more users" alone is not the claim).
+    from dpcert.mechanisms.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
+
+    small = calibrate_binomial_sum(1.0, 1e-3, users=100, bound=2.1)
+    assert small.g == 10
+    grown = BinomialSumProfile({"g": 13, "b": small.b, "p": 0.5, "users": 150})  # g = ⌈√150⌉
+    assert grown.delta_for(1.0) > 1e-3
+    kept = BinomialSumProfile({"g": small.g, "b": small.b, "p": 0.5, "users": 150})
+    assert kept.delta_for(1.0) <= 1e-3
+
+
+def test_grid_size_is_the_largest_grid_point_below():
+    from dpcert.bandits.privatizers import grid_size
+
+    grid = np.unique(np.ceil(2.0 ** (np.arange(0, 90) / 4)).astype(np.int64))
+    for n in list(range(1, 3000)) + [2**20, 2**20 - 1, 10**6 + 7]:
+        assert grid_size(n) == grid[np.searchsorted(grid, n, side="right") - 1]
+    assert grid_size(64, steps=1) == 64 and grid_size(127, steps=1) == 64
+    with pytest.raises(InvalidParameter):
+        grid_size(0)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-3), (10.0, 0.25)])
+def test_grid_protocol_is_conservative_for_the_actual_group(epsilon, delta):
+    from dpcert.bandits.privatizers import ShuffleBitSum, grid_size
+    from dpcert.mechanisms.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
+
+    privatizer = ShuffleBitSum(2.1, epsilon, delta)
+    for users in (1, 7, 100, 101, 118, 119, 500, 4321):
+        protocol = privatizer.group_protocol(users)
+        size = grid_size(users)
+        reference = calibrate_binomial_sum(epsilon, delta, users=size, bound=2.1)
+        assert (protocol.g, protocol.p) == (reference.g, reference.p)
+        assert users * protocol.b >= size * reference.b  # total noise trials never below the grid's
+        certificate = protocol.certificate
+        assert certificate.parameters["users"] == size and certificate.delta_for(epsilon) <= delta
+        # direct check: the protocol actually run on `users` meets the target by exact accounting
+        actual = BinomialSumProfile({"g": protocol.g, "b": protocol.b, "p": protocol.p, "users": users})
+        assert actual.delta_for(epsilon) <= delta
+        # rounding variance bound n(2B/g)²/4 <= B²·n/m (g >= √m) stays below 2^{1/4}·B²
+        assert protocol.g >= math.sqrt(size) and users / size < 2**0.25
+    per_size = ShuffleBitSum(2.1, epsilon, delta, size_grid=None).group_protocol(119)
+    assert per_size.b == calibrate_binomial_sum(epsilon, delta, users=119, bound=2.1).b
+
+
+def test_shuffle_release_sums_unbiased_with_exact_variance_and_charged_once():
+    from dpcert.bandits.privatizers import ShuffleBitSum
+
+    rng = np.random.default_rng(40)
+    sizes = np.array([3, 40, 41, 57, 200])
+    groups = np.repeat(np.arange(sizes.size), sizes)
+    values = rng.uniform(-2.1, 2.1, size=groups.size)
+    privatizer = ShuffleBitSum(2.1, 1.0, 1e-3)
+    ledger = RecordingLedger()
+    ids = np.arange(groups.size) + 1000
+    first = privatizer.release_sums(values, groups, sizes.size, rng, user_ids=ids, ledger=ledger)
+    charged = np.concatenate([c[0] for c in ledger.charges])
+    assert np.sort(charged).tolist() == ids.tolist()  # every user exactly once
+    assert len(ledger.charges) == len({id(c[1]) for c in ledger.charges})  # one charge per certificate
+    assert all(c[1].delta_for(1.0) <= 1e-3 for c in ledger.charges)
+    reps = 3000
+    estimates = np.array(
+        [privatizer.release_sums(values, groups, sizes.size, rng).estimate for _ in range(reps)]
+    )
+    truth = np.bincount(groups, weights=values)
+    # exact variance, written out: (2B/g)²·(Σ_i f_i(1 − f_i) + n·b·p(1 − p)) per group (spec P11)
+    protocols = [privatizer.group_protocol(int(n)) for n in sizes]
+    exact = []
+    for k, protocol in enumerate(protocols):
+        scaled = (values[groups == k] + 2.1) * protocol.g / 4.2
+        frac = scaled - np.floor(scaled)
+        noise = sizes[k] * protocol.b * protocol.p * (1 - protocol.p)
+        exact.append((4.2 / protocol.g) ** 2 * (np.sum(frac * (1 - frac)) + noise))
+    exact = np.array(exact)
+    assert np.all(first.noise_variance >= exact)  # the reported proxy bounds the variance
+    # unbiased: z-test per group, Bonferroni over 5 groups, false-positive rate 1e-3
+    z = (estimates.mean(axis=0) - truth) / np.sqrt(exact / reps)
+    assert np.all(np.abs(z) < norm.ppf(1 - 1e-3 / 10))
+    # variance equals the exact one: two-sided chi-square per group, FPR 1e-3 in all
+    statistic = estimates.var(axis=0, ddof=1) * (reps - 1) / exact
+    assert np.all(statistic > stats.chi2.ppf(1e-4, reps - 1))
+    assert np.all(statistic < stats.chi2.ppf(1 - 1e-4, reps - 1))

@@ -8,7 +8,9 @@ Li, Zhou & Ji 2022, "Differentially Private Linear Bandits with Partial Distribu
   report their per-arm average rewards ȳ_u ∈ [−B, B]^{s_l} through a privatizer, estimates
   θ̂_l = V_l⁻¹ Σ_x T_l(x) x ŷ_l(x) and eliminates every x with max_b ⟨θ̂_l, b − x⟩ > 2 W_l.
   DPE is the non-private privatizer; CDP/LDP/SDP-DPE the central, local and shuffle ones.
-* **DPE-FixedU** (§7): DPE with a constant number U of users per phase.
+* **DPE-FixedU** (§7): DPE with a constant number U of users per phase, U chosen "such that the
+  communication cost is the same under DPE and DPE-FixedU" — by integer bisection on the mean C(T)
+  over runs (spec §2.8 [I], §5.3 item 5), :func:`match_fixed_users`.
 * **DP-PE** (App. C, Alg. 3): standard linear bandit (θ_u = θ*), h_1 = S = ⌈4d ln ln d + 16⌉,
   h_l = S·2^{l−1}; every play is made by a fresh user whose single reward enters a private per-arm
   sum; θ̂_l = V_l⁻¹ Σ_x x ŷ_l(x) (eq. 53).
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -349,6 +352,116 @@ def run_elimination(
         accountant=accountant,
         extras={"participants": participants, "unit": unit},
     )
+
+
+@dataclass(frozen=True)
+class FixedUsersMatch:
+    """Result of :func:`match_fixed_users`.
+
+    Attributes
+    ----------
+    users
+        The chosen U.
+    communication
+        Mean C(T) of DPE-FixedU with ``users`` per phase.
+    target
+        The communication to match (DPE's mean C(T)).
+    bracket
+        Adjacent integers ``(lo, lo + 1)`` with C̄(lo) <= target < C̄(lo + 1); ``lo = 0`` (C̄(0) = 0, no
+        user sends anything) when even one user per phase communicates more than the target.
+    evaluations
+        Every U evaluated and its mean C(T), in evaluation order.
+    """
+
+    users: int
+    communication: float
+    target: float
+    bracket: tuple[int, int]
+    evaluations: dict[int, float]
+
+    @property
+    def relative_difference(self) -> float:
+        """(C̄(U) − target)/target."""
+        return (self.communication - self.target) / self.target
+
+
+def match_fixed_users(
+    target: float,
+    communication: Callable[[int], float],
+    *,
+    guess: int = 1,
+    max_users: int = 10**9,
+) -> FixedUsersMatch:
+    """The number U of users per phase for which DPE-FixedU's mean C(T) matches ``target`` (spec §2.8).
+
+    Li, Zhou & Ji 2022 §7 choose U "such that the communication cost is the same under DPE and
+    DPE-FixedU"; C(T) = U·Σ_l s_l (eq. 2) depends on the realised supports s_l, so U is found by
+    integer bisection on C̄(U) = ``communication(U)`` (the mean over runs, common random numbers).
+
+    C̄ grows with U (about Σ_l s_l per extra user) but is not exactly monotone: more users eliminate
+    faster, which changes the supports.  The bisection therefore relies only on its bracket invariant
+    C̄(lo) <= target < C̄(hi) (with C̄(0) = 0): it always ends with adjacent integers straddling the
+    target (a crossing, by the discrete intermediate value property; the only one when C̄ is
+    monotone), so the match is within half the step C̄(lo + 1) − C̄(lo), the granularity of an integer
+    U.  **Tie rule:** U is whichever of lo, lo + 1 has C̄ closer to the target; on equal distance the
+    smaller, lo, so DPE-FixedU never gets more communication than DPE when the two are equally close
+    (U >= 1 always).
+
+    The bracket is found from ``guess`` corrected once proportionally (C̄(U) ≈ U·Σ_l s_l), then
+    widened by doubling steps; ``communication`` is called once per distinct U.
+
+    Parameters
+    ----------
+    target
+        The communication to match, > 0.
+    communication
+        U ↦ mean C(T) of DPE-FixedU with U users per phase.
+    guess
+        Starting U (e.g. DPE's C(T) divided by its Σ_l s_l).
+    max_users
+        Largest U tried before giving up with :class:`InvalidParameter`.
+    """
+    target = check.positive_finite("target", target)
+    guess = check.positive_int("guess", guess)
+    max_users = check.positive_int("max_users", max_users)
+    evaluations: dict[int, float] = {}
+
+    def cost(users: int) -> float:
+        if users == 0:
+            return 0.0
+        if users not in evaluations:
+            evaluations[users] = float(communication(users))
+        return evaluations[users]
+
+    start = min(guess, max_users)
+    value = cost(start)
+    if value > 0:
+        start = int(min(max_users, max(1, round(start * target / value))))  # C̄ ≈ U·Σ_l s_l
+    step = max(1, start // 32)
+    if cost(start) <= target:
+        low = start
+        while True:
+            if low >= max_users:
+                raise InvalidParameter(
+                    "target", target, f"a communication reached with at most {max_users} users per phase"
+                )
+            high = min(max_users, low + step)
+            if cost(high) > target:
+                break
+            low, step = high, step * 2
+    else:
+        low, high = max(0, start - step), start
+        while cost(low) > target:
+            high, step = low, step * 2
+            low = max(0, high - step)
+    while high - low > 1:  # invariant: cost(low) <= target < cost(high)
+        middle = (low + high) // 2
+        if cost(middle) <= target:
+            low = middle
+        else:
+            high = middle
+    chosen = low if low >= 1 and target - cost(low) <= cost(high) - target else high
+    return FixedUsersMatch(chosen, cost(chosen), target, (low, high), dict(evaluations))
 
 
 # --------------------------------------------------------------------------- registry glue

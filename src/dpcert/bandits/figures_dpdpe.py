@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits import registry
-from dpcert.bandits.elimination import run_config
+from dpcert.bandits.elimination import match_fixed_users, run_config
 from dpcert.bandits.experiment import plot_curves, regret_curve, save_results, summary
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
@@ -193,7 +193,12 @@ def _plot_fig2a(table: dict[str, dict[str, dict[str, float]]], path: Path) -> st
 
 
 def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
-    """Fig. 2(c): DPE against DPE-FixedU with U matched to DPE's mean communication cost."""
+    """Fig. 2(c): DPE against DPE-FixedU with U matched to DPE's mean communication cost.
+
+    U is the integer whose mean C(T) over the same runs (same seeds) is closest to DPE's, found by
+    bisection (:func:`~dpcert.bandits.elimination.match_fixed_users`, spec §2.8), starting from
+    DPE's C(T) divided by its mean Σ_l s_l.
+    """
     runs = runs or RUNS
     out.mkdir(parents=True, exist_ok=True)
     dpe = _run("none", "tight", runs, seed)
@@ -201,7 +206,15 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     supports = np.mean(
         [sum(p["support"] for p in phases if p["released"]) for phases in dpe.extras["phases"]]
     )
-    fixed = max(1, round(communication / supports))  # C(T) = U·Σ_l s_l for DPE-FixedU (eq. 2)
+
+    def fixed_communication(users: int) -> float:
+        trial = _run("none", "tight", runs, seed, algorithm="dpe-fixedu", fixed_users=users)
+        return float(trial.extras["communication"]["mean"])
+
+    match = match_fixed_users(
+        communication, fixed_communication, guess=max(1, round(communication / supports))
+    )
+    fixed = match.users
     fixed_run = _run("none", "tight", runs, seed, algorithm="dpe-fixedu", fixed_users=fixed)
     save_results(dpe, out, "fig2c-dpe")
     save_results(fixed_run, out, "fig2c-fixedu")
@@ -216,6 +229,13 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "out": str(out),
         "plot": None if drawn is None else str(drawn),
         "fixed_users": fixed,
+        "communication_match": {
+            "DPE": communication,
+            "DPE-FixedU": match.communication,
+            "relative_difference": match.relative_difference,
+            "bracket": list(match.bracket),
+            "evaluations": {str(k): v for k, v in match.evaluations.items()},
+        },
         "DPE": summary(dpe),
         "DPE-FixedU": summary(fixed_run),
         "p_FixedU_gt_DPE": _greater(_finals(fixed_run), _finals(dpe)),

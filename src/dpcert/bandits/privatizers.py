@@ -277,6 +277,37 @@ class LocalGaussian(_GaussianPrivatizer):
         return Release(sums, counts * sigma**2, certificate, 1)
 
 
+SIZE_GRID_STEPS = 4  # grid sizes per doubling for the tight calibration of DP-PE's per-arm sums
+GRID_NOTE = (
+    "calibrated for m users and run with n >= m users, each sending b_n = max(1, ceil(m b / n)) noise "
+    "bits (n b_n >= m b): the exact profile depends on (n, b) only through the total noise trials "
+    "M = n b and is non-increasing in M for fixed (g, p), since Bin(M', p) = Bin(M, p) + an independent "
+    "Bin(M' - M, p) (post-processing); so this certificate for m users is conservative for the run"
+)
+
+
+def grid_size(users: int, steps: int = SIZE_GRID_STEPS) -> int:
+    """Largest size of the grid {⌈2^{j/steps}⌉ : j = 0, 1, …} that is at most ``users``."""
+    users = check.positive_int("users", users)
+    steps = check.positive_int("steps", steps)
+    j = math.floor(steps * math.log2(users))
+    while math.ceil(2.0 ** ((j + 1) / steps)) <= users:  # float error in log2: never too small
+        j += 1
+    while math.ceil(2.0 ** (j / steps)) > users:  # … nor too large
+        j -= 1
+    return math.ceil(2.0 ** (j / steps))
+
+
+@dataclass(frozen=True)
+class GroupProtocol:
+    """Bit-sum parameters of one group of ``users`` and the certificate charged to them."""
+
+    g: int
+    b: int
+    p: float
+    certificate: Certificate
+
+
 class ShuffleBitSum(Privatizer):
     """Shuffle model: Cheu et al. bit sums (Alg. 2 for DP-DPE, Alg. 4 for DP-PE).
 
@@ -289,19 +320,42 @@ class ShuffleBitSum(Privatizer):
     sum of n users (Hoeffding for the rounding bits, b/4 for Bin(b, p)); divided by n² for an
     average this is the rigorous Δ₂²(1 + b)/(g²n) of spec §2.3 (the paper's 360-constant form drops
     the ceiling in b).
+
+    DP-PE's per-arm sums (``release_sums``) have a different group size n for almost every arm and
+    phase.  With the ``tight`` calibration and ``size_grid`` steps per doubling, a group of n users
+    uses the calibration (g, b, p) of the largest grid size m <= n (:func:`grid_size`) with
+    b_n = max(1, ⌈m·b/n⌉) noise bits per user, and is charged the certificate for m users.  That is
+    conservative: the exact profile (:mod:`dpcert.accounting.binomial_accounting`) depends on (n, b)
+    only through the total noise trials M = n·b, and is non-increasing in M because Bin(M', p) is
+    Bin(M, p) plus independent noise (post-processing); n·b_n >= m·b.  The cost is a precision g
+    chosen for m instead of n: the bound on the rounding variance, n(2B/g)²/4 <= B²·n/m with
+    g >= √m, is below 2^{1/steps}·B² (about 1.19·B² for 4 steps) instead of B².
+    ``size_grid=None`` calibrates every size exactly.  The ``paper``
+    calibration always uses eq. 60 at the actual n (its g = ⌈B√n⌉ is what Lemma C.5 requires).
+    All groups are simulated at once (no loop over groups or users).
     """
 
     model = "shuffle"
 
-    def __init__(self, reward_bound: float, epsilon: float, delta: float, calibration: str = "tight") -> None:
+    def __init__(
+        self,
+        reward_bound: float,
+        epsilon: float,
+        delta: float,
+        calibration: str = "tight",
+        size_grid: int | None = SIZE_GRID_STEPS,
+    ) -> None:
         super().__init__(reward_bound)
         self.epsilon = check.epsilon(epsilon)
         self.delta = check.positive_delta(delta)
         if calibration not in CALIBRATIONS:
             raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
         self.calibration = calibration
+        self.size_grid = None if size_grid is None else check.positive_int("size_grid", size_grid)
         self._calibrate = calibrate_binomial_sum
         self._cache: dict[tuple[int, int], Any] = {}
+        self._groups: dict[int, GroupProtocol] = {}
+        self._grid_certificates: dict[int, Certificate] = {}
 
     def _protocol(self, users: int, size: int) -> Any:
         key = (users, size)
@@ -317,6 +371,37 @@ class ShuffleBitSum(Privatizer):
                 method="paper" if self.calibration == "paper" else "exact",
             )
         return self._cache[key]
+
+    def _grid_certificate(self, size: int) -> Certificate:
+        """The certificate for ``size`` users with :data:`GRID_NOTE` (re-verified; one per grid size)."""
+        if size not in self._grid_certificates:
+            base = self._protocol(size, 1).certificate
+            self._grid_certificates[size] = Certificate(
+                base.mechanism,
+                base.guarantee,
+                base.trust_model,
+                base.neighbouring,
+                dict(base.parameters),
+                base.basis,
+                base.notes + (GRID_NOTE,),
+            ).verify()
+        return self._grid_certificates[size]
+
+    def group_protocol(self, users: int) -> GroupProtocol:
+        """Parameters (g, b, p) for a scalar sum over ``users`` and the certificate to charge them."""
+        users = check.positive_int("users", users)
+        if users not in self._groups:
+            if self.calibration == "paper" or self.size_grid is None:
+                calibration = self._protocol(users, 1)
+                protocol = GroupProtocol(calibration.g, calibration.b, calibration.p, calibration.certificate)
+            else:
+                size = grid_size(users, self.size_grid)
+                calibration = self._protocol(size, 1)
+                certificate = self._grid_certificate(size)  # shared by the grid cell: one charge
+                bits = max(1, -(-size * calibration.b // users))  # ⌈m·b/n⌉: n·b_n >= m·b
+                protocol = GroupProtocol(calibration.g, bits, calibration.p, certificate)
+            self._groups[users] = protocol
+        return self._groups[users]
 
     @staticmethod
     def _proxy(calibration: Any, users: int) -> float:
@@ -336,27 +421,51 @@ class ShuffleBitSum(Privatizer):
     def release_sums(
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
+        """Alg. 4 for every group at once: one protocol run per arm (disjoint users).
+
+        Each user of group k encodes y ∈ [−B, B] as (y + B)·g_k/(2B), rounds it at random (unbiased)
+        and adds Bin(b_k, p_k) ones out of g_k + b_k bits; after shuffling the analyzer sees the count
+        C_k = Σ x̂_i + Bin(n_k b_k, p_k) and outputs (2B/g_k)(C_k − n_k b_k p_k) − n_k B, an unbiased
+        estimate of the group's sum (the same law as
+        :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate`).
+        """
         values = _check_values(values, self.reward_bound, 1)
         groups = np.asarray(groups)
+        check.positive_int("group_count", group_count)
+        if groups.shape != values.shape or groups.size and (groups.min() < 0 or groups.max() >= group_count):
+            raise InvalidParameter(
+                "groups", f"<array of shape {groups.shape}>", f"one group in [0, {group_count}) per value"
+            )
+        counts = np.bincount(groups, minlength=group_count)
+        present = np.flatnonzero(counts)
+        protocols = {k: self.group_protocol(int(counts[k])) for k in present}  # one per arm, not per user
+        g = np.ones(group_count)
+        b = np.zeros(group_count, dtype=np.int64)
+        p = np.full(group_count, 0.5)
+        for k, protocol in protocols.items():
+            g[k], b[k], p[k] = protocol.g, protocol.b, protocol.p
+        bound = self.reward_bound
+        scaled = np.clip((values + bound) * (g[groups] / (2.0 * bound)), 0.0, g[groups])
+        floor = np.floor(scaled)
+        encoded = floor + (rng.random(scaled.shape) < scaled - floor)
+        trials = counts * b
+        ones = np.bincount(groups, weights=encoded, minlength=group_count) + rng.binomial(trials, p)
+        unit = 2.0 * bound / g
+        estimate = np.where(counts > 0, unit * (ones - trials * p) - counts * bound, 0.0)
+        variance = unit**2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy of each sum's error
         ids = None if user_ids is None else np.asarray(user_ids)
-        estimate = np.zeros(group_count)
-        variance = np.zeros(group_count)
+        by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
+        for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
+            by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
         worst: Certificate | None = None
-        bits = 0
-        total_bits = 0
-        for group in range(group_count):  # one protocol run per arm (disjoint users)
-            members = groups == group
-            users = int(members.sum())
-            calibration = self._protocol(users, 1)
-            _charge(ledger, None if ids is None else ids[members], users, calibration.certificate, run_id)
-            mechanism = calibration.mechanism()
-            estimate[group] = float(np.ravel(mechanism.simulate(values[members][:, None], rng))[0])
-            variance[group] = self._proxy(calibration, users)
-            bits = max(bits, calibration.g + calibration.b)
-            total_bits += users * (calibration.g + calibration.b)
-            certificate = calibration.certificate
+        for certificate, members in by_certificate.values():
+            charged = np.isin(groups, members)
+            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
             if worst is None or certificate.epsilon > worst.epsilon:
                 worst = certificate
+        bits_per_user = (g + b).astype(np.int64)
+        total_bits = int(np.sum(counts * bits_per_user))
+        bits = int(bits_per_user[present].max()) if present.size else 0
         return Release(estimate, variance, worst, bits, "bits", total_bits)
 
 
