@@ -317,6 +317,34 @@ class Certificate:
         )
 
 
+def point_on_profile(
+    profile: PrivacyProfile,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    *,
+    reachable_delta: str = "a delta this mechanism can reach (larger)",
+) -> Guarantee:
+    """The guarantee a certificate claims at a point of ``profile``.
+
+    Give ``delta`` (the least ε is computed), ``epsilon`` (the least δ is computed) or both (taken as
+    claimed; :meth:`Certificate.verify` then checks them).  ``reachable_delta`` describes the allowed
+    deltas in the error raised when no finite ε reaches ``delta``.
+    """
+    if epsilon is None and delta is None:
+        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
+    if epsilon is None:
+        delta = check.delta(delta)
+        epsilon = profile.epsilon_for(delta)
+        if not math.isfinite(epsilon):
+            raise InvalidParameter("delta", delta, reachable_delta)
+    elif delta is None:
+        epsilon = check.nonnegative_finite("epsilon", epsilon)
+        delta = profile.delta_for(epsilon)
+        if delta >= 1.0:
+            raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
+    return Guarantee(epsilon, delta)
+
+
 # --------------------------------------------------------------------------- generic profile
 @register_profile("approximate-dp")
 class ApproximateDPProfile:

@@ -42,7 +42,13 @@ from scipy import stats
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import binomial_window
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
+from dpcert.certificates import (
+    Certificate,
+    Neighbouring,
+    TrustModel,
+    point_on_profile,
+    register_profile,
+)
 from dpcert.errors import InvalidParameter, PreconditionFailed
 
 METHODS = ("closed-form", "numeric")
@@ -306,18 +312,12 @@ def amplification_certificate(
         "method": method,
         **dict(extra_parameters or {}),
     }
-    profile = AmplificationProfile(parameters)
-    if delta is None and epsilon is None:
-        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
-    if epsilon is None:
-        delta = check.delta(delta)
-        epsilon = profile.epsilon_for(delta)
-        if not math.isfinite(epsilon):
-            raise InvalidParameter("delta", delta, "a delta this protocol can reach (larger)")
-    elif delta is None:
-        delta = profile.delta_for(check.nonnegative_finite("epsilon", epsilon))
-        if delta >= 1.0:
-            raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
+    guarantee = point_on_profile(
+        AmplificationProfile(parameters),
+        epsilon,
+        delta,
+        reachable_delta="a delta this protocol can reach (larger)",
+    )
     basis = NUMERIC_BASIS if method == "numeric" else CLOSED_FORM_BASIS
     notes = tuple(notes) + (
         "shuffle model, replace-one neighbours among a fixed number of users, each running an "
@@ -328,7 +328,7 @@ def amplification_certificate(
     )
     return Certificate(
         mechanism,
-        Guarantee(epsilon, delta),
+        guarantee,
         TrustModel.SHUFFLE,
         Neighbouring.REPLACE_ONE,
         parameters,

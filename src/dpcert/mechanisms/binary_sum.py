@@ -35,7 +35,13 @@ from scipy.special import logsumexp
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import log_binomial_pmf
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
+from dpcert.certificates import (
+    Certificate,
+    Neighbouring,
+    TrustModel,
+    point_on_profile,
+    register_profile,
+)
 from dpcert.errors import InvalidParameter
 
 BASIS = "seed 001 (Tenenbaum et al. 2021) M_sum as reconstructed in its notes §3.2, exact delta_N (§3.3)"
@@ -135,17 +141,12 @@ def binary_sum_certificate(
 ) -> Certificate:
     """Certificate at ``delta`` (least ε), at ``epsilon`` (least δ), or of both (verified)."""
     profile = BinarySumProfile({"noise_bits": noise_bits})
-    if epsilon is None and delta is None:
-        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
-    if epsilon is None:
-        epsilon = profile.epsilon_for(check.delta(delta))
-        if not math.isfinite(epsilon):
-            raise InvalidParameter("delta", delta, f">= 2^-{noise_bits} (the protocol's floor)")
-    elif delta is None:
-        delta = profile.delta_for(check.nonnegative_finite("epsilon", epsilon))
+    guarantee = point_on_profile(
+        profile, epsilon, delta, reachable_delta=f">= 2^-{noise_bits} (the protocol's floor)"
+    )
     return Certificate(
         "binary-sum",
-        Guarantee(epsilon, delta),
+        guarantee,
         TrustModel.SHUFFLE,
         Neighbouring.REPLACE_ONE,
         {"noise_bits": int(noise_bits)},

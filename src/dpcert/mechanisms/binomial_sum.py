@@ -51,7 +51,13 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting import binomial_accounting as exact
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel, register_profile
+from dpcert.certificates import (
+    Certificate,
+    Neighbouring,
+    TrustModel,
+    point_on_profile,
+    register_profile,
+)
 from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
@@ -323,25 +329,18 @@ def binomial_sum_certificate(
 
     Give ``delta`` (least ε computed), ``epsilon`` (least δ computed) or both (claim verified).
     """
-    profile = BinomialSumProfile(parameters.to_dict())
-    if epsilon is None and delta is None:
-        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
-    if epsilon is None:
-        delta = check.delta(delta)
-        epsilon = profile.epsilon_for(delta)
-        if not math.isfinite(epsilon):
-            raise InvalidParameter("delta", delta, "a delta this protocol can reach (larger)")
-    elif delta is None:
-        epsilon = check.nonnegative_finite("epsilon", epsilon)
-        delta = profile.delta_for(epsilon)
-        if delta >= 1.0:
-            raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
+    guarantee = point_on_profile(
+        BinomialSumProfile(parameters.to_dict()),
+        epsilon,
+        delta,
+        reachable_delta="a delta this protocol can reach (larger)",
+    )
     if parameters.norm == "l2":
         notes = tuple(n for n in notes if not n.startswith("coordinates composed")) + (L2_NOTE,)
         basis = EXACT_L2_BASIS if basis == EXACT_BASIS else basis
     return Certificate(
         "binomial-sum",
-        Guarantee(epsilon, delta),
+        guarantee,
         TrustModel.SHUFFLE,
         Neighbouring.REPLACE_ONE,
         parameters.to_dict(),

@@ -28,9 +28,9 @@ from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.certificates import (
     Certificate,
-    Guarantee,
     Neighbouring,
     TrustModel,
+    point_on_profile,
     register_profile,
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
@@ -137,23 +137,12 @@ def gaussian_certificate(
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
         "compositions": check.positive_int("compositions", compositions),
     }
-    profile = GaussianProfile(parameters)
-    if epsilon is None and delta is None:
-        raise InvalidParameter("epsilon/delta", None, "at least one of epsilon, delta")
-    if delta is None:
-        epsilon = check.epsilon(epsilon)
-        delta = profile.delta_for(epsilon)
-        if delta >= 1.0:
-            raise InvalidParameter("epsilon", epsilon, "a value at which delta < 1")
-    elif epsilon is None:
-        delta = check.positive_delta(delta)
-        epsilon = profile.epsilon_for(delta)
-    else:
-        epsilon = check.epsilon(epsilon)
-        delta = check.delta(delta)
-    return Certificate(
-        "gaussian", Guarantee(epsilon, delta), trust_model, neighbouring, parameters, basis
-    ).verify()
+    if epsilon is not None:
+        check.epsilon(epsilon)
+    elif delta is not None:
+        check.positive_delta(delta)
+    guarantee = point_on_profile(GaussianProfile(parameters), epsilon, delta)
+    return Certificate("gaussian", guarantee, trust_model, neighbouring, parameters, basis).verify()
 
 
 @dataclass(frozen=True)
