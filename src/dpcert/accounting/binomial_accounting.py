@@ -292,27 +292,44 @@ class LossDistribution:
         return max(0.0, math.log(numerator / tail_q[j]))
 
 
-def _compose(
-    parts: list[tuple[Any, int]], interval: float, length: int = 0, spectra: dict | None = None
-) -> LossDistribution:
-    """Loss distribution of the composition of ``count`` copies of each dense PMF in ``parts``.
+def _spectrum(
+    parts: list[tuple[Any, int]], length: int, spectra: dict | None = None, powers: dict | None = None
+) -> tuple[np.ndarray, int, float, int]:
+    """Fourier transform (length ``length``) of the composition of ``count`` copies of each dense PMF in
+    ``parts``, with its lowest grid index, its infinite-loss mass and its size on the grid.
 
-    All PMFs share the grid ``interval``; the composition is the product of their Fourier transforms
-    (one inverse FFT of ``length`` >= the composed size; ``spectra`` may hold their transforms at
-    that length), negative round-off dropped and tiny masses moved to the infinite loss.
-    """
-    from scipy.fft import irfft, next_fast_len, rfft
+    ``spectra`` may hold the PMFs' transforms at that length, and ``powers`` a cache of their powers
+    shared by several calls (patterns of the ℓ2 mode share most factors)."""
+    from scipy.fft import rfft
 
     size = 1 + sum(count * (pmf.size - 1) for pmf, count in parts)
-    length = length or next_fast_len(size)
     spectrum = np.ones(length // 2 + 1, dtype=complex)
     lower, log_survive = 0, 0.0
     for pmf, count in parts:
-        transform = spectra[id(pmf)] if spectra else rfft(np.asarray(pmf._probs, dtype=float), length)
-        spectrum *= transform**count
+        key = (id(pmf), count)
+        power = powers.get(key) if powers is not None else None
+        if power is None:
+            transform = spectra[id(pmf)] if spectra else rfft(np.asarray(pmf._probs, dtype=float), length)
+            power = transform**count
+            if powers is not None:
+                powers[key] = power
+        spectrum *= power
         lower += count * pmf._lower_loss
         log_survive += count * math.log1p(-pmf._infinity_mass)
     infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
+    return spectrum, lower, infinity, size
+
+
+def _compose(parts: list[tuple[Any, int]], interval: float) -> LossDistribution:
+    """Loss distribution of the composition of ``count`` copies of each dense PMF in ``parts``.
+
+    All PMFs share the grid ``interval``; the composition is the product of their Fourier transforms
+    (one inverse FFT), negative round-off dropped and tiny masses moved to the infinite loss.
+    """
+    from scipy.fft import irfft, next_fast_len
+
+    length = next_fast_len(1 + sum(count * (pmf.size - 1) for pmf, count in parts))
+    spectrum, lower, infinity, size = _spectrum(parts, length)
     return LossDistribution.from_grid(lower, interval, irfft(spectrum, length)[:size], infinity)
 
 
@@ -404,7 +421,7 @@ def l2_patterns(groups: tuple[int, ...], g: int) -> tuple[tuple[int, ...], ...]:
 @lru_cache(maxsize=64)
 def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tuple[LossDistribution, ...]:
     """Composed loss distributions of every shift pattern (``p = 1/2``, pessimistic PLD)."""
-    from scipy.fft import next_fast_len, rfft
+    from scipy.fft import irfft, next_fast_len, rfft
 
     patterns = l2_patterns(groups, g)
     if len(patterns) > MAX_L2_MULTISETS:
@@ -414,9 +431,15 @@ def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tupl
     per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
     length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
     spectra = {id(pmf): rfft(np.asarray(pmf._probs, dtype=float), length) for pmf in per_shift.values()}
-    return tuple(
-        _compose([(per_shift[a], pattern.count(a)) for a in set(pattern)], interval, length, spectra)
+    powers: dict = {}  # patterns share most (shift, count) factors: each power is computed once
+    composed = [
+        _spectrum([(per_shift[a], pattern.count(a)) for a in set(pattern)], length, spectra, powers)
         for pattern in patterns
+    ]
+    grids = irfft(np.stack([spectrum for spectrum, *_ in composed]), length, axis=-1, workers=-1)
+    return tuple(
+        LossDistribution.from_grid(lower, interval, grid[:size], infinity)
+        for grid, (_, lower, infinity, size) in zip(grids, composed, strict=True)
     )
 
 

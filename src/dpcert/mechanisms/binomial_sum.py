@@ -649,14 +649,19 @@ def least_noise_bits(
             epsilon, delta, sensitivity=float(g), compositions=coordinates * compositions
         )
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
-    low, high = guess, guess  # invariant after bracketing: low invalid (or 0), high valid
+    # The Gaussian guess is usually within a few per cent: bracket with steps of about 3 % around it,
+    # doubling while the boundary is not crossed; invariant afterwards: low invalid (or 0), high valid.
+    step = max(1, guess // 32)
+    low, high = guess, guess
     if valid(high):
-        low = high // 2
+        low = max(0, high - step)
         while low >= 1 and valid(low):
-            high, low = low, low // 2
+            step *= 2
+            high, low = low, max(0, low - step)
     else:
         while not valid(high):
-            low, high = high, high * 2
+            step *= 2
+            low, high = high, high + step
             if users * high > MAX_NOISE_BITS:
                 raise InvalidParameter("delta", delta, "a target reachable with users * b <= 1e13 noise bits")
     while high - low > 1:
