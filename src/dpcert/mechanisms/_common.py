@@ -8,22 +8,18 @@ mechanism modules.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
+from dpcert.certificates import Certificate, Neighbouring, PrivacyProfile, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
-
-
-class Profile(Protocol):
-    def epsilon_for(self, delta: float) -> float: ...
 
 
 def certificate_at_delta(
     mechanism: str,
-    profile: Profile,
+    profile: PrivacyProfile,
     parameters: Mapping[str, Any],
     delta: float,
     trust_model: TrustModel | str,
@@ -34,10 +30,9 @@ def certificate_at_delta(
 
     ``epsilon_for`` is the profile's least ε at δ, already rounded toward more privacy loss.
     """
-    delta = check.delta(delta)
     return Certificate(
         mechanism,
-        Guarantee(profile.epsilon_for(delta), delta),
+        point_on_profile(profile, delta=delta),
         trust_model,
         neighbouring,
         parameters,
