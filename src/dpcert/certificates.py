@@ -189,6 +189,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",
     "pamp": "dpcert.mechanisms.shuffle",
+    "randomized-response": "dpcert.mechanisms.randomized_response",
     "shuffle-amplification": "dpcert.accounting.amplification",
 }
 
@@ -410,6 +411,22 @@ class Certificate:
     def to_json(self, indent: int | None = None) -> str:
         """Serialise to JSON (floats written with full precision, so the round trip is exact)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dp_event(
+        cls,
+        event: Any,
+        *,
+        delta: float | None = None,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        trust_model: TrustModel | str = TrustModel.CENTRAL,
+    ) -> Certificate:
+        """The certificate of a ``dp_accounting`` event (:func:`dpcert.interop.certificate_from_dp_event`)."""
+        from dpcert.interop import certificate_from_dp_event
+
+        return certificate_from_dp_event(
+            event, delta=delta, neighbouring=neighbouring, trust_model=trust_model
+        )
 
     def sign(self, private_key: Any, *, signer: str = "") -> str:
         """This certificate as JSON signed with an Ed25519 ``private_key`` (see :mod:`dpcert.signatures`).
