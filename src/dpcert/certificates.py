@@ -510,6 +510,50 @@ class Certificate:
     def __hash__(self) -> int:
         return hash(self.to_json())
 
+    def plot(self, path: Any = None, **options: Any) -> Any:
+        """Draw the privacy profile δ(ε) with the claimed point (:func:`dpcert.plots.plot_profile`)."""
+        from dpcert.plots import plot_profile
+
+        return plot_profile(self, path, **options)
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
+            ("mechanism", f"`{self.mechanism}`"),
+            ("trust model", self.trust_model.value),
+            ("neighbouring", self.neighbouring.value),
+            ("basis", self.basis),
+            ("authenticity", self.authenticity),
+        ]
+        rows += [
+            ("parameter " + key, f"`{value!r}`")
+            for key, value in self.parameters.items()
+            if key != "components"
+        ]
+        if "components" in self.parameters:
+            rows.append(("components", str(len(self.parameters["components"]))))
+        table = "\n".join(f"| {label} | {value} |" for label, value in rows)
+        notes = "".join(f"\n- {note}" for note in self.notes)
+        return f"**Privacy certificate**\n\n| | |\n|---|---|\n{table}\n{notes}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = [
+            ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
+            ("mechanism", self.mechanism),
+            ("trust model", self.trust_model.value),
+            ("neighbouring", self.neighbouring.value),
+            ("basis", self.basis),
+            ("authenticity", self.authenticity),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(str(b))}</td></tr>"
+            for a, b in rows
+        )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return f"<b>Privacy certificate</b><table>{body}</table>" + (f"<ul>{notes}</ul>" if notes else "")
+
     def summary(self) -> str:
         """One line for humans."""
         return (
