@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,7 @@ from dpcert.errors import InvalidParameter, PreconditionFailed
 
 METHODS = ("closed-form", "numeric")
 RANDOMIZERS = ("generic", "binary-rr", "k-rr")
-BINARY_RR_EXACT_MAX_USERS = 2000
+BINARY_RR_EXACT_MAX_USERS = 1000
 CLOSED_FORM_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.1/3.8 (seed 002 Lemma B.4), closed form"
 NUMERIC_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.2 (+ Thm 3.8 for delta0 > 0), evaluated exactly"
 STRONGER_CLONE_BASIS = (
@@ -265,32 +266,58 @@ def stronger_clone_delta(epsilon: float, epsilon0: float, users: int) -> float:
 
 
 # --------------------------------------------------------------------------- exact binary RR
-def _binomial_window_pmf(trials: int, p: float) -> tuple[int, np.ndarray, float]:
-    """``(lo, pmf on [lo, hi], dropped mass)`` of ``Bin(trials, p)``."""
-    if trials == 0:
-        return 0, np.ones(1), 0.0
-    lo, hi, dropped = binomial_window(trials, p)
-    return lo, np.exp(log_binomial_pmf(np.arange(lo, hi + 1), trials, p)), dropped
+_NEGLIGIBLE_PMF = 1e-30  # binomial PMF entries below this are dropped and their sum added in full
 
 
+def _binomial_pmf_rows(trials: np.ndarray, p: float, width: int) -> np.ndarray:
+    """``P(Bin(trials[i], p) = j)`` for ``j < width`` (rows), by log-gamma.
+
+    For ``trials < 10^4`` every log-gamma term is below ``10^5`` in size, so the PMF's relative
+    error is below ``10^-10``, inside the ``1e-8`` allowance.
+    """
+    j = np.arange(width)[None, :]
+    m = trials[:, None].astype(float)
+    inside = j <= m
+    jj = np.where(inside, j, 0)
+    log_pmf = (
+        special.gammaln(m + 1.0)
+        - special.gammaln(jj + 1.0)
+        - special.gammaln(m - jj + 1.0)
+        + special.xlogy(jj, p)
+        + special.xlog1py(m - jj, -p)
+    )
+    return np.where(inside, np.exp(log_pmf), 0.0)
+
+
+@lru_cache(maxsize=4)
 def _binary_rr_others(epsilon0: float, users: int) -> tuple[np.ndarray, np.ndarray, float]:
     """Laws of the other users' count of ones, one row per number ``m`` of them holding 1.
 
-    Returns ``(rows, dropped, flip)``: ``rows[m]`` is ``N_m`` on a window (zero padded; the offset
-    does not matter for the hockey-stick divergence), ``dropped[m]`` bounds its mass outside.
+    Returns ``(rows, dropped, flip)``: ``rows[m]`` is ``N_m`` on the window of its two factors' PMF
+    entries above ``1e-30`` (zero padded; the offset does not matter for the hockey-stick
+    divergence), ``dropped[m]`` the summed mass of the entries left out.  Read-only (cached).
     """
     flip = 1.0 / (math.exp(epsilon0) + 1.0)
+    holding_one = np.arange(users)
+    ones = _binomial_pmf_rows(holding_one, 1.0 - flip, users)  # Bin(m, 1 - f)
+    zeros = _binomial_pmf_rows(users - 1 - holding_one, flip, users)  # Bin(n - 1 - m, f)
     laws = []
     dropped = np.zeros(users)
     for m in range(users):
-        _, ones, lost_ones = _binomial_window_pmf(m, 1.0 - flip)
-        _, zeros, lost_zeros = _binomial_window_pmf(users - 1 - m, flip)
-        laws.append(np.convolve(ones, zeros))
-        dropped[m] = lost_ones + lost_zeros
+        kept = []
+        for row in (ones[m], zeros[m]):
+            large = np.flatnonzero(row >= _NEGLIGIBLE_PMF)
+            window = row[large[0] : large[-1] + 1]
+            kept.append(window)
+            dropped[m] += row[: large[0]].sum() + row[large[-1] + 1 :].sum()  # the entries left out
+        laws.append(np.convolve(kept[0], kept[1]))
+    dropped *= 1.0 + 1e-6  # summation rounding of the left-out entries
     width = max(len(law) for law in laws)
     rows = np.zeros((users, width + 1))
     for m, law in enumerate(laws):
         rows[m, : len(law)] = law
+    rows.setflags(write=False)
+    dropped.setflags(write=False)
     return rows, dropped, flip
 
 
