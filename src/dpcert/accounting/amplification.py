@@ -22,9 +22,10 @@ Clone pairs.  For a clone probability ``c`` let ``C ~ Bin(n − 1, c)``, ``A ~ B
 ``C`` is common to both, so ``D_{e^ε}(P ‖ Q) = E_C[D_{e^ε}(P_C ‖ Q_C)]``; ``Q_c`` is the reflection
 ``k ↦ c + 1 − k`` of ``P_c``, so both directions are equal; ``P_c/Q_c`` increases in ``k``, so the
 optimal set is ``{k >= k*}`` and each term is a difference of binomial tails.  Evaluated exactly up
-to a Chernoff-bounded tail of ``C`` (counted in full) and a relative allowance of ``1e-8`` of the
-optimal set's mass for the rounding of the binomial PMF and tails; the clone probability is rounded
-down and the victim's bias up (both only enlarge δ, see below).
+to a Chernoff-bounded tail of ``C`` (counted in full) and a relative allowance of the optimal set's
+mass for the rounding of the binomial PMF and tails (``1e-10`` for FMT20's pair, ``1e-8``
+otherwise); the clone probability is rounded down and the victim's bias up (both only enlarge δ,
+see below).
 
 * Generic ε0-LDP randomizer (FMT20 Thm 3.2): ``c = e^{−ε0}``.  Proof: every ``R(x_i)`` is at least
   ``e^{−ε0} max(R(x1), R(x1'))``, so ``R(x_i) = (c/2) Q1 + (c/2) Q0 + (1 − c) LO_i`` with
@@ -33,12 +34,14 @@ down and the victim's bias up (both only enlarge δ, see below).
   are a uniform subset of the others, independent of the victim's input).
 * Stronger clone (Feldman, McMillan & Talwar 2023, Thm 3.1 as restricted by its errata; the
   "general mechanisms" row of Wang et al. 2024, Lemma 4.5 / Thm 4.8): ``c = 2/(e^{ε0} + 1)``.  The
-  same proof goes through whenever every ``R(x) >= (R(x1) + R(x1'))/(e^{ε0} + 1)`` (the *clone
+  same proof goes through (``Q1 + Q0 = R(x1) + R(x1')``) whenever ``R(x) >= (R(x1) +
+  R(x1'))/(e^{ε0} + 1)`` for every input ``x`` and distinct inputs ``x1, x1'`` (the *clone
   condition*).  Binary and k-ary randomized response satisfy it (with equality on ``x1``, ``x1'``),
   so ``randomizer="binary-rr"`` and ``"k-rr"`` use it.  A general ε0-LDP randomizer need not (take
   ``R(x1) = R(x1')`` and ``R(x3) = e^{−ε0} R(x1)`` on one output), and the published proofs for the
-  general case do not hold: FMT23's errata withdraws it, and Wang et al.'s Lemma 4.5 re-inserts the
-  victim's common part with a probability that differs between the two hypotheses.  Exact
+  general case do not hold: FMT23's errata restricts its Thm 3.1 to a class of randomizers, and Wang
+  et al.'s Lemma 4.5 re-inserts the victim's common part with one probability although its
+  posterior differs between the two hypotheses.  Exact
   enumeration exhibits ε0-LDP randomizers (and k-ary RR with k >= 4) whose shuffled δ exceeds Wang
   et al.'s pair at their own variation parameter (tests/test_amplification_clone.py).  So the
   generic ``"numeric"`` bound stays FMT20 Thm 3.2.
