@@ -310,3 +310,37 @@ def test_command_line_randomizer_flags(capsys) -> None:
     payload = json.loads(capsys.readouterr().out)
     assert payload["certificate"]["parameters"]["randomizer"] == "k-rr"
     assert amp.shuffled_delta(0.5, payload["epsilon0"], 400, randomizer="k-rr", categories=3) <= 1e-6
+
+
+def k_ary_rr_worst_delta(epsilon: float, epsilon0: float, users: int, k: int) -> float:
+    """Exact δ(ε) of shuffled k-ary RR, worst case over every dataset of the others (enumerated)."""
+    stay = math.exp(epsilon0) / (math.exp(epsilon0) + k - 1)
+    move = 1.0 / (math.exp(epsilon0) + k - 1)
+    rows = np.full((k, k), move) + (stay - move) * np.eye(k)
+    best = 0.0
+    for others in itertools.combinations_with_replacement(range(k), users - 1):
+        laws = []
+        for victim in (0, 1):
+            law: dict[tuple, float] = {(0,) * k: 1.0}
+            for value in (victim, *others):
+                new: dict[tuple, float] = {}
+                for counts, weight in law.items():
+                    for y in range(k):
+                        key = counts[:y] + (counts[y] + 1,) + counts[y + 1 :]
+                        new[key] = new.get(key, 0.0) + weight * rows[value, y]
+                law = new
+            laws.append(law)
+        keys = sorted(set(laws[0]) | set(laws[1]))
+        first = np.array([laws[0].get(h, 0.0) for h in keys])
+        second = np.array([laws[1].get(h, 0.0) for h in keys])
+        best = max(best, hockey_stick(first, second, epsilon), hockey_stick(second, first, epsilon))
+    return best
+
+
+@pytest.mark.parametrize("k, users", [(3, 2), (3, 5), (4, 4), (6, 3)])
+def test_k_ary_rr_bound_never_below_exact_over_all_datasets(k: int, users: int) -> None:
+    for epsilon0 in (0.5, 2.0):
+        for epsilon in np.linspace(0.0, epsilon0, 5)[:-1]:
+            exact = k_ary_rr_worst_delta(epsilon, epsilon0, users, k)
+            certified = amp.shuffled_delta(epsilon, epsilon0, users, randomizer="k-rr", categories=k)
+            assert certified >= exact * (1 - 1e-12)  # reference: sums of a few hundred positive terms
