@@ -233,6 +233,8 @@ class Ledger:
         # written by a refused (rolled back) charge can be reused for other content.
         self._certificates: dict[str, tuple[str, Certificate]] = {}
         self._composed: dict[tuple[Any, str, float | None], Certificate] = {}
+        self._epsilons: dict[tuple[Any, str, float], float] = {}
+        self._probes: dict[tuple[Any, str, str, float], dict[int, float]] = {}
 
     # ----------------------------------------------------------------- set-up
     def _stored_schema_version(self) -> str | None:
@@ -393,11 +395,72 @@ class Ledger:
         row = self._db.execute("SELECT sha256 FROM certificates WHERE id = ?", (certificate_id,)).fetchone()
         return str(row[0])
 
-    def _spent_epsilon(self, history_id: int, delta: float) -> float:
+    def _content(self, counts: dict[int, int]) -> tuple[tuple[str, int], ...]:
+        """A history by content: sorted (certificate SHA-256, count) pairs (row ids can be reused)."""
+        return tuple(sorted((self._digest(cid), count) for cid, count in counts.items()))
+
+    def _composed_epsilon(self, content: tuple[tuple[str, int], ...], delta: float) -> float:
+        """ε of the composition of ``content`` at ``delta`` by the ledger's method (∞ if none is finite)."""
+        key = (content, self.method, delta)
+        cached = self._epsilons.get(key)
+        if cached is not None:
+            return cached
+        pairs = [(self._certificate_by_digest(digest), count) for digest, count in content]
         try:
-            return self._compose_history(history_id, self.method, delta).epsilon
-        except InvalidParameter:  # no finite epsilon at the budget's delta
-            return math.inf
+            epsilon = compose_counts(pairs, method=self.method, delta=delta).epsilon
+        except InvalidParameter:  # no finite epsilon at this delta
+            epsilon = math.inf
+        self._epsilons[key] = epsilon
+        return epsilon
+
+    def _certificate_by_digest(self, digest: str) -> Certificate:
+        cached = self._certificates.get(digest)
+        if cached is not None:
+            return cached[1]
+        row = self._db.execute("SELECT id FROM certificates WHERE sha256 = ?", (digest,)).fetchone()
+        if row is None:
+            raise CertificateFormatError(f"ledger {self.path}: certificate {digest} is missing")
+        return self._certificate(int(row[0]))
+
+    def _fits_budget(self, history_id: int, certificate_id: int, budget: Guarantee) -> tuple[bool, float]:
+        """Whether a history plus one more ``certificate_id`` stays within ``budget``.
+
+        Returns ``(within, epsilon)``; ``epsilon`` is the composed ε of the new history when it was
+        computed, else that of a longer history known to be within the budget.
+
+        The new history is ``base + t·c`` (``c`` the charged certificate, ``base`` the rest).  Composed
+        ε values of ``base + m·c`` are remembered per ``(base, c, method, δ)`` (by content).  The charge
+        is accepted if ``base + t·c`` itself composes within the budget, or if some ``base + m·c``
+        with ``m >= t`` does: the first ``t`` of ``m`` composed mechanisms are a post-processing of all
+        ``m`` (Dwork & Roth 2014, Prop. 2.1), so a certificate for ``m`` holds for ``t``.  Once a key has
+        been seen, the check probes ahead (``2t``, or half way to the least count known to exceed the
+        budget), so a user charged the same certificate ``N`` times costs O(log N) compositions in all.
+        A charge is refused only if ``base + t·c`` itself composes beyond the budget.
+        """
+        counts = self._history(history_id)
+        t = counts.pop(certificate_id, 0) + 1
+        base = self._content(counts)
+        digest = self._digest(certificate_id)
+        probes = self._probes.setdefault((base, digest, self.method, budget.delta), {})
+        limit = budget.epsilon
+        covering = [e for m, e in probes.items() if m >= t and e <= limit]
+        if covering:
+            return True, max(covering)
+
+        def composed(m: int) -> float:
+            epsilon = self._composed_epsilon(tuple(sorted(base + ((digest, m),))), budget.delta)
+            probes[m] = epsilon
+            return epsilon
+
+        if probes and not any(m <= t and e > limit for m, e in probes.items()):
+            above = [m for m, e in probes.items() if m > t and e > limit]
+            ahead = 2 * t if not above else (t + min(above)) // 2
+            if ahead > t:
+                epsilon = composed(ahead)
+                if epsilon <= limit:
+                    return True, epsilon
+        epsilon = composed(t)
+        return epsilon <= limit, epsilon
 
     # ----------------------------------------------------------------- charging
     def charge(
@@ -447,8 +510,8 @@ class Ledger:
                 budget = Guarantee(epsilon, delta) if epsilon is not None else default
                 if budget is None:
                     continue
-                spent = self._spent_epsilon(new_history[int(old_id)], budget.delta)
-                if spent > budget.epsilon:
+                within, spent = self._fits_budget(int(old_id), certificate_id, budget)
+                if not within:
                     refusals.append((count, example, spent, budget))
             if refusals:
                 count = sum(r[0] for r in refusals)
