@@ -16,6 +16,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -54,6 +55,7 @@ def load_anchor(commit: str):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("anchor_ledger", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -48,9 +48,10 @@ from dpcert.errors import (
     UnknownUser,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EXPORT_FORMAT = "dpcert.ledger-export/1"
 UserId = int | str
+LEDGER_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,14 +59,30 @@ CREATE TABLE IF NOT EXISTS certificates (
     id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY, user_id NOT NULL, certificate_id INTEGER NOT NULL REFERENCES certificates(id),
-    run_id TEXT, created REAL NOT NULL);
+    run_id TEXT, created REAL NOT NULL, idempotency_key TEXT);
 CREATE INDEX IF NOT EXISTS charges_by_user ON charges(user_id);
 CREATE TABLE IF NOT EXISTS histories (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 INSERT OR IGNORE INTO histories (id, key) VALUES (0, '');
 CREATE TABLE IF NOT EXISTS users (
     user_id PRIMARY KEY, history_id INTEGER NOT NULL REFERENCES histories(id), charges INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS budgets (user_id PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, users INTEGER NOT NULL,
+    certificate_sha256 TEXT NOT NULL, created REAL NOT NULL);
 """
+
+# Schema migrations: _MIGRATIONS[v] takes a ledger of schema version v to v + 1.
+_MIGRATIONS = {
+    1: (
+        "ALTER TABLE charges ADD COLUMN idempotency_key TEXT",
+        "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, "
+        "users INTEGER NOT NULL, certificate_sha256 TEXT NOT NULL, created REAL NOT NULL)",
+    ),
+}
+
+
+class LedgerStorageError(DPCertError):
+    """The ledger file could not be written (disk full, I/O error, read-only file); nothing was recorded."""
 
 
 # --------------------------------------------------------------------------- values
@@ -87,6 +104,8 @@ class ChargeReceipt:
     run_id: str | None
     users: int
     certificate_sha256: str
+    idempotency_key: str | None = None
+    replayed: bool = False  # True if the key had already been committed: nothing new was recorded
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,33 @@ class SpentSummary:
             "max_user": self.max_user,
             "max_user_epsilon": self.max_epsilon,
             "max_user_delta": self.max_certificate.delta if self.max_certificate is not None else 0.0,
+        }
+
+
+@dataclass(frozen=True)
+class UserTotal:
+    """One user's number of charges, composed spent (ε, δ) and applicable budget."""
+
+    user_id: UserId
+    charges: int
+    epsilon: float
+    delta: float
+    budget: Guarantee | None
+
+    @property
+    def within_budget(self) -> bool | None:
+        if self.budget is None:
+            return None
+        return self.epsilon <= self.budget.epsilon and self.delta <= self.budget.delta
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "charges": self.charges,
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
+            "delta": self.delta,
+            "budget": self.budget.to_dict() if self.budget is not None else None,
+            "within_budget": self.within_budget,
         }
 
 
@@ -171,6 +217,16 @@ def _user_ids(value: object) -> list[UserId]:
     return ids
 
 
+def _request_fingerprint(ids: list[UserId], certificate: Certificate, run_id: str | None) -> str:
+    """SHA-256 of a charge request: the set of user ids (typed), the certificate and the run id."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([run_id, certificate.to_json()]).encode())
+    for user in sorted(ids, key=lambda u: (isinstance(u, str), u)):
+        text = str(user)
+        digest.update(f"{'s' if isinstance(user, str) else 'i'}{len(text)}:{text}".encode())
+    return digest.hexdigest()
+
+
 def _budget(value: object) -> Guarantee:
     if not isinstance(value, Guarantee):
         raise InvalidParameter("budget", value, "a dpcert.Guarantee(epsilon >= 0, 0 <= delta < 1)")
@@ -204,23 +260,31 @@ class Ledger:
         durable: bool = True,
         timeout: float = 60.0,
         create: bool = True,
+        readonly: bool = False,
     ) -> None:
         self.path = Path(path)
         if method not in ALL_METHODS:
             raise InvalidParameter("method", method, "one of " + ", ".join(ALL_METHODS))
         self.method = method
-        if not create and not self.path.is_file():
+        self.readonly = bool(readonly)
+        if (readonly or not create) and not self.path.is_file():
             raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
         timeout = check.positive_finite("timeout", timeout)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+            if self.readonly:  # never writes to the file: no journal switch, no schema, no migration
+                uri = self.path.resolve().as_uri() + "?mode=ro"
+                self._db = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
+            else:
+                self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            raise InvalidParameter("path", str(self.path), f"a writable ledger location: {exc}") from exc
+            raise InvalidParameter("path", str(self.path), f"a readable ledger location: {exc}") from exc
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._initialise()
+            self._version = self._check_ledger()
+            if not self.readonly:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._initialise()
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise InvalidParameter(
@@ -237,53 +301,119 @@ class Ledger:
         self._probes: dict[tuple[Any, str, str, float], dict[int, float]] = {}
 
     # ----------------------------------------------------------------- set-up
-    def _stored_schema_version(self) -> str | None:
-        try:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.OperationalError:  # no meta table yet: a new ledger
+    def _check_ledger(self) -> int | None:
+        """The stored schema version; ``None`` for a file with no tables (a new ledger).
+
+        Reads only.  Refuses another application's database (tables but no dpcert ``meta``), a
+        ledger missing tables, and a schema version newer than this code knows.
+        """
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            if self.readonly:
+                raise InvalidParameter("path", str(self.path), "a dpcert ledger (this file has no tables)")
             return None
-        return None if row is None else str(row[0])
+        row = None
+        if "meta" in tables:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise InvalidParameter(
+                "path", str(self.path), "a dpcert ledger (this SQLite database has no dpcert schema version)"
+            )
+        try:
+            version = int(row[0])
+        except ValueError:
+            version = -1
+        if not 1 <= version <= SCHEMA_VERSION:
+            raise InvalidParameter(
+                "path", str(self.path), f"a ledger with schema version 1..{SCHEMA_VERSION} (found {row[0]})"
+            )
+        missing = LEDGER_TABLES - tables
+        if missing:
+            raise InvalidParameter(
+                "path", str(self.path), f"a dpcert ledger (tables missing: {', '.join(sorted(missing))})"
+            )
+        return version
 
     def _initialise(self) -> None:
-        stored = self._stored_schema_version()
-        if stored is not None and stored != str(SCHEMA_VERSION):
-            raise InvalidParameter(
-                "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {stored})"
-            )
-        if stored is None:  # create the schema (no write lock is taken for an existing ledger)
+        if self._version is None:
             self._create_schema()
+        elif self._version < SCHEMA_VERSION:
+            self._migrate()
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
 
     def _create_schema(self) -> None:
         with self._transaction():
+            if self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]:
+                self._version = self._check_ledger()  # another process created it meanwhile
+                if self._version < SCHEMA_VERSION:
+                    self._migrate_steps()
+                return
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
                     self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif row[0] != str(SCHEMA_VERSION):
-                raise InvalidParameter(
-                    "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {row[0]})"
-                )
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        self._version = SCHEMA_VERSION
+
+    def _migrate(self) -> None:
+        with self._transaction():
+            self._version = self._check_ledger()  # re-read under the write lock
+            self._migrate_steps()
+
+    def _migrate_steps(self) -> None:
+        """Apply the migrations from the stored version to :data:`SCHEMA_VERSION` (in a transaction)."""
+        version = int(self._version)
+        while version < SCHEMA_VERSION:
+            for statement in _MIGRATIONS[version]:
+                self._db.execute(statement)
+            migrate_rows = getattr(self, f"_migrate_rows_{version}", None)
+            if migrate_rows is not None:
+                migrate_rows()
+            version += 1
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        self._version = version
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
+
+        SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error); the
+        rollback here is then skipped so that the real cause is what the caller sees.
+        """
+        if self.readonly:
+            raise InvalidParameter("readonly", True, "False to change the ledger (opened read-only)")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._storage_error(exc) from exc
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        try:
             self._db.execute("COMMIT")
-        except sqlite3.Error:
-            self._db.execute("ROLLBACK")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._storage_error(exc) from exc
             raise
+
+    def _storage_error(self, exc: sqlite3.OperationalError) -> DPCertError | sqlite3.OperationalError:
+        """A clear error for a failed write; other errors (e.g. a busy timeout) pass unchanged."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        causes = {
+            sqlite3.SQLITE_FULL: "the disk (or the database's size limit) is full",
+            sqlite3.SQLITE_IOERR: "an I/O error occurred",
+            sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
+            sqlite3.SQLITE_CANTOPEN: "the file or its journal cannot be opened",
+        }
+        if primary not in causes:
+            return exc
+        return LedgerStorageError(
+            f"ledger {self.path}: cannot write: {causes[primary]} ({exc}); nothing was recorded"
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -468,8 +598,14 @@ class Ledger:
         user_ids: Sequence[UserId] | np.ndarray | UserId,
         certificate: Certificate,
         run_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> ChargeReceipt:
         """Record one participation of each user in the mechanism ``certificate``, atomically.
+
+        With an ``idempotency_key``, a charge whose key was already committed (the same users,
+        certificate and run id) records nothing and returns the first receipt with
+        ``replayed=True``: a client that lost the answer to a committed charge can safely retry.
 
         Raises
         ------
@@ -484,9 +620,17 @@ class Ledger:
         certificate.verify()
         if run_id is not None and not isinstance(run_id, str):
             raise InvalidParameter("run_id", run_id, "a string or None")
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+            raise InvalidParameter("idempotency_key", idempotency_key, "a non-empty string or None")
         ids = _user_ids(user_ids)
         created = time.time()
+        request = None
         with self._transaction() as db:
+            if idempotency_key is not None:
+                request = _request_fingerprint(ids, certificate, run_id)
+                replay = self._replay(idempotency_key, request)
+                if replay is not None:
+                    return replay
             certificate_id, digest = self._store_certificate(certificate)
             db.execute("DELETE FROM temp.batch_users")
             db.executemany("INSERT INTO temp.batch_users (user_id) VALUES (?)", ((u,) for u in ids))
@@ -522,10 +666,16 @@ class Ledger:
                     f"delta={budget.delta:g}; nothing was recorded"
                 )
             db.execute(
-                "INSERT INTO charges (user_id, certificate_id, run_id, created) "
-                "SELECT user_id, ?, ?, ? FROM temp.batch_users",
-                (certificate_id, run_id, created),
+                "INSERT INTO charges (user_id, certificate_id, run_id, created, idempotency_key) "
+                "SELECT user_id, ?, ?, ?, ? FROM temp.batch_users",
+                (certificate_id, run_id, created, idempotency_key),
             )
+            if idempotency_key is not None:
+                db.execute(
+                    "INSERT INTO idempotency (key, request, run_id, users, certificate_sha256, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (idempotency_key, request, run_id, len(ids), digest, created),
+                )
             db.execute(
                 "INSERT INTO users (user_id, history_id, charges) "
                 "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_users AS b "
@@ -535,7 +685,22 @@ class Ledger:
                 "charges = excluded.charges"
             )
             db.execute("DELETE FROM temp.batch_users")
-        return ChargeReceipt(run_id, len(ids), digest)
+        return ChargeReceipt(run_id, len(ids), digest, idempotency_key)
+
+    def _replay(self, key: str, request: str) -> ChargeReceipt | None:
+        """The receipt of an already committed charge with idempotency ``key``, if any."""
+        row = self._db.execute(
+            "SELECT request, run_id, users, certificate_sha256 FROM idempotency WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        if row[0] != request:
+            raise InvalidParameter(
+                "idempotency_key",
+                key,
+                "a key not already used by a different charge (other users, certificate or run id)",
+            )
+        return ChargeReceipt(row[1], int(row[2]), str(row[3]), key, replayed=True)
 
     # ----------------------------------------------------------------- queries
     def users(self) -> list[UserId]:
@@ -619,66 +784,153 @@ class Ledger:
         return summary.max_user, summary.max_certificate
 
     # ----------------------------------------------------------------- export
-    def export(self, format: str = "json") -> str:
-        """Every charge, certificate and budget as JSON (one object) or CSV (one row per charge)."""
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction: every query inside sees the same committed state."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+
+    def user_totals(self, delta: float | None = None) -> Iterator[UserTotal]:
+        """Each user's charges, composed spent (ε, δ) and budget, in user order (streamed).
+
+        ``delta`` defaults to the user's budget δ if a budget applies, else to the sum of the
+        components' δ (as :meth:`spent`).  Each distinct (history, δ) is composed once.
+        """
+        default = self.default_budget()
+        composed: dict[tuple[int, float | None], Certificate] = {}
+        cursor = self._db.execute(
+            "SELECT u.user_id, u.history_id, u.charges, b.epsilon, b.delta FROM users AS u "
+            "LEFT JOIN budgets AS b ON b.user_id = u.user_id ORDER BY u.user_id"
+        )
+        for user_id, history_id, charges, budget_epsilon, budget_delta in cursor:
+            budget = Guarantee(budget_epsilon, budget_delta) if budget_epsilon is not None else default
+            at = delta if delta is not None else (budget.delta if budget is not None else None)
+            key = (int(history_id), at)
+            certificate = composed.get(key)
+            if certificate is None:
+                certificate = composed[key] = self._compose_history(int(history_id), self.method, at)
+            yield UserTotal(user_id, int(charges), certificate.epsilon, certificate.delta, budget)
+
+    def write_export(self, stream: TextIO, format: str = "json", *, per_user: bool = False) -> None:
+        """Write the export to ``stream`` row by row (memory bounded by the distinct certificates).
+
+        ``format="json"``: one object with the certificates, every charge, each user's totals and the
+        budgets.  ``format="csv"``: one row per charge, or (``per_user=True``) one row per user with
+        their totals.
+        """
         if format not in ("json", "csv"):
             raise InvalidParameter("format", format, "json or csv")
-        ids = [row[0] for row in self._db.execute("SELECT id FROM certificates ORDER BY id")]
-        certificates = {cid: self._certificate(cid) for cid in ids}
-        digests = dict(self._db.execute("SELECT id, sha256 FROM certificates").fetchall())
-        rows = self._db.execute(
-            "SELECT id, user_id, run_id, created, certificate_id FROM charges ORDER BY id"
-        ).fetchall()
-        if format == "csv":
-            buffer = io.StringIO()
-            writer = csv.writer(buffer, lineterminator="\n")
-            writer.writerow(
-                [
-                    "charge_id",
-                    "user_id",
-                    "run_id",
-                    "created",
-                    "certificate_sha256",
-                    "mechanism",
-                    "epsilon",
-                    "delta",
-                ]
+        with self._snapshot():
+            if format == "csv":
+                self._write_csv(stream, per_user)
+            else:
+                self._write_json(stream)
+
+    def export(self, format: str = "json", *, per_user: bool = False) -> str:
+        """The export of :meth:`write_export` as one string."""
+        buffer = io.StringIO()
+        self.write_export(buffer, format, per_user=per_user)
+        return buffer.getvalue()
+
+    def _charge_rows(self) -> Iterator[tuple[Any, ...]]:
+        return iter(
+            self._db.execute(
+                "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, c.idempotency_key "
+                "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
+                if self._version is None or self._version >= 2
+                else "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, NULL "
+                "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
             )
-            for charge_id, user_id, run_id, created, cid in rows:
-                certificate = certificates[cid]
+        )
+
+    def _write_csv(self, stream: TextIO, per_user: bool) -> None:
+        writer = csv.writer(stream, lineterminator="\n")
+        if per_user:
+            writer.writerow(
+                ["user_id", "charges", "epsilon", "delta", "budget_epsilon", "budget_delta", "within_budget"]
+            )
+            for total in self.user_totals():
+                budget = total.budget
                 writer.writerow(
                     [
-                        charge_id,
-                        user_id,
-                        "" if run_id is None else run_id,
-                        repr(created),
-                        digests[cid],
-                        certificate.mechanism,
-                        repr(certificate.epsilon),
-                        repr(certificate.delta),
+                        total.user_id,
+                        total.charges,
+                        repr(total.epsilon),
+                        repr(total.delta),
+                        "" if budget is None else repr(budget.epsilon),
+                        "" if budget is None else repr(budget.delta),
+                        "" if budget is None else str(total.within_budget).lower(),
                     ]
                 )
-            return buffer.getvalue()
+            return
+        writer.writerow(
+            [
+                "charge_id",
+                "user_id",
+                "run_id",
+                "created",
+                "certificate_sha256",
+                "mechanism",
+                "epsilon",
+                "delta",
+                "idempotency_key",
+            ]
+        )
+        for charge_id, user_id, run_id, created, digest, cid, key in self._charge_rows():
+            certificate = self._certificate(cid)
+            writer.writerow(
+                [
+                    charge_id,
+                    user_id,
+                    "" if run_id is None else run_id,
+                    repr(created),
+                    digest,
+                    certificate.mechanism,
+                    repr(certificate.epsilon),
+                    repr(certificate.delta),
+                    "" if key is None else key,
+                ]
+            )
+
+    def _write_json(self, stream: TextIO) -> None:
+        def dumps(value: Any) -> str:
+            return json.dumps(value, allow_nan=False)
+
+        stream.write(f'{{"format": {dumps(EXPORT_FORMAT)}, "schema_version": {self.schema_version}')
+        stream.write(', "certificates": {')
+        for index, (cid, digest) in enumerate(
+            self._db.execute("SELECT id, sha256 FROM certificates ORDER BY id")
+        ):
+            stream.write(f"{', ' if index else ''}{dumps(digest)}: {dumps(self._certificate(cid).to_dict())}")
+        stream.write('}, "charges": [')
+        for index, (charge_id, user_id, run_id, created, digest, _, key) in enumerate(self._charge_rows()):
+            row = {
+                "charge_id": charge_id,
+                "user_id": user_id,
+                "run_id": run_id,
+                "created": created,
+                "certificate": digest,
+                "idempotency_key": key,
+            }
+            stream.write((", " if index else "") + dumps(row))
+        stream.write('], "users": [')
+        for index, total in enumerate(self.user_totals()):
+            stream.write((", " if index else "") + dumps(total.to_dict()))
         default = self.default_budget()
-        budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id").fetchall()
-        payload = {
-            "format": EXPORT_FORMAT,
-            "schema_version": self.schema_version,
-            "certificates": {digests[cid]: certificates[cid].to_dict() for cid in ids},
-            "charges": [
-                {
-                    "charge_id": charge_id,
-                    "user_id": user_id,
-                    "run_id": run_id,
-                    "created": created,
-                    "certificate": digests[cid],
-                }
-                for charge_id, user_id, run_id, created, cid in rows
-            ],
-            "default_budget": default.to_dict() if default else None,
-            "budgets": [{"user_id": u, "epsilon": e, "delta": d} for u, e, d in budgets],
-        }
-        return json.dumps(payload, allow_nan=False)
+        stream.write(f'], "default_budget": {dumps(default.to_dict() if default else None)}, "budgets": [')
+        budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id")
+        for index, (user, epsilon, delta) in enumerate(budgets):
+            stream.write(
+                (", " if index else "") + dumps({"user_id": user, "epsilon": epsilon, "delta": delta})
+            )
+        stream.write("]}")
 
 
-__all__ = ["Charge", "ChargeReceipt", "Ledger", "SpentSummary"]
+__all__ = ["Charge", "ChargeReceipt", "Ledger", "LedgerStorageError", "SpentSummary", "UserTotal"]

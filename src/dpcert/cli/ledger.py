@@ -1,30 +1,84 @@
-"""``dpcert ledger show|export``: inspect or export a per-user privacy ledger."""
+"""``dpcert ledger show|export|budget``: inspect, export or set budgets of a per-user privacy ledger.
+
+``show`` and ``export`` open the file read-only and refuse a file that is not a dpcert ledger
+(exit 2, the file untouched); ``budget`` is the only command that writes.
+Exit status: 0 success, 1 refused, 2 bad input (one line naming the parameter), 3 internal error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-from dpcert.accounting.ledger import Ledger, UserId
+from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
+from dpcert.certificates import Guarantee
 from dpcert.cli._common import EXIT_OK, CommandGroups, emit, number
-from dpcert.errors import UnknownUser
+from dpcert.errors import DPCertError, UnknownUser
+
+EXIT_INTERNAL = 3
+
+
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Map a failed write to exit 3 and any unexpected error to one line and exit 3."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except LedgerStorageError as exc:
+            sys.stderr.write(f"dpcert: error: {exc}\n")
+            return EXIT_INTERNAL
+        except (DPCertError, BrokenPipeError):
+            raise
+        except Exception as exc:
+            if getattr(args, "debug", False):
+                traceback.print_exc()
+            sys.stderr.write(f"dpcert: internal error: {type(exc).__name__}: {exc}\n")
+            return EXIT_INTERNAL
+
+    return run
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add("ledger", "show", "users, charges and the worst-off user (or one user)", _show)
+    parser = groups.add(
+        "ledger", "show", "users, charges, the worst-off user (or one user); opens read-only", _guarded(_show)
+    )
     parser.add_argument("path", type=Path, metavar="FILE.db")
     parser.add_argument("--user", help="show one user (an integer id is tried first, then the string)")
     parser.add_argument(
         "--delta", type=number, default=None, help="delta at which to report epsilon (default: the budget's)"
     )
-    parser = groups.add("ledger", "export", "every charge as JSON or CSV on stdout", _export)
+    parser = groups.add(
+        "ledger",
+        "export",
+        "every charge (or each user's totals) as JSON or CSV on stdout, streamed; opens read-only",
+        _guarded(_export),
+    )
     parser.add_argument("path", type=Path, metavar="FILE.db")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
+    parser.add_argument(
+        "--per-user",
+        action="store_true",
+        help="CSV: one row per user with charges, spent (epsilon, delta) and budget (JSON always has them)",
+    )
+    parser = groups.add(
+        "ledger",
+        "budget",
+        "set the default per-user budget, or one user's (creates the ledger if absent)",
+        _guarded(_budget),
+    )
+    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("--epsilon", type=number, required=True, help="budget epsilon (>= 0)")
+    parser.add_argument("--delta", type=number, required=True, help="budget delta (0 <= delta < 1)")
+    parser.add_argument("--user", help="one user's budget (an existing integer id first, then the string)")
 
 
-def _resolve_user(ledger: Ledger, text: str) -> UserId:
+def _resolve_user(ledger: Ledger, text: str, *, must_exist: bool = True) -> UserId:
     try:
         candidates: list[UserId] = [int(text), text]
     except ValueError:
@@ -35,11 +89,13 @@ def _resolve_user(ledger: Ledger, text: str) -> UserId:
             return candidate
         except UnknownUser:
             continue
+    if not must_exist:
+        return candidates[0]
     raise UnknownUser(f"unknown user {text!r}: the ledger {ledger.path} has no charge for them")
 
 
 def _show(args: argparse.Namespace) -> int:
-    with Ledger(args.path, create=False) as ledger:
+    with Ledger(args.path, readonly=True) as ledger:
         if args.user is not None:
             user = _resolve_user(ledger, args.user)
             spent = ledger.spent(user, delta=args.delta)
@@ -87,10 +143,34 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with Ledger(args.path, create=False) as ledger:
-        text = ledger.export(args.format)
-    if args.json and args.format == "csv":
-        sys.stdout.write(json.dumps({"format": "csv", "text": text}) + "\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.per_user and args.format != "csv":
+        sys.stderr.write("dpcert: error: invalid --per-user: allowed only with --format csv\n")
+        return 2
+    with Ledger(args.path, readonly=True) as ledger:
+        if args.json and args.format == "csv":  # the CSV text inside one JSON object
+            text = ledger.export("csv", per_user=args.per_user)
+            sys.stdout.write(json.dumps({"format": "csv", "text": text}) + "\n")
+        else:
+            ledger.write_export(sys.stdout, args.format, per_user=args.per_user)
+            if args.format == "json":
+                sys.stdout.write("\n")
+    return EXIT_OK
+
+
+def _budget(args: argparse.Namespace) -> int:
+    budget = Guarantee(args.epsilon, args.delta)  # validates epsilon and delta before the file is opened
+    with Ledger(args.path) as ledger:
+        user = None if args.user is None else _resolve_user(ledger, args.user, must_exist=False)
+        ledger.set_budget(user, budget)
+        payload = {"path": str(args.path), "user": user, "epsilon": budget.epsilon, "delta": budget.delta}
+    emit(
+        args,
+        payload,
+        [
+            ("ledger", str(args.path)),
+            ("budget of", "every user (default)" if user is None else f"user {user!r}"),
+            ("epsilon", budget.epsilon),
+            ("delta", budget.delta),
+        ],
+    )
     return EXIT_OK
