@@ -167,6 +167,54 @@ def laplace_section(root: Path, anchor_commit: str) -> None:
         print(f"| this ledger, fresh process at charge 1000 | {mode} | {1e3 * ours_nth:.1f} | | | |")
 
 
+CHAIN_REPEATS = 5
+
+
+class UnchainedLedger(Ledger):
+    """This ledger with the hash chain switched off (NULL hashes): isolates the cost of hashing."""
+
+    def _chain_blob(self, head, entry, ids):  # noqa: ANN001, ANN201
+        return None
+
+
+def batched_throughput(ledger_class, path: Path) -> tuple[float, float]:
+    """(charges per wall second, charges per CPU second) of CALLS budget-checked calls."""
+    with ledger_class(path) as ledger:
+        ledger.set_budget(None, Guarantee(10.0, 1e-5))
+        users = np.arange(USERS_PER_CALL)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for call in range(CALLS):
+            ledger.charge(users, CERTIFICATE, run_id=f"call-{call}")
+        return (
+            CALLS * USERS_PER_CALL / (time.perf_counter() - wall),
+            CALLS * USERS_PER_CALL / (time.process_time() - cpu),
+        )
+
+
+def chain_section(root: Path, anchor_commit: str) -> None:
+    variants = [
+        (f"anchor `{anchor_commit}` (no chain)", load_anchor(anchor_commit).Ledger),
+        ("this ledger, hash chain off (ablation)", UnchainedLedger),
+        ("this ledger (hash-chained rows)", Ledger),
+    ]
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in variants}
+    for repeat in range(CHAIN_REPEATS):  # interleaved, so that load changes hit every variant alike
+        for index, (name, ledger_class) in enumerate(variants):
+            results[name].append(batched_throughput(ledger_class, root / f"chain-{repeat}-{index}.db"))
+    print("\n#### Hash chain: batched charge throughput side by side\n")
+    print(
+        f"{CALLS} calls of {USERS_PER_CALL:,} users each, default budget checked, synchronous=FULL; "
+        f"variants interleaved, best of {CHAIN_REPEATS} (wall and CPU seconds measured separately).\n"
+    )
+    print("| ledger | charges per second (wall) | charges per CPU second | CPU throughput vs anchor |")
+    print("|---|---|---|---|")
+    anchor_cpu = max(cpu for _, cpu in results[variants[0][0]])
+    for name, _ in variants:
+        wall = max(w for w, _ in results[name])
+        cpu = max(c for _, c in results[name])
+        print(f"| {name} | {wall:,.0f} | {cpu:,.0f} | {cpu / anchor_cpu:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--anchor", default="fb83ef1", help="commit whose ledger is the anchor")
@@ -199,6 +247,8 @@ def main() -> None:
     print(
         f"| 1 writer, one-user calls, synchronous=NORMAL (transactions per second) | {transactions[1]:,.0f} |"
     )
+    with tempfile.TemporaryDirectory() as directory:
+        chain_section(Path(directory), args.anchor)
     with tempfile.TemporaryDirectory() as directory:
         laplace_section(Path(directory), args.anchor)
 

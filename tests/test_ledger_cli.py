@@ -234,7 +234,8 @@ def test_retrying_a_committed_charge_with_its_key_records_it_once(tmp_path):
 def downgrade_to_version_1(path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE idempotency")
-        db.execute("ALTER TABLE charges DROP COLUMN idempotency_key")
+        for column in ("idempotency_key", "prev_hash", "hash"):
+            db.execute(f"ALTER TABLE charges DROP COLUMN {column}")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
 

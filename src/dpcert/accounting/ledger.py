@@ -25,6 +25,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
 import numbers
@@ -48,7 +49,7 @@ from dpcert.errors import (
     UnknownUser,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 EXPORT_FORMAT = "dpcert.ledger-export/1"
 UserId = int | str
 LEDGER_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
@@ -59,7 +60,7 @@ CREATE TABLE IF NOT EXISTS certificates (
     id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY, user_id NOT NULL, certificate_id INTEGER NOT NULL REFERENCES certificates(id),
-    run_id TEXT, created REAL NOT NULL, idempotency_key TEXT);
+    run_id TEXT, created REAL NOT NULL, idempotency_key TEXT, prev_hash BLOB, hash BLOB);
 CREATE INDEX IF NOT EXISTS charges_by_user ON charges(user_id);
 CREATE TABLE IF NOT EXISTS histories (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 INSERT OR IGNORE INTO histories (id, key) VALUES (0, '');
@@ -78,7 +79,48 @@ _MIGRATIONS = {
         "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, "
         "users INTEGER NOT NULL, certificate_sha256 TEXT NOT NULL, created REAL NOT NULL)",
     ),
+    2: ("ALTER TABLE charges ADD COLUMN prev_hash BLOB", "ALTER TABLE charges ADD COLUMN hash BLOB"),
 }
+GENESIS = bytes(32)  # the "previous hash" of the first charge row
+_CHAIN_DOMAIN = b"dpcert ledger charge v1\x00"
+
+
+def entry_digest(
+    certificate_sha256: str, run_id: str | None, idempotency_key: str | None, created: float
+) -> bytes:
+    """SHA-256 of the fields a charge call shares: certificate hash, run id, idempotency key, time."""
+    fields = json.dumps([certificate_sha256, run_id, idempotency_key, repr(float(created))])
+    return hashlib.sha256(_CHAIN_DOMAIN + fields.encode()).digest()
+
+
+def user_record(user_id: UserId) -> bytes:
+    """Canonical bytes of a user id: ``i`` + 8-byte big-endian integer, or ``s`` + UTF-8 text."""
+    if isinstance(user_id, str):
+        return b"s" + user_id.encode("utf-8", "surrogatepass")
+    return b"i" + int(user_id).to_bytes(8, "big", signed=True)
+
+
+def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> list[bytes]:
+    """Row hashes ``h_i = SHA-256(h_{i-1} || entry || user_record(u_i))`` with ``h_0 = previous``.
+
+    Each charge row stores ``h_{i-1}`` (``prev_hash``) and ``h_i`` (``hash``): the chain commits to
+    every row's content (user, certificate hash, run id, idempotency key, time) and to its position,
+    as in an append-only hash-chained log (Haber & Stornetta 1991).
+    """
+    sha256 = hashlib.sha256
+    result = []
+    append = result.append
+    if set(map(type, user_ids)) <= {int}:
+        packed = np.asarray(user_ids, dtype=">i8").tobytes()
+        prefix = entry + b"i"
+        for start in range(0, len(packed), 8):
+            previous = sha256(previous + prefix + packed[start : start + 8]).digest()
+            append(previous)
+        return result
+    for user in user_ids:
+        previous = sha256(previous + entry + user_record(user)).digest()
+        append(previous)
+    return result
 
 
 class LedgerStorageError(DPCertError):
@@ -158,6 +200,19 @@ class UserTotal:
             "budget": self.budget.to_dict() if self.budget is not None else None,
             "within_budget": self.within_budget,
         }
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """Outcome of :meth:`Ledger.verify`."""
+
+    ok: bool
+    charges: int  # rows checked (up to and including the first broken one)
+    head: str | None  # hash of the last row that verified
+    problem: str | None  # the first broken entry
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "charges": self.charges, "head": self.head, "problem": self.problem}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -284,6 +339,7 @@ class Ledger:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
                 self._db.execute("PRAGMA foreign_keys=ON")
+                self._db.execute("PRAGMA temp_store=MEMORY")  # the per-charge batch table
                 self._initialise()
         except sqlite3.DatabaseError as exc:
             self._db.close()
@@ -339,7 +395,7 @@ class Ledger:
             self._create_schema()
         elif self._version < SCHEMA_VERSION:
             self._migrate()
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_rows (seq INTEGER PRIMARY KEY, user_id)")
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
 
     def _create_schema(self) -> None:
@@ -374,6 +430,29 @@ class Ledger:
             version += 1
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
         self._version = version
+
+    def _chain_rows(self) -> Iterator[tuple[int, UserId, str, str | None, str | None, float, Any, Any]]:
+        """(id, user, certificate SHA-256, run id, idempotency key, created, prev_hash, hash) by id."""
+        return iter(
+            self._db.execute(
+                "SELECT c.id, c.user_id, s.sha256, c.run_id, c.idempotency_key, c.created, "
+                "c.prev_hash, c.hash FROM charges AS c "
+                "LEFT JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
+            )
+        )
+
+    def _migrate_rows_2(self) -> None:
+        """Chain the rows of a version-2 ledger as they stand (their earlier history is not provable)."""
+        previous = GENESIS
+        updates: list[tuple[bytes, bytes, int]] = []
+        for charge_id, user, digest, run_id, key, created, _, _ in self._chain_rows():
+            current = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
+            updates.append((previous, current, charge_id))
+            previous = current
+            if len(updates) >= 10_000:
+                self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
+                updates.clear()
+        self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -632,11 +711,18 @@ class Ledger:
                 if replay is not None:
                     return replay
             certificate_id, digest = self._store_certificate(certificate)
-            db.execute("DELETE FROM temp.batch_users")
-            db.executemany("INSERT INTO temp.batch_users (user_id) VALUES (?)", ((u,) for u in ids))
+            db.execute("DELETE FROM temp.batch_rows")
+            # One JSON array (SQLite's json_each walks it in order) instead of one bound row per user.
+            db.execute(
+                "INSERT INTO temp.batch_rows (user_id) SELECT value FROM json_each(?)", (json.dumps(ids),)
+            )
+            if db.execute(
+                "SELECT (SELECT MIN(seq) FROM temp.batch_rows), (SELECT MAX(seq) FROM temp.batch_rows)"
+            ).fetchone() != (1, len(ids)):
+                raise DPCertError(f"ledger {self.path}: internal error: batch rows are not numbered 1..n")
             groups = db.execute(
                 "SELECT COALESCE(u.history_id, 0), b2.epsilon, b2.delta, COUNT(*), MIN(b.user_id) "
-                "FROM temp.batch_users AS b "
+                "FROM temp.batch_rows AS b "
                 "LEFT JOIN users AS u ON u.user_id = b.user_id "
                 "LEFT JOIN budgets AS b2 ON b2.user_id = b.user_id "
                 "GROUP BY 1, 2, 3"
@@ -665,10 +751,16 @@ class Ledger:
                     f"{example!r} would reach epsilon={spent:.6g} > {budget.epsilon:g} at "
                     f"delta={budget.delta:g}; nothing was recorded"
                 )
+            # Row i (seq = i, in the caller's order) stores hashes[i-1] as prev_hash and hashes[i]: all
+            # hashes go to SQLite as one blob, sliced per row (binding two blobs per row costs more).
+            head = self._head_bytes()
+            chain = self._chain_blob(head, entry_digest(digest, run_id, idempotency_key, created), ids)
             db.execute(
-                "INSERT INTO charges (user_id, certificate_id, run_id, created, idempotency_key) "
-                "SELECT user_id, ?, ?, ?, ? FROM temp.batch_users",
-                (certificate_id, run_id, created, idempotency_key),
+                "INSERT INTO charges "
+                "(user_id, certificate_id, run_id, created, idempotency_key, prev_hash, hash) "
+                "SELECT user_id, ?1, ?2, ?3, ?4, substr(?5, 32 * seq - 31, 32), substr(?5, 32 * seq + 1, 32) "
+                "FROM temp.batch_rows ORDER BY seq",
+                (certificate_id, run_id, created, idempotency_key, chain),
             )
             if idempotency_key is not None:
                 db.execute(
@@ -678,14 +770,32 @@ class Ledger:
                 )
             db.execute(
                 "INSERT INTO users (user_id, history_id, charges) "
-                "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_users AS b "
+                "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_rows AS b "
                 "LEFT JOIN users AS u ON u.user_id = b.user_id "
                 "JOIN temp.history_map AS m ON m.old = COALESCE(u.history_id, 0) WHERE true "
                 "ON CONFLICT (user_id) DO UPDATE SET history_id = excluded.history_id, "
                 "charges = excluded.charges"
             )
-            db.execute("DELETE FROM temp.batch_users")
+            db.execute("DELETE FROM temp.batch_rows")
         return ChargeReceipt(run_id, len(ids), digest, idempotency_key)
+
+    def _chain_blob(self, head: bytes, entry: bytes, ids: Sequence[UserId]) -> bytes | None:
+        """``head`` followed by the row hashes of ``ids`` (32 bytes each)."""
+        return head + b"".join(chain_hashes(head, entry, ids))
+
+    def _head_bytes(self) -> bytes:
+        row = self._db.execute("SELECT hash FROM charges ORDER BY id DESC LIMIT 1").fetchone()
+        return GENESIS if row is None or row[0] is None else bytes(row[0])
+
+    def chain_head(self) -> str | None:
+        """Hex hash of the last charge row (the chain head; the genesis value for an empty ledger).
+
+        Record it elsewhere: :meth:`verify` with ``head=`` then detects a truncated or rewritten
+        ledger.  ``None`` for a ledger of schema version < 3 opened read-only (not yet chained).
+        """
+        if self._version is not None and self._version < 3:
+            return None
+        return self._head_bytes().hex()
 
     def _replay(self, key: str, request: str) -> ChargeReceipt | None:
         """The receipt of an already committed charge with idempotency ``key``, if any."""
@@ -782,6 +892,96 @@ class Ledger:
         if summary.max_user is None or summary.max_certificate is None:
             raise UnknownUser(f"the ledger {self.path} has no charges")
         return summary.max_user, summary.max_certificate
+
+    # ----------------------------------------------------------------- verification
+    def verify(self, head: str | None = None) -> ChainReport:
+        """Recompute the hash chain, every certificate and every user's state from the charge rows.
+
+        Reports the first broken entry: a row whose ``prev_hash`` is not the hash of the row before
+        it (a row deleted, inserted or re-ordered), a row whose content no longer matches its hash
+        (edited), a certificate that fails its content hash or re-verification, or a user whose
+        stored state (charge count and history) differs from their charge rows.  With ``head`` (a
+        chain head recorded earlier, see :meth:`chain_head`), a chain that no longer contains that
+        head (truncated or rewritten) is reported too.  Budgets are settings, not history: they
+        are not part of the chain.
+        """
+        if head is not None:
+            head = str(head).strip().lower()
+            if len(head) != 64 or any(ch not in "0123456789abcdef" for ch in head):
+                raise InvalidParameter("head", head, "a chain head: 64 hexadecimal digits")
+        if self._version is not None and self._version < 3:
+            return ChainReport(False, 0, None, f"schema version {self._version} has no hash chain")
+        with self._snapshot():
+            return self._verify(head)
+
+    def _verify(self, head: str | None) -> ChainReport:
+        previous = GENESIS
+        rows = 0
+        head_seen = head is None or head == GENESIS.hex()
+
+        def broken(problem: str) -> ChainReport:
+            return ChainReport(False, rows, previous.hex(), problem)
+
+        for charge_id, user, digest, run_id, key, created, stored_prev, stored_hash in self._chain_rows():
+            rows += 1
+            if digest is None:
+                return broken(f"charge {charge_id}: its certificate row is missing")
+            if stored_prev is None or bytes(stored_prev) != previous:
+                return broken(
+                    f"charge {charge_id}: previous hash does not match the row before it "
+                    "(a charge was deleted, inserted or re-ordered)"
+                )
+            try:
+                expected = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
+            except (TypeError, ValueError, OverflowError):
+                return broken(f"charge {charge_id}: malformed content")
+            if stored_hash is None or bytes(stored_hash) != expected:
+                return broken(f"charge {charge_id}: content does not match its hash (edited)")
+            previous = expected
+            head_seen = head_seen or previous.hex() == head
+        if not head_seen:
+            return broken(
+                f"the recorded head {head} is not in the chain (the ledger was truncated or rewritten)"
+            )
+        for (cid,) in self._db.execute("SELECT id FROM certificates ORDER BY id").fetchall():
+            try:
+                self._certificate(cid)
+            except DPCertError as exc:
+                return broken(f"certificate {cid}: {exc}")
+        problem = self._verify_user_state()
+        if problem is not None:
+            return broken(problem)
+        return ChainReport(True, rows, previous.hex(), None)
+
+    def _verify_user_state(self) -> str | None:
+        """The first user whose stored state differs from their charge rows, if any."""
+        stored = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(charges), 0) FROM users WHERE charges > 0"
+        ).fetchone()
+        counted = self._db.execute("SELECT COUNT(DISTINCT user_id), COUNT(*) FROM charges").fetchone()
+        aggregate = self._db.execute(
+            "SELECT user_id, certificate_id, COUNT(*) FROM charges GROUP BY user_id, certificate_id "
+            "ORDER BY user_id, certificate_id"
+        )
+        for user, group in itertools.groupby(aggregate, key=lambda row: row[0]):
+            counts = {int(cid): int(count) for _, cid, count in group}
+            row = self._db.execute(
+                "SELECT history_id, charges FROM users WHERE user_id = ?", (user,)
+            ).fetchone()
+            if row is None:
+                return f"user {user!r}: has charge rows but no stored state"
+            key = self._db.execute("SELECT key FROM histories WHERE id = ?", (row[0],)).fetchone()
+            if int(row[1]) != sum(counts.values()) or key is None or key[0] != _history_key(counts):
+                return (
+                    f"user {user!r}: stored state ({row[1]} charges) does not match their "
+                    f"{sum(counts.values())} charge rows"
+                )
+        if tuple(stored) != tuple(counted):
+            return (
+                f"users: {stored[0]} users with {stored[1]} charges stored, "
+                f"{counted[0]} users with {counted[1]} charges in the rows"
+            )
+        return None
 
     # ----------------------------------------------------------------- export
     @contextlib.contextmanager
@@ -933,4 +1133,12 @@ class Ledger:
         stream.write("]}")
 
 
-__all__ = ["Charge", "ChargeReceipt", "Ledger", "LedgerStorageError", "SpentSummary", "UserTotal"]
+__all__ = [
+    "Charge",
+    "ChainReport",
+    "ChargeReceipt",
+    "Ledger",
+    "LedgerStorageError",
+    "SpentSummary",
+    "UserTotal",
+]

@@ -1,6 +1,6 @@
-"""``dpcert ledger show|export|budget``: inspect, export or set budgets of a per-user privacy ledger.
+"""``dpcert ledger show|export|budget|verify``: inspect, export, set budgets of or verify a ledger.
 
-``show`` and ``export`` open the file read-only and refuse a file that is not a dpcert ledger
+``show``, ``export`` and ``verify`` open the file read-only and refuse a file that is not a dpcert ledger
 (exit 2, the file untouched); ``budget`` is the only command that writes.
 Exit status: 0 success, 1 refused, 2 bad input (one line naming the parameter), 3 internal error.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
 from dpcert.certificates import Guarantee
-from dpcert.cli._common import EXIT_OK, CommandGroups, emit, number
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, number
 from dpcert.errors import DPCertError, UnknownUser
 
 EXIT_INTERNAL = 3
@@ -76,6 +76,16 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--epsilon", type=number, required=True, help="budget epsilon (>= 0)")
     parser.add_argument("--delta", type=number, required=True, help="budget delta (0 <= delta < 1)")
     parser.add_argument("--user", help="one user's budget (an existing integer id first, then the string)")
+    parser = groups.add(
+        "ledger",
+        "verify",
+        "recompute the hash chain, certificates and users' state; exit 1 naming the first broken entry",
+        _guarded(_verify),
+    )
+    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument(
+        "--head", default=None, help="a chain head recorded earlier (from `ledger show`): detects truncation"
+    )
 
 
 def _resolve_user(ledger: Ledger, text: str, *, must_exist: bool = True) -> UserId:
@@ -123,9 +133,11 @@ def _show(args: argparse.Namespace) -> int:
         else:
             summary = ledger.spent_summary(delta=args.delta)
             default = ledger.default_budget()
+            head = ledger.chain_head()
             payload = {
                 "path": str(args.path),
                 "schema_version": ledger.schema_version,
+                "chain_head": head,
                 "default_budget": default.to_dict() if default else None,
                 **summary.to_dict(),
             }
@@ -137,6 +149,10 @@ def _show(args: argparse.Namespace) -> int:
                 ("at delta", payload["max_user_delta"]),
                 ("worst user", summary.max_user if summary.max_user is not None else "none"),
                 ("default budget", f"({default.epsilon:g}, {default.delta:g})" if default else "none"),
+                (
+                    "chain head",
+                    head if head is not None else "none (schema version < 3: open for writing to chain)",
+                ),
             ]
     emit(args, payload, rows)
     return EXIT_OK
@@ -174,3 +190,25 @@ def _budget(args: argparse.Namespace) -> int:
         ],
     )
     return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    with Ledger(args.path, readonly=True) as ledger:
+        report = ledger.verify(head=args.head)
+    payload = {"path": str(args.path), **report.to_dict()}
+    if report.ok:
+        emit(
+            args,
+            payload,
+            [
+                ("ledger", str(args.path)),
+                ("verified", "yes"),
+                ("charges", report.charges),
+                ("chain head", report.head),
+            ],
+        )
+        return EXIT_OK
+    if args.json:
+        emit(args, payload, [])
+    sys.stderr.write(f"dpcert: verification failed: {report.problem}\n")
+    return EXIT_VIOLATED
