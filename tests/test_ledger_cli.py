@@ -255,4 +255,6 @@ def test_a_version_1_ledger_is_read_unchanged_and_migrated_when_opened_for_writi
         assert ledger.spent("carol").epsilon == 0.125
         ledger.charge([1], laplace_certificate(8.0), idempotency_key="after-migration")
         assert len(ledger.charges(1)) == 3
+        report = ledger.verify()  # migrated through every version, then chained
+        assert report.ok and report.charges == 7
     assert os.path.getsize(path) > 0

@@ -11,8 +11,15 @@ each user's participations into the privacy they have spent.  Design:
   :class:`~dpcert.errors.CertificateFormatError`);
 * each user's *history* (the multiset of certificates charged to them) is kept in ``users`` as a
   reference to a row of ``histories``; users with the same history share it, so the budget check of a
-  charge on 10^6 users composes each distinct history once, inside the transaction;
-* the schema version lives in the ``meta`` table.
+  charge on 10^6 users composes each distinct history once, inside the transaction; composed ε of
+  ``base + m × certificate`` are remembered and probed ahead, so N charges of one certificate cost
+  O(log N) compositions (:meth:`Ledger._fits_budget`);
+* every charge row is hash-chained to the one before (:func:`chain_hashes`); :meth:`Ledger.verify`
+  recomputes the chain, the certificates and each user's state from the rows;
+* an optional idempotency key makes a retried, already committed charge a no-op;
+* ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
+  files that are not dpcert ledgers; writers refuse another application's database too;
+* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing.
 
 With a budget set (per user or for everyone), a charge that would take *any* of its users beyond
 their budget (composed with ``compose(..., method=ledger.method, delta=budget.delta)``) is refused as
