@@ -95,6 +95,7 @@ def test_an_intact_ledger_verifies_and_its_head_is_the_last_row_hash(tmp_path, c
         (["UPDATE users SET history_id = 0 WHERE user_id = 'alice'"], "user 'alice':"),
         # a row edited (another user, another run, another time)
         (["UPDATE charges SET user_id = 99 WHERE id = 8"], "charge 8:"),
+        (["UPDATE charges SET user_id = 1.0 WHERE id = 2"], "charge 2: malformed"),  # same number, not an id
         (["UPDATE charges SET run_id = 'r0' WHERE id = 10"], "charge 10:"),
         (["UPDATE charges SET created = created - 1 WHERE id = 1"], "charge 1:"),
         # a middle row deleted (and the users' state made consistent with it)

@@ -104,7 +104,9 @@ def user_record(user_id: UserId) -> bytes:
     """Canonical bytes of a user id: ``i`` + 8-byte big-endian integer, or ``s`` + UTF-8 text."""
     if isinstance(user_id, str):
         return b"s" + user_id.encode("utf-8", "surrogatepass")
-    return b"i" + int(user_id).to_bytes(8, "big", signed=True)
+    if type(user_id) is not int:  # e.g. a REAL written over an integer id
+        raise TypeError(f"a user id must be an int or a str, not {type(user_id).__name__}")
+    return b"i" + user_id.to_bytes(8, "big", signed=True)
 
 
 def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> list[bytes]:
