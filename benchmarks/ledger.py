@@ -1,15 +1,22 @@
-"""Benchmark: ledger charges per second, one writer and four concurrent writer processes.
+"""Benchmark: ledger charges per second, one writer and four concurrent writer processes, and the
+cost of one user's 1000th Laplace charge under a budget.
 
-Run as ``python benchmarks/ledger.py``; prints the markdown section for benchmarks/RESULTS.md.
-A "charge" here is one user's participation (one row); a call charges many users in one transaction.
+Run as ``python benchmarks/ledger.py [--anchor COMMIT]``; prints the markdown section for
+benchmarks/RESULTS.md.  A "charge" here is one user's participation (one row); a call charges many
+users in one transaction.  The anchor is the ledger module of an earlier commit (default
+``fb83ef1``, before the incremental budget check), loaded from git and run side by side.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import multiprocessing
 import os
 import platform
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +26,7 @@ import numpy as np
 from dpcert import Guarantee
 from dpcert.accounting.ledger import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.laplace import laplace_certificate
 
 USERS_PER_CALL = 100_000
 CALLS = 5
@@ -27,6 +35,60 @@ WRITERS = 4
 
 
 CERTIFICATE = gaussian_certificate(50.0, delta=1e-7)
+LAPLACE = laplace_certificate(1000.0)  # epsilon 0.001 per charge
+LAPLACE_BUDGET = Guarantee(10.0, 1e-5)
+LAPLACE_CHARGES = 1000
+ANCHOR_REPEATS = 3
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def load_anchor(commit: str):
+    """The ledger module as of ``commit`` (read with ``git show``), imported under another name."""
+    source = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "show", f"{commit}:src/dpcert/accounting/ledger.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    directory = Path(tempfile.mkdtemp())
+    path = directory / "anchor_ledger.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("anchor_ledger", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def laplace_history(ledger_class, path: Path, durable: bool) -> dict[str, float]:
+    """One user charged LAPLACE_CHARGES Laplace certificates, the budget checked on every charge."""
+    with ledger_class(path, durable=durable) as ledger:
+        ledger.set_budget(None, LAPLACE_BUDGET)
+        seconds = []
+        for index in range(LAPLACE_CHARGES):
+            start = time.perf_counter()
+            ledger.charge([1], LAPLACE, run_id=f"l-{index}")
+            seconds.append(time.perf_counter() - start)
+    return {
+        "last": seconds[-1],
+        "median": statistics.median(seconds),
+        "mean": statistics.fmean(seconds),
+        "max": max(seconds),
+    }
+
+
+def laplace_nth_charge(ledger_class, path: Path, durable: bool) -> float:
+    """Median seconds of the 1000th, 1001st, … charge (history written without a budget first)."""
+    with ledger_class(path, durable=durable) as ledger:
+        for index in range(LAPLACE_CHARGES - 1):
+            ledger.charge([1], LAPLACE, run_id=f"l-{index}")
+        ledger.set_budget(None, LAPLACE_BUDGET)
+        seconds = []
+        for index in range(ANCHOR_REPEATS):
+            start = time.perf_counter()
+            ledger.charge([1], LAPLACE, run_id=f"n-{index}")
+            seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
 
 
 def single_writer(path: Path, budget: bool, durable: bool) -> float:
@@ -80,7 +142,83 @@ def four_writers(path: Path) -> float:
     return WRITERS * CALLS * USERS_PER_CALL / seconds
 
 
+def laplace_section(root: Path, anchor_commit: str) -> None:
+    anchor = load_anchor(anchor_commit).Ledger
+    print(f"\n#### A user's {LAPLACE_CHARGES}th Laplace charge (budget checked on every charge)\n")
+    print(
+        f"One user, {LAPLACE_CHARGES} charges of Laplace epsilon = {LAPLACE.epsilon:g} under a default "
+        f"budget ({LAPLACE_BUDGET.epsilon:g}, {LAPLACE_BUDGET.delta:g}), method `best`, one process. "
+        f"Anchor: the ledger of commit `{anchor_commit}` (re-composes the history on every charge), "
+        f"timed on charges {LAPLACE_CHARGES}..{LAPLACE_CHARGES + ANCHOR_REPEATS - 1} (median) after "
+        f"writing the first {LAPLACE_CHARGES - 1} without a budget.\n"
+    )
+    print("| ledger | synchronous | 1000th charge (ms) | median (ms) | mean over 1000 (ms) | slowest (ms) |")
+    print("|---|---|---|---|---|---|")
+    for durable in (True, False):
+        mode = "FULL" if durable else "NORMAL"
+        anchor_seconds = laplace_nth_charge(anchor, root / f"anchor-{mode}.db", durable)
+        print(f"| anchor `{anchor_commit}` | {mode} | {1e3 * anchor_seconds:.1f} | | | |")
+        ours = laplace_history(Ledger, root / f"ours-{mode}.db", durable)
+        print(
+            f"| this ledger | {mode} | {1e3 * ours['last']:.2f} | {1e3 * ours['median']:.2f} | "
+            f"{1e3 * ours['mean']:.2f} | {1e3 * ours['max']:.0f} |"
+        )
+        ours_nth = laplace_nth_charge(Ledger, root / f"ours-nth-{mode}.db", durable)
+        print(f"| this ledger, fresh process at charge 1000 | {mode} | {1e3 * ours_nth:.1f} | | | |")
+
+
+CHAIN_REPEATS = 5
+
+
+class UnchainedLedger(Ledger):
+    """This ledger with the hash chain switched off (NULL hashes): isolates the cost of hashing."""
+
+    def _chain_blob(self, head, entry, ids):  # noqa: ANN001, ANN201
+        return None
+
+
+def batched_throughput(ledger_class, path: Path) -> tuple[float, float]:
+    """(charges per wall second, charges per CPU second) of CALLS budget-checked calls."""
+    with ledger_class(path) as ledger:
+        ledger.set_budget(None, Guarantee(10.0, 1e-5))
+        users = np.arange(USERS_PER_CALL)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for call in range(CALLS):
+            ledger.charge(users, CERTIFICATE, run_id=f"call-{call}")
+        return (
+            CALLS * USERS_PER_CALL / (time.perf_counter() - wall),
+            CALLS * USERS_PER_CALL / (time.process_time() - cpu),
+        )
+
+
+def chain_section(root: Path, anchor_commit: str) -> None:
+    variants = [
+        (f"anchor `{anchor_commit}` (no chain)", load_anchor(anchor_commit).Ledger),
+        ("this ledger, hash chain off (ablation)", UnchainedLedger),
+        ("this ledger (hash-chained rows)", Ledger),
+    ]
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in variants}
+    for repeat in range(CHAIN_REPEATS):  # interleaved, so that load changes hit every variant alike
+        for index, (name, ledger_class) in enumerate(variants):
+            results[name].append(batched_throughput(ledger_class, root / f"chain-{repeat}-{index}.db"))
+    print("\n#### Hash chain: batched charge throughput side by side\n")
+    print(
+        f"{CALLS} calls of {USERS_PER_CALL:,} users each, default budget checked, synchronous=FULL; "
+        f"variants interleaved, best of {CHAIN_REPEATS} (wall and CPU seconds measured separately).\n"
+    )
+    print("| ledger | charges per second (wall) | charges per CPU second | CPU throughput vs anchor |")
+    print("|---|---|---|---|")
+    anchor_cpu = max(cpu for _, cpu in results[variants[0][0]])
+    for name, _ in variants:
+        wall = max(w for w, _ in results[name])
+        cpu = max(c for _, c in results[name])
+        print(f"| {name} | {wall:,.0f} | {cpu:,.0f} | {cpu / anchor_cpu:.2f} |")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--anchor", default="fb83ef1", help="commit whose ledger is the anchor")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         rows = [
@@ -109,6 +247,10 @@ def main() -> None:
     print(
         f"| 1 writer, one-user calls, synchronous=NORMAL (transactions per second) | {transactions[1]:,.0f} |"
     )
+    with tempfile.TemporaryDirectory() as directory:
+        chain_section(Path(directory), args.anchor)
+    with tempfile.TemporaryDirectory() as directory:
+        laplace_section(Path(directory), args.anchor)
 
 
 if __name__ == "__main__":

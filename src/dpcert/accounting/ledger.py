@@ -11,8 +11,15 @@ each user's participations into the privacy they have spent.  Design:
   :class:`~dpcert.errors.CertificateFormatError`);
 * each user's *history* (the multiset of certificates charged to them) is kept in ``users`` as a
   reference to a row of ``histories``; users with the same history share it, so the budget check of a
-  charge on 10^6 users composes each distinct history once, inside the transaction;
-* the schema version lives in the ``meta`` table.
+  charge on 10^6 users composes each distinct history once, inside the transaction; composed ε of
+  ``base + m × certificate`` are remembered and probed ahead, so N charges of one certificate cost
+  O(log N) compositions (:meth:`Ledger._fits_budget`);
+* every charge row is hash-chained to the one before (:func:`chain_hashes`); :meth:`Ledger.verify`
+  recomputes the chain, the certificates and each user's state from the rows;
+* an optional idempotency key makes a retried, already committed charge a no-op;
+* ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
+  files that are not dpcert ledgers; writers refuse another application's database too;
+* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing.
 
 With a budget set (per user or for everyone), a charge that would take *any* of its users beyond
 their budget (composed with ``compose(..., method=ledger.method, delta=budget.delta)``) is refused as
@@ -25,6 +32,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
 import numbers
@@ -33,7 +41,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -48,9 +56,10 @@ from dpcert.errors import (
     UnknownUser,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 EXPORT_FORMAT = "dpcert.ledger-export/1"
 UserId = int | str
+LEDGER_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,14 +67,73 @@ CREATE TABLE IF NOT EXISTS certificates (
     id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS charges (
     id INTEGER PRIMARY KEY, user_id NOT NULL, certificate_id INTEGER NOT NULL REFERENCES certificates(id),
-    run_id TEXT, created REAL NOT NULL);
+    run_id TEXT, created REAL NOT NULL, idempotency_key TEXT, prev_hash BLOB, hash BLOB);
 CREATE INDEX IF NOT EXISTS charges_by_user ON charges(user_id);
 CREATE TABLE IF NOT EXISTS histories (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
 INSERT OR IGNORE INTO histories (id, key) VALUES (0, '');
 CREATE TABLE IF NOT EXISTS users (
     user_id PRIMARY KEY, history_id INTEGER NOT NULL REFERENCES histories(id), charges INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS budgets (user_id PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, users INTEGER NOT NULL,
+    certificate_sha256 TEXT NOT NULL, created REAL NOT NULL);
 """
+
+# Schema migrations: _MIGRATIONS[v] takes a ledger of schema version v to v + 1.
+_MIGRATIONS = {
+    1: (
+        "ALTER TABLE charges ADD COLUMN idempotency_key TEXT",
+        "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, "
+        "users INTEGER NOT NULL, certificate_sha256 TEXT NOT NULL, created REAL NOT NULL)",
+    ),
+    2: ("ALTER TABLE charges ADD COLUMN prev_hash BLOB", "ALTER TABLE charges ADD COLUMN hash BLOB"),
+}
+GENESIS = bytes(32)  # the "previous hash" of the first charge row
+_CHAIN_DOMAIN = b"dpcert ledger charge v1\x00"
+
+
+def entry_digest(
+    certificate_sha256: str, run_id: str | None, idempotency_key: str | None, created: float
+) -> bytes:
+    """SHA-256 of the fields a charge call shares: certificate hash, run id, idempotency key, time."""
+    fields = json.dumps([certificate_sha256, run_id, idempotency_key, repr(float(created))])
+    return hashlib.sha256(_CHAIN_DOMAIN + fields.encode()).digest()
+
+
+def user_record(user_id: UserId) -> bytes:
+    """Canonical bytes of a user id: ``i`` + 8-byte big-endian integer, or ``s`` + UTF-8 text."""
+    if isinstance(user_id, str):
+        return b"s" + user_id.encode("utf-8", "surrogatepass")
+    if type(user_id) is not int:  # e.g. a REAL written over an integer id
+        raise TypeError(f"a user id must be an int or a str, not {type(user_id).__name__}")
+    return b"i" + user_id.to_bytes(8, "big", signed=True)
+
+
+def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> list[bytes]:
+    """Row hashes ``h_i = SHA-256(h_{i-1} || entry || user_record(u_i))`` with ``h_0 = previous``.
+
+    Each charge row stores ``h_{i-1}`` (``prev_hash``) and ``h_i`` (``hash``): the chain commits to
+    every row's content (user, certificate hash, run id, idempotency key, time) and to its position,
+    as in an append-only hash-chained log (Haber & Stornetta 1991).
+    """
+    sha256 = hashlib.sha256
+    result = []
+    append = result.append
+    if set(map(type, user_ids)) <= {int}:
+        packed = np.asarray(user_ids, dtype=">i8").tobytes()
+        prefix = entry + b"i"
+        for start in range(0, len(packed), 8):
+            previous = sha256(previous + prefix + packed[start : start + 8]).digest()
+            append(previous)
+        return result
+    for user in user_ids:
+        previous = sha256(previous + entry + user_record(user)).digest()
+        append(previous)
+    return result
+
+
+class LedgerStorageError(DPCertError):
+    """The ledger file could not be written (disk full, I/O error, read-only file); nothing was recorded."""
 
 
 # --------------------------------------------------------------------------- values
@@ -87,6 +155,8 @@ class ChargeReceipt:
     run_id: str | None
     users: int
     certificate_sha256: str
+    idempotency_key: str | None = None
+    replayed: bool = False  # True if the key had already been committed: nothing new was recorded
 
 
 @dataclass(frozen=True)
@@ -112,6 +182,46 @@ class SpentSummary:
             "max_user_epsilon": self.max_epsilon,
             "max_user_delta": self.max_certificate.delta if self.max_certificate is not None else 0.0,
         }
+
+
+@dataclass(frozen=True)
+class UserTotal:
+    """One user's number of charges, composed spent (ε, δ) and applicable budget."""
+
+    user_id: UserId
+    charges: int
+    epsilon: float
+    delta: float
+    budget: Guarantee | None
+
+    @property
+    def within_budget(self) -> bool | None:
+        if self.budget is None:
+            return None
+        return self.epsilon <= self.budget.epsilon and self.delta <= self.budget.delta
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "charges": self.charges,
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
+            "delta": self.delta,
+            "budget": self.budget.to_dict() if self.budget is not None else None,
+            "within_budget": self.within_budget,
+        }
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """Outcome of :meth:`Ledger.verify`."""
+
+    ok: bool
+    charges: int  # rows checked (up to and including the first broken one)
+    head: str | None  # hash of the last row that verified
+    problem: str | None  # the first broken entry
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "charges": self.charges, "head": self.head, "problem": self.problem}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -171,6 +281,16 @@ def _user_ids(value: object) -> list[UserId]:
     return ids
 
 
+def _request_fingerprint(ids: list[UserId], certificate: Certificate, run_id: str | None) -> str:
+    """SHA-256 of a charge request: the set of user ids (typed), the certificate and the run id."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([run_id, certificate.to_json()]).encode())
+    for user in sorted(ids, key=lambda u: (isinstance(u, str), u)):
+        text = str(user)
+        digest.update(f"{'s' if isinstance(user, str) else 'i'}{len(text)}:{text}".encode())
+    return digest.hexdigest()
+
+
 def _budget(value: object) -> Guarantee:
     if not isinstance(value, Guarantee):
         raise InvalidParameter("budget", value, "a dpcert.Guarantee(epsilon >= 0, 0 <= delta < 1)")
@@ -204,23 +324,32 @@ class Ledger:
         durable: bool = True,
         timeout: float = 60.0,
         create: bool = True,
+        readonly: bool = False,
     ) -> None:
         self.path = Path(path)
         if method not in ALL_METHODS:
             raise InvalidParameter("method", method, "one of " + ", ".join(ALL_METHODS))
         self.method = method
-        if not create and not self.path.is_file():
+        self.readonly = bool(readonly)
+        if (readonly or not create) and not self.path.is_file():
             raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
         timeout = check.positive_finite("timeout", timeout)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
+            if self.readonly:  # never writes to the file: no journal switch, no schema, no migration
+                uri = self.path.resolve().as_uri() + "?mode=ro"
+                self._db = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
+            else:
+                self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            raise InvalidParameter("path", str(self.path), f"a writable ledger location: {exc}") from exc
+            raise InvalidParameter("path", str(self.path), f"a readable ledger location: {exc}") from exc
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._initialise()
+            self._version = self._check_ledger()
+            if not self.readonly:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._db.execute("PRAGMA temp_store=MEMORY")  # the per-charge batch table
+                self._initialise()
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise InvalidParameter(
@@ -233,55 +362,146 @@ class Ledger:
         # written by a refused (rolled back) charge can be reused for other content.
         self._certificates: dict[str, tuple[str, Certificate]] = {}
         self._composed: dict[tuple[Any, str, float | None], Certificate] = {}
+        self._epsilons: dict[tuple[Any, str, float], float] = {}
+        self._probes: dict[tuple[Any, str, str, float], dict[int, float]] = {}
 
     # ----------------------------------------------------------------- set-up
-    def _stored_schema_version(self) -> str | None:
-        try:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.OperationalError:  # no meta table yet: a new ledger
+    def _check_ledger(self) -> int | None:
+        """The stored schema version; ``None`` for a file with no tables (a new ledger).
+
+        Reads only.  Refuses another application's database (tables but no dpcert ``meta``), a
+        ledger missing tables, and a schema version newer than this code knows.
+        """
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            if self.readonly:
+                raise InvalidParameter("path", str(self.path), "a dpcert ledger (this file has no tables)")
             return None
-        return None if row is None else str(row[0])
+        row = None
+        if "meta" in tables:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise InvalidParameter(
+                "path", str(self.path), "a dpcert ledger (this SQLite database has no dpcert schema version)"
+            )
+        try:
+            version = int(row[0])
+        except ValueError:
+            version = -1
+        if not 1 <= version <= SCHEMA_VERSION:
+            raise InvalidParameter(
+                "path", str(self.path), f"a ledger with schema version 1..{SCHEMA_VERSION} (found {row[0]})"
+            )
+        missing = LEDGER_TABLES - tables
+        if missing:
+            raise InvalidParameter(
+                "path", str(self.path), f"a dpcert ledger (tables missing: {', '.join(sorted(missing))})"
+            )
+        return version
 
     def _initialise(self) -> None:
-        stored = self._stored_schema_version()
-        if stored is not None and stored != str(SCHEMA_VERSION):
-            raise InvalidParameter(
-                "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {stored})"
-            )
-        if stored is None:  # create the schema (no write lock is taken for an existing ledger)
+        if self._version is None:
             self._create_schema()
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_users (user_id PRIMARY KEY) WITHOUT ROWID")
+        elif self._version < SCHEMA_VERSION:
+            self._migrate()
+        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_rows (seq INTEGER PRIMARY KEY, user_id)")
         self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
 
     def _create_schema(self) -> None:
         with self._transaction():
+            if self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]:
+                self._version = self._check_ledger()  # another process created it meanwhile
+                if self._version < SCHEMA_VERSION:
+                    self._migrate_steps()
+                return
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
                     self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif row[0] != str(SCHEMA_VERSION):
-                raise InvalidParameter(
-                    "path", str(self.path), f"a ledger with schema version {SCHEMA_VERSION} (found {row[0]})"
-                )
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        self._version = SCHEMA_VERSION
+
+    def _migrate(self) -> None:
+        with self._transaction():
+            self._version = self._check_ledger()  # re-read under the write lock
+            self._migrate_steps()
+
+    def _migrate_steps(self) -> None:
+        """Apply the migrations from the stored version to :data:`SCHEMA_VERSION` (in a transaction)."""
+        version = int(self._version)
+        while version < SCHEMA_VERSION:
+            for statement in _MIGRATIONS[version]:
+                self._db.execute(statement)
+            migrate_rows = getattr(self, f"_migrate_rows_{version}", None)
+            if migrate_rows is not None:
+                migrate_rows()
+            version += 1
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        self._version = version
+
+    def _chain_rows(self) -> Iterator[tuple[int, UserId, str, str | None, str | None, float, Any, Any]]:
+        """(id, user, certificate SHA-256, run id, idempotency key, created, prev_hash, hash) by id."""
+        return iter(
+            self._db.execute(
+                "SELECT c.id, c.user_id, s.sha256, c.run_id, c.idempotency_key, c.created, "
+                "c.prev_hash, c.hash FROM charges AS c "
+                "LEFT JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
+            )
+        )
+
+    def _migrate_rows_2(self) -> None:
+        """Chain the rows of a version-2 ledger as they stand (their earlier history is not provable)."""
+        previous = GENESIS
+        updates: list[tuple[bytes, bytes, int]] = []
+        for charge_id, user, digest, run_id, key, created, _, _ in self._chain_rows():
+            current = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
+            updates.append((previous, current, charge_id))
+            previous = current
+            if len(updates) >= 10_000:
+                self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
+                updates.clear()
+        self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
+
+        SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error); the
+        rollback here is then skipped so that the real cause is what the caller sees.
+        """
+        if self.readonly:
+            raise InvalidParameter("readonly", True, "False to change the ledger (opened read-only)")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._storage_error(exc) from exc
         try:
             yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        try:
             self._db.execute("COMMIT")
-        except sqlite3.Error:
-            self._db.execute("ROLLBACK")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._storage_error(exc) from exc
             raise
+
+    def _storage_error(self, exc: sqlite3.OperationalError) -> DPCertError | sqlite3.OperationalError:
+        """A clear error for a failed write; other errors (e.g. a busy timeout) pass unchanged."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        causes = {
+            sqlite3.SQLITE_FULL: "the disk (or the database's size limit) is full",
+            sqlite3.SQLITE_IOERR: "an I/O error occurred",
+            sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
+            sqlite3.SQLITE_CANTOPEN: "the file or its journal cannot be opened",
+        }
+        if primary not in causes:
+            return exc
+        return LedgerStorageError(
+            f"ledger {self.path}: cannot write: {causes[primary]} ({exc}); nothing was recorded"
+        )
 
     def close(self) -> None:
         self._db.close()
@@ -393,11 +613,72 @@ class Ledger:
         row = self._db.execute("SELECT sha256 FROM certificates WHERE id = ?", (certificate_id,)).fetchone()
         return str(row[0])
 
-    def _spent_epsilon(self, history_id: int, delta: float) -> float:
+    def _content(self, counts: dict[int, int]) -> tuple[tuple[str, int], ...]:
+        """A history by content: sorted (certificate SHA-256, count) pairs (row ids can be reused)."""
+        return tuple(sorted((self._digest(cid), count) for cid, count in counts.items()))
+
+    def _composed_epsilon(self, content: tuple[tuple[str, int], ...], delta: float) -> float:
+        """ε of the composition of ``content`` at ``delta`` by the ledger's method (∞ if none is finite)."""
+        key = (content, self.method, delta)
+        cached = self._epsilons.get(key)
+        if cached is not None:
+            return cached
+        pairs = [(self._certificate_by_digest(digest), count) for digest, count in content]
         try:
-            return self._compose_history(history_id, self.method, delta).epsilon
-        except InvalidParameter:  # no finite epsilon at the budget's delta
-            return math.inf
+            epsilon = compose_counts(pairs, method=self.method, delta=delta).epsilon
+        except InvalidParameter:  # no finite epsilon at this delta
+            epsilon = math.inf
+        self._epsilons[key] = epsilon
+        return epsilon
+
+    def _certificate_by_digest(self, digest: str) -> Certificate:
+        cached = self._certificates.get(digest)
+        if cached is not None:
+            return cached[1]
+        row = self._db.execute("SELECT id FROM certificates WHERE sha256 = ?", (digest,)).fetchone()
+        if row is None:
+            raise CertificateFormatError(f"ledger {self.path}: certificate {digest} is missing")
+        return self._certificate(int(row[0]))
+
+    def _fits_budget(self, history_id: int, certificate_id: int, budget: Guarantee) -> tuple[bool, float]:
+        """Whether a history plus one more ``certificate_id`` stays within ``budget``.
+
+        Returns ``(within, epsilon)``; ``epsilon`` is the composed ε of the new history when it was
+        computed, else that of a longer history known to be within the budget.
+
+        The new history is ``base + t·c`` (``c`` the charged certificate, ``base`` the rest).  Composed
+        ε values of ``base + m·c`` are remembered per ``(base, c, method, δ)`` (by content).  The charge
+        is accepted if ``base + t·c`` itself composes within the budget, or if some ``base + m·c``
+        with ``m >= t`` does: the first ``t`` of ``m`` composed mechanisms are a post-processing of all
+        ``m`` (Dwork & Roth 2014, Prop. 2.1), so a certificate for ``m`` holds for ``t``.  Once a key has
+        been seen, the check probes ahead (``2t``, or half way to the least count known to exceed the
+        budget), so a user charged the same certificate ``N`` times costs O(log N) compositions in all.
+        A charge is refused only if ``base + t·c`` itself composes beyond the budget.
+        """
+        counts = self._history(history_id)
+        t = counts.pop(certificate_id, 0) + 1
+        base = self._content(counts)
+        digest = self._digest(certificate_id)
+        probes = self._probes.setdefault((base, digest, self.method, budget.delta), {})
+        limit = budget.epsilon
+        covering = [e for m, e in probes.items() if m >= t and e <= limit]
+        if covering:
+            return True, max(covering)
+
+        def composed(m: int) -> float:
+            epsilon = self._composed_epsilon(tuple(sorted(base + ((digest, m),))), budget.delta)
+            probes[m] = epsilon
+            return epsilon
+
+        if probes and not any(m <= t and e > limit for m, e in probes.items()):
+            above = [m for m, e in probes.items() if m > t and e > limit]
+            ahead = 2 * t if not above else (t + min(above)) // 2
+            if ahead > t:
+                epsilon = composed(ahead)
+                if epsilon <= limit:
+                    return True, epsilon
+        epsilon = composed(t)
+        return epsilon <= limit, epsilon
 
     # ----------------------------------------------------------------- charging
     def charge(
@@ -405,8 +686,14 @@ class Ledger:
         user_ids: Sequence[UserId] | np.ndarray | UserId,
         certificate: Certificate,
         run_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> ChargeReceipt:
         """Record one participation of each user in the mechanism ``certificate``, atomically.
+
+        With an ``idempotency_key``, a charge whose key was already committed (the same users,
+        certificate and run id) records nothing and returns the first receipt with
+        ``replayed=True``: a client that lost the answer to a committed charge can safely retry.
 
         Raises
         ------
@@ -421,15 +708,30 @@ class Ledger:
         certificate.verify()
         if run_id is not None and not isinstance(run_id, str):
             raise InvalidParameter("run_id", run_id, "a string or None")
+        if idempotency_key is not None and (not isinstance(idempotency_key, str) or not idempotency_key):
+            raise InvalidParameter("idempotency_key", idempotency_key, "a non-empty string or None")
         ids = _user_ids(user_ids)
         created = time.time()
+        request = None
         with self._transaction() as db:
+            if idempotency_key is not None:
+                request = _request_fingerprint(ids, certificate, run_id)
+                replay = self._replay(idempotency_key, request)
+                if replay is not None:
+                    return replay
             certificate_id, digest = self._store_certificate(certificate)
-            db.execute("DELETE FROM temp.batch_users")
-            db.executemany("INSERT INTO temp.batch_users (user_id) VALUES (?)", ((u,) for u in ids))
+            db.execute("DELETE FROM temp.batch_rows")
+            # One JSON array (SQLite's json_each walks it in order) instead of one bound row per user.
+            db.execute(
+                "INSERT INTO temp.batch_rows (user_id) SELECT value FROM json_each(?)", (json.dumps(ids),)
+            )
+            if db.execute(
+                "SELECT (SELECT MIN(seq) FROM temp.batch_rows), (SELECT MAX(seq) FROM temp.batch_rows)"
+            ).fetchone() != (1, len(ids)):
+                raise DPCertError(f"ledger {self.path}: internal error: batch rows are not numbered 1..n")
             groups = db.execute(
                 "SELECT COALESCE(u.history_id, 0), b2.epsilon, b2.delta, COUNT(*), MIN(b.user_id) "
-                "FROM temp.batch_users AS b "
+                "FROM temp.batch_rows AS b "
                 "LEFT JOIN users AS u ON u.user_id = b.user_id "
                 "LEFT JOIN budgets AS b2 ON b2.user_id = b.user_id "
                 "GROUP BY 1, 2, 3"
@@ -447,8 +749,8 @@ class Ledger:
                 budget = Guarantee(epsilon, delta) if epsilon is not None else default
                 if budget is None:
                     continue
-                spent = self._spent_epsilon(new_history[int(old_id)], budget.delta)
-                if spent > budget.epsilon:
+                within, spent = self._fits_budget(int(old_id), certificate_id, budget)
+                if not within:
                     refusals.append((count, example, spent, budget))
             if refusals:
                 count = sum(r[0] for r in refusals)
@@ -458,21 +760,66 @@ class Ledger:
                     f"{example!r} would reach epsilon={spent:.6g} > {budget.epsilon:g} at "
                     f"delta={budget.delta:g}; nothing was recorded"
                 )
+            # Row i (seq = i, in the caller's order) stores hashes[i-1] as prev_hash and hashes[i]: all
+            # hashes go to SQLite as one blob, sliced per row (binding two blobs per row costs more).
+            head = self._head_bytes()
+            chain = self._chain_blob(head, entry_digest(digest, run_id, idempotency_key, created), ids)
             db.execute(
-                "INSERT INTO charges (user_id, certificate_id, run_id, created) "
-                "SELECT user_id, ?, ?, ? FROM temp.batch_users",
-                (certificate_id, run_id, created),
+                "INSERT INTO charges "
+                "(user_id, certificate_id, run_id, created, idempotency_key, prev_hash, hash) "
+                "SELECT user_id, ?1, ?2, ?3, ?4, substr(?5, 32 * seq - 31, 32), substr(?5, 32 * seq + 1, 32) "
+                "FROM temp.batch_rows ORDER BY seq",
+                (certificate_id, run_id, created, idempotency_key, chain),
             )
+            if idempotency_key is not None:
+                db.execute(
+                    "INSERT INTO idempotency (key, request, run_id, users, certificate_sha256, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (idempotency_key, request, run_id, len(ids), digest, created),
+                )
             db.execute(
                 "INSERT INTO users (user_id, history_id, charges) "
-                "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_users AS b "
+                "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_rows AS b "
                 "LEFT JOIN users AS u ON u.user_id = b.user_id "
                 "JOIN temp.history_map AS m ON m.old = COALESCE(u.history_id, 0) WHERE true "
                 "ON CONFLICT (user_id) DO UPDATE SET history_id = excluded.history_id, "
                 "charges = excluded.charges"
             )
-            db.execute("DELETE FROM temp.batch_users")
-        return ChargeReceipt(run_id, len(ids), digest)
+            db.execute("DELETE FROM temp.batch_rows")
+        return ChargeReceipt(run_id, len(ids), digest, idempotency_key)
+
+    def _chain_blob(self, head: bytes, entry: bytes, ids: Sequence[UserId]) -> bytes | None:
+        """``head`` followed by the row hashes of ``ids`` (32 bytes each)."""
+        return head + b"".join(chain_hashes(head, entry, ids))
+
+    def _head_bytes(self) -> bytes:
+        row = self._db.execute("SELECT hash FROM charges ORDER BY id DESC LIMIT 1").fetchone()
+        return GENESIS if row is None or row[0] is None else bytes(row[0])
+
+    def chain_head(self) -> str | None:
+        """Hex hash of the last charge row (the chain head; the genesis value for an empty ledger).
+
+        Record it elsewhere: :meth:`verify` with ``head=`` then detects a truncated or rewritten
+        ledger.  ``None`` for a ledger of schema version < 3 opened read-only (not yet chained).
+        """
+        if self._version is not None and self._version < 3:
+            return None
+        return self._head_bytes().hex()
+
+    def _replay(self, key: str, request: str) -> ChargeReceipt | None:
+        """The receipt of an already committed charge with idempotency ``key``, if any."""
+        row = self._db.execute(
+            "SELECT request, run_id, users, certificate_sha256 FROM idempotency WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        if row[0] != request:
+            raise InvalidParameter(
+                "idempotency_key",
+                key,
+                "a key not already used by a different charge (other users, certificate or run id)",
+            )
+        return ChargeReceipt(row[1], int(row[2]), str(row[3]), key, replayed=True)
 
     # ----------------------------------------------------------------- queries
     def users(self) -> list[UserId]:
@@ -555,67 +902,252 @@ class Ledger:
             raise UnknownUser(f"the ledger {self.path} has no charges")
         return summary.max_user, summary.max_certificate
 
+    # ----------------------------------------------------------------- verification
+    def verify(self, head: str | None = None) -> ChainReport:
+        """Recompute the hash chain, every certificate and every user's state from the charge rows.
+
+        Reports the first broken entry: a row whose ``prev_hash`` is not the hash of the row before
+        it (a row deleted, inserted or re-ordered), a row whose content no longer matches its hash
+        (edited), a certificate that fails its content hash or re-verification, or a user whose
+        stored state (charge count and history) differs from their charge rows.  With ``head`` (a
+        chain head recorded earlier, see :meth:`chain_head`), a chain that no longer contains that
+        head (truncated or rewritten) is reported too.  Budgets are settings, not history: they
+        are not part of the chain.
+        """
+        if head is not None:
+            head = str(head).strip().lower()
+            if len(head) != 64 or any(ch not in "0123456789abcdef" for ch in head):
+                raise InvalidParameter("head", head, "a chain head: 64 hexadecimal digits")
+        if self._version is not None and self._version < 3:
+            return ChainReport(False, 0, None, f"schema version {self._version} has no hash chain")
+        with self._snapshot():
+            return self._verify(head)
+
+    def _verify(self, head: str | None) -> ChainReport:
+        previous = GENESIS
+        rows = 0
+        head_seen = head is None or head == GENESIS.hex()
+
+        def broken(problem: str) -> ChainReport:
+            return ChainReport(False, rows, previous.hex(), problem)
+
+        for charge_id, user, digest, run_id, key, created, stored_prev, stored_hash in self._chain_rows():
+            rows += 1
+            if digest is None:
+                return broken(f"charge {charge_id}: its certificate row is missing")
+            if stored_prev is None or bytes(stored_prev) != previous:
+                return broken(
+                    f"charge {charge_id}: previous hash does not match the row before it "
+                    "(a charge was deleted, inserted or re-ordered)"
+                )
+            try:
+                expected = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
+            except (TypeError, ValueError, OverflowError):
+                return broken(f"charge {charge_id}: malformed content")
+            if stored_hash is None or bytes(stored_hash) != expected:
+                return broken(f"charge {charge_id}: content does not match its hash (edited)")
+            previous = expected
+            head_seen = head_seen or previous.hex() == head
+        if not head_seen:
+            return broken(
+                f"the recorded head {head} is not in the chain (the ledger was truncated or rewritten)"
+            )
+        for (cid,) in self._db.execute("SELECT id FROM certificates ORDER BY id").fetchall():
+            try:
+                self._certificate(cid)
+            except DPCertError as exc:
+                return broken(f"certificate {cid}: {exc}")
+        problem = self._verify_user_state()
+        if problem is not None:
+            return broken(problem)
+        return ChainReport(True, rows, previous.hex(), None)
+
+    def _verify_user_state(self) -> str | None:
+        """The first user whose stored state differs from their charge rows, if any."""
+        stored = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(charges), 0) FROM users WHERE charges > 0"
+        ).fetchone()
+        counted = self._db.execute("SELECT COUNT(DISTINCT user_id), COUNT(*) FROM charges").fetchone()
+        aggregate = self._db.execute(
+            "SELECT user_id, certificate_id, COUNT(*) FROM charges GROUP BY user_id, certificate_id "
+            "ORDER BY user_id, certificate_id"
+        )
+        for user, group in itertools.groupby(aggregate, key=lambda row: row[0]):
+            counts = {int(cid): int(count) for _, cid, count in group}
+            row = self._db.execute(
+                "SELECT history_id, charges FROM users WHERE user_id = ?", (user,)
+            ).fetchone()
+            if row is None:
+                return f"user {user!r}: has charge rows but no stored state"
+            key = self._db.execute("SELECT key FROM histories WHERE id = ?", (row[0],)).fetchone()
+            if int(row[1]) != sum(counts.values()) or key is None or key[0] != _history_key(counts):
+                return (
+                    f"user {user!r}: stored state ({row[1]} charges) does not match their "
+                    f"{sum(counts.values())} charge rows"
+                )
+        if tuple(stored) != tuple(counted):
+            return (
+                f"users: {stored[0]} users with {stored[1]} charges stored, "
+                f"{counted[0]} users with {counted[1]} charges in the rows"
+            )
+        return None
+
     # ----------------------------------------------------------------- export
-    def export(self, format: str = "json") -> str:
-        """Every charge, certificate and budget as JSON (one object) or CSV (one row per charge)."""
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """A read transaction: every query inside sees the same committed state."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+
+    def user_totals(self, delta: float | None = None) -> Iterator[UserTotal]:
+        """Each user's charges, composed spent (ε, δ) and budget, in user order (streamed).
+
+        ``delta`` defaults to the user's budget δ if a budget applies, else to the sum of the
+        components' δ (as :meth:`spent`).  Each distinct (history, δ) is composed once.
+        """
+        default = self.default_budget()
+        composed: dict[tuple[int, float | None], Certificate] = {}
+        cursor = self._db.execute(
+            "SELECT u.user_id, u.history_id, u.charges, b.epsilon, b.delta FROM users AS u "
+            "LEFT JOIN budgets AS b ON b.user_id = u.user_id ORDER BY u.user_id"
+        )
+        for user_id, history_id, charges, budget_epsilon, budget_delta in cursor:
+            budget = Guarantee(budget_epsilon, budget_delta) if budget_epsilon is not None else default
+            at = delta if delta is not None else (budget.delta if budget is not None else None)
+            key = (int(history_id), at)
+            certificate = composed.get(key)
+            if certificate is None:
+                certificate = composed[key] = self._compose_history(int(history_id), self.method, at)
+            yield UserTotal(user_id, int(charges), certificate.epsilon, certificate.delta, budget)
+
+    def write_export(self, stream: TextIO, format: str = "json", *, per_user: bool = False) -> None:
+        """Write the export to ``stream`` row by row (memory bounded by the distinct certificates).
+
+        ``format="json"``: one object with the certificates, every charge, each user's totals and the
+        budgets.  ``format="csv"``: one row per charge, or (``per_user=True``) one row per user with
+        their totals.
+        """
         if format not in ("json", "csv"):
             raise InvalidParameter("format", format, "json or csv")
-        ids = [row[0] for row in self._db.execute("SELECT id FROM certificates ORDER BY id")]
-        certificates = {cid: self._certificate(cid) for cid in ids}
-        digests = dict(self._db.execute("SELECT id, sha256 FROM certificates").fetchall())
-        rows = self._db.execute(
-            "SELECT id, user_id, run_id, created, certificate_id FROM charges ORDER BY id"
-        ).fetchall()
-        if format == "csv":
-            buffer = io.StringIO()
-            writer = csv.writer(buffer, lineterminator="\n")
-            writer.writerow(
-                [
-                    "charge_id",
-                    "user_id",
-                    "run_id",
-                    "created",
-                    "certificate_sha256",
-                    "mechanism",
-                    "epsilon",
-                    "delta",
-                ]
+        with self._snapshot():
+            if format == "csv":
+                self._write_csv(stream, per_user)
+            else:
+                self._write_json(stream)
+
+    def export(self, format: str = "json", *, per_user: bool = False) -> str:
+        """The export of :meth:`write_export` as one string."""
+        buffer = io.StringIO()
+        self.write_export(buffer, format, per_user=per_user)
+        return buffer.getvalue()
+
+    def _charge_rows(self) -> Iterator[tuple[Any, ...]]:
+        return iter(
+            self._db.execute(
+                "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, c.idempotency_key "
+                "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
+                if self._version is None or self._version >= 2
+                else "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, NULL "
+                "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
             )
-            for charge_id, user_id, run_id, created, cid in rows:
-                certificate = certificates[cid]
+        )
+
+    def _write_csv(self, stream: TextIO, per_user: bool) -> None:
+        writer = csv.writer(stream, lineterminator="\n")
+        if per_user:
+            writer.writerow(
+                ["user_id", "charges", "epsilon", "delta", "budget_epsilon", "budget_delta", "within_budget"]
+            )
+            for total in self.user_totals():
+                budget = total.budget
                 writer.writerow(
                     [
-                        charge_id,
-                        user_id,
-                        "" if run_id is None else run_id,
-                        repr(created),
-                        digests[cid],
-                        certificate.mechanism,
-                        repr(certificate.epsilon),
-                        repr(certificate.delta),
+                        total.user_id,
+                        total.charges,
+                        repr(total.epsilon),
+                        repr(total.delta),
+                        "" if budget is None else repr(budget.epsilon),
+                        "" if budget is None else repr(budget.delta),
+                        "" if budget is None else str(total.within_budget).lower(),
                     ]
                 )
-            return buffer.getvalue()
+            return
+        writer.writerow(
+            [
+                "charge_id",
+                "user_id",
+                "run_id",
+                "created",
+                "certificate_sha256",
+                "mechanism",
+                "epsilon",
+                "delta",
+                "idempotency_key",
+            ]
+        )
+        for charge_id, user_id, run_id, created, digest, cid, key in self._charge_rows():
+            certificate = self._certificate(cid)
+            writer.writerow(
+                [
+                    charge_id,
+                    user_id,
+                    "" if run_id is None else run_id,
+                    repr(created),
+                    digest,
+                    certificate.mechanism,
+                    repr(certificate.epsilon),
+                    repr(certificate.delta),
+                    "" if key is None else key,
+                ]
+            )
+
+    def _write_json(self, stream: TextIO) -> None:
+        def dumps(value: Any) -> str:
+            return json.dumps(value, allow_nan=False)
+
+        stream.write(f'{{"format": {dumps(EXPORT_FORMAT)}, "schema_version": {self.schema_version}')
+        stream.write(', "certificates": {')
+        for index, (cid, digest) in enumerate(
+            self._db.execute("SELECT id, sha256 FROM certificates ORDER BY id")
+        ):
+            stream.write(f"{', ' if index else ''}{dumps(digest)}: {dumps(self._certificate(cid).to_dict())}")
+        stream.write('}, "charges": [')
+        for index, (charge_id, user_id, run_id, created, digest, _, key) in enumerate(self._charge_rows()):
+            row = {
+                "charge_id": charge_id,
+                "user_id": user_id,
+                "run_id": run_id,
+                "created": created,
+                "certificate": digest,
+                "idempotency_key": key,
+            }
+            stream.write((", " if index else "") + dumps(row))
+        stream.write('], "users": [')
+        for index, total in enumerate(self.user_totals()):
+            stream.write((", " if index else "") + dumps(total.to_dict()))
         default = self.default_budget()
-        budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id").fetchall()
-        payload = {
-            "format": EXPORT_FORMAT,
-            "schema_version": self.schema_version,
-            "certificates": {digests[cid]: certificates[cid].to_dict() for cid in ids},
-            "charges": [
-                {
-                    "charge_id": charge_id,
-                    "user_id": user_id,
-                    "run_id": run_id,
-                    "created": created,
-                    "certificate": digests[cid],
-                }
-                for charge_id, user_id, run_id, created, cid in rows
-            ],
-            "default_budget": default.to_dict() if default else None,
-            "budgets": [{"user_id": u, "epsilon": e, "delta": d} for u, e, d in budgets],
-        }
-        return json.dumps(payload, allow_nan=False)
+        stream.write(f'], "default_budget": {dumps(default.to_dict() if default else None)}, "budgets": [')
+        budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id")
+        for index, (user, epsilon, delta) in enumerate(budgets):
+            stream.write(
+                (", " if index else "") + dumps({"user_id": user, "epsilon": epsilon, "delta": delta})
+            )
+        stream.write("]}")
 
 
-__all__ = ["Charge", "ChargeReceipt", "Ledger", "SpentSummary"]
+__all__ = [
+    "Charge",
+    "ChainReport",
+    "ChargeReceipt",
+    "Ledger",
+    "LedgerStorageError",
+    "SpentSummary",
+    "UserTotal",
+]

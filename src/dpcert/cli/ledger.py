@@ -1,30 +1,94 @@
-"""``dpcert ledger show|export``: inspect or export a per-user privacy ledger."""
+"""``dpcert ledger show|export|budget|verify``: inspect, export, set budgets of or verify a ledger.
+
+``show``, ``export`` and ``verify`` open the file read-only and refuse a file that is not a dpcert ledger
+(exit 2, the file untouched); ``budget`` is the only command that writes.
+Exit status: 0 success, 1 refused, 2 bad input (one line naming the parameter), 3 internal error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-from dpcert.accounting.ledger import Ledger, UserId
-from dpcert.cli._common import EXIT_OK, CommandGroups, emit, number
-from dpcert.errors import UnknownUser
+from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
+from dpcert.certificates import Guarantee
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, number
+from dpcert.errors import DPCertError, UnknownUser
+
+EXIT_INTERNAL = 3
+
+
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Map a failed write to exit 3 and any unexpected error to one line and exit 3."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except LedgerStorageError as exc:
+            sys.stderr.write(f"dpcert: error: {exc}\n")
+            return EXIT_INTERNAL
+        except (DPCertError, BrokenPipeError):
+            raise
+        except Exception as exc:
+            if getattr(args, "debug", False):
+                traceback.print_exc()
+            sys.stderr.write(f"dpcert: internal error: {type(exc).__name__}: {exc}\n")
+            return EXIT_INTERNAL
+
+    return run
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add("ledger", "show", "users, charges and the worst-off user (or one user)", _show)
+    parser = groups.add(
+        "ledger", "show", "users, charges, the worst-off user (or one user); opens read-only", _guarded(_show)
+    )
     parser.add_argument("path", type=Path, metavar="FILE.db")
     parser.add_argument("--user", help="show one user (an integer id is tried first, then the string)")
     parser.add_argument(
         "--delta", type=number, default=None, help="delta at which to report epsilon (default: the budget's)"
     )
-    parser = groups.add("ledger", "export", "every charge as JSON or CSV on stdout", _export)
+    parser = groups.add(
+        "ledger",
+        "export",
+        "every charge (or each user's totals) as JSON or CSV on stdout, streamed; opens read-only",
+        _guarded(_export),
+    )
     parser.add_argument("path", type=Path, metavar="FILE.db")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
+    parser.add_argument(
+        "--per-user",
+        action="store_true",
+        help="CSV: one row per user with charges, spent (epsilon, delta) and budget (JSON always has them)",
+    )
+    parser = groups.add(
+        "ledger",
+        "budget",
+        "set the default per-user budget, or one user's (creates the ledger if absent)",
+        _guarded(_budget),
+    )
+    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("--epsilon", type=number, required=True, help="budget epsilon (>= 0)")
+    parser.add_argument("--delta", type=number, required=True, help="budget delta (0 <= delta < 1)")
+    parser.add_argument("--user", help="one user's budget (an existing integer id first, then the string)")
+    parser = groups.add(
+        "ledger",
+        "verify",
+        "recompute the hash chain, certificates and users' state; exit 1 naming the first broken entry",
+        _guarded(_verify),
+    )
+    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument(
+        "--head", default=None, help="a chain head recorded earlier (from `ledger show`): detects truncation"
+    )
 
 
-def _resolve_user(ledger: Ledger, text: str) -> UserId:
+def _resolve_user(ledger: Ledger, text: str, *, must_exist: bool = True) -> UserId:
     try:
         candidates: list[UserId] = [int(text), text]
     except ValueError:
@@ -35,11 +99,13 @@ def _resolve_user(ledger: Ledger, text: str) -> UserId:
             return candidate
         except UnknownUser:
             continue
+    if not must_exist:
+        return candidates[0]
     raise UnknownUser(f"unknown user {text!r}: the ledger {ledger.path} has no charge for them")
 
 
 def _show(args: argparse.Namespace) -> int:
-    with Ledger(args.path, create=False) as ledger:
+    with Ledger(args.path, readonly=True) as ledger:
         if args.user is not None:
             user = _resolve_user(ledger, args.user)
             spent = ledger.spent(user, delta=args.delta)
@@ -67,9 +133,11 @@ def _show(args: argparse.Namespace) -> int:
         else:
             summary = ledger.spent_summary(delta=args.delta)
             default = ledger.default_budget()
+            head = ledger.chain_head()
             payload = {
                 "path": str(args.path),
                 "schema_version": ledger.schema_version,
+                "chain_head": head,
                 "default_budget": default.to_dict() if default else None,
                 **summary.to_dict(),
             }
@@ -81,16 +149,66 @@ def _show(args: argparse.Namespace) -> int:
                 ("at delta", payload["max_user_delta"]),
                 ("worst user", summary.max_user if summary.max_user is not None else "none"),
                 ("default budget", f"({default.epsilon:g}, {default.delta:g})" if default else "none"),
+                (
+                    "chain head",
+                    head if head is not None else "none (schema version < 3: open for writing to chain)",
+                ),
             ]
     emit(args, payload, rows)
     return EXIT_OK
 
 
 def _export(args: argparse.Namespace) -> int:
-    with Ledger(args.path, create=False) as ledger:
-        text = ledger.export(args.format)
-    if args.json and args.format == "csv":
-        sys.stdout.write(json.dumps({"format": "csv", "text": text}) + "\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if args.per_user and args.format != "csv":
+        sys.stderr.write("dpcert: error: invalid --per-user: allowed only with --format csv\n")
+        return 2
+    with Ledger(args.path, readonly=True) as ledger:
+        if args.json and args.format == "csv":  # the CSV text inside one JSON object
+            text = ledger.export("csv", per_user=args.per_user)
+            sys.stdout.write(json.dumps({"format": "csv", "text": text}) + "\n")
+        else:
+            ledger.write_export(sys.stdout, args.format, per_user=args.per_user)
+            if args.format == "json":
+                sys.stdout.write("\n")
     return EXIT_OK
+
+
+def _budget(args: argparse.Namespace) -> int:
+    budget = Guarantee(args.epsilon, args.delta)  # validates epsilon and delta before the file is opened
+    with Ledger(args.path) as ledger:
+        user = None if args.user is None else _resolve_user(ledger, args.user, must_exist=False)
+        ledger.set_budget(user, budget)
+        payload = {"path": str(args.path), "user": user, "epsilon": budget.epsilon, "delta": budget.delta}
+    emit(
+        args,
+        payload,
+        [
+            ("ledger", str(args.path)),
+            ("budget of", "every user (default)" if user is None else f"user {user!r}"),
+            ("epsilon", budget.epsilon),
+            ("delta", budget.delta),
+        ],
+    )
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    with Ledger(args.path, readonly=True) as ledger:
+        report = ledger.verify(head=args.head)
+    payload = {"path": str(args.path), **report.to_dict()}
+    if report.ok:
+        emit(
+            args,
+            payload,
+            [
+                ("ledger", str(args.path)),
+                ("verified", "yes"),
+                ("charges", report.charges),
+                ("chain head", report.head),
+            ],
+        )
+        return EXIT_OK
+    if args.json:
+        emit(args, payload, [])
+    sys.stderr.write(f"dpcert: verification failed: {report.problem}\n")
+    return EXIT_VIOLATED
