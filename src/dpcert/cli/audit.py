@@ -52,6 +52,14 @@ def register(groups: CommandGroups) -> None:
         "--sensitivity", type=number, default=1.0, help="laplace/gaussian: sensitivity for default noise"
     )
     builtin.add_argument(
+        "--secure",
+        action="store_true",
+        help="laplace/gaussian: integer-exact noise on a power-of-two grid (bits from the seeded generator)",
+    )
+    builtin.add_argument(
+        "--granularity", type=number, default=None, help="--secure: grid step, a power of two"
+    )
+    builtin.add_argument(
         "--flip-probability",
         type=number,
         default=None,
@@ -107,6 +115,8 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
     from dpcert import _validation as check
 
+    if name in ("laplace", "gaussian") and getattr(args, "secure", False):
+        return _secure_builtin(name, args)
     if name == "laplace":
         from dpcert.accounting.calibration import calibrate_laplace
         from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
@@ -140,6 +150,34 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
             flip = check.probability("flip-probability", args.flip_probability)
         return _randomized_response(flip), {"flip_probability": flip}
     raise InvalidParameter("TARGET", f"builtin:{name}", "builtin:" + "|builtin:".join(BUILTINS))
+
+
+def _secure_builtin(name: str, args: argparse.Namespace) -> tuple[Callable[..., Any], dict]:
+    """The integer-exact grid mechanism for builtin:laplace|gaussian --secure (reproducible bits)."""
+    from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+
+    if name == "laplace":
+        epsilon = args.epsilon if args.scale is None else None
+        mechanism = secure_laplace(
+            epsilon, scale=args.scale, sensitivity=args.sensitivity, granularity=args.granularity, bits="rng"
+        )
+        noise = {"scale": mechanism.scale}
+    else:
+        delta = args.delta if args.delta > 0 or args.sigma is None else None
+        mechanism = secure_gaussian(
+            args.epsilon,
+            delta,
+            sigma=args.sigma,
+            sensitivity=args.sensitivity,
+            granularity=args.granularity,
+            bits="rng",
+        )
+        noise = {"sigma": mechanism.real_sigma}
+    return mechanism, noise | {
+        "granularity": mechanism.grid.granularity,
+        "sampler": "integer-exact",
+        "certificate": mechanism.certificate.to_dict(),
+    }
 
 
 def _audit(args: argparse.Namespace) -> int:
