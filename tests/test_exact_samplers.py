@@ -82,10 +82,12 @@ def test_discrete_laplace_goodness_of_fit_has_power():
 def test_large_rational_scale_takes_the_python_integer_path_and_fits():
     scale = Fraction(5, 1 << 70)  # the denominator does not fit in int64
     sample = es.sample_discrete_laplace(scale, 500, np.random.default_rng(2))
-    assert sample.dtype == object
     assert np.all(sample == 0)  # a = 2^70/5: a non-zero draw has probability about 2 exp(-2^70/5)
     sample = es.sample_discrete_laplace(Fraction((1 << 70) + 1, 1 << 70), 2_000, np.random.default_rng(2))
     assert chi_square_p(sample.astype(np.int64), lambda x: laplace_pmf(x, 1.0 + 2.0**-70)) > ALPHA
+    huge = es.sample_discrete_laplace(1 << 70, 200, np.random.default_rng(2))  # beyond int64: Python ints
+    assert huge.dtype == object
+    assert 2**67 < np.median(np.abs(huge)) < 2**71  # the median of |Lap(b)| is b ln 2
 
 
 @pytest.mark.parametrize(

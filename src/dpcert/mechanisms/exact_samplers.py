@@ -245,7 +245,7 @@ def sample_discrete_laplace(scale: object, size: int, source: RandomSource) -> n
     t, s = scale.numerator, scale.denominator
     if s < _LIMIT and t < _LIMIT // 4:
         return _discrete_laplace_batch(source, s, t, size)
-    return np.array([discrete_laplace_int(source, s, t) for _ in range(size)], dtype=object)
+    return _as_int64_if_fits([discrete_laplace_int(source, s, t) for _ in range(size)])
 
 
 def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSource) -> np.ndarray:
@@ -261,7 +261,7 @@ def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSou
     t = math.isqrt(p // q) + 1
     denominator = 2 * p * q * t * t
     if denominator >= _LIMIT or t >= _LIMIT // 4:
-        return np.array([discrete_gaussian_int(source, p, q) for _ in range(size)], dtype=object)
+        return _as_int64_if_fits([discrete_gaussian_int(source, p, q) for _ in range(size)])
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     root_limit = math.isqrt(_LIMIT - 1)  # (|Y|qt − p)² < 2^62 needs | |Y|qt − p | <= root_limit
@@ -281,6 +281,13 @@ def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSou
         out[pending[accept]] = y[accept]
         pending = pending[~accept]
     return out
+
+
+def _as_int64_if_fits(values: list[int]) -> np.ndarray:
+    """An int64 array when every value fits (|x| < 2^62), else an object array of Python integers."""
+    if all(-_LIMIT < value < _LIMIT for value in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=object)
 
 
 def _size(size: object) -> int:
