@@ -20,10 +20,10 @@ have monotone likelihood ratios, the Neyman–Pearson tests of (P, P shifted by 
 tests for every d > 0, and their type-II errors grow as d shrinks: the pair at shift Δ dominates every
 smaller shift (and, by symmetry, every negative one), and k releases compose to the k-fold pair.
 
-k-fold compositions (k > 1) use dp_accounting's pessimistic privacy-loss distribution of the discrete
-Gaussian.  That distribution truncates the noise to ±⌈11.6σ⌉; the truncated mass τ (computed here by
-the tail bound above) is added back as ``k τ (1 + e^ε)`` to δ, so the result bounds the untruncated
-mechanism.
+k-fold compositions (k > 1), and composition with other mechanisms, use dp_accounting's pessimistic
+privacy-loss distribution of a truncated pair that dominates the mechanism: the noise is cut at ±B and
+the tail mass beyond (bounded as above) becomes an outcome of infinite privacy loss
+(:meth:`DiscreteGaussianProfile.privacy_loss_distribution`).
 """
 
 from __future__ import annotations
@@ -140,24 +140,38 @@ class DiscreteGaussianProfile:
         if self.sensitivity > 1 << 30:
             raise InvalidParameter("sensitivity", self.sensitivity, "1 <= sensitivity <= 2^30")
 
-    @cached_property
-    def _composed(self) -> Any:
+    def privacy_loss_distribution(self, interval: float) -> Any:
+        """A pessimistic PLD of one release that dominates the untruncated pair (dp_accounting).
+
+        The pair (N_Z(0, σ²), N_Z(Δ, σ²)) is truncated to ±B around each centre, B = ⌈11.6σ⌉ + 2; the
+        mass outside, bounded by :func:`tail_mass_bound`, is moved to an outcome only that distribution
+        has (infinite privacy loss).  For every ε the hockey-stick divergence of the new pair is the
+        truncated part plus that bound, at least the original's, so the pair dominates and its
+        compositions bound the mechanism's.
+        """
         from dp_accounting.pld import privacy_loss_distribution as pld
 
-        single = pld.from_discrete_gaussian_mechanism(
-            self.sigma,
-            sensitivity=self.sensitivity,
-            pessimistic_estimate=True,
-            value_discretization_interval=_PLD_INTERVAL,
+        reach = math.ceil(11.6 * self.sigma) + 2
+        y = np.arange(-reach, reach + 1)
+        log_mass = -(y.astype(float) ** 2) / (2.0 * self.sigma**2) - log_normaliser(self.sigma)
+        log_tail = math.log(max(tail_mass_bound(reach + 1, self.sigma), 1e-300))
+        only_here = 4 * reach + 4 * self.sensitivity + 10  # outcomes outside both supports
+        upper = dict(zip(y.tolist(), log_mass.tolist(), strict=True))
+        lower = dict(zip((y + self.sensitivity).tolist(), log_mass.tolist(), strict=True))
+        upper[only_here] = log_tail
+        lower[-only_here] = log_tail
+        return pld.from_two_probability_mass_functions(
+            lower, upper, pessimistic_estimate=True, value_discretization_interval=interval
         )
-        return single.self_compose(self.compositions)
+
+    @cached_property
+    def _composed(self) -> Any:
+        return self.privacy_loss_distribution(_PLD_INTERVAL).self_compose(self.compositions)
 
     def delta_for(self, epsilon: float) -> float:
         if self.compositions == 1:
             return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
-        truncated = tail_mass_bound(math.ceil(11.6 * self.sigma) + 1, self.sigma)
-        correction = self.compositions * truncated * (1.0 + math.exp(min(epsilon, 700.0)))
-        value = float(self._composed.get_delta_for_epsilon(epsilon)) + correction
+        value = float(self._composed.get_delta_for_epsilon(epsilon))
         return min(1.0, max(value * (1.0 + 1e-12), math.ulp(0.0)))
 
     def epsilon_for(self, delta: float) -> float:
@@ -165,17 +179,6 @@ class DiscreteGaussianProfile:
             return math.inf
         guess = self.sensitivity * math.sqrt(self.compositions) / self.sigma
         return smallest_valid(lambda e: self.delta_for(e) - delta, 0.0, max(1.0, guess * guess))
-
-    def privacy_loss_distribution(self, interval: float) -> Any:
-        """Pessimistic PLD of one release (dp_accounting), for composition with other mechanisms."""
-        from dp_accounting.pld import privacy_loss_distribution as pld
-
-        return pld.from_discrete_gaussian_mechanism(
-            self.sigma,
-            sensitivity=self.sensitivity,
-            pessimistic_estimate=True,
-            value_discretization_interval=interval,
-        )
 
     def dp_event(self) -> Any:
         return None
