@@ -32,6 +32,7 @@ from dpcert.mechanisms.laplace import laplace_certificate
 )
 @settings(max_examples=100, deadline=None)
 def test_gaussian_json_round_trip_is_exact(sigma, sensitivity, compositions, delta, trust, neighbouring):
+    user_level = neighbouring is Neighbouring.USER_LEVEL  # a user-level claim states the participations
     certificate = gaussian_certificate(
         sigma,
         delta=delta,
@@ -39,6 +40,7 @@ def test_gaussian_json_round_trip_is_exact(sigma, sensitivity, compositions, del
         compositions=compositions,
         trust_model=trust,
         neighbouring=neighbouring,
+        participations=compositions if user_level else None,
     )
     again = Certificate.from_json(certificate.to_json())
     assert again == certificate
@@ -56,7 +58,8 @@ def test_laplace_json_round_trip(scale, delta):
 @given(st.floats(0.0, 5.0), st.floats(0.0, 0.5), st.floats(0.0, 6.0), st.floats(0.0, 6.0))
 @settings(max_examples=200, deadline=None)
 def test_approximate_dp_profile_is_monotone_and_matches_claim(epsilon, delta, a, b):
-    certificate = approximate_dp_certificate(epsilon, delta)
+    reason = "constant output" if epsilon == delta == 0.0 else ""  # (0, 0) must say why
+    certificate = approximate_dp_certificate(epsilon, delta, zero_loss_reason=reason)
     low, high = sorted((a, b))
     assert certificate.delta_for(high) <= certificate.delta_for(low)
     assert certificate.delta_for(epsilon) == delta

@@ -14,7 +14,7 @@ from scipy import optimize, stats
 
 from dpcert import DPCertError, Guarantee
 from dpcert.accounting.composition import compose, compose_counts, kov_delta
-from dpcert.certificates import Certificate, approximate_dp_certificate, register_profile
+from dpcert.certificates import Certificate, approximate_dp_certificate, register_profile, registration_for
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.gaussian import GaussianProfile, gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -198,7 +198,10 @@ def test_basic_sums_pure_laplace_and_best_is_the_minimum_of_all_methods():
     assert best.epsilon <= min(each.values())
 
 
-@register_profile("test-eventless-gaussian")
+@register_profile(
+    "test-eventless-gaussian",
+    parameters=registration_for("gaussian").parameters,
+)
 class EventlessGaussianProfile(GaussianProfile):
     """A Gaussian profile without a dp_accounting event: a stand-in for profile-only mechanisms."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -41,7 +42,10 @@ def test_pure_epsilon_is_sensitivity_over_scale():
     for epsilon, sensitivity in [(1.0, 1.0), (0.1, 2.0), (3.0, 0.7), (1 / 3, 1.0)]:
         result = calibrate_laplace(epsilon, sensitivity=sensitivity)
         assert result.scale == pytest.approx(sensitivity / epsilon, rel=1e-15)
-        assert sensitivity / result.scale <= epsilon  # rounded toward more noise
+        assert Fraction(sensitivity) / Fraction(result.scale) <= Fraction(epsilon)  # exact arithmetic
+        assert Fraction(sensitivity) / Fraction(math.nextafter(result.scale, 0.0)) > Fraction(
+            epsilon
+        )  # least
         assert result.certificate.delta == 0.0
         assert result.certificate.delta_for(epsilon) == 0.0
 

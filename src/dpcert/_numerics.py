@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 from scipy.optimize import brentq
 
@@ -55,3 +56,19 @@ def nudge_up_until_valid(excess: Callable[[float], float], x: float, ceiling: fl
             return ceiling
         step *= 4.0
     return x
+
+
+def ratio_rounded_up(numerator: float, denominator: float) -> float:
+    """``numerator / denominator`` rounded toward +inf (the exact quotient of the two floats, or above)."""
+    result = numerator / denominator
+    if math.isfinite(result) and Fraction(result) < Fraction(numerator) / Fraction(denominator):
+        result = math.nextafter(result, math.inf)
+    return result
+
+
+def product_rounded_up(left: float, right: float) -> float:
+    """``left * right`` rounded toward +inf (the exact product of the two floats, or above)."""
+    result = left * right
+    if math.isfinite(result) and Fraction(result) < Fraction(left) * Fraction(right):
+        result = math.nextafter(result, math.inf)
+    return result

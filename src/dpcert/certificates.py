@@ -19,7 +19,7 @@ import enum
 import importlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -29,6 +29,7 @@ from dpcert import _validation as check
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 
 FORMAT = "dpcert.certificate/1"
+_UNIT_ROUNDOFF = 2.0**-53
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,90 @@ class PrivacyProfile(Protocol):
 
 
 ProfileFactory = Callable[[Mapping[str, Any]], PrivacyProfile]
-_PROFILES: dict[str, ProfileFactory] = {}
+
+ALL_TRUST_MODELS: frozenset[TrustModel] = frozenset(TrustModel)
+# A shuffle protocol's guarantee needs the shuffler: what one user sends is not private on its own.
+SHUFFLE_OR_CENTRAL: frozenset[TrustModel] = frozenset({TrustModel.SHUFFLE, TrustModel.CENTRAL})
+# Relations about one record or event.  A user-level guarantee must state the user's participations,
+# so only profiles built from them (compositions) or declared by the user accept ``user-level``.
+EVENT_LEVEL: frozenset[Neighbouring] = frozenset({Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE})
+ALL_RELATIONS: frozenset[Neighbouring] = frozenset(Neighbouring)
+
+_KIND_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+    ),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "list": lambda v: isinstance(v, (tuple, list)),
+    "object": lambda v: isinstance(v, Mapping),
+}
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """The JSON type of one certificate parameter and whether it must be present.
+
+    ``kind`` is one of ``"number"`` (int or float, not bool), ``"integer"`` (an int, or a float with an
+    integral value), ``"string"``, ``"boolean"``, ``"list"`` or ``"object"``.  Ranges are checked by the
+    profile itself when it is built.
+    """
+
+    kind: str
+    required: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KIND_CHECKS:
+            raise InvalidParameter("kind", self.kind, "one of " + ", ".join(_KIND_CHECKS))
+
+
+@dataclass(frozen=True)
+class ProfileRegistration:
+    """What a registered mechanism accepts: its profile, parameter schema and allowed labels."""
+
+    factory: ProfileFactory
+    parameters: Mapping[str, ParameterSpec]
+    trust_models: frozenset[TrustModel]
+    neighbourings: frozenset[Neighbouring]
+
+    def check(
+        self,
+        mechanism: str,
+        parameters: Mapping[str, Any],
+        trust_model: TrustModel,
+        neighbouring: Neighbouring,
+    ) -> None:
+        """Raise :class:`CertificateFormatError` naming the first parameter or label not accepted."""
+        unknown = sorted(set(parameters) - set(self.parameters))
+        if unknown:
+            raise CertificateFormatError(
+                f"{mechanism} certificate has unknown parameter {unknown[0]!r}: "
+                f"allowed parameters are {', '.join(sorted(self.parameters))}"
+            )
+        for key, spec in self.parameters.items():
+            if key not in parameters:
+                if spec.required:
+                    raise CertificateFormatError(f"{mechanism} certificate lacks required parameter {key!r}")
+                continue
+            if not _KIND_CHECKS[spec.kind](parameters[key]):
+                raise CertificateFormatError(
+                    f"{mechanism} certificate parameter {key!r} must be of type {spec.kind}, "
+                    f"got {parameters[key]!r}"
+                )
+        if trust_model not in self.trust_models:
+            raise CertificateFormatError(
+                f"a {mechanism} certificate cannot claim the {trust_model.value} trust model: its "
+                f"parameters support {', '.join(sorted(t.value for t in self.trust_models))}"
+            )
+        if neighbouring not in self.neighbourings:
+            raise CertificateFormatError(
+                f"a {mechanism} certificate cannot claim the {neighbouring.value} relation: its "
+                f"parameters support {', '.join(sorted(n.value for n in self.neighbourings))}"
+            )
+
+
+_PROFILES: dict[str, ProfileRegistration] = {}
 
 # Where the built-in profiles are registered: imported on first use, so that ``import dpcert`` stays
 # light and a certificate read back from JSON can always be re-verified.
@@ -96,11 +180,37 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
 }
 
 
-def register_profile(mechanism: str) -> Callable[[ProfileFactory], ProfileFactory]:
-    """Class/function decorator registering the privacy profile of a mechanism name."""
+def register_profile(
+    mechanism: str,
+    *,
+    parameters: Mapping[str, ParameterSpec],
+    trust_models: Iterable[TrustModel] = ALL_TRUST_MODELS,
+    neighbourings: Iterable[Neighbouring] = EVENT_LEVEL,
+) -> Callable[[ProfileFactory], ProfileFactory]:
+    """Class/function decorator registering the privacy profile of a mechanism name.
+
+    Parameters
+    ----------
+    mechanism
+        The name certificates of this mechanism carry.
+    parameters
+        The typed parameter schema: every key a certificate may carry, with its JSON type and whether it
+        is required.  Unknown, missing and wrongly typed keys are refused by name.
+    trust_models, neighbourings
+        The labels the parameters can support.  A profile may also define
+        ``check_labels(trust_model, neighbouring)`` for rules that depend on its parameters (e.g. a
+        composition cannot claim a stronger trust model than its weakest component).
+    """
+    registration_parameters = MappingProxyType(dict(parameters))
+    allowed_trust = frozenset(TrustModel(t) for t in trust_models)
+    allowed_relations = frozenset(Neighbouring(n) for n in neighbourings)
+    if not allowed_trust or not allowed_relations:
+        raise InvalidParameter("trust_models/neighbourings", mechanism, "at least one label each")
 
     def decorate(factory: ProfileFactory) -> ProfileFactory:
-        _PROFILES[mechanism] = factory
+        _PROFILES[mechanism] = ProfileRegistration(
+            factory, registration_parameters, allowed_trust, allowed_relations
+        )
         return factory
 
     return decorate
@@ -111,17 +221,21 @@ def registered_mechanisms() -> tuple[str, ...]:
     return tuple(sorted(set(_PROFILES) | set(_BUILTIN_PROFILE_MODULES)))
 
 
-def profile_for(mechanism: str, parameters: Mapping[str, Any]) -> PrivacyProfile:
-    """Build the registered profile of ``mechanism`` from ``parameters``."""
+def registration_for(mechanism: str) -> ProfileRegistration:
+    """The registration of ``mechanism`` (its built-in module is imported on first use)."""
     if mechanism not in _PROFILES and mechanism in _BUILTIN_PROFILE_MODULES:
         importlib.import_module(_BUILTIN_PROFILE_MODULES[mechanism])
     try:
-        factory = _PROFILES[mechanism]
+        return _PROFILES[mechanism]
     except KeyError:
         raise CertificateFormatError(
             f"unknown mechanism {mechanism!r}: dpcert can re-derive {', '.join(registered_mechanisms())}"
         ) from None
-    return factory(parameters)
+
+
+def profile_for(mechanism: str, parameters: Mapping[str, Any]) -> PrivacyProfile:
+    """Build the registered profile of ``mechanism`` from ``parameters`` (no label checks)."""
+    return registration_for(mechanism).factory(parameters)
 
 
 def _freeze(value: Any) -> Any:
@@ -203,8 +317,18 @@ class Certificate:
     # ----------------------------------------------------------------- profile
     @cached_property
     def profile(self) -> PrivacyProfile:
-        """The privacy profile re-derived from the parameters."""
-        return profile_for(self.mechanism, self.parameters)
+        """The privacy profile re-derived from the parameters, after checking schema and labels.
+
+        Raises :class:`CertificateFormatError` for an unknown, missing or wrongly typed parameter, and
+        for a trust model or neighbouring relation the parameters cannot support.
+        """
+        registration = registration_for(self.mechanism)
+        registration.check(self.mechanism, self.parameters, self.trust_model, self.neighbouring)
+        profile = registration.factory(self.parameters)
+        check_labels = getattr(profile, "check_labels", None)
+        if check_labels is not None:
+            check_labels(self.trust_model, self.neighbouring)
+        return profile
 
     @property
     def epsilon(self) -> float:
@@ -227,6 +351,11 @@ class Certificate:
 
         Returns the certificate itself so that ``Certificate.from_json(text).verify()`` chains.
         """
+        registration = registration_for(self.mechanism)
+        registration.check(self.mechanism, self.parameters, self.trust_model, self.neighbouring)
+        check_labels = getattr(self.profile, "check_labels", None)
+        if check_labels is not None:
+            check_labels(self.trust_model, self.neighbouring)
         proven = self.delta_for(self.guarantee.epsilon)
         if not proven <= self.guarantee.delta:
             raise CertificateMismatch(
@@ -317,6 +446,22 @@ class Certificate:
         )
 
 
+def nudge_up(is_valid: Callable[[float], bool], x: float, ceiling: float) -> float:
+    """The first of ``x``, ``x + u``, ``x + 3u``, ``x + 7u``, … (u = one ulp of ``x``) that ``is_valid``.
+
+    Guards a closed-form inversion against rounding on the optimistic side.  The step doubles, so
+    the search ends after about 60 evaluations however far the valid point is; ``ceiling`` (assumed
+    valid) is returned if it is reached first.
+    """
+    step = math.ulp(x) if x > 0.0 else math.ulp(1.0)
+    while not is_valid(x):
+        x += step
+        if x >= ceiling:
+            return ceiling
+        step *= 2.0
+    return x
+
+
 def point_on_profile(
     profile: PrivacyProfile,
     epsilon: float | None = None,
@@ -346,7 +491,16 @@ def point_on_profile(
 
 
 # --------------------------------------------------------------------------- generic profile
-@register_profile("approximate-dp")
+@register_profile(
+    "approximate-dp",
+    parameters={
+        "epsilon": ParameterSpec("number"),
+        "delta": ParameterSpec("number", required=False),
+        "name": ParameterSpec("string", required=False),
+        "zero_loss_reason": ParameterSpec("string", required=False),
+    },
+    neighbourings=ALL_RELATIONS,  # a declaration: the declarer states the relation
+)
 class ApproximateDPProfile:
     """Tightest profile implied by an (ε, δ)-DP guarantee alone.
 
@@ -354,18 +508,33 @@ class ApproximateDPProfile:
     Thm 2.1), whose hockey-stick divergence is, for ``0 <= e <= ε``,
     ``δ + (1 - δ) (e^ε - e^e) / (1 + e^ε)``, and ``δ`` for ``e >= ε``.
 
-    Parameters: ``{"epsilon": ε, "delta": δ}``.
+    Parameters: ``epsilon`` and ``delta`` (the declared guarantee), optionally ``name`` (what is
+    declared) and ``zero_loss_reason``: a declared (0, 0) guarantee would let a ledger charge nothing,
+    so it is refused unless this non-empty string says why the output does not depend on the data.
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
         self.epsilon = check.nonnegative_finite("epsilon", parameters.get("epsilon"))
         self.delta = check.delta(parameters.get("delta", 0.0))
+        if (
+            self.epsilon == 0.0
+            and self.delta == 0.0
+            and not str(parameters.get("zero_loss_reason", "")).strip()
+        ):
+            raise CertificateFormatError(
+                "a declared (0, 0) guarantee needs parameter 'zero_loss_reason' saying why the output does "
+                "not depend on the data (it would otherwise let a ledger charge nothing)"
+            )
 
     def delta_for(self, epsilon: float) -> float:
         if epsilon >= self.epsilon:
             return self.delta
-        excess = (1.0 - self.delta) * (-math.expm1(epsilon - self.epsilon)) / (1.0 + math.exp(-self.epsilon))
-        return min(1.0, self.delta + excess * (1.0 + 1e-14))
+        # t = e − ε carries one rounding (relative u = 2^-53), expm1 at most 2u of its value, the other
+        # three operations u each: |computed − exact| <= 5u·excess + 2u|t|e^t, and the final sum u more.
+        t = epsilon - self.epsilon
+        excess = (1.0 - self.delta) * (-math.expm1(t)) / (1.0 + math.exp(-self.epsilon))
+        allowance = 8.0 * _UNIT_ROUNDOFF * excess + 2.0 * _UNIT_ROUNDOFF * abs(t) * math.exp(t)
+        return min(1.0, (self.delta + excess + allowance) * (1.0 + 2.0 * _UNIT_ROUNDOFF))
 
     def epsilon_for(self, delta: float) -> float:
         if delta < self.delta:
@@ -377,9 +546,7 @@ class ApproximateDPProfile:
         )
         if remaining <= 1.0:
             return 0.0
-        candidate = math.log(remaining)
-        while self.delta_for(candidate) > delta:  # guard against rounding on the optimistic side
-            candidate = math.nextafter(candidate, math.inf)
+        candidate = nudge_up(lambda e: self.delta_for(e) <= delta, math.log(remaining), self.epsilon)
         return min(candidate, self.epsilon)
 
     def dp_event(self) -> Any:
@@ -394,13 +561,19 @@ def approximate_dp_certificate(
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
     basis: str = "declared (epsilon, delta)-DP",
+    zero_loss_reason: str = "",
 ) -> Certificate:
-    """A certificate for a mechanism known only to be (ε, δ)-DP (e.g. from a third-party library)."""
+    """A certificate for a mechanism known only to be (ε, δ)-DP (e.g. from a third-party library).
+
+    ``zero_loss_reason`` is required to declare (0, 0): why the output does not depend on the data.
+    """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     delta = check.delta(delta)
     parameters: dict[str, Any] = {"epsilon": epsilon, "delta": delta}
     if mechanism_name:
         parameters["name"] = mechanism_name
+    if zero_loss_reason:
+        parameters["zero_loss_reason"] = str(zero_loss_reason)
     return Certificate(
         "approximate-dp", Guarantee(epsilon, delta), trust_model, neighbouring, parameters, basis
     ).verify()

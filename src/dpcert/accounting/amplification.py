@@ -43,8 +43,11 @@ from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import binomial_window
 from dpcert.certificates import (
+    EVENT_LEVEL,
+    SHUFFLE_OR_CENTRAL,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     point_on_profile,
     register_profile,
@@ -268,7 +271,21 @@ def largest_local_epsilon(
     return low
 
 
-@register_profile("shuffle-amplification")
+AMPLIFICATION_PARAMETERS = {
+    "epsilon0": ParameterSpec("number"),
+    "delta0": ParameterSpec("number", required=False),
+    "users": ParameterSpec("integer"),
+    "method": ParameterSpec("string", required=False),
+    "local_mechanism": ParameterSpec("string", required=False),
+}
+
+
+@register_profile(
+    "shuffle-amplification",
+    parameters=AMPLIFICATION_PARAMETERS,
+    trust_models=SHUFFLE_OR_CENTRAL,
+    neighbourings=EVENT_LEVEL,
+)
 class AmplificationProfile:
     """Profile of ``users`` shuffled (ε0, δ0)-LDP reports by the bound named in ``method``.
 

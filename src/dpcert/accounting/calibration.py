@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
+from dpcert._numerics import ratio_rounded_up, smallest_valid
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import (
@@ -132,12 +132,14 @@ def calibrate_laplace(
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
 ) -> LaplaceCalibration:
-    """The least Laplace scale b = Δ/ε (rounded up to a float with Δ/b <= ε) for ε-DP."""
+    """The least float Laplace scale b with Δ/b <= ε in exact arithmetic, for ε-DP."""
     epsilon = check.epsilon(epsilon)
     sensitivity = check.positive_finite("sensitivity", sensitivity)
-    scale = sensitivity / epsilon
-    while sensitivity / scale > epsilon:
-        scale = math.nextafter(scale, math.inf)
+    scale = ratio_rounded_up(sensitivity, epsilon)  # b >= Δ/ε exactly, so Δ/b <= ε exactly
+    if not math.isfinite(scale):
+        raise InvalidParameter(
+            "epsilon", epsilon, "epsilon > 0 large enough that sensitivity/epsilon is finite"
+        )
     certificate = laplace_certificate(
         scale, sensitivity=sensitivity, trust_model=trust_model, neighbouring=neighbouring
     )

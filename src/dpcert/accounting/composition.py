@@ -60,10 +60,13 @@ from scipy.special import gammaln, logsumexp
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
 from dpcert.certificates import (
+    ALL_RELATIONS,
+    ALL_TRUST_MODELS,
     ApproximateDPProfile,
     Certificate,
     Guarantee,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     register_profile,
 )
@@ -427,7 +430,16 @@ class RDPCompositionProfile:
 
 
 # --------------------------------------------------------------------------- the registered profile
-@register_profile("composition")
+@register_profile(
+    "composition",
+    parameters={
+        "method": ParameterSpec("string"),
+        "components": ParameterSpec("list"),
+        "value_discretization_interval": ParameterSpec("number", required=False),
+    },
+    trust_models=ALL_TRUST_MODELS,
+    neighbourings=ALL_RELATIONS,
+)
 class CompositionProfile:
     """Profile of a composition certificate, re-derived from its components and method.
 
@@ -470,6 +482,25 @@ class CompositionProfile:
 
     def epsilon_for(self, delta: float) -> float:
         return self._inner.epsilon_for(delta)
+
+    def check_labels(self, trust_model: TrustModel, neighbouring: Neighbouring) -> None:
+        """A composition is protected against no stronger adversary than its weakest component, and
+        refers to its components' common relation or, for a user's participations, to ``user-level``."""
+        weakest = _weakest_trust_model(self.components)
+        if _STRENGTH[TrustModel(trust_model)] > _STRENGTH[weakest]:
+            raise CertificateFormatError(
+                f"a composition cannot claim the {TrustModel(trust_model).value} trust model: a component "
+                f"only holds in the {weakest.value} model"
+            )
+        relations = {c.certificate.neighbouring for c in self.components}
+        if Neighbouring(neighbouring) is Neighbouring.USER_LEVEL and Neighbouring.USER_LEVEL not in relations:
+            if len(relations) == 1:
+                return  # the composed participations of one user
+        if relations != {Neighbouring(neighbouring)}:
+            raise CertificateFormatError(
+                f"a composition cannot claim the {Neighbouring(neighbouring).value} relation: its components "
+                f"are under {', '.join(sorted(r.value for r in relations))}"
+            )
 
     def dp_event(self) -> Any:
         return _composed_event(self.components)
@@ -572,7 +603,7 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
     profiles = [GaussianProfile(c.certificate.parameters) for c in components]
     if len(components) == 1:
         only = profiles[0]
-        parameters = {
+        parameters: dict[str, Any] = {
             "sigma": only.sigma,
             "sensitivity": only.sensitivity,
             "compositions": only.compositions * components[0].count,
@@ -587,6 +618,10 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
         notes = (
             f"{_total_count(components)} Gaussian mechanisms ({len(components)} distinct) as one Gaussian "
             "with sigma 1 and sensitivity mu = sqrt(sum k_i (Delta_i/sigma_i)^2), mu rounded up",
+        )
+    if _common_neighbouring(components) is Neighbouring.USER_LEVEL:  # a user's participations add up
+        parameters["participations"] = sum(
+            p.participations * c.count for p, c in zip(profiles, components, strict=True)
         )
     profile = GaussianProfile(parameters)
     epsilon = profile.epsilon_for(delta)

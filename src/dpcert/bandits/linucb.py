@@ -603,12 +603,15 @@ def gaussian_guarantee(
     trust_model: TrustModel,
     neighbouring: Neighbouring,
     notes: tuple[str, ...],
+    participations: int = 1,
 ) -> tuple[Certificate, bool]:
     """The claimed (ε, δ) if the exact Gaussian profile supports it, else (ε that holds at δ, δ)."""
     mu = sensitivity * math.sqrt(compositions) / sigma
     met = bool(gaussian_delta(epsilon, mu) <= delta)
     guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
-    parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
+    parameters: dict[str, Any] = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
+    if neighbouring is Neighbouring.USER_LEVEL:
+        parameters["participations"] = participations
     certificate = Certificate(
         "gaussian", guarantee, trust_model, neighbouring, parameters, ANALYTIC_BASIS, notes
     )
@@ -782,6 +785,7 @@ def calibrate(
         trust_model=trust,
         neighbouring=neighbouring,
         notes=tuple(notes),
+        participations=participations,
     )
     privatizer: Privatizer = (
         TreeGaussian(noise, horizon) if algorithm == "linucb-jdp" else LocalGaussian(noise)
@@ -1055,6 +1059,7 @@ def returning_user_ledger(
             compositions=compositions,
             trust_model=certificate.trust_model,
             neighbouring=Neighbouring.USER_LEVEL,
+            participations=count,
         )
     return UserLedger(user_batches, certificates)
 

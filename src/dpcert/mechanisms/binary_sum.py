@@ -36,8 +36,11 @@ from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import log_binomial_pmf
 from dpcert.certificates import (
+    EVENT_LEVEL,
+    SHUFFLE_OR_CENTRAL,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     point_on_profile,
     register_profile,
@@ -119,7 +122,12 @@ def hoeffding_noise_bits(epsilon: float, delta: float) -> int:
     return math.ceil(((math.sqrt(2 * log_term) + math.sqrt(2 * log_term + 4 * alpha)) / (2 * alpha)) ** 2)
 
 
-@register_profile("binary-sum")
+@register_profile(
+    "binary-sum",
+    parameters={"noise_bits": ParameterSpec("integer")},
+    trust_models=SHUFFLE_OR_CENTRAL,
+    neighbourings=EVENT_LEVEL,
+)
 class BinarySumProfile:
     """Exact profile of the binary summation protocol.  Parameters: ``noise_bits`` (N)."""
 

@@ -52,8 +52,11 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting import binomial_accounting as exact
 from dpcert.certificates import (
+    EVENT_LEVEL,
+    SHUFFLE_OR_CENTRAL,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     point_on_profile,
     register_profile,
@@ -219,7 +222,21 @@ class BitSumParameters:
 
 
 # --------------------------------------------------------------------------- privacy profile
-@register_profile("binomial-sum")
+@register_profile(
+    "binomial-sum",
+    parameters={
+        "g": ParameterSpec("integer"),
+        "b": ParameterSpec("integer"),
+        "p": ParameterSpec("number"),
+        "users": ParameterSpec("integer"),
+        "dimension": ParameterSpec("integer", required=False),
+        "bound": ParameterSpec("number", required=False),
+        "shape": ParameterSpec("string", required=False),
+        "norm": ParameterSpec("string", required=False),
+    },
+    trust_models=SHUFFLE_OR_CENTRAL,
+    neighbourings=EVENT_LEVEL,
+)
 class BinomialSumProfile:
     """Exact privacy profile of the bit-sum protocol (replace-one neighbours, analyzer's view).
 

@@ -25,22 +25,41 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
-from dpcert.certificates import Certificate, Neighbouring, TrustModel, register_profile
+from dpcert._numerics import product_rounded_up, smallest_valid
+from dpcert.certificates import (
+    ALL_TRUST_MODELS,
+    EVENT_LEVEL,
+    Certificate,
+    Neighbouring,
+    ParameterSpec,
+    TrustModel,
+    register_profile,
+)
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import certificate_at_delta, release_shape, require_certificate_for
 
 DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exact profile)"
 
 
-@register_profile("discrete-laplace")
+@register_profile(
+    "discrete-laplace",
+    parameters={
+        "noise_parameter": ParameterSpec("number"),
+        "sensitivity": ParameterSpec("integer", required=False),
+    },
+    trust_models=ALL_TRUST_MODELS,
+    neighbourings=EVENT_LEVEL,
+)
 class DiscreteLaplaceProfile:
-    """Exact profile. Parameters: ``noise_parameter`` (a > 0) and integer ``sensitivity`` (Δ >= 1)."""
+    """Exact profile. Parameters: ``noise_parameter`` (a > 0) and integer ``sensitivity`` (Δ >= 1).
+
+    The pure ε0 = aΔ is rounded up to the next float when the product is inexact.
+    """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
         self.noise_parameter = check.positive_finite("noise_parameter", parameters.get("noise_parameter"))
         self.sensitivity = check.positive_int("sensitivity", parameters.get("sensitivity", 1))
-        self.pure_epsilon = self.noise_parameter * self.sensitivity
+        self.pure_epsilon = product_rounded_up(self.noise_parameter, float(self.sensitivity))
 
     def delta_for(self, epsilon: float) -> float:
         a, shift = self.noise_parameter, self.sensitivity

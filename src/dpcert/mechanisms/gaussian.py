@@ -27,13 +27,16 @@ from scipy.special import log_ndtr
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.certificates import (
+    ALL_RELATIONS,
+    ALL_TRUST_MODELS,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     point_on_profile,
     register_profile,
 )
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import CertificateFormatError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms._common import add_real_noise, require_certificate_for
 
 ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
@@ -74,11 +77,24 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
     return smallest_valid(lambda e: gaussian_delta(e, mu) - delta, 0.0, max(1.0, mu * mu))
 
 
-@register_profile("gaussian")
+@register_profile(
+    "gaussian",
+    parameters={
+        "sigma": ParameterSpec("number"),
+        "sensitivity": ParameterSpec("number", required=False),
+        "compositions": ParameterSpec("integer", required=False),
+        "participations": ParameterSpec("integer", required=False),
+    },
+    trust_models=ALL_TRUST_MODELS,
+    neighbourings=ALL_RELATIONS,
+)
 class GaussianProfile:
     """Exact profile of the (k-fold) Gaussian mechanism.
 
-    Parameters: ``sigma`` (noise standard deviation), ``sensitivity`` (ℓ2), ``compositions`` (k).
+    Parameters: ``sigma`` (noise standard deviation), ``sensitivity`` (ℓ2), ``compositions`` (k), and
+    ``participations`` for a user-level guarantee: the number of a user's participations the
+    sensitivity covers.  A user-level claim must state it (an event-level certificate relabelled
+    ``user-level`` is refused), and an event-level one must not.
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
@@ -86,6 +102,24 @@ class GaussianProfile:
         self.sensitivity = check.positive_finite("sensitivity", parameters.get("sensitivity", 1.0))
         self.compositions = check.positive_int("compositions", parameters.get("compositions", 1))
         self.mu = self.sensitivity * math.sqrt(self.compositions) / self.sigma
+
+        self.participations = parameters.get("participations")
+        if self.participations is not None:
+            self.participations = check.positive_int("participations", self.participations)
+
+    def check_labels(self, trust_model: TrustModel, neighbouring: Neighbouring) -> None:
+        """``user-level`` exactly when the parameters state the participations the sensitivity covers."""
+        user_level = Neighbouring(neighbouring) is Neighbouring.USER_LEVEL
+        if user_level and self.participations is None:
+            raise CertificateFormatError(
+                "a gaussian certificate claims the user-level relation only with parameter 'participations' "
+                "(how many of a user's participations its sensitivity covers)"
+            )
+        if not user_level and self.participations is not None:
+            raise CertificateFormatError(
+                f"parameter 'participations' belongs to user-level gaussian certificates, not "
+                f"{Neighbouring(neighbouring).value}"
+            )
 
     def delta_for(self, epsilon: float) -> float:
         return gaussian_delta(epsilon, self.mu)
@@ -126,17 +160,21 @@ def gaussian_certificate(
     basis: str = ANALYTIC_BASIS,
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+    participations: int | None = None,
 ) -> Certificate:
     """Certificate of a (k-fold) Gaussian mechanism at a point of its exact profile.
 
     Give ``delta`` (the least ε is computed), ``epsilon`` (the least δ is computed) or both (the
-    claim is verified).
+    claim is verified).  A ``user-level`` certificate states ``participations``: how many of a user's
+    participations ``sensitivity`` covers.
     """
-    parameters = {
+    parameters: dict[str, Any] = {
         "sigma": check.positive_finite("sigma", sigma),
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
         "compositions": check.positive_int("compositions", compositions),
     }
+    if participations is not None:
+        parameters["participations"] = check.positive_int("participations", participations)
     if epsilon is not None:
         check.epsilon(epsilon)
     elif delta is not None:

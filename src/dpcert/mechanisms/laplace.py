@@ -19,39 +19,55 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert._numerics import ratio_rounded_up
 from dpcert.certificates import (
+    ALL_TRUST_MODELS,
+    EVENT_LEVEL,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
+    nudge_up,
     register_profile,
 )
 from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
 
+_UNIT_ROUNDOFF = 2.0**-53
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
 
 
-@register_profile("laplace")
+@register_profile(
+    "laplace",
+    parameters={"scale": ParameterSpec("number"), "sensitivity": ParameterSpec("number", required=False)},
+    trust_models=ALL_TRUST_MODELS,
+    neighbourings=EVENT_LEVEL,
+)
 class LaplaceProfile:
-    """Exact profile of the Laplace mechanism. Parameters: ``scale`` (b) and ``sensitivity`` (ℓ1)."""
+    """Exact profile of the Laplace mechanism. Parameters: ``scale`` (b) and ``sensitivity`` (ℓ1).
+
+    The pure ε0 = Δ/b is rounded up to the next float when the division is inexact.
+    """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
         self.scale = check.positive_finite("scale", parameters.get("scale"))
         self.sensitivity = check.positive_finite("sensitivity", parameters.get("sensitivity", 1.0))
-        self.pure_epsilon = self.sensitivity / self.scale
+        self.pure_epsilon = ratio_rounded_up(self.sensitivity, self.scale)
 
     def delta_for(self, epsilon: float) -> float:
         if epsilon >= self.pure_epsilon:
             return 0.0
-        value = -math.expm1((epsilon - self.pure_epsilon) / 2.0)
-        return min(1.0, value * (1.0 + 1e-14))
+        # x = (ε − ε0)/2 carries one rounding (relative u = 2^-53) and expm1 at most 2u of its value, so
+        # |computed − exact| <= u|x|e^x + 2u·value; 4u(value + |x|e^x) covers both with margin.
+        x = (epsilon - self.pure_epsilon) / 2.0
+        value = -math.expm1(x)
+        return min(1.0, value + 4.0 * _UNIT_ROUNDOFF * (value + abs(x) * math.exp(x)))
 
     def epsilon_for(self, delta: float) -> float:
         if delta <= 0.0:
             return self.pure_epsilon
         candidate = max(0.0, self.pure_epsilon + 2.0 * math.log1p(-delta))
-        while self.delta_for(candidate) > delta:  # round toward more privacy loss
-            candidate = math.nextafter(candidate, math.inf)
-        return min(candidate, self.pure_epsilon)
+        # round toward more privacy loss
+        return nudge_up(lambda e: self.delta_for(e) <= delta, candidate, self.pure_epsilon)
 
     def dp_event(self) -> Any:
         from dp_accounting import dp_event

@@ -31,7 +31,14 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting import amplification
-from dpcert.certificates import Certificate, TrustModel, register_profile
+from dpcert.certificates import (
+    EVENT_LEVEL,
+    SHUFFLE_OR_CENTRAL,
+    Certificate,
+    ParameterSpec,
+    TrustModel,
+    register_profile,
+)
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.gaussian import gaussian_delta
 
@@ -111,7 +118,16 @@ def permute_messages(messages: np.ndarray, axis: int, rng: np.random.Generator) 
     return np.take_along_axis(messages, order, axis=axis)
 
 
-@register_profile("pamp")
+@register_profile(
+    "pamp",
+    parameters={
+        **amplification.AMPLIFICATION_PARAMETERS,
+        "sigma": ParameterSpec("number"),
+        "sensitivity": ParameterSpec("number", required=False),
+    },
+    trust_models=SHUFFLE_OR_CENTRAL,
+    neighbourings=EVENT_LEVEL,
+)
 class PAmpProfile(amplification.AmplificationProfile):
     """Amplified profile of P_Amp; the local (ε0, δ0) is re-derived from ``sigma`` (analytic Gaussian,
     sensitivity ``2√2``) and, if it does not hold, no guarantee is given (δ = 1)."""
