@@ -177,3 +177,27 @@ def test_rounding_charge_is_needed_and_sufficient():
     charged = secure_laplace(1.0, sensitivity=0.75, granularity=0.25, bits="rng")
     assert charged.certificate.parameters["sensitivity"] == 4
     assert audit(charged, 0.125, 0.875, epsilon=1.0, samples=100_000, seed=9).verdict == "consistent"
+
+
+def test_secure_options_on_the_float_mechanisms_and_sampler_records():
+    from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
+    from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism
+
+    laplace = calibrate_laplace(1.0, sensitivity=2.0)
+    assert laplace.certificate.parameters["sampler"] == "float"
+    secure = laplace.mechanism().secure(granularity=2.0**-8, bits="rng")
+    assert secure.certificate.parameters["sampler"] == "integer-exact"
+    # same real scale 2 on the grid 2^-8: a = 2^-9 and Δ_g = 513 steps, so ε = 513/512 (rounding charged)
+    assert secure.noise_parameter == 2.0**-9 and secure.certificate.epsilon == 513 / 512
+    gaussian = calibrate_gaussian(1.0, 1e-5)
+    assert gaussian.certificate.parameters["sampler"] == "float"
+    secure_g = gaussian.mechanism().secure(bits="rng")
+    assert secure_g.certificate.delta == 1e-5 and secure_g.real_sigma >= gaussian.sigma
+    assert 1.0 < secure_g.certificate.epsilon < 1.002  # the grid's price at the same sigma and delta
+    discrete = DiscreteLaplaceMechanism.for_epsilon(1.0)
+    exact = DiscreteLaplaceMechanism(discrete.noise_parameter, discrete.certificate, secure=True)
+    draws = exact(np.zeros(50_000, dtype=int), None)
+    assert draws.dtype == np.int64 and draws.shape == (50_000,)
+    # variance of DLap(1) is 2e^-1/(1-e^-1)^2 = 1.8407; 50 000 draws (unseeded OS bits) give a standard
+    # error of about 0.02, so the band of 0.15 (8 standard errors) fails with probability below 1e-9
+    assert abs(np.var(draws) - 2 * math.exp(-1) / (1 - math.exp(-1)) ** 2) < 0.15

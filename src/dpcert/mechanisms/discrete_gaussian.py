@@ -40,8 +40,11 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.certificates import (
+    ALL_TRUST_MODELS,
+    EVENT_LEVEL,
     Certificate,
     Neighbouring,
+    ParameterSpec,
     TrustModel,
     point_on_profile,
     register_profile,
@@ -112,7 +115,18 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     return min(1.0, max(value, math.ulp(0.0)))
 
 
-@register_profile("discrete-gaussian")
+@register_profile(
+    "discrete-gaussian",
+    parameters={
+        "sigma": ParameterSpec("number"),
+        "sensitivity": ParameterSpec("integer", required=False),
+        "compositions": ParameterSpec("integer", required=False),
+        "sampler": ParameterSpec("string", required=False),
+        "granularity": ParameterSpec("number", required=False),
+    },
+    trust_models=ALL_TRUST_MODELS,
+    neighbourings=EVENT_LEVEL,
+)
 class DiscreteGaussianProfile:
     """Profile of k releases of discrete Gaussian noise on integer queries.
 
