@@ -115,7 +115,9 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
     from dpcert import _validation as check
 
-    if name in ("laplace", "gaussian") and getattr(args, "secure", False):
+    if getattr(args, "secure", False):
+        if name not in ("laplace", "gaussian"):
+            raise InvalidParameter("--secure", f"builtin:{name}", "builtin:laplace or builtin:gaussian")
         return _secure_builtin(name, args)
     if name == "laplace":
         from dpcert.accounting.calibration import calibrate_laplace
@@ -187,6 +189,8 @@ def _audit(args: argparse.Namespace) -> int:
     b = parse_input("--neighbour", args.neighbour)
     if args.target.startswith("builtin:"):
         mechanism, parameters = builtin_mechanism(args.target.removeprefix("builtin:"), args, a, b)
+    elif args.secure:
+        raise InvalidParameter("--secure", args.target, "builtin:laplace or builtin:gaussian")
     else:
         mechanism, parameters = load_function(args.target), {}
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)

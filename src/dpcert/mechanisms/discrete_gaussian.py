@@ -59,6 +59,7 @@ _CHUNK = 1 << 14
 _RELATIVE_TAIL = 1e-18
 _ROUNDING = 32 * np.finfo(float).eps  # relative float allowance per unit of log magnitude of a term
 _PLD_INTERVAL = 1e-4
+_MAX_PLD_REACH = 2_000_000  # outcomes per side of the truncated pair (memory of the PMF dictionaries)
 
 
 def log_normaliser(sigma: float) -> float:
@@ -166,6 +167,10 @@ class DiscreteGaussianProfile:
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         reach = math.ceil(11.6 * self.sigma) + 2
+        if reach > _MAX_PLD_REACH:
+            raise InvalidParameter(
+                "sigma", self.sigma, f"sigma <= {_MAX_PLD_REACH / 11.6:.3g} for PLD composition (k > 1)"
+            )
         y = np.arange(-reach, reach + 1)
         log_mass = -(y.astype(float) ** 2) / (2.0 * self.sigma**2) - log_normaliser(self.sigma)
         log_tail = math.log(max(tail_mass_bound(reach + 1, self.sigma), 1e-300))
