@@ -52,14 +52,20 @@ def chi_square_p(draws: np.ndarray, pmf) -> float:
 
 @pytest.mark.parametrize(
     "sigma_squared, draws",
-    [(100, 200_000), (Fraction(7, 3), 200_000), (0.25, 100_000), (2.7, 2_000)],
+    [(100, 200_000), (Fraction(7, 3), 200_000), (0.25, 100_000), (2.7, 50_000)],
 )
 def test_discrete_gaussian_fits_its_pmf(sigma_squared, draws):
-    # 2.7 as a float is a rational with a 2^51 denominator: the exact Python-integer path.
+    # 2.7 as a float is a rational with a 2^51 denominator: acceptance exponents on Python integers.
     rng = np.random.default_rng(11)
     sample = es.sample_discrete_gaussian(sigma_squared, draws, rng)
     variance = float(Fraction(sigma_squared))
     assert chi_square_p(sample, lambda x: gaussian_pmf(x, variance)) > ALPHA
+
+
+def test_scalar_reference_discrete_gaussian_fits_its_pmf():
+    stream = es.WordStream(np.random.default_rng(12))
+    sample = np.array([es.discrete_gaussian_int(stream, 7, 3) for _ in range(5_000)])
+    assert chi_square_p(sample, lambda x: gaussian_pmf(x, 7 / 3)) > ALPHA
 
 
 def test_goodness_of_fit_has_power_against_a_slightly_wrong_sigma():

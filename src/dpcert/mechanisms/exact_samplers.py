@@ -70,21 +70,42 @@ def as_rational(name: str, value: object, *, positive: bool = True) -> Fraction:
 
 
 # --------------------------------------------------------------------------- scalar (Python int) path
-def uniform_below_int(source: RandomSource, bound: int) -> int:
+class WordStream:
+    """Uniform 64-bit words of a :data:`RandomSource` as Python integers, fetched in blocks."""
+
+    def __init__(self, source: RandomSource, block: int = 512) -> None:
+        self.source = source
+        self.block = block
+        self.buffer: list[int] = []
+
+    def take(self, count: int) -> list[int]:
+        while len(self.buffer) < count:
+            self.buffer.extend(random_words(self.source, self.block).tolist())
+        taken, self.buffer = self.buffer[-count:], self.buffer[:-count]
+        return taken
+
+
+def _stream(source: RandomSource | WordStream) -> WordStream:
+    return source if isinstance(source, WordStream) else WordStream(source, block=8)
+
+
+def uniform_below_int(source: RandomSource | WordStream, bound: int) -> int:
     """One uniform integer in ``[0, bound)`` for any ``bound >= 1`` (rejection from whole words)."""
+    stream = _stream(source)
     count = -(-bound.bit_length() // 64)
     span = 1 << (64 * count)
     accept_below = span - span % bound
     while True:
         value = 0
-        for word in random_words(source, count):
-            value = (value << 64) | int(word)
+        for word in stream.take(count):
+            value = (value << 64) | word
         if value < accept_below:
             return value % bound
 
 
-def bernoulli_exp_neg_int(source: RandomSource, numerator: int, denominator: int) -> bool:
+def bernoulli_exp_neg_int(source: RandomSource | WordStream, numerator: int, denominator: int) -> bool:
     """Bernoulli(exp(−numerator/denominator)) on Python integers (CKS 2020, Algorithm 1)."""
+    source = _stream(source)
     whole, fraction = divmod(numerator, denominator)
     for _ in range(whole):
         if not _unit_int(source, 1, 1):
@@ -92,15 +113,17 @@ def bernoulli_exp_neg_int(source: RandomSource, numerator: int, denominator: int
     return _unit_int(source, fraction, denominator)
 
 
-def _unit_int(source: RandomSource, numerator: int, denominator: int, k: int = 1) -> bool:
+def _unit_int(source: RandomSource | WordStream, numerator: int, denominator: int, k: int = 1) -> bool:
     """Bernoulli(exp(−γ)) for γ = numerator/denominator in [0, 1], from step ``k`` of Algorithm 1."""
+    source = _stream(source)
     while uniform_below_int(source, denominator * k) < numerator:  # A ~ Bernoulli(γ/k)
         k += 1
     return k % 2 == 1
 
 
-def discrete_laplace_int(source: RandomSource, s: int, t: int) -> int:
+def discrete_laplace_int(source: RandomSource | WordStream, s: int, t: int) -> int:
     """One draw of Lap_Z(t/s), mass ∝ exp(−|x| s/t), on Python integers (CKS 2020, Algorithm 2)."""
+    source = _stream(source)
     while True:
         u = uniform_below_int(source, t)
         if not bernoulli_exp_neg_int(source, u, t):
@@ -115,8 +138,9 @@ def discrete_laplace_int(source: RandomSource, s: int, t: int) -> int:
         return -y if negative else y
 
 
-def discrete_gaussian_int(source: RandomSource, p: int, q: int) -> int:
+def discrete_gaussian_int(source: RandomSource | WordStream, p: int, q: int) -> int:
     """One draw of N_Z(0, σ²) with σ² = p/q, on Python integers (CKS 2020, Algorithm 3)."""
+    source = _stream(source)
     t = math.isqrt(p // q) + 1
     while True:
         y = discrete_laplace_int(source, 1, t)
@@ -245,7 +269,8 @@ def sample_discrete_laplace(scale: object, size: int, source: RandomSource) -> n
     t, s = scale.numerator, scale.denominator
     if s < _LIMIT and t < _LIMIT // 4:
         return _discrete_laplace_batch(source, s, t, size)
-    return _as_int64_if_fits([discrete_laplace_int(source, s, t) for _ in range(size)])
+    stream = WordStream(source)
+    return _as_int64_if_fits([discrete_laplace_int(stream, s, t) for _ in range(size)])
 
 
 def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSource) -> np.ndarray:
@@ -260,8 +285,11 @@ def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSou
     p, q = variance.numerator, variance.denominator
     t = math.isqrt(p // q) + 1
     denominator = 2 * p * q * t * t
-    if denominator >= _LIMIT or t >= _LIMIT // 4:
-        return _as_int64_if_fits([discrete_gaussian_int(source, p, q) for _ in range(size)])
+    if t >= _LIMIT // 4:
+        stream = WordStream(source)
+        return _as_int64_if_fits([discrete_gaussian_int(stream, p, q) for _ in range(size)])
+    if denominator >= _LIMIT:  # proposals vectorised, acceptance exponents on Python integers
+        return _discrete_gaussian_wide(source, p, q, t, size)
     out = np.empty(size, dtype=np.int64)
     pending = np.arange(size)
     root_limit = math.isqrt(_LIMIT - 1)  # (|Y|qt − p)² < 2^62 needs | |Y|qt − p | <= root_limit
@@ -277,6 +305,23 @@ def sample_discrete_gaussian(sigma_squared: object, size: int, source: RandomSou
         gap = magnitude[inside] * (q * t) - p
         accept[inside] = bernoulli_exp_neg(
             source, gap * gap, np.full(inside.size, denominator, dtype=np.int64)
+        )
+        out[pending[accept]] = y[accept]
+        pending = pending[~accept]
+    return out
+
+
+def _discrete_gaussian_wide(source: RandomSource, p: int, q: int, t: int, size: int) -> np.ndarray:
+    """Algorithm 3 for σ² = p/q whose acceptance exponent (|Y|qt − p)²/(2pqt²) leaves int64."""
+    stream = WordStream(source)
+    denominator = 2 * p * q * t * t
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    while pending.size:
+        y = _discrete_laplace_batch(source, 1, t, pending.size)
+        accept = np.array(
+            [bernoulli_exp_neg_int(stream, (abs(v) * q * t - p) ** 2, denominator) for v in y.tolist()],
+            dtype=bool,
         )
         out[pending[accept]] = y[accept]
         pending = pending[~accept]
