@@ -66,6 +66,9 @@ def test_grid_rounding_and_integer_sensitivity_are_exact():
         Grid.of(0.3)
     with pytest.raises(DataOutOfBounds):
         grid.to_units(2.0**60)
+    with pytest.raises(DataOutOfBounds):  # 2^60 + 1 would be rounded by the float conversion
+        Grid.of(2.0**10).to_units(2**60 + 1)
+    assert Grid.of(2.0**10).to_units(np.array([2**53, -(2**52)]))[0] == 2**43
 
 
 def test_secure_laplace_noise_fits_the_discrete_laplace_pmf():

@@ -90,7 +90,12 @@ class Grid:
         return units + check.positive_int("coordinates", coordinates)
 
     def to_units(self, value: Any) -> np.ndarray:
-        """``round(value / g)`` as int64 (exact: division by a power of two, then round half to even)."""
+        """``round(value / g)`` as int64 (exact: division by a power of two, then round half to even).
+
+        Integers beyond 2^53 are refused: their conversion to float64 would round them first.
+        """
+        if _has_wide_integer(value):
+            raise DataOutOfBounds("value", value, "integers of magnitude <= 2^53 (exact in float64)")
         array = check.finite_array("value", value)
         scaled = np.rint(np.ldexp(array.astype(float), -int(self.exponent)))
         if np.any(np.abs(scaled) > _MAX_UNITS):
@@ -105,6 +110,17 @@ class Grid:
         if units.size and np.max(np.abs(units)) > 2**53:
             raise DataOutOfBounds("release", "<beyond 2^53 grid steps>", "|release| <= 2^53 grid steps")
         return np.ldexp(units.astype(float), int(self.exponent))
+
+
+def _has_wide_integer(value: Any) -> bool:
+    """True if ``value`` holds an integer of magnitude beyond 2^53 (which float64 would round)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return abs(int(value)) > 2**53
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return bool(value.size) and bool(np.any((value > 2**53) | (value < -(2**53))))
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.dtype == object):
+        return any(_has_wide_integer(item) for item in value)
+    return False
 
 
 def _source(bits: str, rng: Any) -> RandomSource:
