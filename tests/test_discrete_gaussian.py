@@ -153,3 +153,27 @@ def test_mechanism_releases_integers_reproducibly():
 def test_invalid_input_is_refused(call):
     with pytest.raises(InvalidParameter):
         call()
+
+
+@pytest.mark.parametrize(
+    "epsilon, sigma, shift", [(0.1, 300.0, 2), (0.01, 20.0, 1), (2.0, 3.0, 1), (0.3, 4.25, 5)]
+)
+def test_wide_noise_bound_is_above_the_sum(epsilon, sigma, shift):
+    from fractions import Fraction
+
+    from dpcert.mechanisms.discrete_gaussian import _delta_from_cdf_bounds
+
+    top = math.ceil(Fraction(shift) / 2 - Fraction(sigma) ** 2 * Fraction(epsilon) / shift) - 1
+    assert _delta_from_cdf_bounds(epsilon, sigma, shift, top) >= discrete_gaussian_delta(
+        epsilon, sigma, shift
+    )
+
+
+def test_very_wide_noise_is_bounded_close_to_the_continuous_gaussian():
+    from dpcert.mechanisms.gaussian import gaussian_delta
+
+    # σ = 2^21 at ε = 1e-6 would need about 10^7 terms: the CDF bound is used (the two mechanisms agree
+    # to O(1/σ) there).
+    bound = discrete_gaussian_delta(1e-6, 2.0**21)
+    continuous = gaussian_delta(1e-6, 2.0**-21)
+    assert bound == pytest.approx(continuous, rel=1e-4)

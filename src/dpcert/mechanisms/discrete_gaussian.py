@@ -36,6 +36,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from scipy.special import log_ndtr, ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
@@ -56,6 +57,7 @@ from dpcert.mechanisms.exact_samplers import RandomSource, SecureRandom, sample_
 DISCRETE_GAUSSIAN_BASIS = "Canonne, Kamath & Steinke 2020, Thm 7 (discrete Gaussian, exact profile)"
 COMPOSED_BASIS = "Canonne, Kamath & Steinke 2020 + dp_accounting pessimistic PLD (discrete Gaussian)"
 _CHUNK = 1 << 14
+_MAX_TERMS = 1 << 22
 _RELATIVE_TAIL = 1e-18
 _ROUNDING = 32 * np.finfo(float).eps  # relative float allowance per unit of log magnitude of a term
 _PLD_INTERVAL = 1e-4
@@ -78,6 +80,28 @@ def tail_mass_bound(n: int, sigma: float) -> float:
     return 2.0 * math.exp(-(n * n) / (2.0 * sigma * sigma) - log_normaliser(sigma)) / ratio
 
 
+def _delta_from_cdf_bounds(epsilon: float, sigma: float, shift: int, top: int) -> float:
+    """δ = [F(m) − F(m − Δ)] − (e^ε − 1) F(m − Δ) bounded from above without summing the tail.
+
+    F is the CDF of N_Z(0, σ²) and m = ``top``.  The Δ masses of the first bracket are summed with
+    Z >= σ√(2π) (Poisson summation); F(k) >= Φ(k/σ) / (1 + 2θ) for k <= 0 (each e^{−y²/(2σ²)} with
+    y <= 0 exceeds its integral over [y − 1, y]) and F(k) >= Φ(k/σ) for k >= 0 (the same bound on
+    the upper tail).  Used only when the direct sum would need more than 2^22 terms (σ beyond ~10^5).
+    """
+    if shift > _MAX_TERMS or sigma < 1.0:
+        return 1.0
+    y = np.arange(top - shift + 1, top + 1, dtype=float)
+    log_floor_z = math.log(sigma) + 0.5 * math.log(2.0 * math.pi)
+    window = math.fsum(np.exp(-(y * y) / (2.0 * sigma * sigma) - log_floor_z))
+    k = top - shift
+    if k <= 0:
+        lower = math.exp(float(log_ndtr(k / sigma))) / math.exp(log_normaliser(sigma) - log_floor_z)
+    else:
+        lower = float(ndtr(k / sigma))
+    value = window * (1.0 + 1e-12) - math.expm1(epsilon) * lower * (1.0 - 1e-12)
+    return min(1.0, max(value, math.ulp(0.0)))
+
+
 def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) -> float:
     """δ(ε) of one release of N_Z(0, σ²) noise on an integer query of sensitivity Δ (CKS 2020, Thm 7).
 
@@ -96,7 +120,11 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     total = 0.0
     allowance = 0.0
     start = 0
+    if abs(top) > _MAX_TERMS:
+        return _delta_from_cdf_bounds(epsilon, sigma, int(shift), top)
     while True:
+        if start >= _MAX_TERMS:  # very wide noise: bound instead of summing millions of terms
+            return _delta_from_cdf_bounds(epsilon, sigma, int(shift), top)
         j = np.arange(start, start + _CHUNK, dtype=float)
         y = float(top) - j
         log_mass = -(y * y) / two_var - log_z
