@@ -234,3 +234,49 @@ def test_approximate_dp_epsilon_for_answers_near_delta_one_and_is_safe(epsilon, 
         slope = (1 - delta0) * mpmath.exp(reference - epsilon) / (1 + mpmath.exp(-epsilon))
     assert result >= min(reference, epsilon)
     assert result <= reference * (1 + 1e-9) + 1e-12 + 64 * 2.0**-53 / float(slope)
+
+
+# --------------------------------------------------------------------------- l2 shift patterns
+def _maximal_multisets_brute_force(coordinates: int, g: int) -> set[tuple[int, ...]]:
+    """Every non-increasing tuple in [1, g]^m with sum (a - 1)^2 <= g^2 that no +1 keeps feasible."""
+    import itertools
+
+    feasible = {
+        t
+        for t in itertools.combinations_with_replacement(range(g, 0, -1), coordinates)
+        if sum((a - 1) ** 2 for a in t) <= g * g
+    }
+    maximal = set()
+    for t in feasible:
+        grown = (
+            tuple(sorted(t[:i] + (t[i] + 1,) + t[i + 1 :], reverse=True)) for i in range(len(t)) if t[i] < g
+        )
+        if not any(u in feasible for u in grown):
+            maximal.add(t)
+    return maximal
+
+
+@pytest.mark.parametrize(
+    ("coordinates", "g"), [(1, 1), (1, 4), (2, 3), (3, 4), (4, 3), (5, 2), (6, 4), (3, 6)]
+)
+def test_l2_shift_multisets_match_brute_force(coordinates, g):
+    from dpcert.accounting.binomial_accounting import l2_shift_multisets
+
+    assert set(l2_shift_multisets(coordinates, g)) == _maximal_multisets_brute_force(coordinates, g)
+
+
+def test_l2_accounting_refuses_at_once_instead_of_hanging_or_recursing():
+
+    from dpcert.accounting.binomial_accounting import (
+        TooManyShiftPatterns,
+        l2_pattern_count,
+        l2_shift_multisets,
+    )
+    from dpcert.errors import InvalidParameter
+
+    # 50-dimensional P_Vec statistic: 50 + 50*51/2 = 1325 coordinates (used to raise RecursionError)
+    assert l2_pattern_count((50, 1275), 3) is not None
+    with pytest.raises(TooManyShiftPatterns):  # a bounded search, not millions of multisets
+        l2_shift_multisets(1325, 40)
+    with pytest.raises(InvalidParameter, match="l2 shift patterns"):
+        BitSumParameters(g=30, b=10, p=0.5, users=100, dimension=20, shape="vector", norm="l2")

@@ -29,6 +29,19 @@ from dpcert import _validation as check
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 
 FORMAT = "dpcert.certificate/1"
+_DOCUMENT_KEYS = frozenset(
+    {
+        "format",
+        "mechanism",
+        "guarantee",
+        "trust_model",
+        "neighbouring",
+        "parameters",
+        "basis",
+        "notes",
+        "signature",
+    }
+)
 _UNIT_ROUNDOFF = 2.0**-53
 
 
@@ -176,6 +189,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",
     "pamp": "dpcert.mechanisms.shuffle",
+    "randomized-response": "dpcert.mechanisms.randomized_response",
     "shuffle-amplification": "dpcert.accounting.amplification",
 }
 
@@ -399,11 +413,64 @@ class Certificate:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, verify: bool = True) -> Certificate:
+    def from_dp_event(
+        cls,
+        event: Any,
+        *,
+        delta: float | None = None,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        trust_model: TrustModel | str = TrustModel.CENTRAL,
+    ) -> Certificate:
+        """The certificate of a ``dp_accounting`` event (:func:`dpcert.interop.certificate_from_dp_event`)."""
+        from dpcert.interop import certificate_from_dp_event
+
+        return certificate_from_dp_event(
+            event, delta=delta, neighbouring=neighbouring, trust_model=trust_model
+        )
+
+    def sign(self, private_key: Any, *, signer: str = "") -> str:
+        """This certificate as JSON signed with an Ed25519 ``private_key`` (see :mod:`dpcert.signatures`).
+
+        ``signer`` names who signs.  Read it back with ``Certificate.from_json(text, public_key=...)``,
+        which rejects a consistent forgery that :meth:`verify` alone would accept.
+        """
+        from dpcert.signatures import sign_document
+
+        return json.dumps(sign_document(self.to_dict(), private_key, signer=signer), allow_nan=False)
+
+    @property
+    def signature(self) -> Any:
+        """The :class:`~dpcert.signatures.SignatureInfo` this certificate was read with, or ``None``."""
+        return self.__dict__.get("_signature")
+
+    @property
+    def authenticity(self) -> str:
+        """ "unsigned", or who signed the document it was read from and whether that was checked."""
+        info = self.signature
+        return "unsigned" if info is None else info.describe()
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], *, verify: bool = True, public_key: Any | None = None
+    ) -> Certificate:
+        """Read a certificate; by default re-verify it.
+
+        With ``public_key`` (an Ed25519 public key), the document must also carry a valid signature by
+        that key (:class:`~dpcert.signatures.SignatureInvalid` otherwise).  A signature present without
+        an expected key is recorded in :attr:`signature` as not checked.
+        """
+        signature = None
+        if public_key is not None or (isinstance(data, Mapping) and "signature" in data):
+            from dpcert.signatures import read_signature
+
+            signature = read_signature(data, public_key)
         try:
             if data.get("format", FORMAT) != FORMAT:
                 raise CertificateFormatError(f"unsupported certificate format {data.get('format')!r}")
             guarantee = Guarantee(float(data["guarantee"]["epsilon"]), float(data["guarantee"]["delta"]))
+            if set(data) - _DOCUMENT_KEYS:
+                unknown = sorted(set(data) - _DOCUMENT_KEYS)[0]
+                raise CertificateFormatError(f"certificate has unknown member {unknown!r}")
             certificate = cls(
                 mechanism=data["mechanism"],
                 guarantee=guarantee,
@@ -417,18 +484,23 @@ class Certificate:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CertificateFormatError(f"malformed certificate: {exc}") from exc
+        if signature is not None:
+            object.__setattr__(certificate, "_signature", signature)
         return certificate.verify() if verify else certificate
 
     @classmethod
-    def from_json(cls, text: str, *, verify: bool = True) -> Certificate:
-        """Parse a certificate; by default re-verify it (a tampered claim raises)."""
+    def from_json(cls, text: str, *, verify: bool = True, public_key: Any | None = None) -> Certificate:
+        """Parse a certificate; by default re-verify it (a tampered claim raises).
+
+        With ``public_key``, also require a valid Ed25519 signature by that key (see :meth:`from_dict`).
+        """
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, TypeError) as exc:
             raise CertificateFormatError(f"certificate is not valid JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise CertificateFormatError("certificate JSON must be an object")
-        return cls.from_dict(data, verify=verify)
+        return cls.from_dict(data, verify=verify, public_key=public_key)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Certificate):
@@ -438,11 +510,55 @@ class Certificate:
     def __hash__(self) -> int:
         return hash(self.to_json())
 
+    def plot(self, path: Any = None, **options: Any) -> Any:
+        """Draw the privacy profile δ(ε) with the claimed point (:func:`dpcert.plots.plot_profile`)."""
+        from dpcert.plots import plot_profile
+
+        return plot_profile(self, path, **options)
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
+            ("mechanism", f"`{self.mechanism}`"),
+            ("trust model", self.trust_model.value),
+            ("neighbouring", self.neighbouring.value),
+            ("basis", self.basis),
+            ("authenticity", self.authenticity),
+        ]
+        rows += [
+            ("parameter " + key, f"`{value!r}`")
+            for key, value in self.parameters.items()
+            if key != "components"
+        ]
+        if "components" in self.parameters:
+            rows.append(("components", str(len(self.parameters["components"]))))
+        table = "\n".join(f"| {label} | {value} |" for label, value in rows)
+        notes = "".join(f"\n- {note}" for note in self.notes)
+        return f"**Privacy certificate**\n\n| | |\n|---|---|\n{table}\n{notes}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = [
+            ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
+            ("mechanism", self.mechanism),
+            ("trust model", self.trust_model.value),
+            ("neighbouring", self.neighbouring.value),
+            ("basis", self.basis),
+            ("authenticity", self.authenticity),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(str(b))}</td></tr>"
+            for a, b in rows
+        )
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return f"<b>Privacy certificate</b><table>{body}</table>" + (f"<ul>{notes}</ul>" if notes else "")
+
     def summary(self) -> str:
         """One line for humans."""
         return (
             f"{self.mechanism}: (epsilon={self.epsilon:.6g}, delta={self.delta:.3g})-DP, "
-            f"{self.trust_model.value}, {self.neighbouring.value}; basis: {self.basis}"
+            f"{self.trust_model.value}, {self.neighbouring.value}; basis: {self.basis}; {self.authenticity}"
         )
 
 

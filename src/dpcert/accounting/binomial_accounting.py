@@ -375,7 +375,22 @@ def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinate
 
 
 # --------------------------------------------------------------------------- l2-bounded data
-def l2_shift_multisets(coordinates: int, g: int) -> tuple[tuple[int, ...], ...]:
+class TooManyShiftPatterns(ValueError):
+    """More ℓ2 shift patterns than a limit: the ℓ2 accounting is refused rather than run for hours."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} l2 shift patterns")
+        self.limit = limit
+
+
+MAX_L2_MULTISETS = 400
+# Search nodes visited while enumerating before the enumeration is refused as too large.
+MAX_L2_SEARCH_NODES = 200_000
+
+
+def l2_shift_multisets(
+    coordinates: int, g: int, limit: int = MAX_L2_MULTISETS
+) -> tuple[tuple[int, ...], ...]:
     """Maximal multisets of per-coordinate integer shifts for ℓ2-bounded data (``p = 1/2``).
 
     Neighbouring inputs with ``‖y − y'‖₂ <= 2B`` have real encoded shifts ``s`` with ``‖s‖₂ <= g``.
@@ -385,37 +400,65 @@ def l2_shift_multisets(coordinates: int, g: int) -> tuple[tuple[int, ...], ...]:
     a product of shifted binomials with such shifts; with ``p = 1/2`` it depends only on the multiset
     of ``|t_k|`` (reflect a coordinate) and grows with each ``|t_k|`` (Blackwell order of the
     log-concave shift family), so only the maximal multisets (sorted, non-increasing) are needed.
+
+    A shift of 1 costs nothing, so every maximal multiset has all ``coordinates`` entries >= 1 and at
+    most ``g²`` entries >= 2; the search (an explicit stack, no recursion) enumerates the entries >= 2
+    and fills the rest with ones.  Raises :class:`TooManyShiftPatterns` as soon as more than ``limit``
+    multisets are found or the search visits more than ``MAX_L2_SEARCH_NODES`` nodes.
     """
     budget = g * g
     found: list[tuple[int, ...]] = []
+    visited = 0
+    # a node: (entries >= 2 chosen so far, non-increasing; the largest next entry allowed; cost)
+    stack: list[tuple[tuple[int, ...], int, int]] = [((), g, 0)]
+    while stack:
+        prefix, ceiling, cost = stack.pop()
+        visited += 1
+        if visited > MAX_L2_SEARCH_NODES:
+            raise TooManyShiftPatterns(limit)
+        ones = coordinates - len(prefix)
+        smallest = 1 if ones else (prefix[-1] if prefix else g)
+        if smallest >= g or budget - cost < 2 * smallest - 1:  # no entry can grow by one: maximal
+            found.append(prefix + (1,) * ones)
+            if len(found) > limit:
+                raise TooManyShiftPatterns(limit)
+        if ones == 0:
+            continue
+        children = [
+            (prefix + (a,), a, cost + (a - 1) ** 2)
+            for a in range(2, min(ceiling, g) + 1)
+            if cost + (a - 1) ** 2 <= budget
+        ]
+        stack.extend(children)  # popped largest first: the same order as a descending search
+    return tuple(sorted(found, reverse=True))
 
-    def extend(prefix: list[int], left: int, ceiling: int, cost: int) -> None:
-        if left == 0:
-            below = [a for a in prefix if a < g]
-            if not below or budget - cost < 2 * min(below) - 1:  # no entry can grow by one
-                found.append(tuple(prefix))
-            return
-        for a in range(min(ceiling, g), 0, -1):
-            step = cost + (a - 1) ** 2
-            if step <= budget:
-                extend(prefix + [a], left - 1, a, step)
 
-    extend([], coordinates, g, 0)
-    return tuple(found)
-
-
-MAX_L2_MULTISETS = 400
-
-
-def l2_patterns(groups: tuple[int, ...], g: int) -> tuple[tuple[int, ...], ...]:
+def l2_patterns(
+    groups: tuple[int, ...], g: int, limit: int = MAX_L2_MULTISETS
+) -> tuple[tuple[int, ...], ...]:
     """Combined shift multisets for several ℓ2-bounded groups of coordinates (e.g. P_Vec's vector
     and matrix, each of ℓ2 norm at most ``B``): one maximal multiset per group, every combination,
-    merged and de-duplicated (the composed loss depends only on the merged multiset)."""
-    per_group = [l2_shift_multisets(size, g) for size in groups]
+    merged and de-duplicated (the composed loss depends only on the merged multiset).
+
+    Raises :class:`TooManyShiftPatterns` when a group alone, or the combinations, exceed ``limit``.
+    """
+    per_group = [l2_shift_multisets(size, g, limit) for size in groups]
+    if math.prod(len(part) for part in per_group) > limit * limit:
+        raise TooManyShiftPatterns(limit)
     merged = set()
     for combination in itertools.product(*per_group):
         merged.add(tuple(sorted((a for part in combination for a in part), reverse=True)))
+        if len(merged) > limit:
+            raise TooManyShiftPatterns(limit)
     return tuple(sorted(merged, reverse=True))
+
+
+def l2_pattern_count(groups: tuple[int, ...], g: int, limit: int = MAX_L2_MULTISETS) -> int | None:
+    """Number of combined ℓ2 shift patterns, or ``None`` if more than ``limit`` (found out early)."""
+    try:
+        return len(l2_patterns(groups, g, limit))
+    except TooManyShiftPatterns:
+        return None
 
 
 @lru_cache(maxsize=64)
@@ -424,8 +467,6 @@ def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tupl
     from scipy.fft import irfft, next_fast_len, rfft
 
     patterns = l2_patterns(groups, g)
-    if len(patterns) > MAX_L2_MULTISETS:
-        raise ValueError(f"{len(patterns)} shift patterns exceed {MAX_L2_MULTISETS}")
     coordinates = sum(groups)
     interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
     per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dpcert.cli.shuffle",
     "dpcert.cli.audit",
     "dpcert.cli.bandit",
+    "dpcert.cli.signing",
 )
 
 

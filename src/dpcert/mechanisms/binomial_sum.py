@@ -160,13 +160,12 @@ class BitSumParameters:
         if self.norm == "l2" and self.p != 0.5:
             raise InvalidParameter("norm", self.norm, "'entry' unless p = 1/2")
         if self.norm == "l2" and self.coordinates > 1:
-            patterns = len(exact.l2_patterns(self.l2_groups, self.g))
-            if patterns > exact.MAX_L2_MULTISETS:
+            if exact.l2_pattern_count(self.l2_groups, self.g) is None:
                 raise InvalidParameter(
                     "g",
                     self.g,
                     f"a precision with at most {exact.MAX_L2_MULTISETS} l2 shift patterns "
-                    f"for {self.coordinates} coordinates (got {patterns}; lower g or use norm='entry')",
+                    f"for {self.coordinates} coordinates (more at this g; lower g or use norm='entry')",
                 )
         if self.users * self.b > MAX_NOISE_BITS:
             raise InvalidParameter("b", self.b, f"users * b <= {MAX_NOISE_BITS:.0e}")
@@ -690,6 +689,24 @@ def least_noise_bits(
     return high
 
 
+def _largest_precision_with_few_patterns(groups: tuple[int, ...], ceiling: int, limit: int) -> int:
+    """Bisection for a large ``g <= ceiling`` with at most ``limit`` ℓ2 shift patterns (``g = 1`` has one).
+
+    The pattern count grows with ``g``; should it not be monotone somewhere, the ``g`` returned
+    still has at most ``limit`` patterns, it may only not be the largest such precision.
+    """
+    low, high = 1, ceiling  # l2_pattern_count(groups, low) is known to be small
+    if exact.l2_pattern_count(groups, high, limit) is not None:
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if exact.l2_pattern_count(groups, middle, limit) is None:
+            high = middle
+        else:
+            low = middle
+    return low
+
+
 def calibrate_binomial_sum(
     epsilon: float,
     delta: float,
@@ -744,8 +761,7 @@ def calibrate_binomial_sum(
         g = default_precision(users)
         if norm == "l2" and coordinates > 1:
             groups = BitSumParameters(g, 1, 0.5, users, dimension, bound, shape).l2_groups
-            while g > 1 and len(exact.l2_patterns(groups, g)) > 150:
-                g -= 1
+            g = _largest_precision_with_few_patterns(groups, g, 150)
     g = check.positive_int("g", g)
     p = check.probability("p", p, open_low=True, open_high=True)
     template = BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination

@@ -1,0 +1,190 @@
+"""Ed25519 signatures on certificates and audit reports: authenticity, not only consistency.
+
+:meth:`Certificate.verify` re-derives a claim from its parameters, so an edit that breaks
+consistency is caught; but a *consistent* forgery (a weaker mechanism honestly certified and passed
+off as someone else's release, or an audit report rewritten end to end) verifies.  A signature binds a
+JSON document to the holder of a private key.
+
+The signed bytes are the document's canonical JSON (keys sorted, no whitespace, floats written by
+Python's shortest round-trip ``repr``) including its ``"signature"`` member without the signature
+value; that member states the algorithm, the signer's name, the public key (raw 32 bytes, base64)
+and the signature (64 bytes, base64), so the signer's name is covered too (Ed25519: Bernstein et al.
+2012; RFC 8032).  Verification requires the *expected* public key from the caller: a key embedded in
+the document only says who claims to have signed.
+
+Needs the ``cryptography`` package (``pip install "dpcert[signing]"``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpcert.errors import DPCertError, InvalidParameter
+
+ALGORITHM = "ed25519"
+SIGNATURE_MEMBER = "signature"
+
+
+class SignatureInvalid(DPCertError):
+    """A document's signature is missing, malformed, from another key, or does not match its content."""
+
+
+@dataclass(frozen=True)
+class SignatureInfo:
+    """Who signed a document, and whether the signature was checked against an expected key."""
+
+    signer: str
+    public_key: str  # raw Ed25519 public key, base64
+    verified: bool
+
+    @property
+    def fingerprint(self) -> str:
+        """First 16 hex digits of SHA-256 of the raw public key (for humans to compare)."""
+        return hashlib.sha256(base64.b64decode(self.public_key)).hexdigest()[:16]
+
+    def describe(self) -> str:
+        state = "verified" if self.verified else "NOT checked (no public key given)"
+        who = self.signer or "an unnamed signer"
+        return f"signed by {who} (ed25519 key {self.fingerprint}), signature {state}"
+
+
+UNSIGNED = "unsigned"
+
+
+def _crypto():
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise DPCertError('signatures need the cryptography package: pip install "dpcert[signing]"') from exc
+    return ed25519, serialization, InvalidSignature
+
+
+def canonical_bytes(document: Mapping[str, Any]) -> bytes:
+    """The bytes a signature covers: canonical JSON of ``document`` with the signature member reduced to
+    its algorithm, signer and public key (everything but the signature value itself is covered)."""
+    content = dict(document)
+    member = content.get(SIGNATURE_MEMBER)
+    if isinstance(member, Mapping):
+        content[SIGNATURE_MEMBER] = {k: v for k, v in member.items() if k != "value"}
+    return json.dumps(
+        content, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False
+    ).encode()
+
+
+# --------------------------------------------------------------------------- keys
+def generate_private_key() -> Any:
+    """A new Ed25519 private key (from the operating system's random source)."""
+    ed25519, _, _ = _crypto()
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def private_key_pem(private_key: Any) -> bytes:
+    _, serialization, _ = _crypto()
+    return private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def public_key_pem(key: Any) -> bytes:
+    """PEM of the public half of ``key`` (a private or a public key)."""
+    _, serialization, _ = _crypto()
+    public = key.public_key() if hasattr(key, "public_key") else key
+    return public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def load_private_key(source: str | Path | bytes) -> Any:
+    """An Ed25519 private key from PEM bytes or a PEM file."""
+    ed25519, serialization, _ = _crypto()
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as exc:
+        raise InvalidParameter("key", str(source)[:80], "an unencrypted PEM Ed25519 private key") from exc
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise InvalidParameter("key", type(key).__name__, "an Ed25519 private key")
+    return key
+
+
+def load_public_key(source: str | Path | bytes) -> Any:
+    """An Ed25519 public key from PEM bytes or a PEM file."""
+    ed25519, serialization, _ = _crypto()
+    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise InvalidParameter("public_key", str(source)[:80], "a PEM Ed25519 public key") from exc
+    if not isinstance(key, ed25519.Ed25519PublicKey):
+        raise InvalidParameter("public_key", type(key).__name__, "an Ed25519 public key")
+    return key
+
+
+def _raw_public(key: Any) -> bytes:
+    _, serialization, _ = _crypto()
+    public = key.public_key() if hasattr(key, "public_key") else key
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+# --------------------------------------------------------------------------- documents
+def sign_document(document: Mapping[str, Any], private_key: Any, *, signer: str = "") -> dict[str, Any]:
+    """A copy of ``document`` with a signature member over its canonical content (replacing any)."""
+    ed25519, _, _ = _crypto()
+    if not isinstance(private_key, ed25519.Ed25519PrivateKey):
+        raise InvalidParameter("private_key", type(private_key).__name__, "an Ed25519 private key")
+    if not isinstance(signer, str):
+        raise InvalidParameter("signer", signer, "a string naming the signer")
+    signed = {k: v for k, v in document.items() if k != SIGNATURE_MEMBER}
+    signed[SIGNATURE_MEMBER] = {
+        "algorithm": ALGORITHM,
+        "signer": signer,
+        "public_key": base64.b64encode(_raw_public(private_key)).decode(),
+    }
+    signed[SIGNATURE_MEMBER]["value"] = base64.b64encode(private_key.sign(canonical_bytes(signed))).decode()
+    return signed
+
+
+def read_signature(document: Mapping[str, Any], public_key: Any | None = None) -> SignatureInfo | None:
+    """The document's signature, checked against ``public_key`` when one is given.
+
+    Returns ``None`` for an unsigned document when no key is expected.  Raises
+    :class:`SignatureInvalid` if a key is expected and the document is unsigned, signed by another key,
+    or altered after signing, and for a malformed signature member.
+    """
+    member = document.get(SIGNATURE_MEMBER)
+    if member is None:
+        if public_key is not None:
+            raise SignatureInvalid("the document is unsigned but a public key was given to check it against")
+        return None
+    if not isinstance(member, Mapping) or member.get("algorithm") != ALGORITHM:
+        raise SignatureInvalid(f"unsupported or malformed signature (expected algorithm {ALGORITHM!r})")
+    try:
+        claimed_key = base64.b64decode(str(member["public_key"]), validate=True)
+        value = base64.b64decode(str(member["value"]), validate=True)
+        signer = str(member.get("signer", ""))
+    except (KeyError, ValueError) as exc:
+        raise SignatureInvalid(f"malformed signature member: {exc}") from exc
+    info = SignatureInfo(signer, base64.b64encode(claimed_key).decode(), verified=False)
+    if public_key is None:
+        return info
+    ed25519, _, invalid_signature = _crypto()
+    if not isinstance(public_key, ed25519.Ed25519PublicKey):
+        raise InvalidParameter("public_key", type(public_key).__name__, "an Ed25519 public key")
+    if _raw_public(public_key) != claimed_key:
+        raise SignatureInvalid(
+            f"the document is signed by another key ({info.fingerprint}) than the one expected "
+            f"({SignatureInfo('', base64.b64encode(_raw_public(public_key)).decode(), False).fingerprint})"
+        )
+    try:
+        public_key.verify(value, canonical_bytes(document))
+    except invalid_signature:
+        raise SignatureInvalid(
+            "the signature does not match the document: it was altered after signing"
+        ) from None
+    return SignatureInfo(signer, info.public_key, verified=True)

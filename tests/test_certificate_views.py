@@ -1,0 +1,40 @@
+"""What people see of a certificate: the profile plot is written and notebook representations exist."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcert.accounting.composition import compose
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.plots import profile_curve
+
+
+def test_profile_plot_is_written_with_comparisons(tmp_path):
+    pytest.importorskip("matplotlib")
+    certificate = gaussian_certificate(3.0, delta=1e-5, compositions=10)
+    rdp = compose([gaussian_certificate(3.0, delta=1e-6)] * 10, method="rdp", delta=1e-5)
+    path = tmp_path / "profile.png"
+    certificate.plot(path, compare={"RDP": rdp})
+    assert path.stat().st_size > 10_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(InvalidParameter):
+        certificate.plot(tmp_path / "missing" / "p.png")
+
+
+def test_profile_curve_is_the_profile_with_zeros_left_out():
+    import numpy as np
+
+    from dpcert.mechanisms.laplace import laplace_certificate
+
+    certificate = laplace_certificate(1.0)
+    curve = profile_curve(certificate, np.array([0.0, 0.5, 1.0, 2.0]))
+    assert curve[0] == certificate.delta_for(0.0) and curve[1] == certificate.delta_for(0.5)
+    assert np.isnan(curve[2]) and np.isnan(curve[3])  # delta = 0 from epsilon0 = 1 on: off a log axis
+
+
+def test_notebook_representations_state_the_guarantee_and_authenticity():
+    certificate = gaussian_certificate(3.0, delta=1e-5)
+    markdown, html = certificate._repr_markdown_(), certificate._repr_html_()
+    for text in (markdown, html):
+        assert f"{certificate.epsilon:.6g}" in text and "unsigned" in text and "Balle" in text
+    assert "<table>" in html and "| guarantee |" in markdown
