@@ -115,6 +115,8 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
     from dpcert import _validation as check
 
+    if getattr(args, "granularity", None) is not None and not getattr(args, "secure", False):
+        raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
     if getattr(args, "secure", False):
         if name not in ("laplace", "gaussian"):
             raise InvalidParameter("--secure", f"builtin:{name}", "builtin:laplace or builtin:gaussian")

@@ -137,7 +137,15 @@ def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_granularity(args: argparse.Namespace) -> None:
+    if args.granularity is not None and not args.secure:
+        from dpcert.errors import InvalidParameter
+
+        raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
+
+
 def _calibrate_gaussian(args: argparse.Namespace) -> int:
+    _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "gaussian")
     result = calibrate_gaussian(
@@ -157,6 +165,7 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
 
 
 def _calibrate_laplace(args: argparse.Namespace) -> int:
+    _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "laplace")
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
