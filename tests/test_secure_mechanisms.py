@@ -204,3 +204,12 @@ def test_secure_options_on_the_float_mechanisms_and_sampler_records():
     # variance of DLap(1) is 2e^-1/(1-e^-1)^2 = 1.8407; 50 000 draws (unseeded OS bits) give a standard
     # error of about 0.02, so the band of 0.15 (8 standard errors) fails with probability below 1e-9
     assert abs(np.var(draws) - 2 * math.exp(-1) / (1 - math.exp(-1)) ** 2) < 0.15
+
+
+def test_secure_laplace_audit_on_vectors_charges_each_coordinate(capsys):
+    argv = ["audit", "builtin:laplace", "--secure", "--input", "[0, 0]", "--neighbour", "[1, 0]"]
+    status, payload, _ = run_cli(capsys, *argv, "--epsilon", "1", "--floating-point", "--json", "--seed", "4")
+    assert status == 0 and payload["verdict"] == "consistent"
+    certificate = payload["parameters"]["certificate"]
+    steps = 1 / payload["parameters"]["granularity"]
+    assert certificate["parameters"]["sensitivity"] == steps + 2  # ⌊Δ/g⌋ + d with d = 2 coordinates

@@ -120,7 +120,7 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     if getattr(args, "secure", False):
         if name not in ("laplace", "gaussian"):
             raise InvalidParameter("--secure", f"builtin:{name}", "builtin:laplace or builtin:gaussian")
-        return _secure_builtin(name, args)
+        return _secure_builtin(name, args, int(np.size(a)))
     if name == "laplace":
         from dpcert.accounting.calibration import calibrate_laplace
         from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
@@ -156,14 +156,19 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     raise InvalidParameter("TARGET", f"builtin:{name}", "builtin:" + "|builtin:".join(BUILTINS))
 
 
-def _secure_builtin(name: str, args: argparse.Namespace) -> tuple[Callable[..., Any], dict]:
+def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tuple[Callable[..., Any], dict]:
     """The integer-exact grid mechanism for builtin:laplace|gaussian --secure (reproducible bits)."""
     from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
 
     if name == "laplace":
         epsilon = args.epsilon if args.scale is None else None
         mechanism = secure_laplace(
-            epsilon, scale=args.scale, sensitivity=args.sensitivity, granularity=args.granularity, bits="rng"
+            epsilon,
+            scale=args.scale,
+            sensitivity=args.sensitivity,
+            dimension=dimension,
+            granularity=args.granularity,
+            bits="rng",
         )
         noise = {"scale": mechanism.scale}
     else:
