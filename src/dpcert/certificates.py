@@ -191,6 +191,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "pamp": "dpcert.mechanisms.shuffle",
     "randomized-response": "dpcert.mechanisms.randomized_response",
     "shuffle-amplification": "dpcert.accounting.amplification",
+    "zcdp": "dpcert.accounting.zcdp",
 }
 
 
@@ -426,6 +427,23 @@ class Certificate:
 
         return certificate_from_dp_event(
             event, delta=delta, neighbouring=neighbouring, trust_model=trust_model
+        )
+
+    @classmethod
+    def from_opendp(
+        cls,
+        measurement: Any,
+        d_in: Any,
+        *,
+        delta: float | None = None,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        trust_model: TrustModel | str = TrustModel.CENTRAL,
+    ) -> Certificate:
+        """The certificate of an OpenDP measurement at input distance ``d_in`` (:mod:`dpcert.interop`)."""
+        from dpcert.interop import certificate_from_opendp
+
+        return certificate_from_opendp(
+            measurement, d_in, delta=delta, neighbouring=neighbouring, trust_model=trust_model
         )
 
     def sign(self, private_key: Any, *, signer: str = "") -> str:

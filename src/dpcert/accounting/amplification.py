@@ -1,4 +1,4 @@
-"""Amplification by shuffling (Feldman, McMillan & Talwar 2020, "Hiding among the clones").
+"""Amplification by shuffling: clone reductions, exact shuffled randomized response, fast inverse.
 
 API for bandit algorithms
 -------------------------
@@ -6,8 +6,9 @@ API for bandit algorithms
 ``users`` independent (ε0, δ0)-LDP reports; ``shuffled_delta(epsilon, ...)`` its δ(ε);
 ``largest_local_epsilon(epsilon, delta, users, method=...)`` the largest ε0 of a pure-LDP randomizer
 whose shuffled protocol meets (ε, δ); :func:`amplification_certificate` the checkable certificate.
-``method="closed-form"`` is seed 002's Lemma B.4 (FMT Thm 3.1 / 3.8); ``"numeric"`` is FMT's
-tighter Thm 3.2 evaluated exactly.
+``method="closed-form"`` is seed 002's Lemma B.4 (FMT Thm 3.1 / 3.8); ``"numeric"`` the tightest
+proven numeric bound for the declared ``randomizer`` (below).  Every function also takes the
+keyword arguments ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"``) and ``categories``.
 
 Closed form (seed 002, Lemma B.4 = FMT20 Thm 3.1 and, for δ0 > 0, Thm 3.8).  For any ``δ' ∈ (0, 1]``
 with the precondition ``ε0 <= ln(n / (16 ln(2/δ')))`` (checked, never assumed), the shuffled
@@ -16,32 +17,69 @@ protocol is (ε̃, δ̃)-DP with
     ε̃ = ln(1 + (e^{ε0} − 1)/(e^{ε0} + 1) · (8 √(e^{ε0} ln(4/δ'))/√n + 8 e^{ε0}/n)),
     δ̃ = δ' + (e^{ε̃} + 1)(1 + e^{−ε0}/2) · n · δ0.
 
-Numeric (FMT20 Thm 3.2).  For ε0-DP randomizers the shuffled output is (ε, δ)-DP whenever the pair
-``P = (A + Δ, C − A + 1 − Δ)``, ``Q = (A + 1 − Δ, C − A + Δ)`` is, with ``C ~ Bin(n − 1, e^{−ε0})``,
-``A ~ Bin(C, 1/2)``, ``Δ ~ Bern(e^{ε0}/(e^{ε0} + 1))``.  ``C`` is common to both, so the divergence is
-``E_C[D_{e^ε}(P_C ‖ Q_C)]``; ``Q_c`` is the reflection ``k ↦ c + 1 − k`` of ``P_c`` (``A`` and
-``C − A`` have the same law), so both directions are equal; ``P_c/Q_c`` is increasing in ``k``, so
-the optimal set is ``{k >= k*}`` and each term is a difference of binomial tails.  Evaluated here
-exactly up to a Chernoff-bounded tail of ``C`` (counted in full) and a relative allowance for
-rounding.  For δ0 > 0 the term ``(e^ε + 1)(1 + e^{−ε0}/2)·n·δ0`` of Thm 3.8 is added: its proof
-(replace each (ε0, δ0) randomizer by an ε0 one at total-variation cost, Lemma 3.7) holds for any valid
-(ε, δ) of the ε0-DP shuffle, so it applies to the numeric bound as well.
+Clone pairs.  For a clone probability ``c`` let ``C ~ Bin(n − 1, c)``, ``A ~ Bin(C, 1/2)``,
+``Δ ~ Bern(e^{ε0}/(e^{ε0} + 1))`` and ``P = (A + Δ, C − A + 1 − Δ)``, ``Q = (A + 1 − Δ, C − A + Δ)``.
+``C`` is common to both, so ``D_{e^ε}(P ‖ Q) = E_C[D_{e^ε}(P_C ‖ Q_C)]``; ``Q_c`` is the reflection
+``k ↦ c + 1 − k`` of ``P_c``, so both directions are equal; ``P_c/Q_c`` increases in ``k``, so the
+optimal set is ``{k >= k*}`` and each term is a difference of binomial tails.  Evaluated exactly up
+to a Chernoff-bounded tail of ``C`` (counted in full) and a relative allowance of the optimal set's
+mass for the rounding of the binomial PMF and tails (``1e-10`` for FMT20's pair, ``1e-8``
+otherwise); the clone probability is rounded down and the victim's bias up (both only enlarge δ,
+see below).
 
-In both cases the protocol is also (ε0, δ0)-DP (the shuffle is post-processing of the reports).
+* Generic ε0-LDP randomizer (FMT20 Thm 3.2): ``c = e^{−ε0}``.  Proof: every ``R(x_i)`` is at least
+  ``e^{−ε0} max(R(x1), R(x1'))``, so ``R(x_i) = (c/2) Q1 + (c/2) Q0 + (1 − c) LO_i`` with
+  ``Q1 = (e^{ε0} R(x1) − R(x1'))/(e^{ε0} − 1)``, ``Q0`` symmetric, and ``R(x1) = a Q1 + (1 − a) Q0``,
+  ``a = e^{ε0}/(e^{ε0} + 1)``; the shuffled view is a post-processing of the pair (the non-clones
+  are a uniform subset of the others, independent of the victim's input).
+* Stronger clone (Feldman, McMillan & Talwar 2023, Thm 3.1 as restricted by its errata; the
+  "general mechanisms" row of Wang et al. 2024, Lemma 4.5 / Thm 4.8): ``c = 2/(e^{ε0} + 1)``.  The
+  same proof goes through (``Q1 + Q0 = R(x1) + R(x1')``) whenever ``R(x) >= (R(x1) +
+  R(x1'))/(e^{ε0} + 1)`` for every input ``x`` and distinct inputs ``x1, x1'`` (the *clone
+  condition*).  Binary and k-ary randomized response satisfy it (with equality on ``x1``, ``x1'``),
+  so ``randomizer="binary-rr"`` and ``"k-rr"`` use it.  A general ε0-LDP randomizer need not (take
+  ``R(x1) = R(x1')`` and ``R(x3) = e^{−ε0} R(x1)`` on one output), and the published proofs for the
+  general case do not hold: FMT23's errata restricts its Thm 3.1 to a class of randomizers, and Wang
+  et al.'s Lemma 4.5 re-inserts the victim's common part with one probability although its
+  posterior differs between the two hypotheses.  Exact
+  enumeration exhibits ε0-LDP randomizers (and k-ary RR with k >= 4) whose shuffled δ exceeds Wang
+  et al.'s pair at their own variation parameter (tests/test_amplification_clone.py).  So the
+  generic ``"numeric"`` bound stays FMT20 Thm 3.2.
+* A smaller clone probability or a larger victim bias is also a valid decomposition (the leftover
+  ``LO_i`` stays a distribution; ``Q1``, ``Q0`` stay non-negative), so rounding them that way is safe.
+
+Exact binary randomized response (``randomizer="binary-rr"``, ``users <= BINARY_RR_EXACT_MAX_USERS``).
+The shuffled view of binary RR is the count of ones.  With ``m`` of the other users holding 1 it is
+``N_m + Y`` where ``N_m = Bin(m, 1 − f) ⊛ Bin(n − 1 − m, f)``, ``f = 1/(e^{ε0} + 1)`` and ``Y`` is the
+victim's report; δ(ε) is the maximum over ``m`` of the hockey-stick divergence between victim 0 and
+victim 1 (the reverse direction at ``m`` is the forward one at ``n − 1 − m``, by the reflection
+``k ↦ n − k``).  Evaluated by direct convolution of the two binomial windows (tails outside counted
+in full) with the same relative allowance.  Above the size limit the stronger clone bound is used.
+
+For δ0 > 0 (generic randomizer only) the term ``(e^ε + 1)(1 + e^{−ε0}/2)·n·δ0`` of FMT20 Thm 3.8 is
+added: its proof (replace each (ε0, δ0) randomizer by an ε0 one at total-variation cost, Lemma 3.7)
+holds for any valid (ε, δ) of the ε0-DP shuffle, so it applies to the numeric bound as well.
+
+In every case the protocol is also (ε0, δ0)-DP (the shuffle is post-processing of the reports).
+
+Inverse.  :func:`largest_local_epsilon` finds the root in ε0 of ``shuffled_delta(ε, ε0) − δ`` (one
+monotone root search on the forward bound, Brent's method) and re-checks the returned point.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
+from scipy.optimize import brentq
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.binomial_accounting import binomial_window
+from dpcert.accounting.binomial_accounting import binomial_window, log_binomial_pmf
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -55,15 +93,43 @@ from dpcert.certificates import (
 from dpcert.errors import InvalidParameter, PreconditionFailed
 
 METHODS = ("closed-form", "numeric")
+RANDOMIZERS = ("generic", "binary-rr", "k-rr")
+BINARY_RR_EXACT_MAX_USERS = 1000
 CLOSED_FORM_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.1/3.8 (seed 002 Lemma B.4), closed form"
 NUMERIC_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.2 (+ Thm 3.8 for delta0 > 0), evaluated exactly"
-_RELATIVE_SLACK = 1e-10
+STRONGER_CLONE_BASIS = (
+    "stronger clone pair, C ~ Bin(n-1, 2/(e^eps0+1)) (Feldman, McMillan & Talwar 2023, Thm 3.1 for "
+    "randomizers meeting the clone condition; Wang et al. 2024, Thm 4.8), evaluated exactly"
+)
+BINARY_RR_BASIS = (
+    "exact shuffled binary randomized response (count of ones, worst case over the other users' bits)"
+)
+_RELATIVE_SLACK = 1e-10  # FMT20 pair (unchanged allowance)
+_PAIR_SLACK = 1e-8  # stronger clone pair and exact binary RR: PMF/tail rounding allowance
 
 
 def _check_method(method: str) -> str:
     if method not in METHODS:
         raise InvalidParameter("method", method, "one of " + ", ".join(METHODS))
     return method
+
+
+def _check_randomizer(randomizer: str, categories: object, method: str, delta0: float) -> tuple[str, int]:
+    """Validated ``(randomizer, categories)``; k-ary RR with two categories is binary RR."""
+    if randomizer not in RANDOMIZERS:
+        raise InvalidParameter("randomizer", randomizer, "one of " + ", ".join(RANDOMIZERS))
+    if randomizer == "generic":
+        return randomizer, 2
+    if method != "numeric":
+        raise InvalidParameter("method", method, f"numeric (the only method for randomizer {randomizer})")
+    if delta0 != 0.0:
+        raise InvalidParameter("delta0", delta0, f"0 (randomizer {randomizer} is pure epsilon0-LDP)")
+    if randomizer == "binary-rr":
+        if categories not in (2, None):
+            raise InvalidParameter("categories", categories, "2 for randomizer binary-rr")
+        return randomizer, 2
+    k = check.positive_int("categories", categories, minimum=2)
+    return ("binary-rr", 2) if k == 2 else ("k-rr", k)
 
 
 # --------------------------------------------------------------------------- closed form
@@ -132,40 +198,221 @@ def _closed_form_delta(epsilon: float, epsilon0: float, users: int, delta0: floa
     return min(1.0, delta_prime + approximate_term(tilde, epsilon0, delta0, users))  # δ' checked as is
 
 
-# --------------------------------------------------------------------------- numeric (FMT Thm 3.2)
-def numeric_delta(epsilon: float, epsilon0: float, users: int) -> float:
-    """δ(ε) of the shuffled output of ``users`` ε0-DP reports by FMT Thm 3.2, evaluated exactly."""
+# --------------------------------------------------------------------------- clone pairs
+def _victim_bias(epsilon0: float) -> float:
+    """``e^{ε0}/(e^{ε0} + 1)`` rounded up (a larger bias is also a valid decomposition)."""
+    return min(1.0, (1.0 / (1.0 + math.exp(-epsilon0))) * (1.0 + 4e-16))
+
+
+def clone_pair_delta(
+    epsilon: float, epsilon0: float, users: int, clone_probability: float, *, slack: float = _PAIR_SLACK
+) -> float:
+    """``D_{e^ε}(P ‖ Q)`` of the clone pair with ``C ~ Bin(users − 1, clone_probability)`` (module doc).
+
+    Exact up to the Chernoff-bounded tail of ``C`` (added in full) and ``slack`` times the mass of
+    the optimal set (added).  ``0`` for ``ε >= ε0`` (the pair is then ε-indistinguishable).
+    """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
     users = check.positive_int("users", users)
+    clone_probability = check.probability("clone_probability", clone_probability)
     if epsilon >= epsilon0:
         return 0.0
-    alpha = 1.0 / (1.0 + math.exp(-epsilon0))  # e^{ε0}/(e^{ε0} + 1)
-    if users == 1:
+    alpha = _victim_bias(epsilon0)
+    if users == 1 or clone_probability == 0.0:
         clones = np.array([0])
         weights = np.array([1.0])
         dropped = 0.0
     else:
-        lo, hi, dropped = binomial_window(users - 1, math.exp(-epsilon0))
+        lo, hi, dropped = binomial_window(users - 1, clone_probability)
         clones = np.arange(lo, hi + 1)
-        weights = stats.binom.pmf(clones, users - 1, math.exp(-epsilon0))
+        weights = np.exp(log_binomial_pmf(clones, users - 1, clone_probability))
     growth = math.exp(epsilon)
     rho = (growth * alpha - (1.0 - alpha)) / (alpha - growth * (1.0 - alpha))
     centre = np.floor(rho * (clones + 1) / (1.0 + rho)).astype(np.int64) + 1
     best = np.zeros(clones.shape)
     upper_mass = np.zeros(clones.shape)
-    for offset in (-1, 0, 1):  # the optimal threshold and its neighbours (guards float rounding)
-        k = np.clip(centre + offset, 0, clones + 2)
-        at_least_k_minus_1 = stats.binom.sf(k - 2, clones, 0.5)
-        at_least_k = stats.binom.sf(k - 1, clones, 0.5)
+    # the optimal threshold and its neighbours: the float error of rho (c + 1)/(1 + rho) is below
+    # 1e-9, so the floor is off by at most one
+    offsets = range(-1, 2)
+    # T(j) = P(A >= j) for j = centre - 2 .. centre + 1 (all the candidates need), one call;
+    # special.bdtrc(j - 1, c, 1/2) = P(A > j - 1), clipped so that T = 1 below 1 and 0 above c
+    levels = centre[:, None] - 2 + np.arange(len(offsets) + 1)
+    tails = special.bdtrc(np.clip(levels - 1, -1, clones[:, None]), clones[:, None], 0.5)
+    for index in range(len(offsets)):
+        at_least_k_minus_1 = tails[:, index]  # P(A >= k - 1) with k = centre + offset
+        at_least_k = tails[:, index + 1]  # P(A >= k)
         p_set = alpha * at_least_k_minus_1 + (1.0 - alpha) * at_least_k
         q_set = alpha * at_least_k + (1.0 - alpha) * at_least_k_minus_1
         value = p_set - growth * q_set
         better = value > best
         best = np.where(better, value, best)
         upper_mass = np.where(better, p_set, upper_mass)
-    total = float(weights @ best) + _RELATIVE_SLACK * float(weights @ upper_mass) + dropped
+    total = float(weights @ best) + slack * float(weights @ upper_mass) + dropped
     return min(1.0, total)
+
+
+def numeric_delta(epsilon: float, epsilon0: float, users: int) -> float:
+    """δ(ε) of the shuffled output of ``users`` ε0-DP reports by FMT20 Thm 3.2, evaluated exactly."""
+    epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
+    clone = math.exp(-epsilon0) * (1.0 - 4e-16)  # rounded down: a valid decomposition
+    return clone_pair_delta(epsilon, epsilon0, users, clone, slack=_RELATIVE_SLACK)
+
+
+def stronger_clone_delta(epsilon: float, epsilon0: float, users: int) -> float:
+    """δ(ε) of the stronger clone pair, ``C ~ Bin(n − 1, 2/(e^{ε0} + 1))`` (FMT23 Thm 3.1, Wang et al.
+    2024 Thm 4.8 with the general-mechanism parameters).
+
+    Valid only for randomizers meeting the clone condition ``R(x) >= (R(x1) + R(x1'))/(e^{ε0} + 1)``
+    (binary and k-ary randomized response do); see the module docstring.
+    """
+    epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
+    clone = 2.0 / (math.exp(epsilon0) + 1.0) * (1.0 - 4e-16)  # rounded down: a valid decomposition
+    return clone_pair_delta(epsilon, epsilon0, users, min(1.0, clone))
+
+
+# --------------------------------------------------------------------------- exact binary RR
+_NEGLIGIBLE_PMF = 1e-30  # binomial PMF entries below this are dropped and their sum added in full
+
+
+def _binomial_pmf_rows(trials: np.ndarray, p: float, width: int) -> np.ndarray:
+    """``P(Bin(trials[i], p) = j)`` for ``j < width`` (rows), by log-gamma.
+
+    For ``trials < 10^4`` every log-gamma term is below ``10^5`` in size, so the PMF's relative
+    error is below ``10^-10``, inside the ``1e-8`` allowance.
+    """
+    j = np.arange(width)[None, :]
+    m = trials[:, None].astype(float)
+    inside = j <= m
+    jj = np.where(inside, j, 0)
+    log_pmf = (
+        special.gammaln(m + 1.0)
+        - special.gammaln(jj + 1.0)
+        - special.gammaln(m - jj + 1.0)
+        + special.xlogy(jj, p)
+        + special.xlog1py(m - jj, -p)
+    )
+    return np.where(inside, np.exp(log_pmf), 0.0)
+
+
+@lru_cache(maxsize=4)
+def _binary_rr_others(epsilon0: float, users: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Laws of the other users' count of ones, one row per number ``m`` of them holding 1.
+
+    Returns ``(rows, dropped, flip)``: ``rows[m]`` is ``N_m`` on the window of its two factors' PMF
+    entries above ``1e-30`` (zero padded; the offset does not matter for the hockey-stick
+    divergence), ``dropped[m]`` the summed mass of the entries left out.  Read-only (cached).
+    """
+    flip = 1.0 / (math.exp(epsilon0) + 1.0)
+    holding_one = np.arange(users)
+    ones = _binomial_pmf_rows(holding_one, 1.0 - flip, users)  # Bin(m, 1 - f)
+    zeros = _binomial_pmf_rows(users - 1 - holding_one, flip, users)  # Bin(n - 1 - m, f)
+    laws = []
+    dropped = np.zeros(users)
+    for m in range(users):
+        kept = []
+        for row in (ones[m], zeros[m]):
+            large = np.flatnonzero(row >= _NEGLIGIBLE_PMF)
+            window = row[large[0] : large[-1] + 1]
+            kept.append(window)
+            dropped[m] += row[: large[0]].sum() + row[large[-1] + 1 :].sum()  # the entries left out
+        laws.append(np.convolve(kept[0], kept[1]))
+    dropped *= 1.0 + 1e-6  # summation rounding of the left-out entries
+    width = max(len(law) for law in laws)
+    rows = np.zeros((users, width + 1))
+    for m, law in enumerate(laws):
+        rows[m, : len(law)] = law
+    rows.setflags(write=False)
+    dropped.setflags(write=False)
+    return rows, dropped, flip
+
+
+def binary_rr_delta(epsilon: float, epsilon0: float, users: int) -> float:
+    """Exact δ(ε) of ``users`` shuffled binary randomized-response reports (worst case over data).
+
+    The view is the count of ones; the maximum over the number ``m`` of other users holding 1 of
+    ``Σ_k (P_m(k) − e^ε Q_m(k))_+`` (module docstring), plus the windows' dropped tails and a
+    relative allowance of ``1e-8`` of the optimal set's mass.  ``users`` is limited to
+    ``BINARY_RR_EXACT_MAX_USERS`` (the cost grows as ``users^2``).
+    """
+    epsilon = check.nonnegative_finite("epsilon", epsilon)
+    epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
+    users = check.positive_int("users", users)
+    if users > BINARY_RR_EXACT_MAX_USERS:
+        raise InvalidParameter(
+            "users", users, f"at most {BINARY_RR_EXACT_MAX_USERS} for the exact binary randomized response"
+        )
+    if epsilon >= epsilon0:
+        return 0.0
+    rows, dropped, flip = _binary_rr_others(epsilon0, users)
+    shifted = np.roll(rows, 1, axis=1)  # N(k − 1); the last column of rows is zero padding
+    upper = (1.0 - flip) * rows + flip * shifted  # victim holds 0: P(count of ones = k)
+    lower = flip * rows + (1.0 - flip) * shifted  # victim holds 1
+    difference = upper - math.exp(epsilon) * lower
+    positive = difference > 0.0
+    value = (
+        np.where(positive, difference, 0.0).sum(axis=1)
+        + _PAIR_SLACK * np.where(positive, upper, 0.0).sum(axis=1)
+        + dropped
+    )
+    return min(1.0, float(value.max()))
+
+
+# --------------------------------------------------------------------------- profile and API
+def _amplified_delta(
+    epsilon: float, epsilon0: float, users: int, delta0: float, method: str, randomizer: str
+) -> float:
+    if randomizer == "binary-rr" and users <= BINARY_RR_EXACT_MAX_USERS:
+        return binary_rr_delta(epsilon, epsilon0, users)
+    if randomizer != "generic":
+        return stronger_clone_delta(epsilon, epsilon0, users)
+    if method == "numeric":
+        return numeric_delta(epsilon, epsilon0, users) + approximate_term(epsilon, epsilon0, delta0, users)
+    return _closed_form_delta(epsilon, epsilon0, users, delta0)
+
+
+def shuffled_delta(
+    epsilon: float,
+    epsilon0: float,
+    users: int,
+    delta0: float = 0.0,
+    method: str = "numeric",
+    *,
+    randomizer: str = "generic",
+    categories: int | None = None,
+) -> float:
+    """δ(ε) of the shuffled protocol of ``users`` (ε0, δ0)-LDP reports (replace-one, shuffler's view).
+
+    ``randomizer``: ``"generic"`` (any (ε0, δ0)-LDP randomizer), ``"binary-rr"`` (exact up to
+    ``BINARY_RR_EXACT_MAX_USERS`` users, then the stronger clone bound) or ``"k-rr"`` with
+    ``categories`` values (stronger clone bound); the last two need ``method="numeric"``, ``δ0 = 0``.
+    """
+    epsilon = check.nonnegative_finite("epsilon", epsilon)
+    epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
+    delta0 = check.delta(delta0, "delta0")
+    users = check.positive_int("users", users)
+    _check_method(method)
+    randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
+    local = delta0 if epsilon >= epsilon0 else 1.0
+    if local <= delta0 and epsilon >= epsilon0:
+        return min(1.0, local)
+    return min(1.0, local, _amplified_delta(epsilon, epsilon0, users, delta0, method, randomizer))
+
+
+def _least_epsilon(delta_of: Callable[[float], float], target: float, ceiling: float) -> float:
+    """Least ε in ``[0, ceiling]`` with ``delta_of(ε) <= target`` (rounded up); ``delta_of`` is
+    non-increasing and ``delta_of(ceiling) <= target``.  The root is searched on ``ln δ``, which is
+    close to linear in ε, so Brent's method needs few evaluations; the result is re-checked."""
+    if target <= 0.0:
+        return ceiling
+    log_target = math.log(target)
+    return smallest_valid(
+        lambda e: math.log(max(delta_of(e), 1e-300)) - log_target,
+        0.0,
+        ceiling,
+        grow=False,
+        xtol_relative=1e-9,
+    )
 
 
 def numeric_epsilon(delta: float, epsilon0: float, users: int, delta0: float = 0.0) -> float:
@@ -182,41 +429,22 @@ def numeric_epsilon(delta: float, epsilon0: float, users: int, delta0: float = 0
             break
         ceiling = min(
             ceiling,
-            smallest_valid(
-                lambda e, b=budget: numeric_delta(e, epsilon0, users) - b,
-                0.0,
-                epsilon0,
-                grow=False,
-                xtol_relative=1e-9,
-            ),
+            _least_epsilon(lambda e: numeric_delta(e, epsilon0, users), budget, epsilon0),
         )
     if numeric_delta(ceiling, epsilon0, users) + approximate_term(ceiling, epsilon0, delta0, users) <= delta:
         best = min(best, ceiling)
     return best
 
 
-# --------------------------------------------------------------------------- profile and API
-def shuffled_delta(
-    epsilon: float, epsilon0: float, users: int, delta0: float = 0.0, method: str = "numeric"
-) -> float:
-    """δ(ε) of the shuffled protocol of ``users`` (ε0, δ0)-LDP reports (replace-one, shuffler's view)."""
-    epsilon = check.nonnegative_finite("epsilon", epsilon)
-    epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
-    delta0 = check.delta(delta0, "delta0")
-    users = check.positive_int("users", users)
-    _check_method(method)
-    local = delta0 if epsilon >= epsilon0 else 1.0
-    if method == "numeric":
-        amplified = numeric_delta(epsilon, epsilon0, users) + approximate_term(
-            epsilon, epsilon0, delta0, users
-        )
-    else:
-        amplified = _closed_form_delta(epsilon, epsilon0, users, delta0)
-    return min(1.0, local, amplified)
-
-
 def shuffled_epsilon(
-    delta: float, epsilon0: float, users: int, delta0: float = 0.0, method: str = "numeric"
+    delta: float,
+    epsilon0: float,
+    users: int,
+    delta0: float = 0.0,
+    method: str = "numeric",
+    *,
+    randomizer: str = "generic",
+    categories: int | None = None,
 ) -> float:
     """Least ε with :func:`shuffled_delta` ``<= delta`` (rounded up); ``inf`` if none."""
     delta = check.delta(delta)
@@ -224,6 +452,11 @@ def shuffled_epsilon(
     delta0 = check.delta(delta0, "delta0")
     users = check.positive_int("users", users)
     _check_method(method)
+    randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
+    if randomizer != "generic":
+        return _least_epsilon(
+            lambda e: _amplified_delta(e, epsilon0, users, 0.0, method, randomizer), delta, epsilon0
+        )
     if method == "numeric":
         return numeric_epsilon(delta, epsilon0, users, delta0)
     if delta0 == 0.0:
@@ -240,35 +473,57 @@ def shuffled_epsilon(
     return smallest_valid(excess, 0.0, epsilon0, grow=False)
 
 
+_LARGEST_EPSILON0 = 64.0  # search ceiling for the local epsilon0
+
+
 def largest_local_epsilon(
-    epsilon: float, delta: float, users: int, method: str = "numeric", delta0: float = 0.0
+    epsilon: float,
+    delta: float,
+    users: int,
+    method: str = "numeric",
+    delta0: float = 0.0,
+    *,
+    randomizer: str = "generic",
+    categories: int | None = None,
 ) -> float:
     """Largest ε0 (rounded down) whose shuffled protocol is (ε, δ)-DP; 0 if none is positive.
 
-    The search assumes the bound grows with ε0 and always re-checks the returned point.
+    One monotone root search in ε0 on the forward bound ``shuffled_delta(ε, ε0) − δ`` (bracketed by
+    doubling, then Brent's method); the returned point is re-checked and moved down until it holds.
+    The search is capped at ε0 = 64.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     users = check.positive_int("users", users)
     _check_method(method)
+    delta0 = check.delta(delta0, "delta0")
+    randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
 
-    def ok(epsilon0: float) -> bool:
-        return shuffled_epsilon(delta, epsilon0, users, delta0, method) <= epsilon
+    def excess(epsilon0: float) -> float:
+        # aim a hair below epsilon, so that shuffled_epsilon (rounded up by at most 1e-9 epsilon0)
+        # also returns at most epsilon at the answer
+        target = epsilon - 2e-9 * max(epsilon, epsilon0)
+        return (
+            shuffled_delta(
+                target, epsilon0, users, delta0, method, randomizer=randomizer, categories=categories
+            )
+            - delta
+        )
 
-    low, high = 0.0, max(epsilon, 1.0)
-    while ok(high):
+    if excess(0.0) > 0.0:
+        return 0.0
+    low, high = 0.0, max(2.0 * epsilon, 1.0)
+    while excess(high) <= 0.0:
         low, high = high, 2.0 * high
-        if high > 60:
-            break
-    for _ in range(60):
-        middle = (low + high) / 2.0
-        if ok(middle):
-            low = middle
-        else:
-            high = middle
-    while low > 0 and not ok(low):
-        low = math.nextafter(low, 0.0) * (1 - 1e-12)
-    return low
+        if high > _LARGEST_EPSILON0:
+            return low
+    root = brentq(excess, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=200)
+    step = 1e-12
+    candidate = min(root, high)
+    while candidate > low and excess(candidate) > 0.0:
+        candidate = max(low, candidate * (1.0 - step))
+        step *= 4.0
+    return candidate
 
 
 AMPLIFICATION_PARAMETERS = {
@@ -277,6 +532,8 @@ AMPLIFICATION_PARAMETERS = {
     "users": ParameterSpec("integer"),
     "method": ParameterSpec("string", required=False),
     "local_mechanism": ParameterSpec("string", required=False),
+    "randomizer": ParameterSpec("string", required=False),
+    "categories": ParameterSpec("integer", required=False),
 }
 
 
@@ -289,7 +546,10 @@ AMPLIFICATION_PARAMETERS = {
 class AmplificationProfile:
     """Profile of ``users`` shuffled (ε0, δ0)-LDP reports by the bound named in ``method``.
 
-    Parameters: ``epsilon0``, ``delta0``, ``users``, ``method`` (``"closed-form"`` or ``"numeric"``).
+    Parameters: ``epsilon0`` (number >= 0), ``delta0`` (number in [0, 1), default 0), ``users``
+    (integer >= 1), ``method`` (``"closed-form"`` or ``"numeric"``, default ``"numeric"``),
+    ``randomizer`` (``"generic"``, ``"binary-rr"`` or ``"k-rr"``, default ``"generic"``) and
+    ``categories`` (integer >= 2, the k of ``"k-rr"``; default 2).
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
@@ -297,15 +557,42 @@ class AmplificationProfile:
         self.delta0 = check.delta(parameters.get("delta0", 0.0), "delta0")
         self.users = check.positive_int("users", parameters.get("users"))
         self.method = _check_method(parameters.get("method", "numeric"))
+        self.randomizer, self.categories = _check_randomizer(
+            parameters.get("randomizer", "generic"), parameters.get("categories", 2), self.method, self.delta0
+        )
 
     def delta_for(self, epsilon: float) -> float:
-        return shuffled_delta(epsilon, self.epsilon0, self.users, self.delta0, self.method)
+        return shuffled_delta(
+            epsilon,
+            self.epsilon0,
+            self.users,
+            self.delta0,
+            self.method,
+            randomizer=self.randomizer,
+            categories=self.categories,
+        )
 
     def epsilon_for(self, delta: float) -> float:
-        return shuffled_epsilon(delta, self.epsilon0, self.users, self.delta0, self.method)
+        return shuffled_epsilon(
+            delta,
+            self.epsilon0,
+            self.users,
+            self.delta0,
+            self.method,
+            randomizer=self.randomizer,
+            categories=self.categories,
+        )
 
     def dp_event(self) -> Any:
         return None
+
+
+def _basis(method: str, randomizer: str, users: int) -> str:
+    if randomizer == "binary-rr" and users <= BINARY_RR_EXACT_MAX_USERS:
+        return BINARY_RR_BASIS
+    if randomizer != "generic":
+        return STRONGER_CLONE_BASIS
+    return NUMERIC_BASIS if method == "numeric" else CLOSED_FORM_BASIS
 
 
 def amplification_certificate(
@@ -319,29 +606,48 @@ def amplification_certificate(
     extra_parameters: Mapping[str, Any] | None = None,
     mechanism: str = "shuffle-amplification",
     notes: tuple[str, ...] = (),
+    randomizer: str = "generic",
+    categories: int | None = None,
 ) -> Certificate:
-    """Certificate of ``users`` shuffled (ε0, δ0)-LDP reports at ``delta`` (least ε) or ``epsilon``."""
+    """Certificate of ``users`` shuffled (ε0, δ0)-LDP reports at ``delta`` (least ε) or ``epsilon``.
+
+    ``randomizer``/``categories`` as in :func:`shuffled_delta`; recorded in the parameters only when
+    the randomizer is not generic.
+    """
     _check_method(method)
-    parameters = {
+    delta0 = check.delta(delta0, "delta0")
+    randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
+    parameters: dict[str, Any] = {
         "epsilon0": check.nonnegative_finite("epsilon0", epsilon0),
-        "delta0": check.delta(delta0, "delta0"),
+        "delta0": delta0,
         "users": check.positive_int("users", users),
         "method": method,
-        **dict(extra_parameters or {}),
     }
+    if randomizer != "generic":
+        parameters["randomizer"] = randomizer
+        parameters["categories"] = categories
+    parameters.update(dict(extra_parameters or {}))
     guarantee = point_on_profile(
         AmplificationProfile(parameters),
         epsilon,
         delta,
         reachable_delta="a delta this protocol can reach (larger)",
     )
-    basis = NUMERIC_BASIS if method == "numeric" else CLOSED_FORM_BASIS
+    if randomizer == "generic":
+        randomizer_note = (
+            "numeric bound: tail of C ~ Bin(n-1, e^-eps0) outside a Chernoff window counted in full"
+            if method == "numeric"
+            else "closed form used only where its precondition holds (checked)"
+        )
+    else:
+        randomizer_note = (
+            f"each user runs {randomizer} with {categories} values (clone condition holds); binomial "
+            "tails outside a Chernoff window counted in full"
+        )
     notes = tuple(notes) + (
         "shuffle model, replace-one neighbours among a fixed number of users, each running an "
         "(epsilon0, delta0)-LDP randomizer with independent randomness; the shuffler hides the order",
-        "numeric bound: tail of C ~ Bin(n-1, e^-eps0) outside a Chernoff window counted in full"
-        if method == "numeric"
-        else "closed form used only where its precondition holds (checked)",
+        randomizer_note,
     )
     return Certificate(
         mechanism,
@@ -349,6 +655,6 @@ def amplification_certificate(
         TrustModel.SHUFFLE,
         Neighbouring.REPLACE_ONE,
         parameters,
-        basis,
+        _basis(method, randomizer, parameters["users"]),
         notes,
     ).verify()

@@ -44,6 +44,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--delta", type=number, required=True)
     parser.add_argument("--users", type=integer, required=True)
     parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    _add_randomizer_arguments(parser)
 
     parser = groups.add(
         "account", "binomial-sum", "epsilon of a bit-sum shuffle protocol at delta", _account_binomial_sum
@@ -65,6 +66,24 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--users", type=integer, required=True)
     parser.add_argument("--delta", type=number, required=True)
     parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    _add_randomizer_arguments(parser)
+
+
+def _add_randomizer_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--randomizer",
+        choices=amplification.RANDOMIZERS,
+        default="generic",
+        help="generic: any epsilon0-LDP randomizer (default); binary-rr: exact for small N, else the "
+        "stronger clone bound; k-rr: the stronger clone bound (needs --categories)",
+    )
+    parser.add_argument("--categories", type=integer, default=None, help="k of k-rr (k >= 2)")
+
+
+def _randomizer_options(args: argparse.Namespace) -> dict:
+    if args.randomizer == "generic":
+        return {}
+    return {"randomizer": args.randomizer, "categories": args.categories}
 
 
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
@@ -96,9 +115,12 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
-    epsilon0 = amplification.largest_local_epsilon(args.epsilon, args.delta, args.users, args.method)
+    options = _randomizer_options(args)
+    epsilon0 = amplification.largest_local_epsilon(
+        args.epsilon, args.delta, args.users, args.method, **options
+    )
     certificate = amplification.amplification_certificate(
-        epsilon0, args.users, epsilon=args.epsilon, delta=args.delta, method=args.method
+        epsilon0, args.users, epsilon=args.epsilon, delta=args.delta, method=args.method, **options
     )
     emit(
         args,
@@ -128,7 +150,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 def _account_shuffle(args: argparse.Namespace) -> int:
     certificate = amplification.amplification_certificate(
-        args.epsilon0, args.users, delta=args.delta, method=args.method
+        args.epsilon0, args.users, delta=args.delta, method=args.method, **_randomizer_options(args)
     )
     payload = {"epsilon": certificate.epsilon, "delta": certificate.delta, "method": args.method}
     rows = certificate_rows(certificate, neighbouring=False)
