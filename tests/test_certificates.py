@@ -138,6 +138,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.certificates import _BUILTIN_PROFILE_MODULES
     from dpcert.mechanisms.binary_sum import binary_sum_certificate
     from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+    from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
     from dpcert.mechanisms.shuffle import calibrate_pamp
@@ -154,6 +155,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
         calibrate_pamp(1.0, 1e-5, users=1000, dimension=2).certificate,
         randomized_response_certificate(0.3, 4),
         zcdp_certificate(0.125, delta=1e-5),
+        calibrate_discrete_gaussian(1.0, 1e-5).certificate,
     ]
     # Every built-in kind (other tests may register extra profiles of their own in this process).
     assert {c.mechanism for c in certificates} == set(_BUILTIN_PROFILE_MODULES) | {"approximate-dp"}

@@ -185,6 +185,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "binary-sum": "dpcert.mechanisms.binary_sum",
     "binomial-sum": "dpcert.mechanisms.binomial_sum",
     "composition": "dpcert.accounting.composition",
+    "discrete-gaussian": "dpcert.mechanisms.discrete_gaussian",
     "discrete-laplace": "dpcert.mechanisms.discrete_laplace",
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",

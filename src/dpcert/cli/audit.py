@@ -52,6 +52,14 @@ def register(groups: CommandGroups) -> None:
         "--sensitivity", type=number, default=1.0, help="laplace/gaussian: sensitivity for default noise"
     )
     builtin.add_argument(
+        "--secure",
+        action="store_true",
+        help="laplace/gaussian: integer-exact noise on a power-of-two grid (bits from the seeded generator)",
+    )
+    builtin.add_argument(
+        "--granularity", type=number, default=None, help="--secure: grid step, a power of two"
+    )
+    builtin.add_argument(
         "--flip-probability",
         type=number,
         default=None,
@@ -107,6 +115,12 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
     from dpcert import _validation as check
 
+    if getattr(args, "granularity", None) is not None and not getattr(args, "secure", False):
+        raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
+    if getattr(args, "secure", False):
+        if name not in ("laplace", "gaussian"):
+            raise InvalidParameter("--secure", f"builtin:{name}", "builtin:laplace or builtin:gaussian")
+        return _secure_builtin(name, args, int(np.size(a)))
     if name == "laplace":
         from dpcert.accounting.calibration import calibrate_laplace
         from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
@@ -142,6 +156,39 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
     raise InvalidParameter("TARGET", f"builtin:{name}", "builtin:" + "|builtin:".join(BUILTINS))
 
 
+def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tuple[Callable[..., Any], dict]:
+    """The integer-exact grid mechanism for builtin:laplace|gaussian --secure (reproducible bits)."""
+    from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+
+    if name == "laplace":
+        epsilon = args.epsilon if args.scale is None else None
+        mechanism = secure_laplace(
+            epsilon,
+            scale=args.scale,
+            sensitivity=args.sensitivity,
+            dimension=dimension,
+            granularity=args.granularity,
+            bits="rng",
+        )
+        noise = {"scale": mechanism.scale}
+    else:
+        delta = args.delta if args.delta > 0 or args.sigma is None else None
+        mechanism = secure_gaussian(
+            args.epsilon,
+            delta,
+            sigma=args.sigma,
+            sensitivity=args.sensitivity,
+            granularity=args.granularity,
+            bits="rng",
+        )
+        noise = {"sigma": mechanism.real_sigma}
+    return mechanism, noise | {
+        "granularity": mechanism.grid.granularity,
+        "sampler": "integer-exact",
+        "certificate": mechanism.certificate.to_dict(),
+    }
+
+
 def _audit(args: argparse.Namespace) -> int:
     from dpcert.audits.run import audit
 
@@ -149,6 +196,8 @@ def _audit(args: argparse.Namespace) -> int:
     b = parse_input("--neighbour", args.neighbour)
     if args.target.startswith("builtin:"):
         mechanism, parameters = builtin_mechanism(args.target.removeprefix("builtin:"), args, a, b)
+    elif args.secure:
+        raise InvalidParameter("--secure", args.target, "builtin:laplace or builtin:gaussian")
     else:
         mechanism, parameters = load_function(args.target), {}
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)

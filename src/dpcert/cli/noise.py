@@ -1,8 +1,14 @@
-"""``dpcert calibrate gaussian|laplace`` and ``dpcert account gaussian|laplace``."""
+"""``dpcert calibrate gaussian|laplace|discrete-gaussian`` and ``dpcert account gaussian|laplace``.
+
+``--secure`` calibrates the integer-exact mechanism on a grid (:mod:`dpcert.mechanisms.secure_noise`);
+without it the certificate is backed by a floating-point sampler and a one-line warning is printed on
+stderr unless ``--research`` says the noise is for research use.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
 from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
@@ -21,10 +27,25 @@ def register(groups: CommandGroups) -> None:
         "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
     )
     parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic")
+    _add_sampler_options(parser)
 
     parser = groups.add("calibrate", "laplace", "least Laplace scale for epsilon-DP", _calibrate_laplace)
     parser.add_argument("--epsilon", type=number, required=True)
     parser.add_argument("--sensitivity", type=number, default=1.0, help="l1-sensitivity (default 1)")
+    _add_sampler_options(parser)
+
+    parser = groups.add(
+        "calibrate",
+        "discrete-gaussian",
+        "least discrete Gaussian sigma for (epsilon, delta) (integer-exact sampler)",
+        _calibrate_discrete_gaussian,
+    )
+    parser.add_argument("--epsilon", type=number, required=True)
+    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--sensitivity", type=integer, default=1, help="integer sensitivity (default 1)")
+    parser.add_argument(
+        "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
+    )
 
     parser = groups.add(
         "account", "gaussian", "epsilon of a (k-fold) Gaussian mechanism at delta", _account_gaussian
@@ -45,7 +66,88 @@ def register(groups: CommandGroups) -> None:
     )
 
 
+def _add_sampler_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="integer-exact noise on a power-of-two grid (the certificate accounts for the rounding)",
+    )
+    parser.add_argument(
+        "--granularity", type=number, default=None, help="--secure: grid step, a power of two"
+    )
+    parser.add_argument(
+        "--research", action="store_true", help="the noise is for research use: no floating-point warning"
+    )
+
+
+def warn_float_sampler(args: argparse.Namespace) -> None:
+    """One line on stderr when a floating-point sampler backs the certificate outside research use."""
+    if not getattr(args, "research", False):
+        sys.stderr.write(
+            "dpcert: warning: this certificate is backed by a floating-point sampler whose low-order bits "
+            "leak (Mironov 2012); use --secure for deployment or --research to silence\n"
+        )
+
+
+def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
+    from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+
+    if kind == "gaussian":
+        if args.method != "analytic":
+            from dpcert.errors import InvalidParameter
+
+            raise InvalidParameter("--method", args.method, "analytic with --secure")
+        mechanism = secure_gaussian(
+            args.epsilon,
+            args.delta,
+            sensitivity=args.sensitivity,
+            compositions=args.compositions,
+            granularity=args.granularity,
+        )
+        noise = ("sigma", mechanism.real_sigma)
+    else:
+        mechanism = secure_laplace(args.epsilon, sensitivity=args.sensitivity, granularity=args.granularity)
+        noise = ("scale", mechanism.scale)
+    certificate = mechanism.certificate
+    granularity = mechanism.grid.granularity
+    emit(
+        args,
+        {
+            noise[0]: noise[1],
+            "granularity": granularity,
+            "sampler": "integer-exact",
+            "certificate": certificate.to_dict(),
+        },
+        [noise, ("granularity", granularity), ("sampler", "integer-exact")] + certificate_rows(certificate),
+    )
+    return EXIT_OK
+
+
+def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
+
+    result = calibrate_discrete_gaussian(
+        args.epsilon, args.delta, sensitivity=args.sensitivity, compositions=args.compositions
+    )
+    emit(
+        args,
+        {"sigma": result.sigma, "sampler": "integer-exact", "certificate": result.certificate.to_dict()},
+        [("sigma", result.sigma), ("sampler", "integer-exact")] + certificate_rows(result.certificate),
+    )
+    return EXIT_OK
+
+
+def _check_granularity(args: argparse.Namespace) -> None:
+    if args.granularity is not None and not args.secure:
+        from dpcert.errors import InvalidParameter
+
+        raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
+
+
 def _calibrate_gaussian(args: argparse.Namespace) -> int:
+    _check_granularity(args)
+    if args.secure:
+        return _calibrate_secure(args, "gaussian")
     result = calibrate_gaussian(
         args.epsilon,
         args.delta,
@@ -58,16 +160,21 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
         {"sigma": result.sigma, "method": result.method, "certificate": result.certificate.to_dict()},
         [("sigma", result.sigma), ("method", result.method)] + certificate_rows(result.certificate),
     )
+    warn_float_sampler(args)
     return EXIT_OK
 
 
 def _calibrate_laplace(args: argparse.Namespace) -> int:
+    _check_granularity(args)
+    if args.secure:
+        return _calibrate_secure(args, "laplace")
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
     emit(
         args,
         {"scale": result.scale, "certificate": result.certificate.to_dict()},
         [("scale", result.scale)] + certificate_rows(result.certificate),
     )
+    warn_float_sampler(args)
     return EXIT_OK
 
 

@@ -46,6 +46,8 @@ DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exac
     parameters={
         "noise_parameter": ParameterSpec("number"),
         "sensitivity": ParameterSpec("integer", required=False),
+        "sampler": ParameterSpec("string", required=False),
+        "granularity": ParameterSpec("number", required=False),
     },
     trust_models=ALL_TRUST_MODELS,
     neighbourings=EVENT_LEVEL,
@@ -114,10 +116,15 @@ def discrete_laplace_certificate(
 
 @dataclass(frozen=True)
 class DiscreteLaplaceMechanism:
-    """Adds DLap(a) noise to integer query answers; calibrate with :meth:`for_epsilon`."""
+    """Adds DLap(a) noise to integer query answers; calibrate with :meth:`for_epsilon`.
+
+    ``secure=True`` draws the noise with the integer-exact sampler (CKS 2020, Alg. 2) from the operating
+    system's random bits (:mod:`dpcert.mechanisms.exact_samplers`) and ignores ``rng``.
+    """
 
     noise_parameter: float
     certificate: Certificate
+    secure: bool = False
 
     def __post_init__(self) -> None:
         check.positive_finite("noise_parameter", self.noise_parameter)
@@ -146,8 +153,17 @@ class DiscreteLaplaceMechanism:
             raise InvalidParameter(
                 "value", value, "integers (the discrete Laplace mechanism releases integers)"
             )
-        rng = check.generator(rng)
         shape = release_shape(array, size)
+        if self.secure:
+            from fractions import Fraction
+
+            from dpcert.mechanisms.exact_samplers import SecureRandom, sample_discrete_laplace
+
+            count = int(np.prod(shape, dtype=np.int64))
+            noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), count, SecureRandom())
+            released = array.astype(np.int64) + noise.reshape(shape)
+            return int(released) if released.ndim == 0 else released
+        rng = check.generator(rng)
         success = -math.expm1(-self.noise_parameter)
         noise = rng.geometric(success, size=shape) - rng.geometric(success, size=shape)
         released = array.astype(np.int64) + noise

@@ -84,6 +84,7 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
         "sensitivity": ParameterSpec("number", required=False),
         "compositions": ParameterSpec("integer", required=False),
         "participations": ParameterSpec("integer", required=False),
+        "sampler": ParameterSpec("string", required=False),
     },
     trust_models=ALL_TRUST_MODELS,
     neighbourings=ALL_RELATIONS,
@@ -172,6 +173,7 @@ def gaussian_certificate(
         "sigma": check.positive_finite("sigma", sigma),
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
         "compositions": check.positive_int("compositions", compositions),
+        "sampler": "float",
     }
     if participations is not None:
         parameters["participations"] = check.positive_int("participations", participations)
@@ -207,3 +209,20 @@ class GaussianMechanism:
     def __call__(self, value: Any, rng: np.random.Generator, size: int | None = None) -> Any:
         """Release ``value`` plus noise; with ``size``, ``size`` independent releases (leading axis)."""
         return add_real_noise(value, rng, size, lambda rng, shape: rng.normal(0.0, self.sigma, size=shape))
+
+    def secure(self, granularity: float | None = None, bits: str = "os") -> Any:
+        """The integer-exact counterpart at this σ on a power-of-two grid, its certificate at this δ.
+
+        See :func:`dpcert.mechanisms.secure_noise.secure_gaussian` (scalar queries; rounding charged).
+        """
+        from dpcert.mechanisms.secure_noise import secure_gaussian
+
+        parameters = self.certificate.parameters
+        return secure_gaussian(
+            delta=self.certificate.delta,
+            sigma=self.sigma,
+            sensitivity=parameters.get("sensitivity", 1.0),
+            compositions=parameters.get("compositions", 1),
+            granularity=granularity,
+            bits=bits,
+        )

@@ -38,7 +38,11 @@ LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
 
 @register_profile(
     "laplace",
-    parameters={"scale": ParameterSpec("number"), "sensitivity": ParameterSpec("number", required=False)},
+    parameters={
+        "scale": ParameterSpec("number"),
+        "sensitivity": ParameterSpec("number", required=False),
+        "sampler": ParameterSpec("string", required=False),
+    },
     trust_models=ALL_TRUST_MODELS,
     neighbourings=EVENT_LEVEL,
 )
@@ -87,6 +91,7 @@ def laplace_certificate(
     parameters = {
         "scale": check.positive_finite("scale", scale),
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
+        "sampler": "float",
     }
     return certificate_at_delta(
         "laplace", LaplaceProfile(parameters), parameters, delta, trust_model, neighbouring, LAPLACE_BASIS
@@ -113,3 +118,15 @@ class LaplaceMechanism:
     def __call__(self, value: Any, rng: np.random.Generator, size: int | None = None) -> Any:
         """Release ``value`` plus noise; with ``size``, ``size`` independent releases (leading axis)."""
         return add_real_noise(value, rng, size, lambda rng, shape: rng.laplace(0.0, self.scale, size=shape))
+
+    def secure(self, granularity: float | None = None, dimension: int = 1, bits: str = "os") -> Any:
+        """The integer-exact counterpart at this scale on a power-of-two grid (rounding charged).
+
+        See :func:`dpcert.mechanisms.secure_noise.secure_laplace`.
+        """
+        from dpcert.mechanisms.secure_noise import secure_laplace
+
+        sensitivity = self.certificate.parameters.get("sensitivity", 1.0)
+        return secure_laplace(
+            scale=self.scale, sensitivity=sensitivity, dimension=dimension, granularity=granularity, bits=bits
+        )
