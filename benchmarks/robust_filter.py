@@ -12,9 +12,9 @@ markdown section for ``benchmarks/RESULTS.md`` and writes the figure::
     python benchmarks/robust_filter.py [--reps 20] [--runs 10] [--figure benchmarks/robust_filter.png]
 
 Estimators (:func:`dpcert.bandits.spectral_filter.robust_estimate`): ``filter`` with the per-arm
-whitened λ (``variance="arm-moment"``), ``filter`` with the Chernoff-trimmed λ of spec 003 §2.4(b)
-(``variance="trimmed"``, what the engine uses), ``clip-only`` and ``least-squares``; the two filters
-clip to ``[−Ȳ, Ȳ]`` first.
+whitened λ (``variance="arm-moment"``) and with the Chernoff-trimmed λ of spec 003 §2.4(b)
+(``variance="trimmed"``, what the engine uses), each with and without clipping to ``[−Ȳ, Ȳ]`` first,
+``clip-only`` and ``least-squares``.
 """
 
 from __future__ import annotations
@@ -54,11 +54,13 @@ ATTACKS = (
     ("coordinated ±Ȳ/4", "coordinated", 0.25),
     ("targeted ±50 (engine attack)", "out-of-range", 50.0),
 )
-ESTIMATORS = (
-    ("filter (arm-moment λ)", "filter", "arm-moment"),
-    ("filter (trimmed λ)", "filter", "trimmed"),
-    ("clip-only", "clip-only", None),
-    ("least-squares", "least-squares", None),
+ESTIMATORS = (  # label, estimator, λ source, clip received values to ±Ȳ
+    ("filter (arm-moment λ)", "filter", "arm-moment", True),
+    ("filter (trimmed λ)", "filter", "trimmed", True),
+    ("filter, no clip (arm-moment λ)", "filter", "arm-moment", False),
+    ("filter, no clip (trimmed λ)", "filter", "trimmed", False),
+    ("clip-only", "clip-only", None, True),
+    ("least-squares", "least-squares", None, False),
 )
 
 
@@ -112,7 +114,7 @@ def estimator_study(instance: LinearArms, reps: int, seed: int) -> dict:
                         rng = np.random.default_rng([seed, phase, int(alpha * 1000), rep, epsilon is None])
                         clean = clients.report_rewards(instance.rewards(index, rng), rng)
                         observed, _ = adversary.corrupt(clean, index, best, rng)
-                        for column, (_, estimator, variance) in enumerate(ESTIMATORS):
+                        for column, (_, estimator, variance, clip) in enumerate(ESTIMATORS):
                             started = time.perf_counter()
                             estimate = robust_estimate(
                                 rows,
@@ -120,7 +122,7 @@ def estimator_study(instance: LinearArms, reps: int, seed: int) -> dict:
                                 np.random.default_rng([seed, rep, column]),
                                 estimator=estimator,
                                 alpha=min(alpha, 0.2499),
-                                value_bound=bound,
+                                value_bound=bound if clip else None,
                                 variance=variance or "arm-moment",
                                 failure_probability=delta,
                                 reference_arms=instance.arms,
@@ -199,17 +201,19 @@ def figure(results: dict, path: Path, phase: int) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(PRIVACY), len(ATTACKS), figsize=(16, 7.5), sharex=True)
-    markers = ("o", "s", "^", "v")
+    markers = ("o", "s", "D", "x", "^", "v")
     for row, (epsilon, privacy_label) in enumerate(PRIVACY):
         for column, attack in enumerate(ATTACKS):
             axis = axes[row, column]
-            for k, (label, _, _) in enumerate(ESTIMATORS):
+            for k, (label, _, _, _) in enumerate(ESTIMATORS):
                 cells = [results[(epsilon, phase, attack[0], alpha)] for alpha in ALPHAS]
                 mean = np.array([c["error"][k] for c in cells])
                 se = np.array([c["error_se"][k] for c in cells])
                 axis.errorbar(ALPHAS, mean, yerr=se, marker=markers[k], capsize=3, label=label)
             gap = cells[0]["width"]
-            axis.axhline(gap, color="grey", linestyle=":", linewidth=1, label="width γ_i (c_γ = 0.05)")
+            axis.axhline(
+                gap, color="grey", linestyle=":", linewidth=1, label="width γ_i at α = 0 (c_γ = 0.05)"
+            )
             axis.set_yscale("log")
             axis.set_title(f"{privacy_label}: {attack[0]}", fontsize=10)
             if row == len(PRIVACY) - 1:
@@ -278,7 +282,7 @@ def main() -> None:
                 f"γ_i = {first['width']:.3f} at α = 0.",
                 "",
                 "| attack | α | "
-                + " | ".join(f"{label}: error / kept" for label, _, _ in ESTIMATORS)
+                + " | ".join(f"{label}: error / kept" for label, _, _, _ in ESTIMATORS)
                 + " | removed "
                 "(arm-moment / trimmed) |",
                 "|---|---|" + "---|" * len(ESTIMATORS) + "---|",

@@ -413,7 +413,9 @@ def robust_estimate(
         Ȳ, a high-probability bound on every clean ``|y_j|``.
     variance
         λ source for the filter (:func:`robust_least_squares`): ``"arm-moment"`` (default), ``"trimmed"`` or
-        ``"bound"``.
+        ``"bound"``.  ``"arm-moment"`` trims each arm's values separately, so it needs several rows per arm
+        (M1); with one row per arm (M2) nothing is trimmed and a corrupted row can inflate λ: use
+        ``"trimmed"`` or ``"bound"`` there.
     failure_probability, reference_arms, removals_per_step
         As in :func:`robust_least_squares`.
 
