@@ -414,8 +414,9 @@ def robust_estimate(
     variance
         λ source for the filter (:func:`robust_least_squares`): ``"arm-moment"`` (default), ``"trimmed"`` or
         ``"bound"``.  ``"arm-moment"`` trims each arm's values separately, so it needs several rows per arm
-        (M1); with one row per arm (M2) nothing is trimmed and a corrupted row can inflate λ: use
-        ``"trimmed"`` or ``"bound"`` there.
+        (M1); an arm with a single row (M2, or the first phases of M1) is not trimmed and a corrupted row
+        there can inflate λ: clip (give ``value_bound``), which caps that inflation at ``2Ȳ²/((1−α)n)``, or
+        use ``"trimmed"`` or ``"bound"``.
     failure_probability, reference_arms, removals_per_step
         As in :func:`robust_least_squares`.
 
