@@ -18,6 +18,13 @@ Choices this module makes explicit (spec 003 §2.4 and §6):
   ``λ = (2/(1−α))·μ·mean(y²)`` after dropping the largest ``τ``-fraction of ``y²``, with
   ``τ = min(1/2, α + sqrt(3α·log(1/δ)/n) + log(1/δ)/n)`` a Chernoff upper bound on the realised
   corrupted fraction (not ``2α``, which fails for small batches).
+* ``variance="arm-moment"`` is a tighter clean-side λ.  In the whitened coordinates the clean covariance
+  satisfies ``Σ_{G0} ⪯ (1/|G0|) Σ_{j∈G0} y_j² W a_j a_jᵀ W ⪯ (max_a m_a/|G0|)·W M W = (max_a m_a/|G0|)·I``,
+  with ``m_a`` the mean of ``y²`` over the rows equal to arm ``a`` (``Σ_{G0} a aᵀ ⪯ M``).  The paper's
+  bound (seed 003 App. A.2, eq. 33) replaces ``max_a m_a`` by ``μ‖y‖²`` with ``μ = max ‖a‖²_{M^{-1}}``,
+  which for a G-optimal design is ``≈ d·mean(y²)/n``: d times looser, so in-range corruptions that
+  inflate the covariance up to ``4·2d`` times the clean level pass the stopping test.  λ is
+  ``(2/(1−α))·max_a trimmed_a(y²)/n``, each arm's second moment Chernoff-trimmed as in option (b).
 * The stopping constant 4 of Alg. 2 is the spec's [R-med] reading of the garbled "if © < 4X";
   ``threshold_factor`` exposes it.
 * A safeguard caps the number of removals at ``max_removed_fraction·n`` (spec default
@@ -39,6 +46,8 @@ from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
 DEFAULT_THRESHOLD_FACTOR = 4.0
+VARIANCE_SOURCES = ("bound", "trimmed", "arm-moment")
+ESTIMATORS = ("filter", "clip-only", "least-squares")
 _EIGEN_FLOOR = 1e-12
 
 
@@ -213,6 +222,22 @@ def trimmed_second_moment(values: np.ndarray, trim_fraction: float) -> float:
     return float(kept.mean())
 
 
+def arm_second_moment(
+    rows: np.ndarray, values: np.ndarray, alpha: float, failure_probability: float
+) -> float:
+    """``max_a trimmed_a(y²)``: the largest per-arm second moment of the values, each arm's ``y²`` trimmed
+    by the Chernoff fraction :func:`chernoff_trim_fraction` for its own row count (rows are grouped by
+    exact equality)."""
+    _, groups = np.unique(rows, axis=0, return_inverse=True)
+    groups = groups.reshape(-1)
+    largest = 0.0
+    for group in np.unique(groups):
+        members = values[groups == group]
+        trim = chernoff_trim_fraction(alpha, members.size, failure_probability)
+        largest = max(largest, trimmed_second_moment(members, trim))
+    return largest
+
+
 def _check_design(rows: object, values: object) -> tuple[np.ndarray, np.ndarray]:
     rows = check.finite_array("rows", rows)
     values = check.finite_array("values", values)
@@ -255,9 +280,10 @@ def robust_least_squares(
         ``clip_values``).
     variance
         Source of λ: ``"bound"`` (spec 003 §2.4 option (a): ``λ = μ·Ȳ²``, needs ``value_bound``) or
-        ``"trimmed"`` (option (b), the Chernoff-trimmed second moment).  Default: ``"bound"`` when
-        ``value_bound`` is given, else ``"trimmed"``.  Either way λ never depends on the untrimmed corrupted
-        sample (the printed eq. 13 does; see the module docstring).
+        ``"trimmed"`` (option (b), the Chernoff-trimmed second moment) or ``"arm-moment"`` (the per-arm
+        whitened bound of the module docstring: ``(2/(1−α))·max_a trimmed_a(y²)/n``).  Default:
+        ``"bound"`` when ``value_bound`` is given, else ``"trimmed"``.  Either way λ never depends on the
+        untrimmed corrupted sample (the printed eq. 13 does; see the module docstring).
     failure_probability
         δ of the Chernoff trim fraction, in (0, 1).
     clip_values
@@ -287,8 +313,8 @@ def robust_least_squares(
         value_bound = check.positive_finite("value_bound", value_bound)
     if variance is None:
         variance = "trimmed" if value_bound is None else "bound"
-    if variance not in ("bound", "trimmed"):
-        raise InvalidParameter("variance", variance, "'bound' or 'trimmed'")
+    if variance not in VARIANCE_SOURCES:
+        raise InvalidParameter("variance", variance, "one of " + ", ".join(VARIANCE_SOURCES))
     if variance == "bound" and value_bound is None:
         raise InvalidParameter("value_bound", None, "a positive bound when variance='bound'")
     if clip_values:
@@ -310,6 +336,8 @@ def robust_least_squares(
 
     if variance == "bound":
         variance_bound = leverage * value_bound**2
+    elif variance == "arm-moment":
+        variance_bound = 2.0 / (1.0 - alpha) * arm_second_moment(rows, values, alpha, failure_probability) / n
     else:
         variance_bound = 2.0 / (1.0 - alpha) * leverage * trimmed_second_moment(values, trim)
 
@@ -325,3 +353,101 @@ def robust_least_squares(
     theta = n * (inverse_root @ result.mean)
     plain = inverse @ (rows.T @ values)
     return RobustFit(theta, plain, variance_bound, leverage, result)
+
+
+@dataclass(frozen=True)
+class RobustEstimate:
+    """Output of :func:`robust_estimate`.
+
+    Attributes
+    ----------
+    theta
+        The phase estimate of θ.
+    estimator
+        ``"filter"``, ``"clip-only"`` or ``"least-squares"``.
+    removed
+        Points removed by the filter (0 for the other estimators).
+    clipped
+        Received values changed by clipping to ``[−Ȳ, Ȳ]`` (0 for ``"least-squares"``).
+    variance_bound
+        The filter's λ (``None`` for the other estimators).
+    """
+
+    theta: np.ndarray
+    estimator: str
+    removed: int
+    clipped: int
+    variance_bound: float | None
+
+
+def robust_estimate(
+    design: np.ndarray,
+    values: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    estimator: str = "filter",
+    alpha: float = 0.0,
+    value_bound: float | None = None,
+    variance: str = "arm-moment",
+    failure_probability: float = 0.01,
+    reference_arms: np.ndarray | None = None,
+    removals_per_step: int = 1,
+) -> RobustEstimate:
+    """One phase's estimate of θ from received values, by the chosen estimator (seed 003, Alg. 1 lines 6–8).
+
+    Parameters
+    ----------
+    design
+        Design rows ``a_j``, shape (n, d) (repeated rows allowed).
+    values
+        Received values ``y_j``, shape (n,).
+    rng
+        Source of the filter's randomness (unused by the other estimators).
+    estimator
+        ``"filter"``: clip to ``[−Ȳ, Ȳ]`` when ``value_bound`` is given, then the spectral-filter robust least
+        squares (Alg. 2) with λ from ``variance``; ``"clip-only"``: clip to ``[−Ȳ, Ȳ]`` (needs
+        ``value_bound``), then plain least squares; ``"least-squares"``: plain least squares on the values.
+    alpha
+        Corruption probability bound, ``0 <= alpha < 1/4`` (filter only).
+    value_bound
+        Ȳ, a high-probability bound on every clean ``|y_j|``.
+    variance
+        λ source for the filter (:func:`robust_least_squares`): ``"arm-moment"`` (default), ``"trimmed"`` or
+        ``"bound"``.  ``"arm-moment"`` trims each arm's values separately, so it needs several rows per arm
+        (M1); an arm with a single row (M2, or the first phases of M1) is not trimmed and a corrupted row
+        there can inflate λ: clip (give ``value_bound``), which caps that inflation at ``2Ȳ²/((1−α)n)``, or
+        use ``"trimmed"`` or ``"bound"``.
+    failure_probability, reference_arms, removals_per_step
+        As in :func:`robust_least_squares`.
+
+    Returns
+    -------
+    RobustEstimate
+    """
+    design, values = _check_design(design, values)
+    if estimator not in ESTIMATORS:
+        raise InvalidParameter("estimator", estimator, "one of " + ", ".join(ESTIMATORS))
+    if value_bound is not None:
+        value_bound = check.positive_finite("value_bound", value_bound)
+    if estimator == "least-squares":
+        return RobustEstimate(least_squares(design, values), estimator, 0, 0, None)
+    if estimator == "clip-only":
+        if value_bound is None:
+            raise InvalidParameter("value_bound", None, "a positive bound when estimator='clip-only'")
+        clipped = np.clip(values, -value_bound, value_bound)
+        changed = int(np.count_nonzero(clipped != values))
+        return RobustEstimate(least_squares(design, clipped), estimator, 0, changed, None)
+    changed = 0 if value_bound is None else int(np.count_nonzero(np.abs(values) > value_bound))
+    fit = robust_least_squares(
+        design,
+        values,
+        rng,
+        alpha=alpha,
+        value_bound=value_bound,
+        variance=variance,
+        failure_probability=failure_probability,
+        clip_values=value_bound is not None,
+        reference_arms=reference_arms,
+        removals_per_step=removals_per_step,
+    )
+    return RobustEstimate(fit.theta, estimator, fit.filter.removed, changed, fit.variance_bound)
