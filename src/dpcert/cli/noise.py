@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
-from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
+from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, delta_value, emit, integer, positive
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 
@@ -14,32 +14,32 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate", "gaussian", "least Gaussian sigma for (epsilon, delta)", _calibrate_gaussian
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0, help="l2-sensitivity (default 1)")
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0, help="l2-sensitivity (default 1)")
     parser.add_argument(
         "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
     )
     parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic")
 
     parser = groups.add("calibrate", "laplace", "least Laplace scale for epsilon-DP", _calibrate_laplace)
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0, help="l1-sensitivity (default 1)")
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0, help="l1-sensitivity (default 1)")
 
     parser = groups.add(
         "account", "gaussian", "epsilon of a (k-fold) Gaussian mechanism at delta", _account_gaussian
     )
-    parser.add_argument("--sigma", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0)
+    parser.add_argument("--sigma", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument("--compositions", type=integer, default=1)
 
     parser = groups.add("account", "laplace", "epsilon of a Laplace mechanism", _account_laplace)
-    parser.add_argument("--scale", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0)
+    parser.add_argument("--scale", type=positive, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument(
         "--delta",
-        type=number,
+        type=delta_value,
         default=0.0,
         help="report the least epsilon at this delta (default 0: pure DP)",
     )

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 
 from dpcert.accounting import amplification
-from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
+from dpcert.cli._common import (
+    EXIT_OK,
+    CommandGroups,
+    certificate_rows,
+    delta_value,
+    emit,
+    integer,
+    number,
+    positive,
+)
+from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import (
     METHODS,
     NORMS,
@@ -23,11 +33,11 @@ def register(groups: CommandGroups) -> None:
         "bit-sum shuffle protocol (g, b, p) for a sum of N users' vectors at (epsilon, delta)",
         _calibrate_binomial_sum,
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--users", type=integer, required=True, help="number N of users in one sum")
     parser.add_argument("--dimension", type=integer, default=1, help="d (default 1: scalars)")
-    parser.add_argument("--bound", type=number, default=1.0, help="every entry lies in [-B, B] (default 1)")
+    parser.add_argument("--bound", type=positive, default=1.0, help="every entry lies in [-B, B] (default 1)")
     parser.add_argument("--method", choices=METHODS, default="exact")
     parser.add_argument("--shape", choices=SHAPES, default="vector", help="default vector")
     parser.add_argument(
@@ -40,8 +50,8 @@ def register(groups: CommandGroups) -> None:
         "largest local epsilon0 whose shuffled protocol meets (epsilon, delta)",
         _calibrate_shuffle,
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--users", type=integer, required=True)
     parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
 
@@ -52,19 +62,45 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--b", type=integer, required=True, help="noise bits per user and coordinate")
     parser.add_argument("--p", type=number, required=True, help="probability of a noise bit being 1")
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--dimension", type=integer, default=1)
-    parser.add_argument("--bound", type=number, default=1.0)
+    parser.add_argument("--bound", type=positive, default=1.0)
     parser.add_argument("--shape", choices=SHAPES, default="vector")
     parser.add_argument("--norm", choices=NORMS, default="entry")
 
     parser = groups.add(
         "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
     )
-    parser.add_argument("--epsilon0", type=number, required=True)
+    parser.add_argument("--epsilon0", type=positive, required=True)
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+
+
+NUMERIC_EPSILON0_RANGE = (1e-6, 700.0)
+"""``--method numeric`` evaluates binomial laws with success probability ``exp(-epsilon0)``: below 1e-6
+that probability rounds too close to 1 (relative error of ``1 - p`` above 1e-10, the method's rounding
+allowance) and above 700 it underflows."""
+
+NUMERIC_USERS_MAX = 10**7
+"""``--method numeric`` sums over a window of about 16 sqrt(users) binomial counts per evaluation."""
+
+NUMERIC_CALIBRATION_EPSILON_MAX = 300.0
+"""``calibrate shuffle --method numeric`` searches epsilon0 up to twice the target epsilon."""
+
+
+def _check_numeric_shuffle(name: str, value: float, high: float, users: int) -> None:
+    if users > NUMERIC_USERS_MAX:
+        raise InvalidParameter(
+            "--users",
+            users,
+            f"users <= {NUMERIC_USERS_MAX:g} with --method numeric",
+            hint="or use --method closed-form",
+        )
+    low = NUMERIC_EPSILON0_RANGE[0] if name == "--epsilon0" else 0.0
+    if not low <= value <= high:
+        allowed = f"{low:g} <= {name.lstrip('-')} <= {high:g} with --method numeric"
+        raise InvalidParameter(name, value, allowed, hint="or use --method closed-form")
 
 
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
@@ -96,6 +132,8 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
+    if args.method == "numeric":
+        _check_numeric_shuffle("--epsilon", args.epsilon, NUMERIC_CALIBRATION_EPSILON_MAX, args.users)
     epsilon0 = amplification.largest_local_epsilon(args.epsilon, args.delta, args.users, args.method)
     certificate = amplification.amplification_certificate(
         epsilon0, args.users, epsilon=args.epsilon, delta=args.delta, method=args.method
@@ -127,6 +165,8 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _account_shuffle(args: argparse.Namespace) -> int:
+    if args.method == "numeric":
+        _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)
     certificate = amplification.amplification_certificate(
         args.epsilon0, args.users, delta=args.delta, method=args.method
     )
