@@ -207,6 +207,17 @@ def output_file(text: str) -> Path:
     return path
 
 
+def output_file_anywhere(text: str) -> Path:
+    """argparse type: a file to be written whose missing parent directories will be created."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory: allowed a file path")
+    output_directory(str(path.absolute().parent))
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a writable file (it is read-only)")
+    return path
+
+
 def output_directory(text: str) -> Path:
     """argparse type: a directory that exists and is writable, or that can be created."""
     path = Path(text)
