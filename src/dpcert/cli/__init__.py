@@ -21,7 +21,8 @@ from dpcert.cli._common import CommandGroups, build_root_parser, run_command
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "dpcert.cli.noise": ("calibrate", "account"),
     "dpcert.cli.demo": ("demo",),
-    "dpcert.cli.accounting": ("account", "ledger"),
+    "dpcert.cli.accounting": ("account",),
+    "dpcert.cli.ledger": ("ledger",),
     "dpcert.cli.shuffle": ("calibrate", "account"),
     "dpcert.cli.audit": ("audit",),
     "dpcert.cli.bandit": ("bandit", "reproduce"),

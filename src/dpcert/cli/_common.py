@@ -11,6 +11,7 @@ This module imports nothing heavier than the standard library so that ``dpcert -
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -109,6 +110,41 @@ def _missing_subcommand(
         return EXIT_BAD_INPUT
 
     return handler
+
+
+class LazyChoices(Sequence[str]):
+    """argparse ``choices`` read from ``module.attribute`` only when first needed.
+
+    The modules holding the choices import scipy; reading them lazily keeps usage errors and
+    ``--help`` of unrelated commands fast.
+    """
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self._module = module
+        self._attribute = attribute
+        self._values: tuple[str, ...] | None = None
+
+    def _load(self) -> tuple[str, ...]:
+        if self._values is None:
+            self._values = tuple(getattr(importlib.import_module(self._module), self._attribute))
+        return self._values
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._load()
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __getitem__(self, index):
+        return self._load()[index]
+
+
+ONE_OF = {"metavar": "NAME", "help": "%(choices)s (default %(default)s)"}
+"""``add_argument`` keywords for a :class:`LazyChoices` option (a metavar keeps argparse from reading
+the choices when the option is added)."""
 
 
 # --------------------------------------------------------------------------- argument types

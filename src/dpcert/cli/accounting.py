@@ -1,20 +1,17 @@
-"""``dpcert account compose``: the certificate of a composition of certified mechanisms.
-
-Also registers the ``dpcert ledger`` commands (:mod:`dpcert.cli.ledger`).
-"""
+"""``dpcert account compose``: the certificate of a composition of certified mechanisms."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from dpcert.accounting.composition import ALL_METHODS, compose
-from dpcert.certificates import Certificate
-from dpcert.cli import ledger as ledger_commands
 from dpcert.cli._common import (
     EXIT_OK,
+    ONE_OF,
     CommandGroups,
+    LazyChoices,
     bounded_integer,
     delta_value,
     emit,
@@ -46,17 +43,19 @@ def register(groups: CommandGroups) -> None:
         metavar="K",
         help="use the certificates K times each (default 1)",
     )
-    parser.add_argument("--method", choices=ALL_METHODS, default="best")
+    parser.add_argument("--method", choices=ALL_METHODS, default="best", **ONE_OF)
     parser.add_argument("--delta", type=delta_value, required=True, help="target delta of the composition")
-    ledger_commands.register(groups)
 
 
+ALL_METHODS = LazyChoices("dpcert.accounting.composition", "ALL_METHODS")
 MAX_MECHANISMS = 100_000
 """Most mechanisms one composition takes (certificates x --count)."""
 
 
-def read_certificates(path: str | Path) -> list[Certificate]:
+def read_certificates(path: str | Path) -> list[Any]:
     """Certificates in a JSON file (one object or a list of objects), each re-verified."""
+    from dpcert.certificates import Certificate
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -81,6 +80,8 @@ def read_certificates(path: str | Path) -> list[Certificate]:
 
 
 def _account_compose(args: argparse.Namespace) -> int:
+    from dpcert.accounting.composition import compose
+
     distinct = [c for path in args.certificate for c in read_certificates(path)]
     if len(distinct) * args.count > MAX_MECHANISMS:
         raise InvalidParameter(

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
-from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, delta_value, emit, integer, positive
-from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.cli._common import (
+    EXIT_OK,
+    ONE_OF,
+    CommandGroups,
+    LazyChoices,
+    certificate_rows,
+    delta_value,
+    emit,
+    integer,
+    positive,
+)
+
+GAUSSIAN_METHODS = LazyChoices("dpcert.accounting.calibration", "GAUSSIAN_METHODS")
 
 
 def register(groups: CommandGroups) -> None:
@@ -20,7 +29,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument(
         "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
     )
-    parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic")
+    parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic", **ONE_OF)
 
     parser = groups.add("calibrate", "laplace", "least Laplace scale for epsilon-DP", _calibrate_laplace)
     parser.add_argument("--epsilon", type=positive, required=True)
@@ -46,6 +55,8 @@ def register(groups: CommandGroups) -> None:
 
 
 def _calibrate_gaussian(args: argparse.Namespace) -> int:
+    from dpcert.accounting.calibration import calibrate_gaussian
+
     result = calibrate_gaussian(
         args.epsilon,
         args.delta,
@@ -62,6 +73,8 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
 
 
 def _calibrate_laplace(args: argparse.Namespace) -> int:
+    from dpcert.accounting.calibration import calibrate_laplace
+
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
     emit(
         args,
@@ -72,6 +85,8 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
 
 
 def _account_gaussian(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.gaussian import gaussian_certificate
+
     certificate = gaussian_certificate(
         args.sigma, delta=args.delta, sensitivity=args.sensitivity, compositions=args.compositions
     )
@@ -84,6 +99,8 @@ def _account_gaussian(args: argparse.Namespace) -> int:
 
 
 def _account_laplace(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.laplace import laplace_certificate
+
     certificate = laplace_certificate(args.scale, sensitivity=args.sensitivity, delta=args.delta)
     emit(
         args,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from dpcert.accounting import amplification
 from dpcert.cli._common import (
     EXIT_OK,
+    ONE_OF,
     CommandGroups,
+    LazyChoices,
     certificate_rows,
     delta_value,
     emit,
@@ -16,14 +17,11 @@ from dpcert.cli._common import (
     positive,
 )
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import (
-    METHODS,
-    NORMS,
-    SHAPES,
-    BitSumParameters,
-    binomial_sum_certificate,
-    calibrate_binomial_sum,
-)
+
+SUM_METHODS = LazyChoices("dpcert.mechanisms.binomial_sum", "METHODS")
+NORMS = LazyChoices("dpcert.mechanisms.binomial_sum", "NORMS")
+SHAPES = LazyChoices("dpcert.mechanisms.binomial_sum", "SHAPES")
+SHUFFLE_METHODS = LazyChoices("dpcert.accounting.amplification", "METHODS")
 
 
 def register(groups: CommandGroups) -> None:
@@ -38,10 +36,14 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--users", type=integer, required=True, help="number N of users in one sum")
     parser.add_argument("--dimension", type=integer, default=1, help="d (default 1: scalars)")
     parser.add_argument("--bound", type=positive, default=1.0, help="every entry lies in [-B, B] (default 1)")
-    parser.add_argument("--method", choices=METHODS, default="exact")
-    parser.add_argument("--shape", choices=SHAPES, default="vector", help="default vector")
+    parser.add_argument("--method", choices=SUM_METHODS, default="exact", **ONE_OF)
+    parser.add_argument("--shape", choices=SHAPES, default="vector", **ONE_OF)
     parser.add_argument(
-        "--norm", choices=NORMS, default="entry", help="entry: entries in [-B, B]; l2: l2 norm <= B (tighter)"
+        "--norm",
+        choices=NORMS,
+        default="entry",
+        metavar="NORM",
+        help="%(choices)s (default %(default)s): entry: entries in [-B, B]; l2: l2 norm <= B (tighter)",
     )
 
     parser = groups.add(
@@ -53,7 +55,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--epsilon", type=positive, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    parser.add_argument("--method", choices=SHUFFLE_METHODS, default="numeric", **ONE_OF)
 
     parser = groups.add(
         "account", "binomial-sum", "epsilon of a bit-sum shuffle protocol at delta", _account_binomial_sum
@@ -65,8 +67,8 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--dimension", type=integer, default=1)
     parser.add_argument("--bound", type=positive, default=1.0)
-    parser.add_argument("--shape", choices=SHAPES, default="vector")
-    parser.add_argument("--norm", choices=NORMS, default="entry")
+    parser.add_argument("--shape", choices=SHAPES, default="vector", **ONE_OF)
+    parser.add_argument("--norm", choices=NORMS, default="entry", **ONE_OF)
 
     parser = groups.add(
         "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
@@ -74,7 +76,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--epsilon0", type=positive, required=True)
     parser.add_argument("--users", type=integer, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
-    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    parser.add_argument("--method", choices=SHUFFLE_METHODS, default="numeric", **ONE_OF)
 
 
 NUMERIC_EPSILON0_RANGE = (1e-6, 700.0)
@@ -104,6 +106,8 @@ def _check_numeric_shuffle(name: str, value: float, high: float, users: int) -> 
 
 
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+
     result = calibrate_binomial_sum(
         args.epsilon,
         args.delta,
@@ -132,6 +136,8 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
+    from dpcert.accounting import amplification
+
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon", args.epsilon, NUMERIC_CALIBRATION_EPSILON_MAX, args.users)
     epsilon0 = amplification.largest_local_epsilon(args.epsilon, args.delta, args.users, args.method)
@@ -147,6 +153,8 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
 
 
 def _account_binomial_sum(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.binomial_sum import BitSumParameters, binomial_sum_certificate
+
     parameters = BitSumParameters(
         args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape, args.norm
     )
@@ -165,6 +173,8 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _account_shuffle(args: argparse.Namespace) -> int:
+    from dpcert.accounting import amplification
+
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)
     certificate = amplification.amplification_certificate(
