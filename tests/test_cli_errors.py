@@ -63,16 +63,15 @@ BAD_INPUT = [
     ([*AUDIT, "--epsilon", "1", "--seed", "-1"], "--seed"),
     ([*AUDIT, "--epsilon", "1e-308"], "--epsilon"),
     ([*AUDIT, "--epsilon", "1", "--confidence", "1"], "--confidence"),
-    ([*AUDIT, "--epsilon", "1", "--samples", "1e10"], "--samples"),
     ([*AUDIT, "--epsilon", "1", "--save", "nonexistent/dir/r.json"], "--save"),
     (["audit", "wrong_signature.py:release", "--input", "0", "--neighbour", "1", "--epsilon", "1"], "TARGET"),
     (["audit", "raises.py:release", "--input", "0", "--neighbour", "1", "--epsilon", "1"], "TARGET"),
     (["bandit", "run", "mab-se", "--horizon", "100", "--out", "existing"], "--out"),
     (["bandit", "run", "mab-se", "--horizon", "100", "--seed", "-1"], "--seed"),
-    (["bandit", "run", "mab-se", "--horizon", "100", "--runs", "1e9"], "--runs"),
     (["bandit", "run", "mab-se", "--horizon", "1e9", "--runs", "1000"], "--horizon"),
-    (["bandit", "run", "mab-se", "--horizon", "100", "--option", "mean=[0.5,0.4]"], "--option"),
-    (["bandit", "run", "robust-elimination", "--horizon", "100", "--option", "alpah=0.1"], "--option"),
+    (["bandit", "run", "mab-se", "--horizon", "100", "--option", "mean=[0.5,0.4]"], "'mean'"),
+    (["bandit", "run", "robust-elimination", "--horizon", "100", "--option", "alpah=0.1"], "'alpah'"),
+    (["bandit", "run", "dp-dpe", "--horizon", "100", "--option", "no_such_key=1"], "'no_such_key'"),
     (["bandit", "run", "mab-se", "--horizon", "100", "--ledger", "nonexistent/l.db"], "--ledger"),
     (["reproduce", "dpdpe-fig2b", "--out", "existing"], "--out"),
     (["demo", "--out", "existing"], "--out"),
@@ -114,14 +113,6 @@ def test_a_file_target_is_imported_only_after_the_other_arguments_are_checked(tm
         assert not (tmp_path / "imported").exists()
     help_text = dpcert("audit", "--help").stdout
     assert "EXECUTES" in help_text and "trust" in help_text
-
-
-def test_unknown_option_keys_are_refused_before_the_run(files):
-    for algorithm in ("mab-se", "robust-elimination", "dp-dpe"):
-        result = dpcert(
-            "bandit", "run", algorithm, "--horizon", "100", "--option", "no_such_key=1", cwd=files
-        )
-        assert_one_line(result, 2, "no_such_key")
 
 
 def test_internal_error_exits_3_with_one_line_and_traceback_only_with_debug(tmp_path):
