@@ -210,3 +210,23 @@ def test_saved_report_names_target_claim_seed_samples_and_options(tmp_path):
     assert "warning" in ignoring.stderr and "not reproducible" in ignoring.stderr
     other = json.loads((tmp_path / "other.json").read_text())["run"]
     assert other["reproducible_from_seed"] is False and other["warnings"]
+
+
+EDGES = [  # the ends of the allowed ranges run and give certificates that re-verify
+    ["calibrate", "gaussian", "--epsilon", "1e-50", "--delta", "1e-300", "--sensitivity", "1e50"],
+    ["account", "gaussian", "--sigma", "1e-50", "--delta", "1e-300", "--sensitivity", "1e50"],
+    ["account", "shuffle", "--epsilon0", "1e-6", "--users", "1000", "--delta", "1e-6"],
+    ["account", "shuffle", "--epsilon0", "700", "--users", "100", "--delta", "1e-300"],
+]
+
+
+@pytest.mark.parametrize("argv", EDGES, ids=[" ".join(a)[:50] for a in EDGES])
+def test_the_edges_of_the_allowed_ranges_run(argv):
+    from dpcert import Certificate
+
+    result = dpcert(*argv, "--json")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    payload = json.loads(result.stdout)
+    certificate = Certificate.from_dict(payload["certificate"])  # re-derived from its parameters
+    if argv[:2] == ["account", "shuffle"]:  # shuffling is post-processing: never worse than epsilon0
+        assert 0.0 <= payload["epsilon"] <= float(argv[3]) and certificate.delta <= float(argv[-1])
