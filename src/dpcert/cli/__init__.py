@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     word = _command_word(argv)
     modules = [module for module, words in COMMAND_MODULES.items() if word in words]
+    if word is not None and not modules:  # a word no module lists: load them all and let argparse judge
+        modules = list(COMMAND_MODULES)
     try:
         parser = build_parser(modules)
         args = parser.parse_args(argv)
