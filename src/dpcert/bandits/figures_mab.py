@@ -101,6 +101,18 @@ def _to_bandit_run(
     )
 
 
+_OPTION_KEYS = {
+    "run_mab": frozenset({"means", "batch_size"}),
+    "run_robust": frozenset(
+        {
+            "model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
+            "failure_probability", "arms", "dimension", "reward_model",
+        }
+    ),
+}  # fmt: skip
+"""The ``--option`` keys each runner reads (anything else is refused by ``dpcert bandit run``)."""
+
+
 # =========================================================================== seed 001 algorithms
 def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
@@ -522,7 +534,9 @@ for _name, _description, _models, _run in (
         run_robust,
     ),
 ):
-    registry.register_algorithm(registry.AlgorithmSpec(_name, _description, _models, _run))
+    registry.register_algorithm(
+        registry.AlgorithmSpec(_name, _description, _models, _run, _OPTION_KEYS[_run.__name__])
+    )
 
 for _name, _description, _reproduce in (
     (

@@ -82,10 +82,13 @@ class BanditRun:
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
+    """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them)."""
+
     name: str
     description: str
     privacy_models: tuple[str, ...]
     run: Callable[[RunConfig], BanditRun]
+    options: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

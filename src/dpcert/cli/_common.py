@@ -1,20 +1,32 @@
-"""Shared plumbing of the command line: parser groups, output, error mapping."""
+"""Shared plumbing of the command line: parser groups, argument types, output, error mapping.
+
+Exit status (CLI.md): 0 success / "consistent"; 1 a verdict of "violated" or a refused charge; 2 bad
+input or usage, one line on stderr naming the parameter and what is allowed, checked before any work;
+3 an internal error, one line on stderr (the traceback only with ``--debug``).
+
+This module imports nothing heavier than the standard library so that ``dpcert --help`` and
+``dpcert --version`` start quickly; command modules import numpy/scipy inside their handlers.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-from dpcert.errors import BudgetExceeded, DPCertError
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
 GROUPS = {
     "calibrate": "compute the least noise for a target (epsilon, delta)",
@@ -23,11 +35,20 @@ GROUPS = {
     "ledger": "inspect or export a per-user privacy ledger",
 }
 
+MAGNITUDE_RANGE = (1e-50, 1e50)
+"""Range of every positive real parameter (epsilon, sigma, scale, sensitivity, bound, ...).
+
+Within it every ratio the accountants form (sensitivity/sigma, sensitivity/epsilon) stays within
+1e100, where the Gaussian and Laplace profiles and their root finders are exact in double precision;
+outside it they can overflow or underflow (e.g. a subnormal epsilon = 1e-308)."""
+
+SEED_LIMIT = 2**128
+"""Seeds are integers ``0 <= seed < 2**128`` (numpy's SeedSequence entropy)."""
+
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 already; keep the message short
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"dpcert: error: {message}\n")
+    def error(self, message: str) -> None:  # one line on stderr, exit status 2
+        self.exit(EXIT_BAD_INPUT, f"dpcert: error: {message} (see '{self.prog} --help')\n")
 
 
 @dataclass
@@ -40,19 +61,30 @@ class CommandGroups:
     def add(
         self, group: str | None, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
     ) -> argparse.ArgumentParser:
-        """Add ``dpcert [group] name``; every command gets ``--json``."""
+        """Add ``dpcert [group] name``; every command gets ``--json`` and ``--debug``."""
         target = self.root if group is None else self.groups[group]
         parser = target.add_parser(name, help=help_text, description=help_text)
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        add_debug_flag(parser, default=argparse.SUPPRESS)
         parser.set_defaults(handler=handler)
         return parser
 
 
-def build_root_parser() -> tuple[argparse.ArgumentParser, CommandGroups]:
+def add_debug_flag(parser: argparse.ArgumentParser, default: Any = False) -> None:
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="print the traceback of an internal error"
+    )
+
+
+def build_root_parser(
+    stubs: dict[str, str] | None = None,
+) -> tuple[argparse.ArgumentParser, CommandGroups]:
+    """The root parser with its command groups; ``stubs`` adds top-level commands by name and help only."""
     from dpcert import __version__
 
     parser = _Parser(prog="dpcert", description="Differential privacy with checkable certificates.")
     parser.add_argument("--version", action="version", version=f"dpcert {__version__}")
+    add_debug_flag(parser)
     root = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     groups = {}
     for name, help_text in GROUPS.items():
@@ -60,24 +92,92 @@ def build_root_parser() -> tuple[argparse.ArgumentParser, CommandGroups]:
         groups[name] = group_parser.add_subparsers(
             title="subcommands", metavar="SUBCOMMAND", parser_class=_Parser
         )
-        group_parser.set_defaults(handler=_missing_subcommand(group_parser))
+        add_debug_flag(group_parser, default=argparse.SUPPRESS)
+        group_parser.set_defaults(handler=_missing_subcommand(group_parser, groups[name]))
+    for name, help_text in (stubs or {}).items():
+        root.add_parser(name, help=help_text, description=help_text)
     return parser, CommandGroups(root, groups)
 
 
-def _missing_subcommand(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+def _missing_subcommand(
+    parser: argparse.ArgumentParser, subcommands: argparse._SubParsersAction
+) -> Callable[[argparse.Namespace], int]:
     def handler(_: argparse.Namespace) -> int:
-        parser.print_help(sys.stderr)
+        names = ", ".join(subcommands.choices)
+        sys.stderr.write(
+            f"dpcert: error: {parser.prog} needs a subcommand: {names} (see '{parser.prog} --help')\n"
+        )
         return EXIT_BAD_INPUT
 
     return handler
 
 
+class LazyChoices(Sequence[str]):
+    """argparse ``choices`` read from ``module.attribute`` only when first needed.
+
+    The modules holding the choices import scipy; reading them lazily keeps usage errors and
+    ``--help`` of unrelated commands fast.
+    """
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self._module = module
+        self._attribute = attribute
+        self._values: tuple[str, ...] | None = None
+
+    def _load(self) -> tuple[str, ...]:
+        if self._values is None:
+            self._values = tuple(getattr(importlib.import_module(self._module), self._attribute))
+        return self._values
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._load()
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __getitem__(self, index):
+        return self._load()[index]
+
+
+ONE_OF = {"metavar": "NAME", "help": "%(choices)s (default %(default)s)"}
+"""``add_argument`` keywords for a :class:`LazyChoices` option (a metavar keeps argparse from reading
+the choices when the option is added)."""
+
+
+# --------------------------------------------------------------------------- argument types
 def number(text: str) -> float:
     """argparse type: a float (range checks happen in the library, which names the parameter)."""
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def positive(text: str) -> float:
+    """argparse type: a positive real number within :data:`MAGNITUDE_RANGE`."""
+    value = number(text)
+    low, high = MAGNITUDE_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: allowed {low:g} <= value <= {high:g} (dpcert's numeric range)"
+        )
+    return value
+
+
+DELTA_MIN = 1e-300
+"""Smallest positive delta: below it (subnormal numbers) the Gaussian profile's root finders divide by
+zero."""
+
+
+def delta_value(text: str) -> float:
+    """argparse type: a delta, ``0`` or ``1e-300 <= delta < 1``."""
+    value = number(text)
+    if not (value == 0.0 or DELTA_MIN <= value < 1.0):
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed 0 or {DELTA_MIN:g} <= delta < 1")
+    return value
 
 
 def integer(text: str) -> int:
@@ -88,9 +188,118 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if not math.isfinite(value) or not value.is_integer():
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer")
-    return int(value)
+    if abs(value) < 2**53:
+        return int(value)
+    try:  # exact for large integers written out in full
+        return int(text)
+    except ValueError:
+        return int(value)
 
 
+def bounded_integer(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: an integer with ``low <= value <= high``."""
+
+    def parse(text: str) -> int:
+        value = integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed {low} <= value <= {high:g}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def seed(text: str) -> int:
+    """argparse type: a random seed, an integer ``0 <= seed < 2**128``."""
+    value = integer(text)
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed an integer 0 <= seed < 2**128")
+    return value
+
+
+def _nearest_existing(path: Path) -> Path:
+    probe = path.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def output_file(text: str) -> Path:
+    """argparse type: a file that can be written (its directory exists and is writable)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory: allowed a file path")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed a file in an existing directory ({parent} does not exist)"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed a file in a writable directory ({parent} is not)"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a writable file (it is read-only)")
+    return path
+
+
+def output_file_anywhere(text: str) -> Path:
+    """argparse type: a file to be written whose missing parent directories will be created."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory: allowed a file path")
+    output_directory(str(path.absolute().parent))
+    if path.exists() and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a writable file (it is read-only)")
+    return path
+
+
+def output_directory(text: str) -> Path:
+    """argparse type: a directory that exists and is writable, or that can be created."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is an existing file: allowed a directory")
+    existing = _nearest_existing(path)
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a directory path ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed a writable directory ({existing} is not writable)"
+        )
+    return path
+
+
+def input_file(text: str) -> Path:
+    """argparse type: an existing, readable regular file."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed an existing file (no such file)")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a readable file (permission denied)")
+    return path
+
+
+# --------------------------------------------------------------------------- resources
+def available_memory() -> int:
+    """Bytes of memory this process may use: MemAvailable (Linux), else physical memory."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return 8 * 2**30
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.3g} GiB"
+
+
+# --------------------------------------------------------------------------- output
 def emit(args: argparse.Namespace, payload: dict[str, Any], rows: Sequence[tuple[str, Any]]) -> None:
     """Print ``payload`` as one JSON object (``--json``) or ``rows`` as a two-column table."""
     if getattr(args, "json", False):
@@ -116,15 +325,35 @@ def certificate_rows(certificate: Any, *, neighbouring: bool = True) -> list[tup
     return rows
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """Run the handler; map dpcert errors to exit codes with a message on stderr."""
+    """Run the handler; map errors to exit codes with one line on stderr.
+
+    ``BudgetExceeded`` (a refused charge) exits 1; any other dpcert error (bad input, a certificate
+    that does not verify, an unmet precondition) exits 2; anything else is an internal error (3),
+    whose traceback is printed only with ``--debug``.
+    """
+    from dpcert.errors import BudgetExceeded, DPCertError
+
     try:
         return int(args.handler(args))
     except BudgetExceeded as exc:
-        sys.stderr.write(f"dpcert: refused: {exc}\n")
+        sys.stderr.write(f"dpcert: refused: {_one_line(exc)}\n")
         return EXIT_VIOLATED
     except DPCertError as exc:
-        sys.stderr.write(f"dpcert: error: {exc}\n")
+        sys.stderr.write(f"dpcert: error: {_one_line(exc)}\n")
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write("dpcert: interrupted\n")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the contract: every other failure is exit 3
+        if getattr(args, "debug", False):
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if getattr(args, "debug", False) else " (run with --debug for the traceback)"
+        sys.stderr.write(f"dpcert: internal error: {type(exc).__name__}: {_one_line(exc)}{hint}\n")
+        return EXIT_INTERNAL

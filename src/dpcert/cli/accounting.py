@@ -1,18 +1,22 @@
-"""``dpcert account compose``: the certificate of a composition of certified mechanisms.
-
-Also registers the ``dpcert ledger`` commands (:mod:`dpcert.cli.ledger`).
-"""
+"""``dpcert account compose``: the certificate of a composition of certified mechanisms."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from dpcert.accounting.composition import ALL_METHODS, compose
-from dpcert.certificates import Certificate
-from dpcert.cli import ledger as ledger_commands
-from dpcert.cli._common import EXIT_OK, CommandGroups, emit, number
+from dpcert.cli._common import (
+    EXIT_OK,
+    ONE_OF,
+    CommandGroups,
+    LazyChoices,
+    bounded_integer,
+    delta_value,
+    emit,
+    input_file,
+)
 from dpcert.errors import CertificateFormatError, InvalidParameter
 
 
@@ -29,20 +33,38 @@ def register(groups: CommandGroups) -> None:
         nargs="+",
         required=True,
         metavar="FILE.json",
+        type=input_file,
         help="certificate file(s), repeated once per use; a file may also hold a JSON list of certificates",
     )
-    parser.add_argument("--method", choices=ALL_METHODS, default="best")
-    parser.add_argument("--delta", type=number, required=True, help="target delta of the composition")
-    ledger_commands.register(groups)
+    parser.add_argument(
+        "--count",
+        type=bounded_integer(1, MAX_MECHANISMS),
+        default=1,
+        metavar="K",
+        help="use the certificates K times each (default 1)",
+    )
+    parser.add_argument("--method", choices=ALL_METHODS, default="best", **ONE_OF)
+    parser.add_argument("--delta", type=delta_value, required=True, help="target delta of the composition")
 
 
-def read_certificates(path: str) -> list[Certificate]:
+ALL_METHODS = LazyChoices("dpcert.accounting.composition", "ALL_METHODS")
+MAX_MECHANISMS = 100_000
+"""Most mechanisms one composition takes (certificates x --count)."""
+
+
+def read_certificates(path: str | Path) -> list[Any]:
     """Certificates in a JSON file (one object or a list of objects), each re-verified."""
+    from dpcert.certificates import Certificate
+
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidParameter(
-            "certificate", path, f"a readable certificate JSON file ({exc.strerror})"
+            "--certificate", str(path), f"a readable certificate JSON file ({exc.strerror})"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidParameter(
+            "--certificate", str(path), f"a UTF-8 JSON file (byte {exc.start} is not UTF-8)"
         ) from None
     try:
         data = json.loads(text)
@@ -58,7 +80,16 @@ def read_certificates(path: str) -> list[Certificate]:
 
 
 def _account_compose(args: argparse.Namespace) -> int:
-    certificates = [c for path in args.certificate for c in read_certificates(path)]
+    from dpcert.accounting.composition import compose
+
+    distinct = [c for path in args.certificate for c in read_certificates(path)]
+    if len(distinct) * args.count > MAX_MECHANISMS:
+        raise InvalidParameter(
+            "--count",
+            args.count,
+            f"certificates x count <= {MAX_MECHANISMS} (here {len(distinct)} certificates)",
+        )
+    certificates = distinct * args.count
     composed = compose(certificates, method=args.method, delta=args.delta)
     method = composed.parameters.get("method", "gaussian (exact)")
     emit(

@@ -4,12 +4,18 @@ TARGET is ``builtin:laplace``, ``builtin:gaussian``, ``builtin:randomized-respon
 flags; by default the noise dpcert calibrates for the claim) or ``path/to/file.py:function`` where
 ``function(value, rng)`` returns one output (``function(value, rng, size)`` is used when present).
 Exit status 1 on a "violated" verdict.
+
+A file target is *executed* (imported as a module) after every other argument has been checked; the
+function is then probed on a few draws before the audit starts: a wrong signature or a failing call
+exits 2, and a function whose draws do not follow the generator dpcert passes (two calls with
+identically seeded generators disagree) is reported, since its audit cannot be re-run from the seed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import math
 import sys
@@ -19,37 +25,82 @@ from typing import Any
 
 import numpy as np
 
-from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, integer, number
+from dpcert.cli._common import (
+    EXIT_OK,
+    EXIT_VIOLATED,
+    CommandGroups,
+    available_memory,
+    bounded_integer,
+    delta_value,
+    emit,
+    gib,
+    number,
+    output_file,
+    positive,
+)
+from dpcert.cli._common import seed as seed_type
 from dpcert.errors import InvalidParameter
 
 BUILTINS = ("laplace", "gaussian", "randomized-response")
+MAX_SAMPLES = 10**12
+BYTES_PER_VALUE = 8 * 3
+"""Bytes held per output value while auditing: the float64 draws, their concatenation and the
+sorted copies of the selection step."""
+BYTES_PER_UNBATCHED_DRAW = 120
+"""Extra bytes per draw of a function without ``size`` (one Python object and a list slot per draw)."""
+MEMORY_FRACTION = 0.5
+"""Share of the available memory an audit may plan to use."""
+PROBE_DRAWS = 64
+
+
+def confidence(text: str) -> float:
+    """argparse type: a confidence level ``0 < confidence < 1``."""
+    value = number(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed 0 < confidence < 1")
+    return value
 
 
 def register(groups: CommandGroups) -> None:
     parser = groups.add(None, "audit", "test a privacy claim (epsilon, delta) from samples", _audit)
+    parser.epilog = (
+        "A TARGET path/to/file.py:function EXECUTES that Python file (it is imported, after the other "
+        "arguments are checked): audit only code you trust."
+    )
     parser.add_argument(
         "target",
         metavar="TARGET",
-        help="builtin:laplace | builtin:gaussian | builtin:randomized-response | path/to/file.py:function",
+        help="builtin:laplace | builtin:gaussian | builtin:randomized-response | path/to/file.py:function "
+        "(the file is executed)",
     )
     parser.add_argument("--input", required=True, help="first input, a JSON literal (e.g. 0 or '[0, 1]')")
     parser.add_argument("--neighbour", required=True, help="neighbouring input, a JSON literal")
-    parser.add_argument("--epsilon", type=number, required=True, help="claimed epsilon")
-    parser.add_argument("--delta", type=number, default=0.0, help="claimed delta (default 0)")
-    parser.add_argument("--samples", type=integer, default=100_000, help="draws per input (default 1e5)")
-    parser.add_argument("--confidence", type=number, default=0.95, help="1 - alpha (default 0.95)")
-    parser.add_argument("--seed", type=integer, default=None, help="random seed (default: fresh, reported)")
+    parser.add_argument("--epsilon", type=positive, required=True, help="claimed epsilon")
+    parser.add_argument("--delta", type=delta_value, default=0.0, help="claimed delta (default 0)")
+    parser.add_argument(
+        "--samples",
+        type=bounded_integer(2, MAX_SAMPLES),
+        default=100_000,
+        help="draws per input (default 1e5; refused up front if they cannot fit in memory)",
+    )
+    parser.add_argument("--confidence", type=confidence, default=0.95, help="1 - alpha (default 0.95)")
+    parser.add_argument("--seed", type=seed_type, default=None, help="random seed (default: fresh, reported)")
     parser.add_argument(
         "--floating-point",
         action="store_true",
         help="audit the lowest-set-bit statistic of the outputs (flags textbook floating-point noise)",
     )
-    parser.add_argument("--save", type=Path, default=None, help="write the full audit report (JSON) here")
+    parser.add_argument(
+        "--save",
+        type=output_file,
+        default=None,
+        help="write the full audit report (JSON, with target, claim, seed and options) here",
+    )
     builtin = parser.add_argument_group("builtin targets")
-    builtin.add_argument("--scale", type=number, default=None, help="laplace: noise scale b")
-    builtin.add_argument("--sigma", type=number, default=None, help="gaussian: noise standard deviation")
+    builtin.add_argument("--scale", type=positive, default=None, help="laplace: noise scale b")
+    builtin.add_argument("--sigma", type=positive, default=None, help="gaussian: noise standard deviation")
     builtin.add_argument(
-        "--sensitivity", type=number, default=1.0, help="laplace/gaussian: sensitivity for default noise"
+        "--sensitivity", type=positive, default=1.0, help="laplace/gaussian: sensitivity for default noise"
     )
     builtin.add_argument(
         "--secure",
@@ -81,27 +132,98 @@ def parse_input(name: str, text: str) -> Any:
     return value
 
 
-def load_function(target: str) -> Callable[..., Any]:
-    """``path/to/file.py:function`` -> the function (the file is imported under a private name)."""
+def parse_target(target: str) -> tuple[Path, str]:
+    """``path/to/file.py:function`` -> (path, function name), checked without reading the file."""
     path_text, _, function_name = target.rpartition(":")
     path = Path(path_text)
-    if not path_text or not function_name or path.suffix != ".py":
+    if not path_text or not function_name.isidentifier() or path.suffix != ".py":
         raise InvalidParameter(
             "TARGET", target, "builtin:" + "|builtin:".join(BUILTINS) + " or path/to/file.py:function"
         )
     if not path.is_file():
         raise InvalidParameter("TARGET", target, "an existing Python file before ':'")
+    return path, function_name
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """``path/to/file.py:function`` -> the function.  This EXECUTES the file (imported under a private
+    name); an exception while importing it is reported as bad input naming TARGET."""
+    path, function_name = parse_target(target)
     spec = importlib.util.spec_from_file_location(f"dpcert_audit_target_{abs(hash(path.resolve()))}", path)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.resolve().parent))
     try:
         spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's file failed, not dpcert
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise InvalidParameter("TARGET", target, f"a Python file that imports cleanly ({detail})") from None
     finally:
         sys.path.pop(0)
     function = getattr(module, function_name, None)
     if not callable(function):
         raise InvalidParameter("TARGET", target, f"a function named {function_name!r} in {path}")
+    check_signature(target, function)
     return function
+
+
+def check_signature(target: str, function: Callable[..., Any]) -> None:
+    """Refuse a function that cannot be called as ``f(value, rng)`` (or ``f(value, rng, size=n)``)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # builtins without a signature: the probe decides
+        return
+    try:
+        signature.bind(0, None)
+    except TypeError:
+        raise InvalidParameter(
+            "TARGET",
+            target,
+            f"a function f(value, rng) or f(value, rng, size); {function.__name__}{signature} is not",
+        ) from None
+
+
+def probe(
+    target: str, mechanism: Callable[..., Any], value: Any, seed: int, samples: int
+) -> tuple[int, bool]:
+    """Draw a few outputs twice from identically seeded generators (never the audit's own).
+
+    Returns the number of values per draw and whether the two probes agree, i.e. whether the draws
+    follow the generator dpcert passes.  A call that fails or returns an unusable output is bad input.
+    """
+    from dpcert.audits.sampling import draw
+
+    count = min(samples, PROBE_DRAWS)
+    draws = []
+    for _ in range(2):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0xA0D17,)))
+        try:
+            draws.append(np.asarray(draw(mechanism, value, count, rng)))
+        except InvalidParameter as exc:
+            raise InvalidParameter("TARGET", target, f"a mechanism with a usable output ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - the audited code failed, not dpcert
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+            raise InvalidParameter("TARGET", target, f"a mechanism that runs on --input ({detail})") from None
+    first, second = draws
+    width = int(np.prod(first.shape[1:], dtype=np.int64)) if first.ndim > 1 else 1
+    reproducible = first.shape == second.shape and bool(
+        np.array_equal(first, second, equal_nan=first.dtype.kind in "fc")
+    )
+    return width, reproducible
+
+
+def check_memory(samples: int, width: int, batched: bool) -> None:
+    """Refuse ``--samples`` whose draws (both inputs) cannot fit in the memory available."""
+    per_draw = width * BYTES_PER_VALUE + (0 if batched else BYTES_PER_UNBATCHED_DRAW)
+    budget = available_memory() * MEMORY_FRACTION
+    needed = 2 * samples * per_draw
+    if needed > budget:
+        largest = max(2, int(budget // (2 * per_draw)))
+        raise InvalidParameter(
+            "--samples",
+            samples,
+            f"samples <= {largest:.3g} on this machine (about {gib(2e6 * per_draw)} per million draws "
+            f"per input; {gib(budget)} of memory may be used, {gib(needed)} needed)",
+        )
 
 
 def _randomized_response(flip: float) -> Callable[..., Any]:
@@ -190,19 +312,32 @@ def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tupl
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from dpcert import __version__
     from dpcert.audits.run import audit
+    from dpcert.audits.sampling import accepts_size
 
     a = parse_input("--input", args.input)
     b = parse_input("--neighbour", args.neighbour)
+    check_memory(args.samples, 1, batched=True)  # the least any target needs: before importing a file
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
     if args.target.startswith("builtin:"):
         mechanism, parameters = builtin_mechanism(args.target.removeprefix("builtin:"), args, a, b)
     elif args.secure:
         raise InvalidParameter("--secure", args.target, "builtin:laplace or builtin:gaussian")
     else:
+        parse_target(args.target)
         mechanism, parameters = load_function(args.target), {}
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
-    if seed < 0:
-        raise InvalidParameter("--seed", seed, "an integer >= 0")
+    width, reproducible = probe(args.target, mechanism, a, seed, args.samples)
+    probe(args.target, mechanism, b, seed, args.samples)
+    check_memory(args.samples, width, batched=accepts_size(mechanism))
+    warnings = []
+    if not reproducible:
+        warnings.append(
+            "the target ignores the generator dpcert passes (two calls with identically seeded generators "
+            f"gave different outputs): its draws are not reproducible from --seed {seed}"
+        )
+    for warning in warnings:
+        sys.stderr.write(f"dpcert: warning: {warning}\n")
     claim = (mechanism, a, b, args.epsilon, args.delta)
     options = {"samples": args.samples, "seed": seed, "confidence": args.confidence}
     if args.floating_point:
@@ -215,9 +350,23 @@ def _audit(args: argparse.Namespace) -> int:
         progress = not args.json and sys.stderr.isatty() and args.samples >= 1_000_000
         report = audit(*claim, **options, progress=progress)
         extra = {}
+    run = {
+        "target": args.target,
+        "input": args.input,
+        "neighbour": args.neighbour,
+        "claim": {"epsilon": args.epsilon, "delta": args.delta},
+        "seed": seed,
+        "samples": args.samples,
+        "confidence": args.confidence,
+        "options": {"floating_point": args.floating_point, **parameters},
+        "reproducible_from_seed": reproducible,
+        "warnings": warnings,
+        "dpcert_version": __version__,
+    }
+    payload = report.to_dict() | {"target": args.target, "seed": seed, "parameters": parameters, "run": run}
+    payload |= extra
     if args.save is not None:
-        args.save.write_text(report.to_json(indent=2))
-    payload = report.to_dict() | {"target": args.target, "seed": seed, "parameters": parameters} | extra
+        args.save.write_text(json.dumps(report.to_dict() | {"run": run} | extra, indent=2, allow_nan=False))
     rows = [
         ("verdict", report.verdict),
         ("epsilon lower bound", report.epsilon_lower_bound),

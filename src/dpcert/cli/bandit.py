@@ -9,27 +9,54 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from dpcert.cli._common import EXIT_BAD_INPUT, EXIT_OK, CommandGroups, emit, integer, number
+from dpcert.cli._common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    CommandGroups,
+    available_memory,
+    bounded_integer,
+    delta_value,
+    emit,
+    gib,
+    output_directory,
+    output_file,
+    output_file_anywhere,
+    positive,
+    seed,
+)
 from dpcert.errors import InvalidParameter
 
 PRIVACY_CHOICES = ("none", "central", "local", "shuffle")
+MAX_RUNS = 100_000
+MAX_HORIZON = 10**10
+BYTES_PER_ROUND = 8 * 4
+"""Bytes held per round of each run: the float64 regret curve, its cumulative sum and per-run copies
+made by the engines and by saving."""
+MEMORY_FRACTION = 0.5
 
 
 def register(groups: CommandGroups) -> None:
     parser = groups.add("bandit", "run", "run R repetitions of a bandit algorithm", _run)
     parser.add_argument("algorithm", help="algorithm name (see `dpcert bandit list`)")
     parser.add_argument("--privacy", choices=PRIVACY_CHOICES, default="none")
-    parser.add_argument("--epsilon", type=number, default=None)
-    parser.add_argument("--delta", type=number, default=None)
-    parser.add_argument("--horizon", type=integer, default=10_000, help="rounds T (default 10000)")
-    parser.add_argument("--runs", type=integer, default=1, help="repetitions R (default 1)")
-    parser.add_argument("--seed", type=integer, default=0)
-    parser.add_argument("--ledger", type=Path, default=None, metavar="FILE.db", help="charge this ledger")
-    parser.add_argument("--plot", type=Path, default=None, metavar="FILE.png")
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="save JSON + NPZ here")
+    parser.add_argument("--epsilon", type=positive, default=None)
+    parser.add_argument("--delta", type=delta_value, default=None)
+    parser.add_argument(
+        "--horizon", type=bounded_integer(1, MAX_HORIZON), default=10_000, help="rounds T (default 10000)"
+    )
+    parser.add_argument(
+        "--runs", type=bounded_integer(1, MAX_RUNS), default=1, help="repetitions R (default 1)"
+    )
+    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument(
+        "--ledger", type=output_file, default=None, metavar="FILE.db", help="charge this ledger"
+    )
+    parser.add_argument("--plot", type=output_file_anywhere, default=None, metavar="FILE.png")
+    parser.add_argument(
+        "--out", type=output_directory, default=None, metavar="DIR", help="save JSON + NPZ here"
+    )
     parser.add_argument(
         "--calibration",
         choices=("tight", "paper"),
@@ -49,9 +76,11 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(None, "reproduce", "reproduce a paper figure (see --list)", _reproduce)
     parser.add_argument("name", nargs="?", help="reproduction name")
     parser.add_argument("--list", action="store_true", help="list the available reproductions")
-    parser.add_argument("--runs", type=integer, default=None, help="repetitions (default: the paper's)")
-    parser.add_argument("--out", type=Path, default=Path("dpcert-reproduce"), metavar="DIR")
-    parser.add_argument("--seed", type=integer, default=0)
+    parser.add_argument(
+        "--runs", type=bounded_integer(1, MAX_RUNS), default=None, help="repetitions (default: the paper's)"
+    )
+    parser.add_argument("--out", type=output_directory, default="dpcert-reproduce", metavar="DIR")
+    parser.add_argument("--seed", type=seed, default=0)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -68,13 +97,47 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def check_options(options: dict[str, Any], allowed: frozenset[str] | None, algorithm: str) -> None:
+    """Refuse ``--option`` keys the algorithm does not read (``allowed=None``: it checks them itself)."""
+    unknown = sorted(set(options) - allowed) if allowed is not None else []
+    if unknown:
+        raise InvalidParameter(
+            "--option", unknown[0], f"a key {algorithm} reads: " + ", ".join(sorted(allowed))
+        )
+
+
+def check_run_memory(runs: int, horizon: int) -> None:
+    """Refuse ``runs x horizon`` regret curves that cannot fit in the memory available."""
+    budget = available_memory() * MEMORY_FRACTION
+    needed = float(runs) * horizon * BYTES_PER_ROUND
+    if needed > budget:
+        largest = int(budget // (horizon * BYTES_PER_ROUND))
+        if largest < 1:
+            raise InvalidParameter(
+                "--horizon",
+                horizon,
+                f"horizon <= {int(budget // BYTES_PER_ROUND):.3g} on this machine ({BYTES_PER_ROUND} bytes "
+                f"per round and run; {gib(budget)} of memory may be used)",
+            )
+        raise InvalidParameter(
+            "--runs",
+            runs,
+            f"runs <= {largest} at --horizon {horizon} on this machine ({BYTES_PER_ROUND} bytes per round "
+            f"and run: {gib(needed)} needed, {gib(budget)} of memory may be used)",
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
+    check_run_memory(args.runs, args.horizon)
+    options = parse_options(args.option)
+
     from dpcert.bandits import registry
     from dpcert.bandits.experiment import plot_regret, save_results, summary
 
     spec = registry.algorithm(args.algorithm)
     if args.privacy not in spec.privacy_models:
         raise InvalidParameter("privacy", args.privacy, "one of " + ", ".join(spec.privacy_models))
+    check_options(options, getattr(spec, "options", None), args.algorithm)
     config = registry.RunConfig(
         algorithm=args.algorithm,
         privacy=args.privacy,
@@ -85,7 +148,7 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         calibration=args.calibration,
         ledger_path=args.ledger,
-        options=parse_options(args.option),
+        options=options,
     )
     run = spec.run(config)
     payload = summary(run)
@@ -147,8 +210,6 @@ def _reproduce(args: argparse.Namespace) -> int:
         sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
         return EXIT_BAD_INPUT
     spec = registry.reproduction(args.name)
-    if args.runs is not None and args.runs < 1:
-        raise InvalidParameter("runs", args.runs, "an integer >= 1")
     result = dict(spec.run(args.runs, args.out, args.seed))
     rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool))]
     emit(args, result, rows)

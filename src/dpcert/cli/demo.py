@@ -6,20 +6,19 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-from dpcert.cli._common import EXIT_OK, CommandGroups, integer
+from dpcert.cli._common import EXIT_OK, CommandGroups, output_directory, seed
 
 
 def register(groups: CommandGroups) -> None:
     parser = groups.add(None, "demo", "all three jobs end to end, small (< 60 s)", _demo)
     parser.add_argument(
         "--out",
-        type=Path,
-        default=Path("dpcert-demo"),
+        type=output_directory,
+        default="dpcert-demo",
         help="directory for the demo's files (default ./dpcert-demo)",
     )
-    parser.add_argument("--seed", type=integer, default=2026)
+    parser.add_argument("--seed", type=seed, default=2026)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -10,28 +10,37 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
-from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
-from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.cli._common import (
+    EXIT_OK,
+    ONE_OF,
+    CommandGroups,
+    LazyChoices,
+    certificate_rows,
+    delta_value,
+    emit,
+    integer,
+    positive,
+)
+
+GAUSSIAN_METHODS = LazyChoices("dpcert.accounting.calibration", "GAUSSIAN_METHODS")
 
 
 def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate", "gaussian", "least Gaussian sigma for (epsilon, delta)", _calibrate_gaussian
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0, help="l2-sensitivity (default 1)")
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0, help="l2-sensitivity (default 1)")
     parser.add_argument(
         "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
     )
-    parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic")
+    parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic", **ONE_OF)
     _add_sampler_options(parser)
 
     parser = groups.add("calibrate", "laplace", "least Laplace scale for epsilon-DP", _calibrate_laplace)
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0, help="l1-sensitivity (default 1)")
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0, help="l1-sensitivity (default 1)")
     _add_sampler_options(parser)
 
     parser = groups.add(
@@ -40,8 +49,8 @@ def register(groups: CommandGroups) -> None:
         "least discrete Gaussian sigma for (epsilon, delta) (integer-exact sampler)",
         _calibrate_discrete_gaussian,
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--sensitivity", type=integer, default=1, help="integer sensitivity (default 1)")
     parser.add_argument(
         "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
@@ -50,17 +59,17 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "account", "gaussian", "epsilon of a (k-fold) Gaussian mechanism at delta", _account_gaussian
     )
-    parser.add_argument("--sigma", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0)
+    parser.add_argument("--sigma", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument("--compositions", type=integer, default=1)
 
     parser = groups.add("account", "laplace", "epsilon of a Laplace mechanism", _account_laplace)
-    parser.add_argument("--scale", type=number, required=True)
-    parser.add_argument("--sensitivity", type=number, default=1.0)
+    parser.add_argument("--scale", type=positive, required=True)
+    parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument(
         "--delta",
-        type=number,
+        type=delta_value,
         default=0.0,
         help="report the least epsilon at this delta (default 0: pure DP)",
     )
@@ -73,7 +82,7 @@ def _add_sampler_options(parser: argparse.ArgumentParser) -> None:
         help="integer-exact noise on a power-of-two grid (the certificate accounts for the rounding)",
     )
     parser.add_argument(
-        "--granularity", type=number, default=None, help="--secure: grid step, a power of two"
+        "--granularity", type=positive, default=None, help="--secure: grid step, a power of two"
     )
     parser.add_argument(
         "--research", action="store_true", help="the noise is for research use: no floating-point warning"
@@ -148,6 +157,8 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
     _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "gaussian")
+    from dpcert.accounting.calibration import calibrate_gaussian
+
     result = calibrate_gaussian(
         args.epsilon,
         args.delta,
@@ -168,6 +179,8 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
     _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "laplace")
+    from dpcert.accounting.calibration import calibrate_laplace
+
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
     emit(
         args,
@@ -179,6 +192,8 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
 
 
 def _account_gaussian(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.gaussian import gaussian_certificate
+
     certificate = gaussian_certificate(
         args.sigma, delta=args.delta, sensitivity=args.sensitivity, compositions=args.compositions
     )
@@ -191,6 +206,8 @@ def _account_gaussian(args: argparse.Namespace) -> int:
 
 
 def _account_laplace(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.laplace import laplace_certificate
+
     certificate = laplace_certificate(args.scale, sensitivity=args.sensitivity, delta=args.delta)
     emit(
         args,

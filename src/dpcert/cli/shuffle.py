@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import argparse
 
-from dpcert.accounting import amplification
-from dpcert.cli._common import EXIT_OK, CommandGroups, certificate_rows, emit, integer, number
-from dpcert.mechanisms.binomial_sum import (
-    METHODS,
-    NORMS,
-    SHAPES,
-    BitSumParameters,
-    binomial_sum_certificate,
-    calibrate_binomial_sum,
+from dpcert.cli._common import (
+    EXIT_OK,
+    ONE_OF,
+    CommandGroups,
+    LazyChoices,
+    certificate_rows,
+    delta_value,
+    emit,
+    integer,
+    number,
+    positive,
 )
+from dpcert.errors import InvalidParameter
+
+SUM_METHODS = LazyChoices("dpcert.mechanisms.binomial_sum", "METHODS")
+NORMS = LazyChoices("dpcert.mechanisms.binomial_sum", "NORMS")
+SHAPES = LazyChoices("dpcert.mechanisms.binomial_sum", "SHAPES")
+SHUFFLE_METHODS = LazyChoices("dpcert.accounting.amplification", "METHODS")
+RANDOMIZERS = LazyChoices("dpcert.accounting.amplification", "RANDOMIZERS")
 
 
 def register(groups: CommandGroups) -> None:
@@ -23,15 +32,19 @@ def register(groups: CommandGroups) -> None:
         "bit-sum shuffle protocol (g, b, p) for a sum of N users' vectors at (epsilon, delta)",
         _calibrate_binomial_sum,
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--users", type=integer, required=True, help="number N of users in one sum")
     parser.add_argument("--dimension", type=integer, default=1, help="d (default 1: scalars)")
-    parser.add_argument("--bound", type=number, default=1.0, help="every entry lies in [-B, B] (default 1)")
-    parser.add_argument("--method", choices=METHODS, default="exact")
-    parser.add_argument("--shape", choices=SHAPES, default="vector", help="default vector")
+    parser.add_argument("--bound", type=positive, default=1.0, help="every entry lies in [-B, B] (default 1)")
+    parser.add_argument("--method", choices=SUM_METHODS, default="exact", **ONE_OF)
+    parser.add_argument("--shape", choices=SHAPES, default="vector", **ONE_OF)
     parser.add_argument(
-        "--norm", choices=NORMS, default="entry", help="entry: entries in [-B, B]; l2: l2 norm <= B (tighter)"
+        "--norm",
+        choices=NORMS,
+        default="entry",
+        metavar="NORM",
+        help="%(choices)s (default %(default)s): entry: entries in [-B, B]; l2: l2 norm <= B (tighter)",
     )
 
     parser = groups.add(
@@ -40,10 +53,10 @@ def register(groups: CommandGroups) -> None:
         "largest local epsilon0 whose shuffled protocol meets (epsilon, delta)",
         _calibrate_shuffle,
     )
-    parser.add_argument("--epsilon", type=number, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    parser.add_argument("--method", choices=SHUFFLE_METHODS, default="numeric", **ONE_OF)
     _add_randomizer_arguments(parser)
 
     parser = groups.add(
@@ -53,29 +66,30 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--b", type=integer, required=True, help="noise bits per user and coordinate")
     parser.add_argument("--p", type=number, required=True, help="probability of a noise bit being 1")
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--delta", type=number, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--dimension", type=integer, default=1)
-    parser.add_argument("--bound", type=number, default=1.0)
-    parser.add_argument("--shape", choices=SHAPES, default="vector")
-    parser.add_argument("--norm", choices=NORMS, default="entry")
+    parser.add_argument("--bound", type=positive, default=1.0)
+    parser.add_argument("--shape", choices=SHAPES, default="vector", **ONE_OF)
+    parser.add_argument("--norm", choices=NORMS, default="entry", **ONE_OF)
 
     parser = groups.add(
         "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
     )
-    parser.add_argument("--epsilon0", type=number, required=True)
+    parser.add_argument("--epsilon0", type=positive, required=True)
     parser.add_argument("--users", type=integer, required=True)
-    parser.add_argument("--delta", type=number, required=True)
-    parser.add_argument("--method", choices=amplification.METHODS, default="numeric")
+    parser.add_argument("--delta", type=delta_value, required=True)
+    parser.add_argument("--method", choices=SHUFFLE_METHODS, default="numeric", **ONE_OF)
     _add_randomizer_arguments(parser)
 
 
 def _add_randomizer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--randomizer",
-        choices=amplification.RANDOMIZERS,
+        choices=RANDOMIZERS,
         default="generic",
         help="generic: any epsilon0-LDP randomizer (default); binary-rr: exact for small N, else the "
         "stronger clone bound; k-rr: the stronger clone bound (needs --categories)",
+        metavar="NAME",
     )
     parser.add_argument("--categories", type=integer, default=None, help="k of k-rr (k >= 2)")
 
@@ -86,7 +100,35 @@ def _randomizer_options(args: argparse.Namespace) -> dict:
     return {"randomizer": args.randomizer, "categories": args.categories}
 
 
+NUMERIC_EPSILON0_RANGE = (1e-6, 700.0)
+"""``--method numeric`` evaluates binomial laws with success probability ``exp(-epsilon0)``: below 1e-6
+that probability rounds too close to 1 (relative error of ``1 - p`` above 1e-10, the method's rounding
+allowance) and above 700 it underflows."""
+
+NUMERIC_USERS_MAX = 10**7
+"""``--method numeric`` sums over a window of about 16 sqrt(users) binomial counts per evaluation."""
+
+NUMERIC_CALIBRATION_EPSILON_MAX = 300.0
+"""``calibrate shuffle --method numeric`` searches epsilon0 up to twice the target epsilon."""
+
+
+def _check_numeric_shuffle(name: str, value: float, high: float, users: int) -> None:
+    if users > NUMERIC_USERS_MAX:
+        raise InvalidParameter(
+            "--users",
+            users,
+            f"users <= {NUMERIC_USERS_MAX:g} with --method numeric",
+            hint="or use --method closed-form",
+        )
+    low = NUMERIC_EPSILON0_RANGE[0] if name == "--epsilon0" else 0.0
+    if not low <= value <= high:
+        allowed = f"{low:g} <= {name.lstrip('-')} <= {high:g} with --method numeric"
+        raise InvalidParameter(name, value, allowed, hint="or use --method closed-form")
+
+
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+
     result = calibrate_binomial_sum(
         args.epsilon,
         args.delta,
@@ -115,6 +157,10 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
+    from dpcert.accounting import amplification
+
+    if args.method == "numeric":
+        _check_numeric_shuffle("--epsilon", args.epsilon, NUMERIC_CALIBRATION_EPSILON_MAX, args.users)
     options = _randomizer_options(args)
     epsilon0 = amplification.largest_local_epsilon(
         args.epsilon, args.delta, args.users, args.method, **options
@@ -131,6 +177,8 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
 
 
 def _account_binomial_sum(args: argparse.Namespace) -> int:
+    from dpcert.mechanisms.binomial_sum import BitSumParameters, binomial_sum_certificate
+
     parameters = BitSumParameters(
         args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape, args.norm
     )
@@ -149,6 +197,10 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _account_shuffle(args: argparse.Namespace) -> int:
+    from dpcert.accounting import amplification
+
+    if args.method == "numeric":
+        _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)
     certificate = amplification.amplification_certificate(
         args.epsilon0, args.users, delta=args.delta, method=args.method, **_randomizer_options(args)
     )
