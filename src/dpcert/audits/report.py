@@ -66,7 +66,7 @@ class AuditReport:
     inputs: tuple[Any, Any] = (None, None)
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
-    search: Mapping[str, Any] | None = None
+    search: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @property
     def violated(self) -> bool:
@@ -164,9 +164,12 @@ class AuditReport:
 
     def summary(self) -> str:
         """One line for humans."""
+        found = ""
+        if self.search is not None:
+            found = f"; pair found by the {self.search['kind']} search: {self.inputs[0]} vs {self.inputs[1]}"
         return (
             f"{self.verdict}: epsilon >= {self.epsilon_lower_bound:.4f} with confidence {self.confidence:g} "
             f"(claim epsilon={self.claim.epsilon:g}, delta={self.claim.delta:g}; "
             f"{self.samples} draws per input; "
-            f"S = {self.rejection_set.describe()}; ceiling {self.epsilon_ceiling:.3f})"
+            f"S = {self.rejection_set.describe()}; ceiling {self.epsilon_ceiling:.3f}{found})"
         )
