@@ -17,9 +17,8 @@ import pytest
 from audit_search_targets import BUGGY, CORRECT
 from scipy import stats
 
-from dpcert.audits import AuditReport, audit
+from dpcert.audits import AuditReport, CandidatePairs, ScalarSearch, VectorSearch, audit
 from dpcert.audits.reference_mechanisms import laplace_noise
-from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
