@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -182,13 +182,12 @@ class ScalarSearch:
     start: float = 0.0
     span: float | None = None
     points: int = 7
-    random_pairs: int = 0
-    local_rounds: int = 0
-    local_moves: int = 0
     screening_share: float = 0.2
     finalists: int = 1
 
     kind = "scalar"
+    local_rounds: ClassVar[int] = 0  # no local search on a scalar grid
+    local_moves: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitivity", check.positive_finite("sensitivity", self.sensitivity))
@@ -225,10 +224,10 @@ class CandidatePairs:
     pairs: tuple = field(default=())
     screening_share: float = 0.2
     finalists: int = 1
-    local_rounds: int = 0
-    local_moves: int = 0
 
     kind = "pairs"
+    local_rounds: ClassVar[int] = 0  # the user's list is screened as given
+    local_moves: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         try:
@@ -255,7 +254,7 @@ def _validate_schedule(search: Any) -> None:
     object.__setattr__(search, "screening_share", share)
     object.__setattr__(search, "finalists", check.positive_int("finalists", search.finalists))
     for name in ("random_pairs", "local_rounds", "local_moves"):
-        if hasattr(search, name):
+        if name in getattr(search, "__dataclass_fields__", {}):
             object.__setattr__(search, name, check.positive_int(name, getattr(search, name), minimum=0))
 
 
