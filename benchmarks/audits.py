@@ -348,6 +348,31 @@ def power_before_and_after() -> None:
         print(f"| {name} | {cells[0]} | {cells[1]} |")
 
 
+def sparse_vector_at_length_ten() -> None:
+    """The sparse-vector cases at length 10, whose 2^10 output cells need ``max_cells=2048``."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from audit_search_targets import BUGGY, CORRECT
+
+    from dpcert.audits.search import VectorSearch
+
+    print("| mechanism | length | verdict | eps lower bound | pair found | seconds |")
+    print("|---|---:|---|---:|---|---:|")
+    cases = {k: v for k, v in (BUGGY | CORRECT).items() if "sparse" in k}
+    for name, mechanism in cases.items():
+        start = time.perf_counter()
+        report = audit(
+            mechanism, epsilon=1.0, samples=1_000_000, seed=1, search=VectorSearch(10, 1.0), max_cells=2048
+        )
+        pair = report.search["pair"]
+        print(
+            f"| {name} | 10 | {report.verdict} | {report.epsilon_lower_bound:.3f} | "
+            f"{pair['pattern']}: {pair['neighbour']} | {time.perf_counter() - start:.1f} |"
+        )
+
+
 if __name__ == "__main__":
     import sys
 
@@ -355,5 +380,7 @@ if __name__ == "__main__":
         search_and_stability()
     elif "--power-section" in sys.argv:
         power_before_and_after()
+    elif "--sparse-vector-10" in sys.argv:
+        sparse_vector_at_length_ten()
     else:
         main()
