@@ -45,6 +45,7 @@ from dpcert.audits.selection import DEFAULT_MAX_CELLS, INPUTS, select_rejection_
 from dpcert.errors import InvalidParameter
 
 _NUMERICAL_MARGIN = 1e-9  # relative; the reported bound is lowered by this much (never overstated)
+SELECTION_FRACTION = 0.5  # share of the draws (the first ones) that choose the rejection set
 
 
 # --------------------------------------------------------------------------- confidence bounds
@@ -149,7 +150,7 @@ def epsilon_lower_bound(
     confidence: float = 0.95,
     *,
     score: Score | None = None,
-    selection_fraction: float = 0.5,
+    selection_fraction: float | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
 ) -> EpsilonLowerBound:
     """A (``confidence``) lower confidence bound on the ε at which the mechanism is (ε, δ)-DP.
@@ -171,6 +172,8 @@ def epsilon_lower_bound(
     """
     delta = check.delta(delta)
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
+    if selection_fraction is None:
+        selection_fraction = SELECTION_FRACTION
     selection_fraction = check.probability(
         "selection_fraction", selection_fraction, open_low=True, open_high=True
     )

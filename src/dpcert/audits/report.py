@@ -48,7 +48,10 @@ class AuditReport:
     epsilon_ceiling
         The largest bound these evaluation counts could ever give (≈ ln n).
     inputs
-        The two neighbouring inputs, JSON-ready.
+        The two neighbouring inputs, JSON-ready (with a search: the pair it found).
+    search
+        With a neighbour search: the candidates screened, the draws spent and the pair chosen
+        (JSON-ready); ``samples`` and ``counts`` then refer to the fresh draws on the chosen pair.
     """
 
     verdict: str
@@ -63,6 +66,7 @@ class AuditReport:
     inputs: tuple[Any, Any] = (None, None)
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    search: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @property
     def violated(self) -> bool:
@@ -106,6 +110,7 @@ class AuditReport:
             "inputs": list(self.inputs),
             "seconds": self.seconds,
             "notes": list(self.notes),
+            "search": None if self.search is None else dict(self.search),
         }
 
     def to_json(self, indent: int | None = None) -> str:
@@ -136,6 +141,7 @@ class AuditReport:
                 inputs=tuple(data.get("inputs", (None, None))),
                 seconds=float(data.get("seconds", 0.0)),
                 notes=tuple(str(n) for n in data.get("notes", ())),
+                search=data.get("search"),
             )
         except CertificateFormatError:
             raise
@@ -158,9 +164,12 @@ class AuditReport:
 
     def summary(self) -> str:
         """One line for humans."""
+        found = ""
+        if self.search is not None:
+            found = f"; pair found by the {self.search['kind']} search: {self.inputs[0]} vs {self.inputs[1]}"
         return (
             f"{self.verdict}: epsilon >= {self.epsilon_lower_bound:.4f} with confidence {self.confidence:g} "
             f"(claim epsilon={self.claim.epsilon:g}, delta={self.claim.delta:g}; "
             f"{self.samples} draws per input; "
-            f"S = {self.rejection_set.describe()}; ceiling {self.epsilon_ceiling:.3f})"
+            f"S = {self.rejection_set.describe()}; ceiling {self.epsilon_ceiling:.3f}{found})"
         )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.audits.epsilon_lower_bound import epsilon_lower_bound
+from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, epsilon_lower_bound
 from dpcert.audits.rejection_set import Score
 from dpcert.audits.report import AuditReport, verdict_for
 from dpcert.audits.sampling import (
@@ -20,9 +21,17 @@ from dpcert.audits.sampling import (
     draw_pair,
     generator_from,
 )
+from dpcert.audits.search import Search, screen
 from dpcert.audits.selection import DEFAULT_MAX_CELLS
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
+
+FEW_DRAWS_FACTOR = 10.0  # a δ claim audited with fewer than this many / δ evaluation draws is warned about
+
+
+class FewDrawsWarning(UserWarning):
+    """An audit of a δ > 0 claim with too few draws to see events of probability about δ."""
+
 
 METHOD = "clopper-pearson union bound on a rejection set chosen on a held-out selection half"
 
@@ -69,6 +78,15 @@ def audit_samples(
         f"counts from the other {result.counts.draws_numerator}",
         "two one-sided Clopper-Pearson bounds at alpha/2 each (union bound)",
     ]
+    evaluation = result.counts.draws_numerator
+    if 0.0 < claim.delta and evaluation < FEW_DRAWS_FACTOR / claim.delta:
+        message = (
+            f"a delta={claim.delta:g} claim was audited with {evaluation} evaluation draws per input, "
+            f"fewer than {FEW_DRAWS_FACTOR:g}/delta = {FEW_DRAWS_FACTOR / claim.delta:.3g}: events of "
+            "probability about delta are barely seen, so the bound is weak (use more samples)"
+        )
+        warnings.warn(message, FewDrawsWarning, stacklevel=3)
+        notes.append(message)
     if claim.epsilon >= result.epsilon_ceiling:
         notes.append(
             f"the claim epsilon={claim.epsilon:g} is at or above the ceiling {result.epsilon_ceiling:.4g} "
@@ -93,8 +111,8 @@ def audit_samples(
 
 def audit(
     mechanism: Mechanism,
-    a: Any,
-    b: Any,
+    a: Any = None,
+    b: Any = None,
     epsilon: float | None = None,
     delta: float | None = None,
     *,
@@ -106,6 +124,7 @@ def audit(
     max_cells: int = DEFAULT_MAX_CELLS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
+    search: Search | None = None,
 ) -> AuditReport:
     """Test the claim that ``mechanism`` is (ε, δ)-DP on the neighbouring inputs ``a`` and ``b``.
 
@@ -114,7 +133,7 @@ def audit(
     mechanism
         Any callable ``f(value, rng)`` or ``f(value, rng, size)`` (used in batches when available).
     a, b
-        The two neighbouring inputs.
+        The two neighbouring inputs (omit both with ``search``).
     epsilon, delta
         The claim; if ``epsilon`` is omitted, the mechanism's ``.certificate`` supplies it.
     samples
@@ -128,6 +147,10 @@ def audit(
         Optional scalar feature of the outputs for the rejection set.
     progress
         Show a progress bar on stderr while sampling.
+    search
+        A neighbour search (:class:`dpcert.audits.search.VectorSearch`, ``ScalarSearch`` or
+        ``CandidatePairs``): a share of ``samples`` screens its candidate pairs, the rest audits the
+        best pair on fresh draws; the report names the pair (``inputs``) and the search (``search``).
 
     Returns
     -------
@@ -139,6 +162,15 @@ def audit(
     samples = check.positive_int("samples", samples, minimum=2)
     rng = generator_from(seed, rng)
     start = time.perf_counter()
+    if search is not None:
+        if a is not None or b is not None:
+            raise InvalidParameter("a, b", (a, b), "None when a search chooses the pair")
+        report = _audit_with_search(
+            mechanism, search, claim, samples, rng, confidence, score, max_cells, batch_size
+        )
+        return replace(report, seconds=time.perf_counter() - start)
+    if a is None or b is None:
+        raise InvalidParameter("a, b", (a, b), "two neighbouring inputs (or search=...)")
     pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size, progress=progress)
     report = audit_samples(
         pair,
@@ -150,3 +182,68 @@ def audit(
         inputs=(a, b),
     )
     return replace(report, seconds=time.perf_counter() - start)
+
+
+def _audit_with_search(
+    mechanism: Mechanism,
+    search: Search,
+    claim: Guarantee,
+    samples: int,
+    rng: np.random.Generator,
+    confidence: float,
+    score: Score | None,
+    max_cells: int,
+    batch_size: int,
+) -> AuditReport:
+    """Screen the search's candidates, then audit each finalist on fresh draws at level α/finalists."""
+    finalists = search.finalists
+    final_draws = (samples - int(search.screening_share * samples)) // finalists
+    final_evaluation = final_draws - int(round(final_draws * SELECTION_FRACTION))
+    if final_evaluation < 1 or final_draws - final_evaluation < 1:
+        raise InvalidParameter("samples", samples, "enough draws to screen and then audit the finalists")
+    outcome = screen(
+        mechanism,
+        search,
+        samples,
+        claim.delta,
+        confidence,
+        rng,
+        final_evaluation=final_evaluation,
+        score=score,
+        max_cells=max_cells,
+        batch_size=batch_size,
+    )
+    level = 1.0 - (1.0 - confidence) / finalists
+    reports = []
+    for candidate in outcome.finalists:
+        pair = draw_pair(mechanism, candidate.a, candidate.b, final_draws, rng, batch_size=batch_size)
+        reports.append(
+            audit_samples(
+                pair,
+                claim.epsilon,
+                claim.delta,
+                confidence=level,
+                score=score,
+                max_cells=max_cells,
+                inputs=(candidate.a, candidate.b),
+            )
+        )
+    best = max(range(finalists), key=lambda index: reports[index].epsilon_lower_bound)
+    chosen = outcome.finalists[best]
+    screened = outcome.screening_draws * len(outcome.screened)
+    summary = replace(outcome, final_draws=final_draws).to_dict() | {
+        "pair": chosen.to_dict(),
+        "family_confidence": confidence,
+    }
+    notes = (
+        f"neighbour search ({search.kind}): {len(outcome.screened)} candidate pairs screened with "
+        f"{outcome.screening_draws} draws per input each ({screened} in all); the pair "
+        f"'{chosen.pattern}' was audited on {final_draws} fresh draws per input",
+    )
+    if finalists > 1:
+        notes += (
+            f"{finalists} finalists each evaluated at confidence {level:.6g} (Bonferroni); the largest "
+            f"bound holds with confidence {confidence:g}",
+        )
+    report = reports[best]
+    return replace(report, notes=notes + report.notes, search=summary)

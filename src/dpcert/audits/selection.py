@@ -3,19 +3,25 @@
 Candidates: thresholds on the output (scalars), on Fisher's linear discriminant, a distance to the pooled
 centre or the Laplace log-likelihood ratio (vectors), on a user score, or superlevel sets of the estimated
 likelihood ratio over cells (small supports: the Neyman–Pearson family).  Each candidate is scored by
-the bound the evaluation draws would give at the selection proportions; the best is returned.
+a cautious forecast of the bound the evaluation draws will give (:func:`projected_bound`: the
+selection counts are moved two standard deviations against the set before they are projected to the
+evaluation sample size), and the best is returned.  The caution keeps thousands of candidates from
+rewarding a small tail set whose selection counts are lucky: on correct Laplace(ε = 1) at 10⁶ draws,
+without it 5 % of the bounds fall below 0.61 (minimum 0); with it the 5th percentile is 0.98
+(benchmarks/audits.py).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from scipy.special import betaincinv
 
-from dpcert.audits.rejection_set import Feature, RejectionSet, Score
+from dpcert.audits.rejection_set import Feature, RejectionSet, Score, unique_rows
 from dpcert.errors import InvalidParameter
 
 INPUTS = ("a", "b")
@@ -23,6 +29,8 @@ DEFAULT_MAX_CELLS = 256
 _CELL_PROBE = 20_000  # draws inspected to decide whether the outputs have a small support
 _LINEAR_CANDIDATES = 2048
 _TAIL_CANDIDATES = 512
+Objective = Callable[..., np.ndarray]
+SELECTION_CAUTION = 2.0  # standard deviations the selection counts are moved against each candidate set
 
 
 def projected_bound(
@@ -34,14 +42,25 @@ def projected_bound(
     evaluation_denominator: int,
     delta: float,
     alpha: float,
+    caution: float | None = None,
 ) -> np.ndarray:
-    """Vectorised selection score: the bound the evaluation half would give at the selection proportions.
+    """Vectorised selection score: a cautious forecast of the bound the evaluation draws will give.
 
-    Used only to *choose* the rejection set (its value is never reported).  Clopper–Pearson quantiles
-    are evaluated at real-valued expected counts with :func:`scipy.special.betaincinv`.
+    The selection counts are first moved ``caution`` standard deviations against the set (the
+    numerator count down by ``caution·√k``, the denominator count up by ``caution·√(k + 1)``), then
+    scaled to the evaluation sample sizes, where the Clopper–Pearson quantiles are evaluated at those
+    real-valued counts with :func:`scipy.special.betaincinv`.  Without the caution, the largest
+    forecast over thousands of candidate sets favours small tail sets whose selection counts are high
+    by luck, and they then evaluate badly; with it, a set wins only if its advantage survives its own
+    sampling noise.  Used only to *choose* the rejection set (its value is never reported).
     """
-    expected_num = np.asarray(in_set_numerator, float) * (evaluation_numerator / selection_numerator)
-    expected_den = np.asarray(in_set_denominator, float) * (evaluation_denominator / selection_denominator)
+    caution = SELECTION_CAUTION if caution is None else caution
+    numerator = np.asarray(in_set_numerator, float)
+    denominator = np.asarray(in_set_denominator, float)
+    numerator = np.maximum(numerator - caution * np.sqrt(numerator), 0.0)
+    denominator = np.minimum(denominator + caution * np.sqrt(denominator + 1.0), selection_denominator)
+    expected_num = numerator * (evaluation_numerator / selection_numerator)
+    expected_den = denominator * (evaluation_denominator / selection_denominator)
     with np.errstate(invalid="ignore", divide="ignore"):
         lower = np.where(
             expected_num > 0,
@@ -84,8 +103,7 @@ def _select_threshold(
     selection_a: np.ndarray,
     selection_b: np.ndarray,
     evaluation_sizes: tuple[int, int],
-    delta: float,
-    alpha: float,
+    objective: Objective,
 ) -> Selection:
     values_a = np.sort(feature.apply(selection_a))
     values_b = np.sort(feature.apply(selection_b))
@@ -102,7 +120,7 @@ def _select_threshold(
                 _oriented(numerator, n_a, n_b),
             )
             eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
-            projected = projected_bound(in_num, n_num, in_den, n_den, eval_num, eval_den, delta, alpha)
+            projected = objective(in_num, n_num, in_den, n_den, eval_num, eval_den)
             index = int(np.argmax(projected))
             if projected[index] > best.projected:
                 best = Selection(
@@ -128,8 +146,7 @@ def _select_cells(
     selection_a: np.ndarray,
     selection_b: np.ndarray,
     evaluation_sizes: tuple[int, int],
-    delta: float,
-    alpha: float,
+    objective: Objective,
 ) -> Selection:
     """Superlevel sets of the estimated likelihood ratio (the Neyman–Pearson family), best by projection.
 
@@ -139,12 +156,7 @@ def _select_cells(
     set that fails on the evaluation draws).
     """
     n_a = selection_a.shape[0]
-    cells, inverse = np.unique(
-        np.concatenate([selection_a, selection_b]),
-        axis=0 if selection_a.ndim > 1 else None,
-        return_inverse=True,
-    )
-    inverse = inverse.reshape(-1)
+    cells, inverse = unique_rows(np.concatenate([selection_a, selection_b]))
     rank_a, score_a = _halves(inverse[:n_a], len(cells))
     rank_b, score_b = _halves(inverse[n_a:], len(cells))
     best = Selection(RejectionSet("cells", cells=()), "a", -math.inf)
@@ -154,9 +166,7 @@ def _select_cells(
         eval_num, eval_den = _oriented(numerator, *evaluation_sizes)
         ratio = ((rank_num + 0.5) / n_rank_num) / ((rank_den + 0.5) / n_rank_den)
         order = np.argsort(-ratio, kind="stable")
-        projected = projected_bound(
-            np.cumsum(num[order]), n_num, np.cumsum(den[order]), n_den, eval_num, eval_den, delta, alpha
-        )
+        projected = objective(np.cumsum(num[order]), n_num, np.cumsum(den[order]), n_den, eval_num, eval_den)
         index = int(np.argmax(projected))
         if projected[index] > best.projected:
             chosen = cells[np.sort(order[: index + 1])]
@@ -167,14 +177,20 @@ def _select_cells(
     return best
 
 
+def _as_cells(selection: Selection, pooled: np.ndarray) -> Selection:
+    """A threshold on a small support, stated as the cells (values seen on the selection draws) it holds."""
+    values = np.unique(pooled)
+    inside = values[selection.rejection_set.contains(values)]
+    return replace(selection, rejection_set=RejectionSet("cells", cells=tuple(inside.tolist())))
+
+
 def _small_support(selection_a: np.ndarray, selection_b: np.ndarray, max_cells: int) -> bool:
     if selection_a.dtype.kind not in "biuf":  # strings and other categorical outputs
         return True
-    axis = 0 if selection_a.ndim > 1 else None
     probe = np.concatenate([selection_a[:_CELL_PROBE], selection_b[:_CELL_PROBE]])
-    if len(np.unique(probe, axis=axis)) > max_cells:
+    if len(unique_rows(probe)[0]) > max_cells:
         return False
-    return len(np.unique(np.concatenate([selection_a, selection_b]), axis=axis)) <= max_cells
+    return len(unique_rows(np.concatenate([selection_a, selection_b]))[0]) <= max_cells
 
 
 def _with_resolution(feature: Feature, pooled: np.ndarray) -> Feature:
@@ -229,8 +245,13 @@ def select_rejection_set(
     *,
     score: Score | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
+    objective: Objective | None = None,
 ) -> Selection:
     """Choose S and the numerator on the selection draws only.
+
+    ``objective(in_num, n_num, in_den, n_den, eval_num, eval_den)`` scores candidate sets from their
+    selection counts (vectorised); by default the cautious forecast of the ε bound at ``delta``
+    (:func:`projected_bound`).
 
     * ``score`` given: thresholds on the user's scalar score.
     * Small support (at most ``max_cells`` distinct outputs, or non-numeric outputs): the superlevel
@@ -240,16 +261,22 @@ def select_rejection_set(
       the pooled mean.
     """
     alpha = 1.0 - confidence
+    if objective is None:
+
+        def objective(*counts: Any) -> np.ndarray:
+            return projected_bound(*counts, delta, alpha)
+
     if score is not None:
         return _select_threshold(
-            Feature("score", score=score), selection_a, selection_b, evaluation_sizes, delta, alpha
+            Feature("score", score=score), selection_a, selection_b, evaluation_sizes, objective
         )
     if _small_support(selection_a, selection_b, max_cells):
-        candidates = [_select_cells(selection_a, selection_b, evaluation_sizes, delta, alpha)]
+        candidates = [_select_cells(selection_a, selection_b, evaluation_sizes, objective)]
         if selection_a.ndim == 1 and selection_a.dtype.kind in "biuf":  # ordered values: thresholds too
-            candidates.append(
-                _select_threshold(Feature("value"), selection_a, selection_b, evaluation_sizes, delta, alpha)
+            threshold = _select_threshold(
+                Feature("value"), selection_a, selection_b, evaluation_sizes, objective
             )
+            candidates.append(_as_cells(threshold, np.concatenate([selection_a, selection_b])))
         return max(candidates, key=lambda selection: selection.projected)
     if selection_a.dtype.kind not in "biuf":
         raise InvalidParameter(
@@ -258,7 +285,7 @@ def select_rejection_set(
             "numbers, or at most max_cells distinct categorical values (or pass score=...)",
         )
     candidates = [
-        _select_threshold(feature, selection_a, selection_b, evaluation_sizes, delta, alpha)
+        _select_threshold(feature, selection_a, selection_b, evaluation_sizes, objective)
         for feature in _continuous_features(selection_a, selection_b)
     ]
     return max(candidates, key=lambda selection: selection.projected)

@@ -7,8 +7,14 @@
   (``DescrStatsW.ttost_mean``); all coordinates are declared equivalent when the largest TOST p-value is
   below α (an intersection–union test, Berger 1982, which needs no multiplicity correction).
 * Variance: the chi-square test ``(n − 1) s² / σ² ~ χ²(n − 1)`` (exact for Gaussian draws; with a known
-  mean ``Σ (x − μ)² / σ² ~ χ²(n)``), or, for non-Gaussian noise such as Laplace, the asymptotic z test
-  of the mean of squared deviations (valid when the fourth moment is finite).
+  mean ``Σ (x − μ)² / σ² ~ χ²(n)``), guarded by the distribution-free test below: a claim is rejected only
+  when both reject it (alone, the chi-square test raises false alarms 20 % of the time at α = 5 % on
+  Laplace draws).  For non-Gaussian noise such as Laplace the ``"asymptotic"`` method tests the
+  log-variance with Bonett's (2006) kurtosis-adjusted standard error ("Approximate confidence interval
+  for standard deviation of nonnormal distributions", Comput. Stat. Data Anal. 50, eq. (3)), with the
+  kurtosis taken as the larger of Bonett's trimmed-mean estimate and the fourth moment over the
+  claimed variance squared: the second keeps samples whose variance looks small by chance (and
+  whose kurtosis then looks small too) from being over-rejected.
 """
 
 from __future__ import annotations
@@ -145,7 +151,12 @@ def check_unbiased(
 
 @dataclass(frozen=True)
 class VarianceReport:
-    """Tests of a claimed variance (one entry per coordinate)."""
+    """Tests of a claimed variance (one entry per coordinate).
+
+    ``guard_pvalues`` (chi2 only) are the p-values of the distribution-free log-variance test; a
+    coordinate is rejected only when both tests reject it, so non-Gaussian draws cannot turn the
+    chi-square test's exactness into false alarms.
+    """
 
     sample_variance: np.ndarray
     claimed_variance: np.ndarray
@@ -153,11 +164,19 @@ class VarianceReport:
     method: str
     alpha: float
     draws: int
+    guard_pvalues: np.ndarray | None = None
+
+    @property
+    def decisive_pvalues(self) -> np.ndarray:
+        """The p-values the decision uses: the larger of the test's and the guard's."""
+        if self.guard_pvalues is None:
+            return self.pvalues
+        return np.maximum(self.pvalues, self.guard_pvalues)
 
     @property
     def rejected(self) -> bool:
         """True if Holm-corrected tests reject the claimed variance for some coordinate."""
-        return bool(np.any(_holm(self.pvalues, self.alpha)[0]))
+        return bool(np.any(_holm(self.decisive_pvalues, self.alpha)[0]))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,11 +184,41 @@ class VarianceReport:
             "sample_variance": self.sample_variance.tolist(),
             "claimed_variance": self.claimed_variance.tolist(),
             "pvalues": self.pvalues.tolist(),
-            "pvalues_holm": _holm(self.pvalues, self.alpha)[1].tolist(),
+            "guard_pvalues": None if self.guard_pvalues is None else self.guard_pvalues.tolist(),
+            "pvalues_holm": _holm(self.decisive_pvalues, self.alpha)[1].tolist(),
             "method": self.method,
             "alpha": self.alpha,
             "draws": self.draws,
         }
+
+
+def _bonett_pvalues(
+    deviations: np.ndarray,
+    draws: np.ndarray,
+    degrees: int,
+    claimed: np.ndarray,
+    alpha: float,
+    known_mean: bool,
+) -> np.ndarray:
+    """Two-sided p-values of ``Var = claimed`` on the log scale (Bonett 2006, eq. (3), see module notes)."""
+    n = draws.shape[0]
+    sum_of_squares = np.sum(deviations**2, axis=0)
+    variance = sum_of_squares / degrees
+    if known_mean:
+        centred = deviations
+    else:
+        trimmed = stats.trim_mean(draws, 1.0 / (2.0 * np.sqrt(max(n - 4, 1))), axis=0)
+        centred = draws - trimmed
+    fourth = np.sum(centred**4, axis=0)
+    kurtosis = np.maximum(n * fourth / sum_of_squares**2, fourth / (n * claimed**2))
+    # small-sample bias correction of the excess kurtosis (Joanes & Gill 1998, The Statistician 47, G2)
+    excess = ((n + 1.0) * (kurtosis - 3.0) + 6.0) * (n - 1.0) / ((n - 2.0) * (n - 3.0))
+    kurtosis = excess + 3.0
+    quantile = stats.norm.ppf(1.0 - alpha / 2.0)
+    correction = n / (n - quantile)
+    spread = correction * np.sqrt(np.maximum(kurtosis - (n - 3.0) / n, 1e-12) / (n - 1.0))
+    statistic = (np.log(correction * variance) - np.log(claimed)) / spread
+    return 2.0 * stats.t.sf(np.abs(statistic), n - 1)
 
 
 def check_variance(
@@ -191,8 +240,12 @@ def check_variance(
     mean
         The known mean, if any (otherwise the sample mean is used, costing one degree of freedom).
     method
-        ``"chi2"`` (exact for Gaussian draws) or ``"asymptotic"`` (z test on squared deviations; use it
-        for Laplace or other non-Gaussian noise).
+        ``"chi2"`` (exact for Gaussian draws; a rejection also needs the ``"asymptotic"`` test to
+        reject, which guards against non-Gaussian draws) or ``"asymptotic"`` (Bonett's log-variance
+        test with a kurtosis-adjusted standard error; use it for Laplace or other non-Gaussian
+        noise).  Seeded false-alarm rates at α = 5 % on Laplace draws: about 5 % at n = 100 and
+        4 % at n = 500 (tests/test_audit_unbiased.py); heavier tails than Laplace's (Student t with
+        5 degrees of freedom) still over-reject slightly (7 % at n = 100, 6 % at n = 500).
     alpha
         Level (family-wise across coordinates, Holm).
     """
@@ -210,14 +263,14 @@ def check_variance(
         degrees = n
     sum_of_squares = np.sum(deviations**2, axis=0)
     sample_variance = sum_of_squares / degrees
+    guard = None
     if method == "chi2":
         statistic = sum_of_squares / claimed
         tail = np.minimum(stats.chi2.cdf(statistic, degrees), stats.chi2.sf(statistic, degrees))
         pvalues = np.minimum(1.0, 2.0 * tail)
+        guard = _bonett_pvalues(deviations, draws, degrees, claimed, alpha, mean is not None)
     elif method == "asymptotic":
-        squared = deviations**2 * (n / degrees)
-        _, pvalues = DescrStatsW(squared).ztest_mean(claimed)
-        pvalues = np.atleast_1d(np.asarray(pvalues, float))
+        pvalues = _bonett_pvalues(deviations, draws, degrees, claimed, alpha, mean is not None)
     else:
         raise InvalidParameter("method", method, "one of " + ", ".join(VARIANCE_METHODS))
-    return VarianceReport(sample_variance, claimed, np.asarray(pvalues, float), method, alpha, n)
+    return VarianceReport(sample_variance, claimed, np.asarray(pvalues, float), method, alpha, n, guard)

@@ -34,6 +34,7 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     gib,
+    integer,
     number,
     output_file,
     positive,
@@ -61,6 +62,9 @@ def confidence(text: str) -> float:
     return value
 
 
+SEARCHES = ("vector", "scalar", "pairs")
+
+
 def register(groups: CommandGroups) -> None:
     parser = groups.add(None, "audit", "test a privacy claim (epsilon, delta) from samples", _audit)
     parser.epilog = (
@@ -73,8 +77,14 @@ def register(groups: CommandGroups) -> None:
         help="builtin:laplace | builtin:gaussian | builtin:randomized-response | path/to/file.py:function "
         "(the file is executed)",
     )
-    parser.add_argument("--input", required=True, help="first input, a JSON literal (e.g. 0 or '[0, 1]')")
-    parser.add_argument("--neighbour", required=True, help="neighbouring input, a JSON literal")
+    parser.add_argument(
+        "--input",
+        default=None,
+        help="first input, a JSON literal (e.g. 0 or '[0, 1]'); with --search: the start",
+    )
+    parser.add_argument(
+        "--neighbour", default=None, help="neighbouring input, a JSON literal (not with --search)"
+    )
     parser.add_argument("--epsilon", type=positive, required=True, help="claimed epsilon")
     parser.add_argument("--delta", type=delta_value, default=0.0, help="claimed delta (default 0)")
     parser.add_argument(
@@ -95,6 +105,20 @@ def register(groups: CommandGroups) -> None:
         type=output_file,
         default=None,
         help="write the full audit report (JSON, with target, claim, seed and options) here",
+    )
+    search = parser.add_argument_group("neighbour search (instead of --input/--neighbour)")
+    search.add_argument(
+        "--search",
+        choices=SEARCHES,
+        default=None,
+        help="vector: query-answer vectors (--length, --sensitivity); scalar: scalar inputs; "
+        "pairs: your own candidates (--pairs)",
+    )
+    search.add_argument("--length", type=integer, default=None, help="vector search: number of query answers")
+    search.add_argument(
+        "--pairs",
+        default=None,
+        help="pairs search: a JSON list of [input, neighbour] pairs, or a path to a .json file holding one",
     )
     builtin = parser.add_argument_group("builtin targets")
     builtin.add_argument("--scale", type=positive, default=None, help="laplace: noise scale b")
@@ -175,6 +199,11 @@ def check_signature(target: str, function: Callable[..., Any]) -> None:
     try:
         signature.bind(0, None)
     except TypeError:
+        try:  # a required ``size`` is fine: batched targets are always called with it
+            signature.bind(0, None, size=1)
+            return
+        except TypeError:
+            pass
         raise InvalidParameter(
             "TARGET",
             target,
@@ -311,11 +340,58 @@ def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tupl
     }
 
 
+def _pairs(text: str) -> list:
+    """``--pairs``: a JSON list of [input, neighbour] pairs, inline or in a .json file."""
+    path = Path(text)
+    if text.endswith(".json"):
+        if not path.is_file():
+            raise InvalidParameter("--pairs", text, "an existing .json file or a JSON list of pairs")
+        text = path.read_text()
+    try:
+        pairs = json.loads(text)
+    except json.JSONDecodeError:
+        raise InvalidParameter("--pairs", text, "a JSON list of [input, neighbour] pairs") from None
+    if not isinstance(pairs, list) or not pairs or any(not isinstance(p, list) or len(p) != 2 for p in pairs):
+        raise InvalidParameter("--pairs", text, "a non-empty JSON list of [input, neighbour] pairs")
+    return [tuple(np.asarray(v, dtype=float) if isinstance(v, list) else v for v in pair) for pair in pairs]
+
+
+def search_from_arguments(args: argparse.Namespace) -> Any:
+    """The neighbour search named by ``--search`` (``--input`` is its start), or None."""
+    from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
+
+    if args.search is None:
+        for flag, value in (("--length", args.length), ("--pairs", args.pairs)):
+            if value is not None:
+                raise InvalidParameter(flag, value, "only with --search")
+        return None
+    if args.neighbour is not None:
+        raise InvalidParameter("--neighbour", args.neighbour, "omitted with --search (the search chooses it)")
+    start = None if args.input is None else parse_input("--input", args.input)
+    if args.search == "vector":
+        if args.length is None:
+            raise InvalidParameter("--length", None, "the number of query answers (an integer >= 1)")
+        return VectorSearch(args.length, args.sensitivity, start=start)
+    if args.length is not None:
+        raise InvalidParameter("--length", args.length, "only with --search vector")
+    if args.search == "scalar":
+        return ScalarSearch(args.sensitivity, start=0.0 if start is None else start)
+    if args.pairs is None:
+        raise InvalidParameter("--pairs", None, "a JSON list of [input, neighbour] pairs for --search pairs")
+    return CandidatePairs(tuple(_pairs(args.pairs)))
+
+
 def _audit(args: argparse.Namespace) -> int:
     from dpcert import __version__
     from dpcert.audits.run import audit
     from dpcert.audits.sampling import accepts_size
 
+    search = search_from_arguments(args)
+    if search is not None:
+        return _audit_search(args, search)
+    for flag, value in (("--input", args.input), ("--neighbour", args.neighbour)):
+        if value is None:
+            raise InvalidParameter(flag, None, "a JSON literal (required unless --search is given)")
     a = parse_input("--input", args.input)
     b = parse_input("--neighbour", args.neighbour)
     check_memory(args.samples, 1, batched=True)  # the least any target needs: before importing a file
@@ -373,6 +449,61 @@ def _audit(args: argparse.Namespace) -> int:
         ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
         ("confidence", report.confidence),
         ("samples per input", report.samples),
+        ("rejection set", report.rejection_set.describe()),
+        ("ceiling (about ln n)", report.epsilon_ceiling),
+        ("method", report.method),
+        ("seed", seed),
+    ]
+    emit(args, payload, rows)
+    return EXIT_VIOLATED if report.violated else EXIT_OK
+
+
+def _audit_search(args: argparse.Namespace, search: Any) -> int:
+    """``--search``: screen candidate pairs, audit the best on fresh draws, name the pair found."""
+    from dpcert.audits.run import audit
+
+    if args.floating_point:
+        raise InvalidParameter("--floating-point", True, "not combined with --search")
+    if args.secure:
+        raise InvalidParameter("--secure", True, "not combined with --search")
+    check_memory(args.samples, 1, batched=True)  # before importing a file target
+    if args.target.startswith("builtin:"):
+        probe = search.candidates(np.random.default_rng(0))[0]
+        mechanism, parameters = builtin_mechanism(
+            args.target.removeprefix("builtin:"), args, probe.a, probe.b
+        )
+    else:
+        mechanism, parameters = load_function(args.target), {}
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+    if seed < 0:
+        raise InvalidParameter("--seed", seed, "an integer >= 0")
+    report = audit(
+        mechanism,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        samples=args.samples,
+        seed=seed,
+        confidence=args.confidence,
+        search=search,
+    )
+    if args.save is not None:
+        args.save.write_text(report.to_json(indent=2))
+    pair = report.search["pair"]
+    payload = report.to_dict() | {
+        "target": args.target,
+        "seed": seed,
+        "parameters": parameters,
+        "input": pair["input"],
+        "neighbour": pair["neighbour"],
+    }
+    rows = [
+        ("verdict", report.verdict),
+        ("epsilon lower bound", report.epsilon_lower_bound),
+        ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
+        ("confidence", report.confidence),
+        ("pair found", f"{pair['input']} vs {pair['neighbour']} ({pair['pattern']})"),
+        ("candidates screened", report.search["candidates"]),
+        ("samples per input (final pair)", report.samples),
         ("rejection set", report.rejection_set.describe()),
         ("ceiling (about ln n)", report.epsilon_ceiling),
         ("method", report.method),
