@@ -1,5 +1,10 @@
 """Benchmark: time to compose 1 000 certificates, and accuracy against the exact Gaussian composition.
 
+Also measures, side by side in one run, dpcert's ``pld`` composition of 1 000 mixed certificates
+(Gaussian, Laplace, (ε, δ)) against the same PLD built directly with ``dp_accounting`` (one PLD per
+distinct mechanism, ``self_compose`` by count, ``compose``, ``get_epsilon_for_delta``), and
+``best`` of 1 000 pure 1-DP certificates against ``optimal`` (KOV, exact).
+
 Run as ``python benchmarks/composition.py``; prints the markdown section for benchmarks/RESULTS.md.
 """
 
@@ -17,6 +22,42 @@ from dpcert.mechanisms.gaussian import gaussian_certificate, gaussian_epsilon
 from dpcert.mechanisms.laplace import laplace_certificate
 
 REPEATS = 3
+INTERVAL = 1e-4
+
+
+def mixed_certificates() -> list:
+    """1 000 certificates: 300 Gaussian (10 scales), 400 Laplace (10 scales), 300 (ε, δ) (10 kinds)."""
+    return (
+        [gaussian_certificate(20.0 + (i % 10), delta=1e-7) for i in range(300)]
+        + [laplace_certificate(50.0 + 5 * (i % 10)) for i in range(400)]
+        + [approximate_dp_certificate(0.005 + 0.001 * (i % 10), 1e-10) for i in range(300)]
+    )
+
+
+def dp_accounting_direct(delta: float) -> float:
+    """The same 1 000 mechanisms composed with dp_accounting's PLD API directly."""
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    parts = [
+        pld.from_gaussian_mechanism(20.0 + i, value_discretization_interval=INTERVAL).self_compose(30)
+        for i in range(10)
+    ]
+    parts += [
+        pld.from_laplace_mechanism(50.0 + 5 * i, value_discretization_interval=INTERVAL).self_compose(40)
+        for i in range(10)
+    ]
+    parts += [
+        pld.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(0.005 + 0.001 * i, 1e-10),
+            value_discretization_interval=INTERVAL,
+        ).self_compose(30)
+        for i in range(10)
+    ]
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.compose(part)
+    return float(result.get_epsilon_for_delta(delta))
 
 
 def best_time(function) -> tuple[float, object]:
@@ -68,6 +109,23 @@ def main() -> None:
         relative = certificate.epsilon / exact - 1
         accuracy.append(f"| {method} | {certificate.epsilon:.10g} | {relative:+.2e} | {seconds:.3f} |")
 
+    import dp_accounting.pld.privacy_loss_distribution  # noqa: F401  (import time is not measured)
+
+    mixed = mixed_certificates()
+    side_by_side = []
+    for name, function in (
+        ("dpcert compose(method='pld')", lambda: compose(mixed, method="pld", delta=1e-5).epsilon),
+        ("dpcert compose(method='best')", lambda: compose(mixed, method="best", delta=1e-5).epsilon),
+        ("dp_accounting PLD built directly", lambda: dp_accounting_direct(1e-5)),
+    ):
+        seconds, epsilon = best_time(function)
+        side_by_side.append((name, seconds, epsilon))
+    pure = [approximate_dp_certificate(1.0)] * 1000
+    pure_rows = []
+    for method in ("optimal", "best"):
+        seconds, certificate = best_time(lambda m=method: compose(pure, method=m, delta=1e-5))
+        pure_rows.append((method, seconds, certificate.epsilon))
+
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print("### Composition (accounting)\n")
     print("Command: `python benchmarks/composition.py`  ")
@@ -83,6 +141,17 @@ def main() -> None:
     print("| method | epsilon | relative to exact | seconds |")
     print("|---|---|---|---|")
     print("\n".join(accuracy))
+    print("\n1 000 mixed certificates (300 Gaussian, 400 Laplace, 300 (eps, delta)), delta = 1e-5:\n")
+    print("| composition | seconds | epsilon | ratio to dp_accounting |")
+    print("|---|---|---|---|")
+    anchor = side_by_side[-1][1]
+    for name, seconds, epsilon in side_by_side:
+        print(f"| {name} | {seconds:.3f} | {epsilon:.10g} | {seconds / anchor:.2f}x |")
+    print("\n1 000 pure 1-DP certificates, delta = 1e-5:\n")
+    print("| method | seconds | epsilon |")
+    print("|---|---|---|")
+    for method, seconds, epsilon in pure_rows:
+        print(f"| {method} | {seconds:.4f} | {epsilon:.10g} |")
     assert math.isfinite(exact)
 
 
