@@ -546,6 +546,18 @@ def _privacy_parameters_pld(epsilon: float, delta: float, interval: float) -> An
 _LOSS_PMF_CACHE_SIZE = 256
 
 
+def clear_pld_cache() -> None:
+    """Forget the memoised single-mechanism PLDs (e.g. to time a cold composition)."""
+    for cached in (
+        _gaussian_pld,
+        _laplace_pld,
+        _discrete_laplace_pld,
+        _privacy_parameters_pld,
+        _loss_pmfs_cached,
+    ):
+        cached.cache_clear()
+
+
 @lru_cache(maxsize=_LOSS_PMF_CACHE_SIZE)
 def _loss_pmfs_cached(single: Any) -> tuple[Any, Any]:
     return loss_pmfs(single)

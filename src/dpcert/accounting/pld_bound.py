@@ -80,6 +80,10 @@ _COARSE_POINTS = 2048
 # Higham's constant is for the radix-2 complex FFT; pocketfft runs radix-4 and real-data passes of
 # the same butterfly structure.  The per-stage constant is taken 8 times larger to cover them.
 _FFT_SAFETY = 8.0
+# Single components of at most _DIRECT_SIZE points are merged by direct convolution while the
+# product of the lengths stays below _DIRECT_WORK (cheaper than one FFT each, and exact up to γ_m).
+_DIRECT_SIZE = 4096
+_DIRECT_WORK = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -354,18 +358,46 @@ class ComposedLossBound:
         log_constant = 0.0
         multiplications = 0
         c_n = fft_relative_error(size)
+        # Tilted, normalised vectors with the log of their untilting constants (rounded up).
+        vectors: list[tuple[np.ndarray, int, float]] = []
+        small: list[tuple[np.ndarray, float]] = []
         for pmf, count in self.parts:
             tilted, weights = _tilt(pmf, lam)
-            # Rounding of the tilted weights: the exponent's argument (three terms), exp, the fold
-            # (sums of non-negative terms) and the division by s_i, all relative and downward at most.
+            # Rounding of the tilted weights: the exponent's argument (three terms) and exp, all
+            # relative and downward at most (the fold and normalisation are bounded below).
             positive = pmf.probs[pmf.probs > 0.0]
             magnitude = float(np.max(np.abs(np.log(positive)))) if positive.size else 0.0
             magnitude += abs(lam) * max(abs(pmf.lower), abs(pmf.upper)) * h + abs(tilted.log_normalizer)
+            rho = 4.0 * UNIT_ROUNDOFF * (magnitude + 2.0)
+            log_part = tilted.log_normalizer - math.log1p(-rho)
+            if count == 1 and weights.size <= _DIRECT_SIZE:
+                small.append((weights, log_part))
+            else:
+                vectors.append((weights, count, count * log_part))
+        # Single small components are merged by direct convolution first (sums of non-negative
+        # products: each entry is at least (1 − γ_m) of the exact one, m the shorter length).
+        accumulator: np.ndarray | None = None
+        accumulated = 0.0
+        for weights, log_part in small:
+            if accumulator is not None and accumulator.size * weights.size > _DIRECT_WORK:
+                vectors.append((accumulator, 1, accumulated))
+                accumulator = None
+            if accumulator is None:
+                accumulator, accumulated = weights, log_part
+                continue
+            shorter = min(accumulator.size, weights.size)
+            accumulator = np.convolve(accumulator, weights)
+            accumulated += log_part - math.log1p(-_gamma(shorter + 1))
+        if accumulator is not None:
+            vectors.append((accumulator, 1, accumulated))
+        factors = sum(count for _, count, _ in vectors)
+        for weights, count, log_part in vectors:
             folded = _fold(weights, size)
             folds = -(-weights.size // size)
-            rho = 4.0 * UNIT_ROUNDOFF * (magnitude + 2.0) + _gamma(folds + 1) + 2.0 * UNIT_ROUNDOFF
+            # Fold (sums of non-negative terms) and division by s_i: relative, downward at most.
+            rho = _gamma(folds + 1) + 2.0 * UNIT_ROUNDOFF
             s_i = float(np.sum(folded)) * (1.0 + _gamma(folded.size + 2))
-            log_constant += count * (tilted.log_normalizer + math.log(s_i) - math.log1p(-rho))
+            log_constant += log_part + count * (math.log(s_i) - math.log1p(-rho))
             powered, chain = _power(scipy.fft.rfft(folded / s_i), count)
             multiplications += chain
             if spectrum is None:
@@ -377,13 +409,13 @@ class ComposedLossBound:
         composed = scipy.fft.irfft(spectrum, n=size)
         nu = math.sqrt(2.0) * _gamma(2)
         tau = math.expm1(multiplications * math.log1p(nu))
-        eps_max = self.total_count * c_n * math.sqrt(size)
+        eps_max = factors * c_n * math.sqrt(size)
         if eps_max > 0.5:
             raise OverflowError("the FFT round-off bound is too large for this window")
         # ‖r̂ − r‖₂ <= e^{ε_max} [(K + 1) c_N (1 + τ) + τ] for the normalised vectors (S <= 1).
-        error_2 = math.exp(eps_max) * ((self.total_count + 1) * c_n * (1.0 + tau) + tau)
+        error_2 = math.exp(eps_max) * ((factors + 1) * c_n * (1.0 + tau) + tau)
         # The normalised vectors sum to at most 1 + u each (division rounding): S <= (1 + u)^K.
-        error_2 *= math.exp(2.0 * UNIT_ROUNDOFF * self.total_count)
+        error_2 *= math.exp(2.0 * UNIT_ROUNDOFF * factors)
         indices = np.arange(low, high + 1)
         masses = np.maximum(composed[(indices - self.lowest) % size], 0.0)
         return _Pass(
