@@ -17,8 +17,8 @@ Method (for one target ε)
    *relative*: the tilted composed distribution is centred at ε, so the absolute FFT error of
    order ``u`` there becomes a relative error of δ at any level, where an untilted computation
    (absolute error of order ``u`` per grid point) loses all accuracy once δ falls to about 1e-12.
-   Untilting multiplies the mass at ``L`` by ``exp(K(λ) − λ L)``.  The tilt is
-   rounded to the lattice ``2^{j/2}`` so that nearby ε share one FFT pass; any λ >= 0 is valid.
+   Untilting multiplies the mass at ``L`` by ``exp(K(λ) − λ L)``.  The tilt is that of ε rounded
+   to a lattice, so that nearby ε share one FFT pass; any λ >= 0 is valid.
 2. *Window.*  The composed tilted distribution is convolved on a circular grid of ``N = 2^m`` points
    covering the loss window ``[a, b] ∋ ε``.  Mass outside the window wraps around; it is
    non-negative, so it only *adds* to the masses inside (valid).  Losses above ``b`` are not lost:
@@ -238,7 +238,7 @@ class ComposedLossBound:
         """λ >= 0 with ``K'(λ) = ε`` (0 if the mean loss is already above ε), to about 1e-4.
 
         Safeguarded Newton iteration on the increasing ``K'``; only the lattice point of λ matters
-        (see ``_round_tilt``), and any λ >= 0 gives a valid bound.
+        (see ``_pass_for``), and any λ >= 0 gives a valid bound.
         """
         _, mean, variance = self.cumulants(0.0)
         if mean >= epsilon:
@@ -325,13 +325,16 @@ class ComposedLossBound:
         return max(0.0, self.cumulants(brentq(gap, low, high, rtol=1e-3))[1])
 
     def _pass_for(self, epsilon: float) -> _Pass:
-        """The cached FFT pass for ε: tilt at the saddle point of ε rounded to a 2^(1/2) lattice.
+        """The cached FFT pass for ε: tilt at the saddle point of ε rounded to a lattice of step
+        ``max(2 h, 2 σ₀)`` (σ₀ the standard deviation of the untilted composed loss).
 
-        The window depends on the rounded tilt only (so nearby ε share one pass), except that it
-        is extended downward when ε lies below it.
+        The window depends on the rounded point only (so nearby ε share one pass), except that it
+        is extended downward when ε lies below it.  Any tilt is valid; rounding costs tightness
+        only in the (tiny) round-off term.
         """
         h = self.discretization
-        lam = _round_tilt(self.saddle_point(epsilon))
+        step = max(2.0 * h, 2.0 * math.sqrt(max(self.cumulants(0.0)[2], 0.0)))
+        lam = self.saddle_point(step * round(epsilon / step))
         log_norm, mean, variance = self.cumulants(lam)
         half_width = int(math.ceil(_WINDOW_SDS * math.sqrt(max(variance, 0.0)) / h)) + 64
         centre = int(math.floor(mean / h))
@@ -342,7 +345,8 @@ class ComposedLossBound:
         chernoff_log = log_norm - lam * max(epsilon, mean)
         while True:
             low = max(self.lowest, low_start)
-            high = min(self.highest, max(centre, floor_index) + half_width)
+            anchor = centre if floor_index <= centre + half_width // 2 else floor_index
+            high = min(self.highest, anchor + half_width)
             size = 1 << max(1, (high - low).bit_length())
             key = (lam, low, high)
             if key in self._passes:
@@ -549,13 +553,6 @@ def _suffix_sums(values: np.ndarray) -> np.ndarray:
     out = np.zeros(values.size + 1)
     np.cumsum(values[::-1], out=out[-2::-1])
     return out
-
-
-def _round_tilt(lam: float) -> float:
-    """λ rounded to the lattice 2^(j/2) (0 stays 0); any λ >= 0 gives a valid bound."""
-    if lam <= 0.0:
-        return 0.0
-    return 2.0 ** (round(2.0 * math.log2(lam)) / 2.0)
 
 
 def _fold(weights: np.ndarray, size: int) -> np.ndarray:
