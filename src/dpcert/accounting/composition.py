@@ -21,24 +21,28 @@ Methods
     composition of (ε, δ)-DP mechanisms.  Heterogeneous components are treated as above (largest ε_i
     and δ_i); the result is then valid but no longer optimal.
 ``"pld"``
-    Privacy loss distributions through ``dp_accounting.pld`` with pessimistic discretisation and
-    truncation (an upper bound in exact arithmetic; the floating-point round-off of its FFT
-    convolutions is covered by an empirical allowance, see ``_PLD_RELATIVE_SLACK``).  A
-    component uses, in order of preference: a ``privacy_loss_distribution(interval)`` method of its
-    profile, its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
-    them), or the
-    pessimistic PLD of its claimed (ε, δ) (``from_privacy_parameters``).
+    Privacy loss distributions: each distinct component's single-mechanism PLD is built once by
+    ``dp_accounting.pld`` with pessimistic discretisation and truncation (an upper bound in exact
+    arithmetic), and the composition by counts is computed by :mod:`dpcert.accounting.pld_bound`,
+    which proves a bound on all floating-point round-off of its tilted FFT convolutions (Higham
+    2002, Thm 24.2, made relative by exponential tilting at the saddle point) and adds it to δ.
+    All Gaussian components are first merged exactly into one Gaussian.  A component uses, in
+    order of preference: a ``privacy_loss_distribution(interval)`` method of its profile (taken as
+    given), its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
+    them), or the pessimistic PLD of its claimed (ε, δ) (``from_privacy_parameters``); nested
+    composition certificates are flattened.
 ``"rdp"``
     Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
     has a ``dp_accounting`` event the accountant supports.
 ``"best"`` (default)
-    The smallest ε among all methods applicable to the list (exact Gaussian composition when every
-    component is Gaussian).  Besides the components' claimed (ε_i, δ_i), the black-box methods
-    (and PLD, for components without a dp_accounting event) are also tried with every component
-    moved to the point (ε_i(δ_i), δ_i) of its own profile, δ_i = f δ / k for f in
-    ``REPOINT_FRACTIONS``; the explicit methods use the claimed points only.  At δ = 0 the
-    numerical accountants are only consulted when basic and optimal composition give no finite ε
-    (for pure components basic composition is then exact).
+    The smallest ε among all methods applicable to the list.  Where a method is exact it is used
+    alone: exact Gaussian composition when every component is Gaussian, and KOV optimal
+    composition when all components are the same (ε, δ) guarantee known only by its claim (no
+    valid method can go below it).  Components whose profile says more than their claimed point
+    but that have no PLD are also tried at the points (ε_i(δ_i), δ_i) of their own profiles,
+    δ_i = f δ / k for f in ``REPOINT_FRACTIONS``.  At δ = 0 the numerical accountants are only
+    consulted when basic and optimal composition give no finite ε (for pure components basic
+    composition is then exact).
 
 All numerical results are rounded toward more privacy loss: ε is nudged upward until the profile,
 as evaluated, gives at most the target δ.
@@ -51,7 +55,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -59,6 +63,7 @@ from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
+from dpcert.accounting.pld_bound import ComposedLossBound, loss_pmfs
 from dpcert.certificates import (
     ALL_RELATIONS,
     ALL_TRUST_MODELS,
@@ -96,18 +101,15 @@ GAUSSIAN_COMPOSITION_BASIS = (
 # of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
 _KOV_RELATIVE_SLACK = 1e-9
 
-# What dp_accounting proves and what it does not (dp_accounting 0.6, pld/pld_pmf.py, common.py):
-# with pessimistic_estimate=True every privacy loss is rounded *up* to the grid, and tail truncation
-# is pessimistic (right tails go to the infinite loss, left tails to the lowest bucket; self_compose
-# adds its Chernoff-bounded truncated mass to the infinite loss).  Those steps give a proven upper
-# bound on δ(ε) in exact arithmetic.  The convolutions themselves (scipy.signal.fftconvolve in
-# compose, FFT powers in self_compose) run in floating point; their round-off is neither bounded
-# nor clipped (negative masses stay in the sum), so the computed δ can fall slightly below the
-# bound (observed: about 1.5e-10 relative below the exact KOV value for 1 000 identical canonical
-# pairs).  The allowance below covers that round-off only; it is an empirical safeguard sized well
-# above every observed error, not a proven bound.
+# ``pld_delta_for`` reads δ(ε) off a PLD that the caller composed with dp_accounting itself; the
+# round-off of dp_accounting's own FFT convolutions is not bounded by the library, and the
+# allowance below is empirical (sized well above every observed error), not a proven bound.
+# ``compose(method="pld")`` does not use it: its round-off is proven (dpcert.accounting.pld_bound).
 _PLD_RELATIVE_SLACK = 1e-6
 _PLD_ABSOLUTE_SLACK = 1e-14
+
+# e^x overflows a double above about 709.78; advanced composition gives no finite ε beyond this.
+_LARGEST_EXPONENT = 700.0
 
 _STRENGTH = {TrustModel.LOCAL: 2, TrustModel.SHUFFLE: 1, TrustModel.CENTRAL: 0}
 
@@ -178,7 +180,14 @@ def _worst_pair(components: Sequence[Component]) -> tuple[float, float]:
 def _sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
     """Σ value × count computed exactly (rationals) and rounded up to the next float if inexact."""
     exact = sum((Fraction(value) * count for value, count in terms), Fraction(0))
-    result = float(exact)
+    try:
+        result = float(exact)
+    except OverflowError:
+        raise InvalidParameter(
+            "certificates",
+            "a sum of epsilons times counts above 1.8e308",
+            "a sum of epsilons (or deltas) times counts below the largest float (about 1.8e308)",
+        ) from None
     return math.nextafter(result, math.inf) if Fraction(result) < exact else result
 
 
@@ -196,6 +205,8 @@ def _safe_epsilon(delta_for, delta: float, candidate: float) -> float:
 # --------------------------------------------------------------------------- advanced (Thm 3.20)
 def advanced_epsilon(epsilon: float, delta_slack: float, k: int) -> float:
     """ε' = sqrt(2k ln(1/δ')) ε + k ε (e^ε − 1) of Dwork & Roth 2014, Thm 3.20 (no rounding)."""
+    if epsilon > _LARGEST_EXPONENT:
+        return math.inf
     return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
 
 
@@ -210,7 +221,7 @@ class AdvancedCompositionProfile:
         self.epsilon0 = epsilon
         self.delta0 = delta
         self.k = k
-        self.drift = k * epsilon * math.expm1(epsilon)
+        self.drift = k * epsilon * math.expm1(epsilon) if epsilon <= _LARGEST_EXPONENT else math.inf
 
     def delta_for(self, epsilon: float) -> float:
         base = self.k * self.delta0
@@ -348,39 +359,244 @@ def component_pld(component: Component, interval: float) -> Any:
 
 
 class PLDCompositionProfile:
-    """Profile of a composition from the product of pessimistic PLDs (``dp_accounting.pld``)."""
+    """Profile of a composition from the product of pessimistic PLDs, with proven round-off.
+
+    Each distinct component's single-mechanism PLD is built once by ``dp_accounting.pld``
+    (pessimistic discretisation and truncation); the compositions (by counts) are performed by
+    :mod:`dpcert.accounting.pld_bound`, which bounds every floating-point error of its FFT
+    convolutions and adds the bound to δ (see that module for the proof).  Nested composition
+    certificates are flattened into their components.
+    """
 
     def __init__(self, components: Sequence[Component], interval: float) -> None:
         self.components = components
         self.interval = interval
+        self._delta_cache: dict[float, float] = {}
 
     @cached_property
     def pld(self) -> Any:
+        """The ``dp_accounting`` PLD of the composition (for callers composing it further)."""
         result = None
         for component in self.components:
             part = component_pld(component, self.interval)
             result = part if result is None else result.compose(part)
         return result
 
+    @cached_property
+    def directions(self) -> tuple[ComposedLossBound, ...]:
+        counts: dict[int, int] = {}
+        plds: dict[int, Any] = {}
+        for single, count in _single_plds(self.components, self.interval):
+            counts[id(single)] = counts.get(id(single), 0) + count
+            plds[id(single)] = single
+        remove_parts, add_parts = [], []
+        symmetric = True
+        for key, count in counts.items():
+            remove, add = _loss_pmfs_of(plds[key])
+            remove_parts.append((remove, count))
+            add_parts.append((remove if add is None else add, count))
+            symmetric = symmetric and add is None
+        if symmetric:
+            return (ComposedLossBound(remove_parts),)
+        return ComposedLossBound(remove_parts), ComposedLossBound(add_parts)
+
     def delta_for(self, epsilon: float) -> float:
-        raw = max(0.0, float(self.pld.get_delta_for_epsilon(epsilon)))
-        return min(1.0, raw * (1.0 + _PLD_RELATIVE_SLACK) + _PLD_ABSOLUTE_SLACK)
+        if epsilon not in self._delta_cache:
+            self._delta_cache[epsilon] = max(d.delta_for(epsilon) for d in self.directions)
+        return self._delta_cache[epsilon]
 
     def epsilon_for(self, delta: float) -> float:
-        raw_target = (delta - _PLD_ABSOLUTE_SLACK) / (1.0 + _PLD_RELATIVE_SLACK)
-        if raw_target < 0.0:
-            return math.inf
-        return _safe_epsilon(self.delta_for, delta, float(self.pld.get_epsilon_for_delta(raw_target)))
+        epsilon = max(d.epsilon_for(delta) for d in self.directions)
+        if not math.isfinite(epsilon) or self.delta_for(epsilon) <= delta:
+            return epsilon
+        top = max(d.highest * d.discretization for d in self.directions)
+        return nudge_up_until_valid(lambda e: self.delta_for(e) - delta, epsilon, max(top, epsilon))
+
+
+def _single_plds(components: Sequence[Component], interval: float) -> list[tuple[Any, int]]:
+    """``(single-mechanism PLD, count)`` pairs of the flattened components; PLDs built once each.
+
+    All Gaussian mechanisms (noise multipliers ``s_i``, counts ``k_i``) are merged into one
+    Gaussian with ``s = (Σ k_i / s_i²)^{-1/2}`` (exact: Dong, Roth & Su 2019, Cor. 3.3), ``s``
+    rounded down (more privacy loss).
+    """
+    result: list[tuple[Any, int]] = []
+    gaussian_terms: list[Fraction] = []
+    _collect_plds(components, 1, interval, result, gaussian_terms)
+    if gaussian_terms:
+        precision = math.nextafter(float(sum(gaussian_terms, Fraction(0))), math.inf)
+        sigma = 1.0 / math.sqrt(precision)
+        for _ in range(4):
+            sigma = math.nextafter(sigma, 0.0)
+        result.append((_gaussian_pld(sigma, interval), 1))
+    return result
+
+
+def _collect_plds(
+    components: Sequence[Component],
+    multiplier: int,
+    interval: float,
+    result: list[tuple[Any, int]],
+    gaussian_terms: list[Fraction],
+) -> None:
+    for component in components:
+        certificate = component.certificate
+        count = component.count * multiplier
+        profile = certificate.profile
+        if isinstance(profile, CompositionProfile):
+            _collect_plds(profile.components, count, interval, result, gaussian_terms)
+            continue
+        hook = getattr(profile, "privacy_loss_distribution", None)
+        if callable(hook):
+            result.append((hook(interval), count))
+            continue
+        event = certificate.to_dp_event()
+        if event is not None and _collect_event(event, count, interval, result, gaussian_terms):
+            continue
+        result.append((_privacy_parameters_pld(certificate.epsilon, certificate.delta, interval), count))
+
+
+def _collect_event(
+    event: Any, count: int, interval: float, result: list[tuple[Any, int]], gaussian_terms: list[Fraction]
+) -> bool:
+    """Add the single-mechanism PLDs of ``count`` runs of a dp_accounting event; False if unsupported."""
+    from dp_accounting import dp_event
+
+    parts: list[tuple[Any, int]] = []
+    gaussians: list[Fraction] = []
+    pending: list[tuple[Any, int]] = [(event, count)]
+    while pending:
+        current, times = pending.pop()
+        if isinstance(current, dp_event.SelfComposedDpEvent):
+            pending.append((current.event, times * current.count))
+        elif isinstance(current, dp_event.ComposedDpEvent):
+            pending.extend((inner, times) for inner in current.events)
+        elif isinstance(current, dp_event.GaussianDpEvent) and current.noise_multiplier > 0:
+            gaussians.append(Fraction(times) / Fraction(current.noise_multiplier) ** 2)
+        elif isinstance(current, dp_event.DiscreteLaplaceDpEvent) and current.noise_parameter > 0:
+            single = _discrete_laplace_pld(current.noise_parameter, current.sensitivity, interval)
+            parts.append((single, times))
+        elif isinstance(current, dp_event.LaplaceDpEvent) and current.noise_multiplier > 0:
+            parts.append((_laplace_pld(current.noise_multiplier, interval), times))
+        else:
+            return False
+    result.extend(parts)
+    gaussian_terms.extend(gaussians)
+    return True
+
+
+# Largest grid a single-mechanism PLD may span (points); larger ones are refused before any work.
+MAX_PLD_POINTS = 2**22
+
+
+def _check_grid(loss_range: float, interval: float, what: str) -> None:
+    if not loss_range / interval <= MAX_PLD_POINTS:
+        raise InvalidParameter(
+            "value_discretization_interval",
+            interval,
+            f"an interval above {loss_range / MAX_PLD_POINTS:.3g} for {what} (its privacy loss spans "
+            f"{loss_range:.3g}; at most {MAX_PLD_POINTS} grid points), or another method",
+        )
+
+
+@lru_cache(maxsize=256)
+def _gaussian_pld(standard_deviation: float, interval: float) -> Any:
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    mu = 1.0 / standard_deviation
+    # dp_accounting keeps losses within about mu^2/2 ± 10 mu (measured: ±395 at mu = 20); 20 mu is kept.
+    _check_grid(mu * mu + 40.0 * mu, interval, "this Gaussian composition")
+
+    return pld.from_gaussian_mechanism(
+        standard_deviation=standard_deviation,
+        pessimistic_estimate=True,
+        value_discretization_interval=interval,
+    )
+
+
+@lru_cache(maxsize=256)
+def _laplace_pld(parameter: float, interval: float) -> Any:
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    _check_grid(2.0 / parameter, interval, "this Laplace mechanism")
+
+    return pld.from_laplace_mechanism(
+        parameter, pessimistic_estimate=True, value_discretization_interval=interval
+    )
+
+
+@lru_cache(maxsize=256)
+def _discrete_laplace_pld(parameter: float, sensitivity: int, interval: float) -> Any:
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    _check_grid(2.0 * parameter * sensitivity, interval, "this discrete Laplace mechanism")
+
+    return pld.from_discrete_laplace_mechanism(
+        parameter, sensitivity=sensitivity, pessimistic_estimate=True, value_discretization_interval=interval
+    )
+
+
+@lru_cache(maxsize=256)
+def _privacy_parameters_pld(epsilon: float, delta: float, interval: float) -> Any:
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    return pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(epsilon, delta), value_discretization_interval=interval
+    )
+
+
+_LOSS_PMF_CACHE_SIZE = 256
+
+
+def clear_pld_cache() -> None:
+    """Forget the memoised single-mechanism PLDs (e.g. to time a cold composition)."""
+    for cached in (
+        _gaussian_pld,
+        _laplace_pld,
+        _discrete_laplace_pld,
+        _privacy_parameters_pld,
+        _loss_pmfs_cached,
+    ):
+        cached.cache_clear()
+
+
+@lru_cache(maxsize=_LOSS_PMF_CACHE_SIZE)
+def _loss_pmfs_cached(single: Any) -> tuple[Any, Any]:
+    return loss_pmfs(single)
+
+
+def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
+    try:
+        return _loss_pmfs_cached(single)
+    except TypeError:  # unhashable PLD object
+        return loss_pmfs(single)
 
 
 def pld_delta_for(privacy_loss_distribution: Any, epsilon: float) -> float:
-    """``δ(ε)`` of a pessimistic ``dp_accounting`` PLD with the allowances of ``"pld"`` composition.
+    """``δ(ε)`` of a pessimistic ``dp_accounting`` PLD that the caller composed itself.
 
-    The same value :class:`PLDCompositionProfile` reports for that PLD, for callers (such as
-    calibration searches) that build the PLD themselves.
+    For callers (such as calibration searches) that build and compose the PLD with dp_accounting
+    directly: the round-off of those convolutions is only covered by the empirical allowance
+    ``_PLD_RELATIVE_SLACK`` / ``_PLD_ABSOLUTE_SLACK``.  :func:`pld_self_composed_delta_for` gives
+    the proven bound for a single-mechanism PLD composed ``count`` times.
     """
     raw = max(0.0, float(privacy_loss_distribution.get_delta_for_epsilon(epsilon)))
     return min(1.0, raw * (1.0 + _PLD_RELATIVE_SLACK) + _PLD_ABSOLUTE_SLACK)
+
+
+def pld_self_composed_delta_for(single_pld: Any, count: int, epsilon: float) -> float:
+    """Proven upper bound on δ(ε) of ``count`` compositions of a single-mechanism ``dp_accounting`` PLD.
+
+    The composition is computed by :class:`~dpcert.accounting.pld_bound.ComposedLossBound`, whose
+    floating-point round-off is bounded and added (see that module).
+    """
+    count = check.positive_int("count", count)
+    remove, add = loss_pmfs(single_pld)
+    directions = [ComposedLossBound([(remove, count)])]
+    if add is not None:
+        directions.append(ComposedLossBound([(add, count)]))
+    return max(direction.delta_for(epsilon) for direction in directions)
 
 
 def _composed_event(components: Sequence[Component]) -> Any:
@@ -463,7 +679,7 @@ class CompositionProfile:
             delta = min(1.0, _sum_rounded_up((c.certificate.delta, c.count) for c in self.components))
             self._inner: Any = _BasicTrivial()
             if delta < 1.0:
-                self._inner = ApproximateDPProfile({"epsilon": epsilon, "delta": delta})
+                self._inner = CanonicalPairProfile(epsilon, delta)
         elif method == "advanced":
             self._inner = AdvancedCompositionProfile(*_worst_pair(self.components), k)
         elif method == "optimal":
@@ -512,6 +728,39 @@ class CompositionProfile:
         compose as tightly as their flattened components.
         """
         return PLDCompositionProfile(self.components, interval).pld
+
+
+class CanonicalPairProfile:
+    """Profile of the canonical (ε, δ) pair (KOV 2015, Thm 2.1), evaluated without overflow.
+
+    ``δ(e) = δ + (1 − δ)(1 − e^{e − ε}) / (1 + e^{−ε})`` for ``0 <= e < ε`` and ``δ`` above; the
+    inverse is ``ε + ln(1 − x)``, ``x = (δ' − δ)(1 + e^{−ε}) / (1 − δ)``, so any finite ε (even
+    above the ≈ 709 where ``e^ε`` overflows) is handled.  The same values as
+    :class:`~dpcert.certificates.ApproximateDPProfile` wherever that one is finite.
+    """
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+
+    def delta_for(self, epsilon: float) -> float:
+        if epsilon >= self.epsilon:
+            return self.delta
+        excess = (1.0 - self.delta) * (-math.expm1(epsilon - self.epsilon)) / (1.0 + math.exp(-self.epsilon))
+        return min(1.0, self.delta + excess * (1.0 + 1e-14))
+
+    def epsilon_for(self, delta: float) -> float:
+        if delta < self.delta:
+            return math.inf
+        if delta == self.delta:
+            return self.epsilon
+        fraction = (delta - self.delta) * (1.0 + math.exp(-self.epsilon)) / (1.0 - self.delta)
+        if fraction >= 1.0:
+            return 0.0
+        candidate = max(0.0, self.epsilon + math.log1p(-fraction))
+        while self.delta_for(candidate) > delta:  # guard against rounding on the optimistic side
+            candidate = math.nextafter(candidate, math.inf)
+        return min(candidate, self.epsilon)
 
 
 class _BasicTrivial:
@@ -573,10 +822,12 @@ def _composition_certificate(
         "basic": "basic composition of the components' claimed (epsilon, delta)",
         "advanced": "Thm 3.20 with the largest component epsilon and delta (valid for heterogeneous lists)",
         "optimal": "KOV Thm 3.3 with the largest component epsilon and delta (exact if all are identical)",
-        "pld": f"pessimistic PLD discretisation (interval {interval:g}) and tail truncation: an upper "
-        "bound in exact arithmetic; FFT round-off covered by an empirical allowance (relative 1e-6, "
-        "absolute 1e-14), not a proven bound; components without a dp_accounting event use the PLD "
-        "of their claimed (epsilon, delta)",
+        "pld": f"pessimistic PLD discretisation (interval {interval:g}) and tail truncation by "
+        "dp_accounting (an upper bound in exact arithmetic); compositions by tilted FFT with a proven "
+        "round-off bound added to delta (Higham 2002, Thm 24.2; dpcert.accounting.pld_bound), "
+        "single-mechanism masses inflated by 2^-44 relative and 2^-48 absolute for their special "
+        "functions; components without a dp_accounting event use the PLD of their claimed "
+        "(epsilon, delta), components with their own PLD method are taken as given",
         "rdp": "RDP-to-DP conversion of dp_accounting (an upper bound)",
     }
     certificate = Certificate(
@@ -646,6 +897,22 @@ def _lacks_pld(component: Component) -> bool:
     return certificate.to_dp_event() is None
 
 
+def _is_black_box(certificate: Certificate) -> bool:
+    """True if the certificate is known only by its claimed (ε, δ) (profile of the canonical pair)."""
+    return type(certificate.profile) is ApproximateDPProfile and certificate.to_dp_event() is None
+
+
+def _identical_black_boxes(components: Sequence[Component]) -> bool:
+    """All components claim one and the same (ε, δ) and are known only by that claim."""
+    pairs = {(c.certificate.epsilon, c.certificate.delta) for c in components}
+    return len(pairs) == 1 and all(_is_black_box(c.certificate) for c in components)
+
+
+def _richer_profile_without_pld(component: Component) -> bool:
+    """The component has no PLD of its own but a profile beyond its claimed (ε, δ)."""
+    return _lacks_pld(component) and not _is_black_box(component.certificate)
+
+
 def _repointed(components: Sequence[Component], delta_each: float) -> tuple[Component, ...] | None:
     """The components claiming the point (ε_i(δ_i), δ_i) of their own profiles, δ_i = ``delta_each``.
 
@@ -704,6 +971,20 @@ def compose_components(
                 "basic, advanced, optimal or pld for this list (RDP needs dp_accounting events)",
             )
         return _composition_certificate(components, method, delta, interval)
+    if _identical_black_boxes(components):
+        # KOV 2015, Thm 3.3 is exact for k identical (ε, δ) guarantees known only as such: the
+        # k-fold product of canonical pairs is one such composition, so no valid method can give a
+        # smaller ε and the others are not tried.
+        return _composition_certificate(
+            components,
+            "optimal",
+            delta,
+            interval,
+            (
+                "best: optimal composition is exact for identical (epsilon, delta) guarantees; no other "
+                "method can give a smaller valid epsilon",
+            ),
+        )
     results: dict[str, Certificate] = {}
     for candidate in METHODS:
         if not _applicable(candidate, components, delta):
@@ -716,14 +997,16 @@ def compose_components(
             results[candidate] = _composition_certificate(components, candidate, delta, interval)
         except (ValueError, OverflowError):  # InvalidParameter: no finite epsilon by this method
             continue
-    if delta > 0.0:
-        lacks_event = any(_lacks_pld(c) for c in components)
+    if delta > 0.0 and any(_richer_profile_without_pld(c) for c in components):
+        # Re-pointing only helps components whose profile says more than their claimed (ε, δ) and
+        # which PLD cannot use directly; for claimed-only guarantees the canonical pair's PLD is
+        # already the tightest description, so these passes are skipped.
         for fraction in REPOINT_FRACTIONS:
             repointed = _repointed(components, delta * fraction / _total_count(components))
             if repointed is None:
                 continue
             note = f"components re-pointed on their own profiles at delta_i = {fraction:g} delta / k"
-            for candidate in ("basic", "advanced", "optimal") + (("pld",) if lacks_event else ()):
+            for candidate in ("basic", "advanced", "optimal", "pld"):
                 try:
                     results[f"{candidate} (delta_i = {fraction:g} delta/k)"] = _composition_certificate(
                         repointed, candidate, delta, interval, (note,)
