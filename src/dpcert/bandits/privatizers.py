@@ -439,6 +439,17 @@ class ShuffleBitSum(Privatizer):
         counts = np.bincount(groups, minlength=group_count)
         present = np.flatnonzero(counts)
         protocols = {k: self.group_protocol(int(counts[k])) for k in present}  # one per arm, not per user
+        # charged before any randomness is drawn: a refused charge stops the release
+        ids = None if user_ids is None else np.asarray(user_ids)
+        by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
+        for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
+            by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
+        worst: Certificate | None = None
+        for certificate, members in by_certificate.values():
+            charged = np.isin(groups, members)
+            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
+            if worst is None or certificate.epsilon > worst.epsilon:
+                worst = certificate
         g = np.ones(group_count)
         b = np.zeros(group_count, dtype=np.int64)
         p = np.full(group_count, 0.5)
@@ -453,16 +464,6 @@ class ShuffleBitSum(Privatizer):
         unit = 2.0 * bound / g
         estimate = np.where(counts > 0, unit * (ones - trials * p) - counts * bound, 0.0)
         variance = unit**2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy of each sum's error
-        ids = None if user_ids is None else np.asarray(user_ids)
-        by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
-        for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
-            by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
-        worst: Certificate | None = None
-        for certificate, members in by_certificate.values():
-            charged = np.isin(groups, members)
-            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
-            if worst is None or certificate.epsilon > worst.epsilon:
-                worst = certificate
         bits_per_user = (g + b).astype(np.int64)
         total_bits = int(np.sum(counts * bits_per_user))
         bits = int(bits_per_user[present].max()) if present.size else 0
