@@ -138,7 +138,7 @@ class PrivacySession:
         composition of their charges (``compose_counts``, method ``best``), one composition per
         distinct charge history.
         """
-        delta = check.positive_delta(delta)
+        delta = check.delta(delta)
         if not self.certificates:
             return None
         distinct: dict[str, int] = {}

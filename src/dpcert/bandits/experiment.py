@@ -118,10 +118,10 @@ def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
 
 
 def target_of(config: Any) -> Guarantee | None:
-    """The run's per-user total (ε, δ), ``None`` for a non-private run."""
-    if config.privacy == "none" or config.epsilon is None or config.delta is None:
+    """The run's per-user total (ε, δ) (δ = 0 when not given), ``None`` for a non-private run."""
+    if config.privacy == "none" or config.epsilon is None:
         return None
-    return Guarantee(config.epsilon, config.delta)
+    return Guarantee(config.epsilon, 0.0 if config.delta is None else config.delta)
 
 
 def combine_runs(
