@@ -33,7 +33,7 @@ from dpcert.bandits.linucb import (
 )
 from dpcert.certificates import Certificate
 from dpcert.errors import DPCertError, InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
 
 
 # ----------------------------------------------------------------------------- constants of the paper
@@ -563,3 +563,22 @@ def test_theory_radius_covers_theta_star():
         on_batch=check_batch,
     )
     assert covered.sum() >= 34
+
+
+def test_pamp_amplification_is_accounted_with_the_smallest_batch():
+    # T = 10001, B = 1000: the last batch holds one user, whose Gaussian message is seen alone (no
+    # amplification).  Independent reference: the lone user's exact Gaussian epsilon at delta.
+    c = calibrate(
+        "linucb-sdp-amp", epsilon=1.0, delta=1e-5, horizon=10_001, batch_size=1000, dimension=5,
+        calibration="tight",
+    )  # fmt: skip
+    lone = gaussian_epsilon(1e-5, JOINT_SENSITIVITY / c.noise["sigma"])
+    assert c.certificate.epsilon_for(1e-5) >= lone * (1 - 1e-9)
+    mu = JOINT_SENSITIVITY / c.noise["sigma"]
+    assert c.certificate.delta_for(1.0) >= gaussian_delta(1.0, mu) * (1 - 1e-9)  # never below the lone user
+    assert c.claim_met == (lone <= 1.0 + 1e-9)
+    full = calibrate(
+        "linucb-sdp-amp", epsilon=1.0, delta=1e-5, horizon=10_000, batch_size=1000, dimension=5,
+        calibration="tight",
+    )  # fmt: skip
+    assert full.certificate.mechanism == "pamp" and full.noise["sigma"] < c.noise["sigma"]

@@ -752,8 +752,13 @@ def calibrate(
                 )
     amplified = None
     if algorithm == "linucb-sdp-amp":
+        # a short last batch is shuffled with fewer users: amplification is accounted with the smallest
+        # batch actually shuffled (one user alone gets no amplification, only her local guarantee)
+        smallest = horizon - (math.ceil(horizon / batch_size) - 1) * batch_size
+        if smallest < batch_size:
+            notes.append(f"the last batch holds {smallest} users: amplification is accounted for {smallest}")
         if participations == 1 and sigma is None:
-            amplified = _amplified_pamp(epsilon, delta, batch_size, dimension, calibration)
+            amplified = _amplified_pamp(epsilon, delta, smallest, dimension, calibration)
         if amplified is not None and calibration == "tight" and amplified.sigma < noise:
             return Calibrated(
                 algorithm,
