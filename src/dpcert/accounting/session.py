@@ -81,6 +81,7 @@ class PrivacySession:
         self.run_id = namespace if run_id is None else run_id
         self.charged_ids: list[np.ndarray] = []
         self.certificates: list[Certificate] = []
+        self.interval: float | None = None  # PLD discretisation for compositions (None: the default)
 
     # ----------------------------------------------------------------- ids
     def user_ids(self, local_ids: Any) -> list[str]:
@@ -156,7 +157,8 @@ class PrivacySession:
             if len(pairs) == 1 and pairs[0][1] == 1:
                 candidates.append(pairs[0][0])
             else:
-                candidates.append(compose_counts(pairs, delta=delta))
+                extra = {} if self.interval is None else {"value_discretization_interval": self.interval}
+                candidates.append(compose_counts(pairs, delta=delta, **extra))
         return max(candidates, key=lambda c: c.epsilon_for(delta))
 
     # ----------------------------------------------------------------- workers
@@ -164,6 +166,7 @@ class PrivacySession:
         return {
             "namespace": self.namespace,
             "run_id": self.run_id,
+            "interval": self.interval,
             "charged_ids": self.charged_ids,
             "certificates": [c.to_json() for c in self.certificates],
         }
@@ -172,6 +175,7 @@ class PrivacySession:
         self.namespace = state["namespace"]
         self.run_id = state["run_id"]
         self.ledger = None
+        self.interval = state["interval"]
         self.charged_ids = state["charged_ids"]
         self.certificates = [Certificate.from_json(text) for text in state["certificates"]]
 
