@@ -12,6 +12,8 @@ import pytest
 from scipy import stats
 
 from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.accounting.composition import advanced_epsilon
+from dpcert.accounting.returning_users import paper_split
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.linucb import (
@@ -20,8 +22,6 @@ from dpcert.bandits.linucb import (
     LocalGaussian,
     NoPrivacy,
     TreeGaussian,
-    advanced_composition_epsilon,
-    advanced_split,
     batch_users,
     calibrate,
     classical_pair_sigma,
@@ -34,7 +34,7 @@ from dpcert.bandits.linucb import (
     user_statistics,
     users_per_run,
 )
-from dpcert.certificates import Certificate
+from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
 
@@ -77,10 +77,10 @@ def test_pvec_paper_parameters_match_theorem_3_5():
 
 def test_advanced_split_composes_within_budget():
     # spec 002 §7.1 item 4: M = 100, ε = 0.5, δ = 1e-5 → ε_m = 0.00506, exact Thm 3.20 total 0.2526
-    eps_m, delta_m = advanced_split(0.5, 1e-5, 100)
+    eps_m, delta_m = paper_split(Guarantee(0.5, 1e-5), 100)  # the split LinUCB's paper calibration uses
     assert eps_m == pytest.approx(0.00506, abs=5e-6)
     assert delta_m == pytest.approx(5e-8)
-    total = advanced_composition_epsilon(eps_m, 100, 1e-5 / 2)
+    total = advanced_epsilon(eps_m, 1e-5 / 2, 100)
     assert total == pytest.approx(0.2526, abs=5e-4)
     assert total <= 0.5 and 100 * delta_m + 1e-5 / 2 <= 1e-5 * (1 + 1e-12)
 

@@ -43,6 +43,7 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
@@ -68,7 +69,7 @@ STEPS = ("strongly_convex", "convex")
 # ----------------------------------------------------------------------------- privacy
 def paper_sigma(epsilon: float, delta: float) -> float:
     """Algorithm 1's ``σ = 2 √(2 ln(1.25/δ)) / ε`` (classical Gaussian, sensitivity 2, ε < 1)."""
-    return 2.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return paper_gaussian_sigma(epsilon, delta, 2.0)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,9 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
-from dpcert.accounting.returning_users import split_budget
+from dpcert.accounting.returning_users import paper_split, split_budget
 from dpcert.accounting.session import PrivacySession, meets_target
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.registry import (
@@ -584,25 +585,7 @@ class Calibrated:
 def classical_pair_sigma(epsilon: float, delta: float) -> float:
     """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
     each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
-    return 4.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / epsilon
-
-
-def advanced_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
-    """Per-participation budget of C&Z §4 (Thm E.2 = Dwork & Roth Cor 3.21 with k = M, δ' = δ/2).
-
-    ``ε_m = ε / (2 √(2 M ln(2/δ)))``, ``δ_m = δ / (2M)``; for M = 1 the budget is unchanged.
-    """
-    if participations == 1:
-        return epsilon, delta
-    return epsilon / (2.0 * math.sqrt(2.0 * participations * math.log(2.0 / delta))), delta / (
-        2.0 * participations
-    )
-
-
-def advanced_composition_epsilon(epsilon: float, participations: int, delta_slack: float) -> float:
-    """Dwork & Roth Thm 3.20: k-fold (ε, δ) composes to ``√(2k ln(1/δ')) ε + k ε (e^ε − 1)`` at δ' + kδ."""
-    k = participations
-    return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
+    return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
 
 
 def gaussian_guarantee(
@@ -725,7 +708,8 @@ def calibrate(
             "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
         )
     else:
-        eps_m, delta_m = advanced_split(epsilon, delta, participations)
+        # C&Z Thm E.2 per-batch budget (Dwork & Roth Cor 3.21, k = M, δ' = δ/2); unchanged for M = 1
+        eps_m, delta_m = (epsilon, delta) if participations == 1 else paper_split(claim, participations)
         if participations > 1:
             notes.append(
                 f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"

@@ -41,6 +41,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
@@ -192,7 +193,7 @@ class _GaussianPrivatizer(Privatizer):
             )
             value = (result.sigma, result.certificate)
         else:
-            sigma = sensitivity * math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
+            sigma = paper_gaussian_sigma(self.epsilon, self.delta, sensitivity)
             value = (sigma, self._paper_certificate(sigma, sensitivity, theorem))
         self._cache[key] = value
         return value
