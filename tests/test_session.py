@@ -43,6 +43,11 @@ def test_charges_forward_namespaced_ids_and_refuse_repeats_and_user_level():
         session.charge([6], user_level)
     ids, counts = session.charges_per_user()
     assert ids.tolist() == [0, 1, 2] and counts.tolist() == [1, 1, 1]
+    session.charge([9, 3, 7, 4], certificate)  # unsorted ids, runs of consecutive ids: 3-4, 7, 9
+    session.charge([2, 10], certificate)
+    ids, counts = session.charges_per_user()
+    assert ids.tolist() == [0, 1, 2, 3, 4, 7, 9, 10] and counts.tolist() == [1, 1, 2, 1, 1, 1, 1, 1]
+    assert session.max_charges_per_user() == 2
 
 
 def test_namespaces_are_unique_across_runs():
@@ -109,5 +114,30 @@ def test_session_survives_pickling_and_worst_over_sessions():
     b.charge([1], calibrate_gaussian(2.0, 1e-5).certificate)
     copy = pickle.loads(pickle.dumps(a))
     assert copy.certificates == a.certificates and copy.namespace == "a" and copy.ledger is None
-    assert copy.charged_ids[0].tolist() == [1, 2]
+    assert copy.charges_per_user()[0].tolist() == [1, 2] and copy.max_charges_per_user() == 1
     assert worst_certificate([a, b], 1e-5) == b.certificates[0]
+
+
+def test_charge_ranges_equals_charging_the_ids_and_forwards_them():
+    ledger = RecordingLedger()
+    by_ranges, by_ids = PrivacySession("a", ledger), PrivacySession("b")
+    certificate = calibrate_gaussian(1.0, 1e-5).certificate
+    by_ranges.charge_ranges([0, 10, 20], 3, certificate)
+    by_ids.charge([0, 1, 2, 10, 11, 12, 20, 21, 22], certificate)
+    assert [u.rsplit("/", 1)[1] for u in ledger.calls[0][0]] == [
+        "0",
+        "1",
+        "2",
+        "10",
+        "11",
+        "12",
+        "20",
+        "21",
+        "22",
+    ]
+    for a, b in zip(by_ranges.charges_per_user(), by_ids.charges_per_user(), strict=True):
+        assert a.tolist() == b.tolist()
+    with pytest.raises(InvalidParameter):
+        by_ranges.charge_ranges([0, 2], 3, certificate)  # overlapping ranges
+    by_ranges.charge_ranges([2], 1, certificate)
+    assert by_ranges.max_charges_per_user() == 2

@@ -79,9 +79,11 @@ class PrivacySession:
         self.namespace = namespace
         self.ledger = ledger
         self.run_id = namespace if run_id is None else run_id
-        self.charged_ids: list[np.ndarray] = []
+        # each charge's users as runs of consecutive ids [start, stop): batches of arrivals stay small
+        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
         self.certificates: list[Certificate] = []
         self.interval: float | None = None  # PLD discretisation for compositions (None: the default)
+        self._once: bool | None = None  # cached: no user charged twice
 
     # ----------------------------------------------------------------- ids
     def user_ids(self, local_ids: Any) -> list[str]:
@@ -90,11 +92,8 @@ class PrivacySession:
         return [prefix + str(i) for i in np.asarray(local_ids, dtype=np.int64).ravel().tolist()]
 
     # ----------------------------------------------------------------- charging
-    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> None:
-        """Charge one participation of each user (local ids) in ``certificate``; ledger first.
-
-        Raises :class:`~dpcert.errors.BudgetExceeded` (nothing recorded) when the ledger refuses.
-        """
+    @staticmethod
+    def _check(certificate: Any) -> None:
         if not isinstance(certificate, Certificate):
             raise InvalidParameter("certificate", type(certificate).__name__, "a dpcert Certificate")
         if certificate.neighbouring not in EVENT_LEVEL:
@@ -103,17 +102,49 @@ class PrivacySession:
                 certificate.neighbouring.value,
                 "an event-level certificate (replace-one or add-remove): one charge per participation",
             )
+
+    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> None:
+        """Charge one participation of each user (local ids) in ``certificate``; ledger first.
+
+        Raises :class:`~dpcert.errors.BudgetExceeded` (nothing recorded) when the ledger refuses.
+        """
+        self._check(certificate)
         ids = np.asarray(user_ids, dtype=np.int64).ravel()
         if ids.size == 0:
             return
-        if ids.min() < 0:
-            raise InvalidParameter("user_ids", int(ids.min()), "non-negative local user ids")
-        if np.unique(ids).size != ids.size:
-            raise InvalidParameter("user_ids", "<ids with repeats>", "each user at most once per charge")
+        step = ids[1:] - ids[:-1]
+        if (step <= 0).any():  # not strictly increasing: sort (arrival batches already are)
+            ids = np.sort(ids)
+            step = ids[1:] - ids[:-1]
+            if (step == 0).any():
+                raise InvalidParameter("user_ids", "<ids with repeats>", "each user at most once per charge")
+        if ids[0] < 0:
+            raise InvalidParameter("user_ids", int(ids[0]), "non-negative local user ids")
+        breaks = np.flatnonzero(step != 1) + 1
+        starts = ids[np.concatenate(([0], breaks))]
+        stops = ids[np.concatenate((breaks - 1, [ids.size - 1]))] + 1
         if self.ledger is not None:
             self.ledger.charge(self.user_ids(ids), certificate, run_id=run_id or self.run_id)
-        self.charged_ids.append(ids)
+        self.intervals.append((starts, stops))
         self.certificates.append(certificate)
+        self._once = None
+
+    def charge_ranges(self, starts: Any, length: int, certificate: Certificate) -> None:
+        """Charge users ``starts[i] .. starts[i] + length − 1`` for every i (increasing, disjoint ranges):
+        :meth:`charge` for batches of consecutive arrivals, without materialising their ids."""
+        self._check(certificate)
+        starts = np.asarray(starts, dtype=np.int64).ravel()
+        length = check.positive_int("length", length)
+        if starts.size == 0:
+            return
+        if starts[0] < 0 or ((starts[1:] - starts[:-1]) < length).any():
+            raise InvalidParameter("starts", "<ranges>", "increasing, disjoint ranges of non-negative ids")
+        if self.ledger is not None:
+            ids = (starts[:, None] + np.arange(length)).ravel()
+            self.ledger.charge(self.user_ids(ids), certificate, run_id=self.run_id)
+        self.intervals.append((starts, starts + length))
+        self.certificates.append(certificate)
+        self._once = None
 
     def release(self, user_ids: Any, certificate: Certificate | None, draw: Callable[[], T]) -> T:
         """Charge ``user_ids`` with ``certificate`` and only then call ``draw`` (which draws the noise).
@@ -126,11 +157,37 @@ class PrivacySession:
         return draw()
 
     # ----------------------------------------------------------------- guarantees
+    def _each_user_once(self) -> bool:
+        """Whether no user was charged twice: the charges' id intervals are pairwise disjoint."""
+        if self._once is not None:
+            return self._once
+        starts = np.concatenate([a for a, _ in self.intervals])
+        stops = np.concatenate([b for _, b in self.intervals])
+        order = np.argsort(starts, kind="stable")
+        reach = np.maximum.accumulate(stops[order])
+        self._once = bool(np.all(starts[order][1:] >= reach[:-1]))
+        return self._once
+
+    def _charged_ids(self, index: int) -> np.ndarray:
+        starts, stops = self.intervals[index]
+        lengths = stops - starts
+        return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+
     def charges_per_user(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct charged local ids and how many charges each received."""
-        if not self.charged_ids:
+        if not self.intervals:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return np.unique(np.concatenate(self.charged_ids), return_counts=True)
+        return np.unique(
+            np.concatenate([self._charged_ids(i) for i in range(len(self.intervals))]), return_counts=True
+        )
+
+    def max_charges_per_user(self) -> int:
+        """The most charges any one user received (0 without charges)."""
+        if not self.intervals:
+            return 0
+        if self._each_user_once():
+            return 1
+        return int(self.charges_per_user()[1].max())
 
     def worst_user_certificate(self, delta: float) -> Certificate | None:
         """The composition of the charges of the user with the largest ε at ``delta`` (``None`` if none).
@@ -143,14 +200,19 @@ class PrivacySession:
         if not self.certificates:
             return None
         distinct: dict[str, int] = {}
-        column_of = [distinct.setdefault(certificate_key(c), len(distinct)) for c in self.certificates]
+        keys: dict[int, str] = {}  # the same object charged again is hashed once
+        column_of = []
+        for certificate in self.certificates:
+            if id(certificate) not in keys:
+                keys[id(certificate)] = certificate_key(certificate)
+            column_of.append(distinct.setdefault(keys[id(certificate)], len(distinct)))
         by_column = {column_of[i]: c for i, c in enumerate(self.certificates)}
-        ids, counts = self.charges_per_user()
-        if counts.max() == 1:
+        if self._each_user_once():
             return max(by_column.values(), key=lambda c: c.epsilon_for(delta))
+        ids, _ = self.charges_per_user()
         history = np.zeros((ids.size, len(distinct)), dtype=np.int32)
-        for column, charged in zip(column_of, self.charged_ids, strict=True):  # a loop over charges
-            history[np.searchsorted(ids, charged), column] += 1
+        for index, column in enumerate(column_of):  # a loop over charges, not users
+            history[np.searchsorted(ids, self._charged_ids(index)), column] += 1
         candidates = []
         for row in np.unique(history, axis=0):
             pairs = [(by_column[c], int(n)) for c, n in enumerate(row) if n]
@@ -167,7 +229,7 @@ class PrivacySession:
             "namespace": self.namespace,
             "run_id": self.run_id,
             "interval": self.interval,
-            "charged_ids": self.charged_ids,
+            "intervals": self.intervals,
             "certificates": [c.to_json() for c in self.certificates],
         }
 
@@ -176,7 +238,8 @@ class PrivacySession:
         self.run_id = state["run_id"]
         self.ledger = None
         self.interval = state["interval"]
-        self.charged_ids = state["charged_ids"]
+        self._once = None
+        self.intervals = state["intervals"]
         self.certificates = [Certificate.from_json(text) for text in state["certificates"]]
 
 

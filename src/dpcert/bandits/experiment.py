@@ -142,8 +142,7 @@ def combine_runs(
     """
     extras = dict(extras or {})
     certificate = None if target is None else worst_certificate(sessions, target.delta)
-    charges = [s.charges_per_user()[1] for s in sessions]
-    extras["max_charges_per_user"] = int(max((c.max() for c in charges if c.size), default=0))
+    extras["max_charges_per_user"] = max((s.max_charges_per_user() for s in sessions), default=0)
     return BanditRun(
         algorithm=algorithm,
         cumulative_regret=np.stack(cumulative_regret),

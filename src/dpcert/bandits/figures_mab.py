@@ -101,7 +101,7 @@ def _to_bandit_run(
         users=users,
         max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
         seconds=result.seconds,
-        extras={**extras, "max_charges_per_user": int(max(session.charges_per_user()[1], default=0))},
+        extras={**extras, "max_charges_per_user": session.max_charges_per_user()},
         privacy=config.privacy,
         target=target,
     )

@@ -565,7 +565,7 @@ def _bandit_run(
         int(result.cumulative_regret.shape[1]),
         float(certificate.epsilon_for(local.claim.delta)),
         seconds,
-        {**extras, "max_charges_per_user": int(max(session.charges_per_user()[1], default=0))},
+        {**extras, "max_charges_per_user": session.max_charges_per_user()},
         privacy="local",
         target=local.claim,
     )

@@ -1011,11 +1011,11 @@ def run_group(
         session.interval = c.interval
     offsets = np.arange(runs, dtype=np.int64)[:, None] * per_run  # run r's users: r·N + local id
 
-    def charge(batch: int, users: int) -> None:
-        ids = (offsets + batch_users(batch, users, batch_size, participations)).ravel()
+    def charge(batch: int, users: int) -> None:  # batch_users(batch, ...) of every run: one range each
+        starts = offsets.ravel() + (batch // participations) * batch_size
         for session, c in zip(sessions, calibrated, strict=True):
             if c.batch_certificate is not None:
-                session.charge(ids, c.batch_certificate)
+                session.charge_ranges(starts, users, c.batch_certificate)
 
     result = run_batched_linucb(
         env,
@@ -1042,7 +1042,7 @@ def run_group(
             "eigenvalue_clips": int(result.eigenvalue_clips[rows].sum()),
             "updates": result.updates,
             "seconds_shared_with": [other.algorithm for other in calibrated],
-            "max_charges_per_user": int(max(session.charges_per_user()[1], default=0)),
+            "max_charges_per_user": session.max_charges_per_user(),
         }
         certificate = None if c.claim is None else session.worst_user_certificate(c.claim.delta)
         max_eps = 0.0 if certificate is None else float(certificate.epsilon_for(c.claim.delta))

@@ -410,7 +410,7 @@ def batched_arm_elimination(
         counts = np.where(complete, m, 0)
         if session is not None and certificate is not None and np.any(complete):
             starts = (np.arange(runs)[:, None] * horizon + batch_start)[complete]  # disjoint batches
-            session.charge((starts[:, None] + np.arange(m)).ravel(), certificate)  # before the release
+            session.charge_ranges(starts, m, certificate)  # before the release
         sums = bandit.reward_sums(arm_index, counts, rng)
         released = summation.release(sums, m, rng)
         estimated_sums += np.where(complete, released, 0.0)
