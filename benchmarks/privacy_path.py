@@ -2,8 +2,9 @@
 
 Run as ``python benchmarks/privacy_path.py [--anchor /path/to/previous/src]``; prints a markdown section
 for ``benchmarks/RESULTS.md``.  Each workload runs in a fresh subprocess, alternately with this tree's
-``src`` and the anchor's (``PYTHONPATH``), ``--repeats`` times; the table gives the best wall time of
-each and the final regret, which must agree (same seeds, same noise) unless a fix changed a calibration.
+``src`` and the anchor's (``PYTHONPATH``), ``--repeats`` times; the table gives each side's best run
+(by process CPU time: the machine is shared, so wall time includes other users' load) and the final
+regret, which must agree (same seeds, same noise) unless a fix changed a calibration.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ WORKLOADS = {
         "value = round(registry.algorithm('vb-sdp-ae').run(config).final_regret()[0], 6)\n"
     ),
 }
-TIMER = "import time\nstart = time.perf_counter()\n{body}seconds = time.perf_counter() - start\n"
-REPORT = "import json\nprint(json.dumps({{'seconds': seconds, 'value': value}}))\n"
+TIMER = (
+    "import time\nstart, cpu = time.perf_counter(), time.process_time()\n{body}"
+    "seconds, cpu = time.perf_counter() - start, time.process_time() - cpu\n"
+)
+REPORT = "import json\nprint(json.dumps({{'seconds': seconds, 'cpu': cpu, 'value': value}}))\n"
 
 
 def measure(body: str, src: Path) -> dict:
@@ -58,23 +62,23 @@ def main() -> None:
     print(f"Command: `python benchmarks/privacy_path.py --anchor {args.anchor} --repeats {args.repeats}`; ")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; ")
     print(f"`uptime` at start: `{uptime}`\n")
-    print("| workload | previous (best of runs) | session (best of runs) | ratio | same regret |")
+    print("| workload | previous: wall / CPU | session: wall / CPU | CPU ratio | same regret |")
     print("|---|---|---|---|---|")
     for name, body in WORKLOADS.items():
-        times: dict[str, list[float]] = {"anchor": [], "session": []}
+        times: dict[str, list[tuple[float, float]]] = {"anchor": [], "session": []}
         values = {}
         for _ in range(args.repeats):  # alternate, so that load drifts hit both alike
             for label, src in (("anchor", args.anchor), ("session", HERE)):
                 result = measure(body, src)
-                times[label].append(result["seconds"])
+                times[label].append((result["cpu"], result["seconds"]))
                 values[label] = result["value"]
-        previous, current = min(times["anchor"]), min(times["session"])
-        same = (
-            "yes"
-            if values["anchor"] == values["session"]
-            else f"no: {values['anchor']} vs {values['session']}"
+        (previous_cpu, previous), (current_cpu, current) = min(times["anchor"]), min(times["session"])
+        same = values["anchor"] == values["session"]
+        verdict = "yes" if same else f"no: {values['anchor']} vs {values['session']}"
+        print(
+            f"| {name} | {previous:.2f} s / {previous_cpu:.2f} s | {current:.2f} s / {current_cpu:.2f} s "
+            f"| {current_cpu / previous_cpu:.2f} | {verdict} |"
         )
-        print(f"| {name} | {previous:.2f} s | {current:.2f} s | {current / previous:.2f} | {same} |")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"\n`uptime` at the end: `{uptime}`")
 
