@@ -173,3 +173,17 @@ def test_tight_calibration_at_large_delta_is_not_reported_as_a_miss(capsys):
     certificate = Certificate.from_dict(data["certificate"])
     assert certificate.delta_for(1.0) <= 0.25
     assert data["max_user_epsilon"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_every_family_warns_when_the_paper_noise_misses_the_target(capsys):
+    # the P_Amp paper sigma at epsilon = 10 earns epsilon = 11.68 at delta = 0.1 (exact local profile)
+    code, data, err = run_json(
+        capsys,
+        "bandit", "run", "linucb-sdp-amp", "--privacy", "shuffle", "--calibration", "paper",
+        "--epsilon", "10", "--delta", "0.1", "--horizon", "200", "--option", "dimension=2",
+        "--option", "arms=5",
+    )  # fmt: skip
+    assert code == 0 and REQUIRED <= set(data) and data["target_met"] is False
+    assert data["target"] == {"epsilon": 10.0, "delta": 0.1} and data["max_user_epsilon"] > 10
+    assert Certificate.from_dict(data["certificate"]).delta_for(10.0) > 0.1
+    assert "does not meet" in err
