@@ -57,7 +57,7 @@ def run(privacy: str, calibration: str, epsilon: float, runs: int, horizon: int,
         "finals": finals,
         "seconds_per_run": seconds / runs,
         "epsilon": result.max_user_epsilon,
-        "meets": result.extras.get("meets_target", True),
+        "meets": result.target_met,
         "communication": result.extras["communication"]["mean"],
         "unit": result.extras["communication"]["unit"],
     }
