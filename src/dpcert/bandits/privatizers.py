@@ -9,9 +9,11 @@ identity when absent) and an analyzer A at the server.  Two release shapes are n
 * :meth:`Privatizer.release_sums` — DP-PE (Alg. 3 lines 5–13): each user holds one reward in [−B, B]
   for one arm; the release estimates, for every arm, the sum over that arm's users.
 
-Every release charges the given ledger for exactly the users whose data it touched, with the
-certificate of that release, and returns the certificate and the per-coordinate variance of the
-privacy error (needed for the confidence width).
+Every release first charges the given sink (the run's
+:class:`~dpcert.accounting.session.PrivacySession`) for exactly the users whose data it touches, with
+the certificate of that release, and only then draws its noise, so a refused charge stops the release;
+it returns the certificate and the per-coordinate variance of the privacy error (needed for the
+confidence width).
 
 Calibrations
 ------------
