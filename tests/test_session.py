@@ -141,3 +141,17 @@ def test_charge_ranges_equals_charging_the_ids_and_forwards_them():
         by_ranges.charge_ranges([0, 2], 3, certificate)  # overlapping ranges
     by_ranges.charge_ranges([2], 1, certificate)
     assert by_ranges.max_charges_per_user() == 2
+
+
+def test_charge_range_is_one_range_of_charge_ranges():
+    a, b = PrivacySession("a"), PrivacySession("b")
+    certificate = calibrate_gaussian(1.0, 1e-5).certificate
+    a.charge_range(5, 4, certificate)
+    a.charge_range(7, 1, certificate)
+    b.charge_ranges([5], 4, certificate)
+    b.charge_ranges([7], 1, certificate)
+    for x, y in zip(a.charges_per_user(), b.charges_per_user(), strict=True):
+        assert x.tolist() == y.tolist()
+    assert a.max_charges_per_user() == 2 and a.charges_per_user()[0].tolist() == [5, 6, 7, 8]
+    with pytest.raises(InvalidParameter):
+        a.charge_range(-1, 2, certificate)

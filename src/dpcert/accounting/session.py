@@ -79,8 +79,9 @@ class PrivacySession:
         self.namespace = namespace
         self.ledger = ledger
         self.run_id = namespace if run_id is None else run_id
-        # each charge's users as runs of consecutive ids [start, stop): batches of arrivals stay small
-        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
+        # each charge's users as runs of consecutive ids [start, stop) (arrays, or two ints for one run):
+        # batches of arrivals stay small
+        self.intervals: list[tuple[Any, Any]] = []
         self.certificates: list[Certificate] = []
         self.interval: float | None = None  # PLD discretisation for compositions (None: the default)
         self._once: bool | None = None  # cached: no user charged twice
@@ -146,6 +147,20 @@ class PrivacySession:
         self.certificates.append(certificate)
         self._once = None
 
+    def charge_range(self, start: int, length: int, certificate: Certificate) -> None:
+        """Charge users ``start .. start + length − 1`` (one range: :meth:`charge_ranges` for a single
+        batch of consecutive ids, with no array work on the hot path)."""
+        self._check(certificate)
+        start, length = int(start), int(length)
+        if start < 0 or length < 1:
+            raise InvalidParameter("start/length", (start, length), "start >= 0 and length >= 1")
+        if self.ledger is not None:
+            ids = self.user_ids(np.arange(start, start + length))
+            self.ledger.charge(ids, certificate, run_id=self.run_id)
+        self.intervals.append((start, start + length))
+        self.certificates.append(certificate)
+        self._once = None
+
     def release(self, user_ids: Any, certificate: Certificate | None, draw: Callable[[], T]) -> T:
         """Charge ``user_ids`` with ``certificate`` and only then call ``draw`` (which draws the noise).
 
@@ -161,15 +176,15 @@ class PrivacySession:
         """Whether no user was charged twice: the charges' id intervals are pairwise disjoint."""
         if self._once is not None:
             return self._once
-        starts = np.concatenate([a for a, _ in self.intervals])
-        stops = np.concatenate([b for _, b in self.intervals])
+        starts = np.concatenate([np.atleast_1d(a) for a, _ in self.intervals])
+        stops = np.concatenate([np.atleast_1d(b) for _, b in self.intervals])
         order = np.argsort(starts, kind="stable")
         reach = np.maximum.accumulate(stops[order])
         self._once = bool(np.all(starts[order][1:] >= reach[:-1]))
         return self._once
 
     def _charged_ids(self, index: int) -> np.ndarray:
-        starts, stops = self.intervals[index]
+        starts, stops = (np.atleast_1d(np.asarray(v, dtype=np.int64)) for v in self.intervals[index])
         lengths = stops - starts
         return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
 

@@ -999,7 +999,7 @@ def run_group(
 
     Every algorithm sees the same R instances of ``env``; results come back in input order.  Each
     algorithm's users are charged through its session (default: a fresh in-memory one) before every
-    batch release, one event-level charge per participation (local ids ``r·N + i`` for user i of run r);
+    batch release, one event-level charge per participation (local id ``i·R + r`` for user i of run r);
     a run's certificate is the worst user's composition of her charges at the claim's δ.
     """
     start = time.perf_counter()
@@ -1009,13 +1009,13 @@ def run_group(
         sessions = [PrivacySession(f"{c.algorithm}/r") for c in calibrated]
     for session, c in zip(sessions, calibrated, strict=True):
         session.interval = c.interval
-    offsets = np.arange(runs, dtype=np.int64)[:, None] * per_run  # run r's users: r·N + local id
 
-    def charge(batch: int, users: int) -> None:  # batch_users(batch, ...) of every run: one range each
-        starts = offsets.ravel() + (batch // participations) * batch_size
+    def charge(batch: int, users: int) -> None:
+        # user u = batch_users(batch, ...)[i] of run r has local id u·R + r: one range per batch
+        start = (batch // participations) * batch_size * runs
         for session, c in zip(sessions, calibrated, strict=True):
             if c.batch_certificate is not None:
-                session.charge_ranges(starts, users, c.batch_certificate)
+                session.charge_range(start, users * runs, c.batch_certificate)
 
     result = run_batched_linucb(
         env,
