@@ -57,7 +57,7 @@ def run(privacy: str, calibration: str, epsilon: float, runs: int, horizon: int,
         "finals": finals,
         "seconds_per_run": seconds / runs,
         "epsilon": result.max_user_epsilon,
-        "meets": result.extras.get("meets_target", True),
+        "meets": result.target_met,
         "communication": result.extras["communication"]["mean"],
         "unit": result.extras["communication"]["unit"],
     }
@@ -77,10 +77,10 @@ def run_dppe_shuffle(
         result = run_elimination(
             instances[index], privatizer, settings, np.random.default_rng([seed, 1, index])
         )
-        certificate = result.accountant.worst_user_certificate(delta)
+        certificate = result.session.worst_user_certificate(delta)
         worst = max(worst, certificate.epsilon_for(delta))
         finals.append(result.cumulative_regret[-1])
-        charges += len(result.accountant.certificates)
+        charges += len(result.session.certificates)
     return {
         "finals": np.asarray(finals),
         "seconds_per_run": (time.perf_counter() - started) / runs,

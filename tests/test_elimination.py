@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 from scipy.stats import norm
 
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.bandits.design import support_bound
 from dpcert.bandits.elimination import (
@@ -168,7 +169,8 @@ def _run(bandit, model="central", calibration="tight", horizon=30_000, ledger=No
         model, reward_bound=bandit.reward_bound, epsilon=1.0, delta=1e-5, calibration=calibration
     )
     settings = EliminationSettings(horizon=horizon, **settings_kwargs)
-    return run_elimination(bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger, run_id="t")
+    session = PrivacySession("t", ledger)
+    return run_elimination(bandit, privatizer, settings, np.random.default_rng(3), session=session)
 
 
 def test_phase_bookkeeping(small_bandit):
@@ -202,18 +204,18 @@ def test_each_user_charged_once_and_only_released_phases(small_bandit):
         assert certificate.epsilon <= 1.0 and certificate.delta <= 1e-5
     all_ids = np.concatenate([c[0] for c in ledger.charges])
     assert np.unique(all_ids).size == all_ids.size == run.users  # each user exactly once (P12)
-    final = run.accountant.worst_user_certificate(1e-5)
+    final = run.session.worst_user_certificate(1e-5)
     assert final.epsilon_for(1e-5) <= 1.0 + 1e-9
 
 
 def test_returning_users_compose_exactly(small_bandit):
     run = _run(small_bandit, "central", user_mode="returning", population=3000)
-    ids, counts = run.accountant.charges_per_user()
+    ids, counts = run.session.charges_per_user()
     assert counts.max() > 1
     # tight calibration gives every phase the same μ = Δ/σ; k charges compose to μ√k exactly
-    mu = [c.parameters["sensitivity"] / c.parameters["sigma"] for c in run.accountant.certificates]
+    mu = [c.parameters["sensitivity"] / c.parameters["sigma"] for c in run.session.certificates]
     assert np.allclose(mu, mu[0], rtol=1e-9)
-    worst = run.accountant.worst_user_certificate(1e-5)
+    worst = run.session.worst_user_certificate(1e-5)
     composed_mu = mu[0] * math.sqrt(counts.max())
     assert exact_gaussian_delta(worst.epsilon, composed_mu, 1.0) <= 1e-5 * (1 + 1e-6)
     assert exact_gaussian_delta(worst.epsilon * 0.999, composed_mu, 1.0) > 1e-5
@@ -401,10 +403,12 @@ def test_shuffle_dp_dpe_charges_each_user_once():
     ledger = RecordingLedger()
     privatizer = make_privatizer("shuffle", reward_bound=bandit.reward_bound, epsilon=5.0, delta=0.01)
     settings = EliminationSettings(horizon=4_000, fixed_users=300)  # few distinct (n, s): fast calibration
-    run = run_elimination(bandit, privatizer, settings, np.random.default_rng(3), ledger=ledger)
+    run = run_elimination(
+        bandit, privatizer, settings, np.random.default_rng(3), session=PrivacySession("s", ledger)
+    )
     all_ids = np.concatenate([c[0] for c in ledger.charges])
     assert np.unique(all_ids).size == all_ids.size == run.users
-    assert run.accountant.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
+    assert run.session.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
 
 
 @pytest.mark.parametrize("model", ["central", "local"])

@@ -16,7 +16,7 @@ from scipy import stats
 
 from dpcert.accounting.composition import compose_counts, pld_delta_for
 from dpcert.accounting.returning_users import split_budget
-from dpcert.bandits.linucb import calibrate, returning_user_ledger
+from dpcert.bandits.linucb import calibrate
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.binomial_sum import (
@@ -123,7 +123,7 @@ def test_tight_returning_user_split_gives_each_batch_at_least_the_paper_budget()
     assert tight.noise["b"] <= per_batch.b
     # the user-level certificate meets the claim, and one bit fewer would not (least b)
     assert tight.claim_met and 0.95 <= tight.certificate.epsilon <= 1.0
-    assert tight.certificate.neighbouring.value == "user-level"
+    assert tight.certificate.neighbouring.value == tight.batch_certificate.neighbouring.value == "replace-one"
     fewer = BinomialSumProfile({**tight.batch_certificate.parameters, "b": tight.noise["b"] - 1})
     interval = tight.certificate.parameters["value_discretization_interval"]
     pld = fewer.privacy_loss_distribution(interval).self_compose(participations)
@@ -162,11 +162,7 @@ def test_returning_user_ledger_totals_for_a_small_sdp_vec_run(tmp_path):
     )
     run = registry.algorithm("linucb-sdp-vec").run(config)
     # 10 batches; users of group k sit in batches 4k..4k+3: two full groups of 4, one group of 2
-    assert run.users == 3 * batch
-    rows = run.extras["ledger"]["by_participations"]
-    assert [(r["participations"], r["users"]) for r in rows] == [(2, 20), (4, 40)]
-    two, four = rows[0]["epsilon"], rows[1]["epsilon"]
-    assert four == run.max_user_epsilon == run.certificate.epsilon <= 1.0
+    assert run.users == 3 * batch and run.extras["max_charges_per_user"] == participations
     calibrated = calibrate(
         "linucb-sdp-vec",
         epsilon=1.0,
@@ -177,15 +173,21 @@ def test_returning_user_ledger_totals_for_a_small_sdp_vec_run(tmp_path):
         participations=participations,
     )
     one = calibrated.batch_certificate.epsilon_for(0.1)
-    assert one < two < four  # composing more batches never costs less
-    ledger = returning_user_ledger(calibrated, horizon, batch, participations)
-    assert ledger.participations.sum() == horizon  # one user per round
-    # the SQLite ledger holds one composed charge per user and repetition, at the run's delta
+    # the SQLite ledger holds one event-level charge per participation; compose them independently
     with Ledger(config.ledger_path) as stored:
         users = stored.users()
         assert len(users) == 2 * 3 * batch
-        assert stored.spent(users[0]).epsilon == pytest.approx(four, rel=1e-9)
-        assert stored.spent(users[-1]).epsilon == pytest.approx(two, rel=1e-9)
+        histories = {u: [c.certificate for c in stored.charges(u)] for u in users}
+    assert sorted({len(h) for h in histories.values()}) == [2, 4]
+    spent = {
+        len(h): compose_counts(
+            [(h[0], len(h))], delta=0.1, value_discretization_interval=calibrated.interval
+        ).epsilon_for(0.1)
+        for h in histories.values()
+        if all(c == h[0] for c in h)
+    }
+    assert one < spent[2] < spent[4] <= 1.0  # composing more batches never costs less
+    assert spent[4] == pytest.approx(run.max_user_epsilon, rel=1e-9) and run.target_met
 
 
 # ----------------------------------------------------------------------------- user-supplied noise

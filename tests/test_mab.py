@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.mab import (
     BatchSchedule,
@@ -254,12 +255,14 @@ def test_run_certificate_is_the_summations_and_each_user_charged_once():
     """Spec §8.3 item 19 and §8.2 end-to-end: the run reports exactly the per-batch (ε, δ) (no composition
     over phases or arms) and every aggregated user is charged exactly once."""
     ledger = RecordingLedger()
-    result = central_dp_se(SPEC_BANDIT, 5000, np.random.default_rng(0), epsilon=0.8, runs=2, ledger=ledger)
+    session = PrivacySession("mab", ledger)
+    result = central_dp_se(SPEC_BANDIT, 5000, np.random.default_rng(0), epsilon=0.8, runs=2, session=session)
     assert result.certificate.epsilon == 0.8 and result.certificate.delta == 0.0
     users = [user for ids, _ in ledger.charges for user in ids]
     assert len(users) == len(set(users)) == int(result.users_aggregated.sum())
     assert all(certificate.guarantee == result.certificate.guarantee for _, certificate in ledger.charges)
     assert any("exactly one batch" in note for note in result.certificate.notes)
+    assert session.worst_user_certificate(1e-9).epsilon_for(1e-9) == pytest.approx(0.8)
 
 
 def test_local_baseline_certificate_and_regret_ordering():

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpcert.accounting.session import PrivacySession
 from dpcert.audits import audit, audit_samples
 from dpcert.audits.exact import DiscretePair
 from dpcert.audits.pipelines import (
@@ -271,9 +272,11 @@ def test_population_serves_the_users_the_ledger_is_charged_for(calibrated_summat
             self.batches: set[tuple[int, int, int]] = set()
 
         def charge(self, user_ids, certificate, run_id=None):
-            run = int(user_ids[0][1 : user_ids[0].index("u")])
-            first, last = (int(u[u.index("u") + 1 :]) for u in (user_ids[0], user_ids[-1]))
-            self.batches.add((run, first, last + 1))
+            local = np.array([int(u.rsplit("/", 1)[1]) for u in user_ids])  # run·T + arrival index
+            for batch in local.reshape(-1, BATCH):
+                run, first = divmod(int(batch[0]), HORIZON)
+                assert batch[-1] == run * HORIZON + first + BATCH - 1
+                self.batches.add((run, first, first + BATCH))
 
     population, ledger = UserPopulation(POPULATION_A), RecordingLedger()
     batched_arm_elimination(
@@ -283,7 +286,7 @@ def test_population_serves_the_users_the_ledger_is_charged_for(calibrated_summat
         BatchSchedule("fixed", BATCH),
         np.random.default_rng(3),
         runs=6,
-        ledger=ledger,
+        session=PrivacySession("audit", ledger),
     )
     served = {
         (int(run), int(start[run, arm]), int(end[run, arm]))

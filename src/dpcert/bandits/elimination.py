@@ -42,11 +42,14 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.accounting.returning_users import split_budget
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
-from dpcert.bandits.experiment import UserAccountant, combine_runs, run_repetitions
+from dpcert.bandits.experiment import combine_runs, open_sessions, run_repetitions, target_of
 from dpcert.bandits.privatizers import PRIVACY_MODELS, Privatizer, make_privatizer
+from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
 WIDTHS = ("paper", "exact")
@@ -150,7 +153,7 @@ class EliminationRun:
     phases: list[PhaseRecord]
     users: int
     communication: int
-    accountant: UserAccountant
+    session: PrivacySession
     extras: dict[str, Any] = field(default_factory=dict)
 
 
@@ -204,19 +207,15 @@ def run_elimination(
     settings: EliminationSettings,
     rng: np.random.Generator,
     *,
-    ledger: Any = None,
-    run_id: str | None = None,
-    user_id_offset: int = 0,
+    session: PrivacySession | None = None,
 ) -> EliminationRun:
     """Run DP-DPE (``variant="dpe"``) or DP-PE (``variant="pe"``) once for ``settings.horizon`` rounds.
 
     Parameters
     ----------
-    ledger
-        Optional external ledger (``charge(user_ids, certificate, run_id=None)``); every privatizer
-        call charges exactly its users.  An in-memory accountant always records the charges too.
-    user_id_offset
-        Added to the users' ids (so that repetitions sharing a ledger use distinct ids).
+    session
+        The run's :class:`~dpcert.accounting.session.PrivacySession`: every release charges exactly
+        its users through it, before its noise is drawn (default: a fresh in-memory session).
     """
     rng = check.generator(rng)
     if privatizer.reward_bound != bandit.reward_bound:
@@ -227,7 +226,7 @@ def run_elimination(
     dimension = bandit.dimension
     beta = settings.beta if settings.beta is not None else 1.0 / (bandit.arm_count * horizon)
     log_term = math.sqrt(2.0 * math.log(1.0 / beta))
-    accountant = UserAccountant(forward_to=ledger, id_offset=user_id_offset)
+    session = PrivacySession("elimination") if session is None else session
     pool = UserPool(bandit, settings.user_mode, rng, settings.population)
     big_s = support_bound(dimension)
     active = np.arange(bandit.arm_count)
@@ -292,13 +291,11 @@ def run_elimination(
         if released:
             users_total += users
             if settings.variant == "dpe":
-                release = privatizer.release_average(
-                    averages, rng, user_ids=ids, ledger=accountant, run_id=run_id
-                )
+                release = privatizer.release_average(averages, rng, user_ids=ids, ledger=session)
                 weights = plays.astype(float)
             else:
                 release = privatizer.release_sums(
-                    rewards, groups, support.size, rng, user_ids=ids, ledger=accountant, run_id=run_id
+                    rewards, groups, support.size, rng, user_ids=ids, ledger=session
                 )
                 weights = np.ones(support.size)
             basis = design.basis
@@ -349,7 +346,7 @@ def run_elimination(
         phases=phases,
         users=users_total,
         communication=communication,
-        accountant=accountant,
+        session=session,
         extras={"participants": participants, "unit": unit},
     )
 
@@ -488,6 +485,33 @@ OPTION_DEFAULTS: dict[str, Any] = {
 }
 
 
+def max_released_phases(horizon: int) -> int:
+    """Most phases that release in T rounds: phase l plays at least 2^l times (sum of ⌈π(x) 2^l⌉), so
+    released phases 1..L need 2^{L+1} − 2 <= T.  A returning user joins each phase at most once."""
+    horizon = check.positive_int("horizon", horizon)
+    return max(1, (horizon + 2).bit_length() - 2)
+
+
+def release_budget(
+    target: Guarantee | None, settings: EliminationSettings, calibration: str
+) -> Guarantee | None:
+    """Each release's (ε, δ) so that every user's total over the run stays within ``target``.
+
+    Unique users release once: the target itself.  Returning users (DP-DPE, a finite population) join
+    at most :func:`max_released_phases` releases; the target is split over them
+    (:func:`~dpcert.accounting.returning_users.split_budget`: the tight split, or the paper's with
+    ``calibration="paper"``, Chowdhury & Zhou 2022 Thm E.2).
+    """
+    if target is None or settings.user_mode == "unique":
+        return target
+    participations = max_released_phases(settings.horizon)
+    if participations == 1:
+        return target
+    split = split_budget(target, participations)
+    chosen = split.paper if calibration == "paper" else split.tight
+    return Guarantee(chosen.epsilon, chosen.delta)
+
+
 def _options(config: registry.RunConfig) -> dict[str, Any]:
     unknown = set(config.options) - set(OPTION_DEFAULTS)
     if unknown:
@@ -527,54 +551,39 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
         noise_kind=options["noise_kind"],
         reward_bound=options["reward_bound"],
     )
+    target = target_of(config)
+    per_release = release_budget(target, settings, config.calibration)
     privatizer = make_privatizer(
         config.privacy,
         reward_bound=instances[0].reward_bound,
-        epsilon=config.epsilon,
-        delta=config.delta,
+        epsilon=None if per_release is None else per_release.epsilon,
+        delta=None if per_release is None else per_release.delta,
         calibration=config.calibration,
     )
-    ledger = None
-    if config.ledger_path is not None:
-        from dpcert.accounting.ledger import Ledger
-
-        ledger = Ledger(config.ledger_path)
-    label = f"{config.algorithm}:{config.privacy}:{config.calibration}:seed{config.seed}"
+    sessions = open_sessions(config, runs)
 
     def one_run(index: int) -> EliminationRun:
         rng = np.random.default_rng([config.seed, 1, index])
-        return run_elimination(
-            instances[index],
-            privatizer,
-            settings,
-            rng,
-            ledger=ledger,
-            run_id=f"{label}:run{index}",
-            user_id_offset=index * 10**12,
-        )
+        return run_elimination(instances[index], privatizer, settings, rng, session=sessions[index])
 
     results = run_repetitions(
         one_run,
         runs,
-        workers=1 if ledger is not None else options["workers"],
+        workers=1 if config.ledger_path is not None else options["workers"],
         progress=options["progress"],
         label=config.algorithm,
     )
-    target = None
-    if config.privacy != "none":
-        from dpcert.certificates import Guarantee
-
-        target = Guarantee(config.epsilon, config.delta)
     return combine_runs(
         config.algorithm,
         [r.cumulative_regret for r in results],
-        [r.accountant for r in results],
+        [r.session for r in results],
         [r.users for r in results],
         seconds=time.perf_counter() - started,
         target=target,
+        privacy=config.privacy,
         extras={
-            "privacy": config.privacy,
             "calibration": config.calibration,
+            "per_release": None if per_release is None else per_release.to_dict(),
             "width": width,
             "settings": asdict(settings),
             "communication": {

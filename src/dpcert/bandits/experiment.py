@@ -1,8 +1,8 @@
 """Experiment runner shared by every bandit algorithm: repetitions, accounting, results, plots.
 
-* :class:`UserAccountant` records every privatizer charge of one run (and forwards it to a durable
-  ledger when one is given) and derives the run's final certificate: the worst user's composed
-  guarantee.
+* every repetition releases user data through one
+  :class:`~dpcert.accounting.session.PrivacySession` (:func:`open_session`), which charges the
+  ledger before each release and derives the worst user's composed guarantee.
 * :func:`run_repetitions` runs R independent repetitions in this process or in forked worker
   processes, with a progress bar on stderr (tqdm when installed).
 * :func:`combine_runs` builds the :class:`~dpcert.bandits.registry.BanditRun` of R repetitions and
@@ -24,117 +24,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.accounting.session import PrivacySession, new_namespace, worst_certificate
 from dpcert.bandits.registry import BanditRun
-from dpcert.certificates import Certificate, Guarantee
-from dpcert.errors import InvalidParameter, PreconditionFailed
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.certificates import Guarantee
 
 T = TypeVar("T")
-COMPOSITION_BASIS = (
-    "exact composition of Gaussian mechanisms: mu^2 adds (Dong, Roth & Su 2019, Cor. 3.3), "
-    "profile by Balle & Wang 2018, Thm 8"
-)
 CURVE_POINTS = 2000  # saved points per regret curve
-
-
-def _gaussian_mu(certificate: Certificate) -> float:
-    parameters = certificate.parameters
-    return parameters["sensitivity"] * math.sqrt(parameters.get("compositions", 1)) / parameters["sigma"]
-
-
-class UserAccountant:
-    """In-memory per-user record of one run's charges; forwards each charge to ``forward_to``.
-
-    Has the ledger interface ``charge(user_ids, certificate, run_id=None)``.  User ids are integers;
-    ``id_offset`` is added before forwarding so that repetitions sharing a ledger stay distinct.
-    """
-
-    def __init__(self, forward_to: Any = None, id_offset: int = 0) -> None:
-        self.forward_to = forward_to
-        self.id_offset = int(id_offset)
-        self.user_ids: list[np.ndarray] = []
-        self.certificates: list[Certificate] = []
-
-    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> None:
-        ids = np.asarray(user_ids, dtype=np.int64).ravel()
-        if not isinstance(certificate, Certificate):
-            raise InvalidParameter("certificate", type(certificate).__name__, "a dpcert Certificate")
-        if np.unique(ids).size != ids.size:
-            raise InvalidParameter("user_ids", "<ids with repeats>", "each user at most once per charge")
-        if self.forward_to is not None:
-            self.forward_to.charge(ids + self.id_offset, certificate, run_id=run_id)
-        self.user_ids.append(ids)
-        self.certificates.append(certificate)
-
-    def charges_per_user(self) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct charged user ids and how many charges each received."""
-        if not self.user_ids:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return np.unique(np.concatenate(self.user_ids), return_counts=True)
-
-    def worst_user_certificate(self, delta: float) -> Certificate | None:
-        """The guarantee of the user with the largest privacy loss at ``delta`` (``None`` if no charge).
-
-        Users charged once: their charge's certificate (the worst is the one with the largest ε at δ).
-        Users charged several times (returning users): their Gaussian charges compose exactly
-        (μ² adds); other mechanisms are not composed here.
-        """
-        delta = check.positive_delta(delta)
-        if not self.certificates:
-            return None
-        ids, counts = self.charges_per_user()
-        if counts.max() == 1:
-            return max(self.certificates, key=lambda c: (c.epsilon_for(delta), c.delta))
-        if any(c.mechanism != "gaussian" for c in self.certificates):
-            return self._worst_composed(ids, delta)
-        pairs = zip(self.user_ids, self.certificates, strict=True)
-        squared = np.concatenate([np.full(ids_.size, _gaussian_mu(c) ** 2) for ids_, c in pairs])
-        all_ids = np.concatenate(self.user_ids)
-        inverse = np.searchsorted(ids, all_ids)
-        totals = np.bincount(inverse, weights=squared, minlength=ids.size)
-        worst = int(np.argmax(totals))
-        first = self.certificates[0]
-        mu = math.sqrt(float(totals[worst]))
-        return gaussian_certificate(
-            1.0,
-            delta=delta,
-            sensitivity=mu * (1.0 + 1e-12),  # rounding of the sum of squares goes toward more loss
-            basis=COMPOSITION_BASIS,
-            trust_model=first.trust_model,
-            neighbouring=first.neighbouring,
-        )
-
-    def _worst_composed(self, ids: np.ndarray, delta: float) -> Certificate:
-        """Worst user by composing each distinct charge history once (``accounting.composition``)."""
-        try:
-            from dpcert.accounting.composition import compose
-        except ImportError:
-            raise PreconditionFailed(
-                "returning users with non-Gaussian charges need dpcert.accounting.composition"
-            ) from None
-        # users × charges incidence counts, then one composition per distinct history
-        history = np.zeros((ids.size, len(self.certificates)), dtype=np.int64)
-        for column, charged in enumerate(self.user_ids):  # a loop over charges, not users
-            history[np.searchsorted(ids, charged), column] += 1
-        distinct = np.unique(history, axis=0)
-        composed = [
-            compose([c for c, n in zip(self.certificates, row, strict=True) for _ in range(n)], delta=delta)
-            for row in distinct
-        ]
-        return max(composed, key=lambda c: c.epsilon_for(delta))
-
-    def __getstate__(self) -> dict[str, Any]:  # certificates hold read-only mappings: send JSON
-        return {
-            "id_offset": self.id_offset,
-            "user_ids": self.user_ids,
-            "certificates": [c.to_json() for c in self.certificates],
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.forward_to = None
-        self.id_offset = state["id_offset"]
-        self.user_ids = state["user_ids"]
-        self.certificates = [Certificate.from_json(text) for text in state["certificates"]]
 
 
 _TASK: Callable[[int], Any] | None = None
@@ -208,42 +103,56 @@ def run_repetitions(
     return results
 
 
+def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
+    """One :class:`PrivacySession` per repetition of ``config`` (a ``RunConfig``), sharing its ledger.
+
+    User ids are ``<algorithm>/<privacy>/<token>/r<index>/<i>``: unique across runs sharing a ledger.
+    """
+    ledger = None
+    if config.ledger_path is not None:
+        from dpcert.accounting.ledger import Ledger
+
+        ledger = Ledger(config.ledger_path)
+    namespace = new_namespace(config.algorithm, config.privacy)
+    return [PrivacySession(f"{namespace}/r{index}", ledger) for index in range(runs)]
+
+
+def target_of(config: Any) -> Guarantee | None:
+    """The run's per-user total (ε, δ) (δ = 0 when not given), ``None`` for a non-private run."""
+    if config.privacy == "none" or config.epsilon is None:
+        return None
+    return Guarantee(config.epsilon, 0.0 if config.delta is None else config.delta)
+
+
 def combine_runs(
     algorithm: str,
     cumulative_regret: Sequence[np.ndarray],
-    accountants: Sequence[UserAccountant],
+    sessions: Sequence[PrivacySession],
     users: Sequence[int],
     *,
     seconds: float,
     target: Guarantee | None,
+    privacy: str = "none",
     extras: Mapping[str, Any] | None = None,
 ) -> BanditRun:
     """One :class:`BanditRun` from R repetitions; the certificate is the worst user's over all runs.
 
-    With a ``target`` the worst user's guarantee is computed at δ = target.delta, and
-    ``extras["meets_target"]`` records whether ε ≤ target.epsilon.
+    With a ``target`` the worst user's guarantee is composed at δ = target.delta; the run's
+    ``target_met`` compares it with the target through its profile.
     """
     extras = dict(extras or {})
-    certificate = None
-    max_epsilon = 0.0
-    if target is not None:
-        candidates = [a.worst_user_certificate(target.delta) for a in accountants]
-        candidates = [c for c in candidates if c is not None]
-        if candidates:
-            certificate = max(candidates, key=lambda c: c.epsilon_for(target.delta))
-            max_epsilon = float(certificate.epsilon_for(target.delta))
-        extras["meets_target"] = bool(certificate is None or max_epsilon <= target.epsilon)
-        extras["target"] = target.to_dict()
-        charges = [a.charges_per_user()[1] for a in accountants]
-        extras["max_charges_per_user"] = int(max((c.max() for c in charges if c.size), default=0))
+    certificate = None if target is None else worst_certificate(sessions, target.delta)
+    extras["max_charges_per_user"] = max((s.max_charges_per_user() for s in sessions), default=0)
     return BanditRun(
         algorithm=algorithm,
         cumulative_regret=np.stack(cumulative_regret),
         certificate=certificate,
         users=int(max(users)),
-        max_user_epsilon=max_epsilon,
+        max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
         seconds=float(seconds),
         extras=extras,
+        privacy=privacy,
+        target=target,
     )
 
 
@@ -260,19 +169,22 @@ def _json_ready(value: Any) -> Any:
 
 
 def summary(run: BanditRun, *, include_phases: bool = False) -> dict[str, Any]:
-    """The ``dpcert bandit run --json`` object (CLI.md) plus JSON-ready extras."""
+    """The ``dpcert bandit run --json`` object (CLI.md), the same keys for every algorithm, plus extras."""
     mean, stderr = run.final_regret()
     extras = {k: v for k, v in run.extras.items() if include_phases or k != "phases"}
     return {
+        **_json_ready(extras),
         "algorithm": run.algorithm,
-        "regret": {"mean": mean, "stderr": stderr},
+        "privacy": run.privacy,
+        "target": None if run.target is None else run.target.to_dict(),
+        "target_met": run.target_met,
         "certificate": None if run.certificate is None else run.certificate.to_dict(),
-        "users": int(run.users),
         "max_user_epsilon": float(run.max_user_epsilon),
+        "users": int(run.users),
+        "regret": {"mean": mean, "stderr": stderr},
         "seconds": float(run.seconds),
         "runs": int(np.asarray(run.cumulative_regret).shape[0]),
         "horizon": int(np.asarray(run.cumulative_regret).shape[1]),
-        **_json_ready(extras),
     }
 
 

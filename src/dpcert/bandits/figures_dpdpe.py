@@ -158,7 +158,7 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
                     "mean": mean,
                     "stderr": stderr,
                     "certified_epsilon": run.max_user_epsilon,
-                    "meets_target": bool(run.extras.get("meets_target")),
+                    "target_met": run.target_met,
                 }
     plot = _plot_fig2a(table, out / "fig2a.png")
     result = {"name": "dpdpe-fig2a", "runs": runs, "out": str(out), "plot": plot, "final_regret": table}

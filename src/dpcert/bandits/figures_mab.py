@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from dpcert.accounting.ledger import Ledger
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.bandits.experiment import open_sessions, target_of
 from dpcert.bandits.mab import (
     BatchSchedule,
     EliminationResult,
@@ -38,7 +39,6 @@ from dpcert.bandits.mab import (
     shuffle_binary_sum,
     successive_elimination,
     vb_sdp_ae,
-    with_notes,
 )
 from dpcert.bandits.robust_elimination import (
     Adversary,
@@ -47,7 +47,6 @@ from dpcert.bandits.robust_elimination import (
     RobustEliminationResult,
     robust_elimination,
 )
-from dpcert.certificates import Certificate, Neighbouring, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 
 SEED001_EPSILONS = (2.0, 1.0, 0.5, 0.25, 0.1)
@@ -60,8 +59,10 @@ SEED003_RUNS = 10
 
 
 # =========================================================================== shared helpers
-def _ledger(config: registry.RunConfig) -> Ledger | None:
-    return None if config.ledger_path is None else Ledger(config.ledger_path)
+def _session(config: registry.RunConfig) -> PrivacySession:
+    """One session for the R lockstep repetitions (their local ids are disjoint: ``run·T + i``)."""
+    (session,) = open_sessions(config, 1)
+    return session
 
 
 def _shuffle_summation(epsilon: float, delta: float) -> tuple[ShuffleBinarySum, bool]:
@@ -81,23 +82,28 @@ def _mab_bandit(options: Mapping[str, Any]) -> MultiArmedBandit:
 
 
 def _to_bandit_run(
-    name: str,
+    config: registry.RunConfig,
     result: EliminationResult | RobustEliminationResult,
     users: int,
-    certificate: Certificate | None,
+    session: PrivacySession,
     extras: Mapping[str, Any],
 ) -> registry.BanditRun:
+    """The run's certificate is the worst user's composition of her charges at the target's δ."""
     curves = result.cumulative_regret()
     if curves.size > 20_000_000:
         curves = curves.astype(np.float32)
+    target = target_of(config)
+    certificate = None if target is None else session.worst_user_certificate(target.delta)
     return registry.BanditRun(
-        algorithm=name,
+        algorithm=config.algorithm,
         cumulative_regret=curves,
         certificate=certificate,
         users=users,
-        max_user_epsilon=0.0 if certificate is None else certificate.epsilon,
+        max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
         seconds=result.seconds,
-        extras=extras,
+        extras={**extras, "max_charges_per_user": session.max_charges_per_user()},
+        privacy=config.privacy,
+        target=target,
     )
 
 
@@ -118,8 +124,8 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
     bandit = _mab_bandit(config.options)
     rng = np.random.default_rng(config.seed)
-    ledger = _ledger(config)
-    common = dict(runs=config.runs, ledger=ledger, run_id=f"{config.algorithm}-seed{config.seed}")
+    session = _session(config)
+    common = dict(runs=config.runs, session=session)
     privacy = config.privacy
     certified = True
     if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
@@ -159,9 +165,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
         "(spec 001 §1.2), with no composition over batches, phases or arms",
     }
-    return _to_bandit_run(
-        config.algorithm, result, int(result.users_aggregated.max()), result.certificate, extras
-    )
+    return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
 
 
 # =========================================================================== seed 003 algorithm
@@ -174,26 +178,6 @@ def _linear_instance(options: Mapping[str, Any], seed: int) -> LinearArms:
     )
 
 
-def _client_level_certificate(result: RobustEliminationResult) -> Certificate | None:
-    """M2: a client reporting in j batches spends j·ε (composition of pure DP; exact at δ = 0)."""
-    if result.client_level_epsilon is None:
-        return result.certificate
-    certificate = approximate_dp_certificate(
-        result.client_level_epsilon,
-        0.0,
-        mechanism_name="M2 client: Laplace reports composed over batches",
-        trust_model=TrustModel.LOCAL,
-        neighbouring=Neighbouring.USER_LEVEL,
-        basis="seed 003 Lemma 3.5 per report; composition of pure DP over the batches a client reports in",
-    )
-    return with_notes(
-        certificate,
-        "the worst action owner's total over the run: one Laplace report per batch it is in the design "
-        "support of, each epsilon-DP for any one of its rewards (event level, see the run's extras)",
-        *(result.certificate.notes if result.certificate is not None else ()),
-    )
-
-
 def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
     ``strategy``, ``magnitude``, ``width_scale``, ``estimator``, ``variance``, ``arms``, ``dimension``)."""
@@ -201,7 +185,13 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     if config.privacy not in ("none", "local"):
         raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
     epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
-    clients = LaplaceClients(str(options.get("model", "M1")), epsilon, float(options.get("clip", 1.0)))
+    model = str(options.get("model", "M1"))
+    batches = options.get("batches")
+    batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
+    reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
+    per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
+    clients = LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    session = _session(config)
     adversary = Adversary(
         float(options.get("alpha", 0.0)),
         str(options.get("strategy", "random")),
@@ -217,9 +207,9 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
         variance=str(options.get("variance", "trimmed")),
         width_scale=float(options.get("width_scale", SEED003_SETTING["width_scale"])),
         failure_probability=float(options.get("failure_probability", SEED003_SETTING["failure_probability"])),
+        batches=batches,
         runs=config.runs,
-        ledger=_ledger(config),
-        run_id=f"robust-elimination-seed{config.seed}",
+        session=session,
     )
     extras = {
         "event_level_certificate": None if result.certificate is None else result.certificate.to_dict(),
@@ -227,9 +217,8 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
         "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
         **{key: value for key, value in result.parameters.items() if key != "delta_per_event"},
     }
-    return _to_bandit_run(
-        "robust-elimination", result, int(result.users.max()), _client_level_certificate(result), extras
-    )
+    extras["epsilon_per_report"] = per_report
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
 
 # =========================================================================== reproductions

@@ -42,7 +42,10 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
 from dpcert.bandits.linucb import gaussian_guarantee, run_summary
 from dpcert.bandits.registry import (
@@ -66,7 +69,7 @@ STEPS = ("strongly_convex", "convex")
 # ----------------------------------------------------------------------------- privacy
 def paper_sigma(epsilon: float, delta: float) -> float:
     """Algorithm 1's ``σ = 2 √(2 ln(1.25/δ)) / ε`` (classical Gaussian, sensitivity 2, ε < 1)."""
-    return 2.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return paper_gaussian_sigma(epsilon, delta, 2.0)
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,8 @@ def run_ldp_linear(
     domain: float = 1.0,
     failure: float = 0.05,
     clip_c: float | None = None,
+    session: PrivacySession | None = None,
+    certificate: Certificate | None = None,
 ) -> LDPLinearResult:
     """Algorithm 1 (one learner) or Algorithm 2 (several, with the combiner), vectorised over runs.
 
@@ -331,6 +336,9 @@ def run_ldp_linear(
     with one learner), play its UCB action, release ``(x̃, ỹ)``, update only that learner: OGD step on the
     clipped de-biased gradient at its current (pre-update) iterate θ_t, ``Ṽ += x̃x̃ᵀ``,
     ``ũ += ⟨θ_t, x̃⟩ x̃``; then run the elimination test (never removing the last active learner).
+
+    With a ``session`` and the randomizer's ``certificate``, round t's user of run r (local id
+    ``r·T + t``) is charged through the session before her noise is drawn.
     """
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
@@ -423,6 +431,8 @@ def run_ldp_linear(
         x = features[run_index, arm]
         gaps[:, t] = means.max(axis=1) - means[run_index, arm]
         y = np.clip(env.sample_rewards(means[run_index, arm], rng), -1.0, 1.0)
+        if session is not None and certificate is not None:  # charged before the user's noise is drawn
+            session.charge(run_index * horizon + t, certificate)
         # user side: the only data leaving the user
         zeta = perturb[chosen][:, None] * rng.standard_normal((runs, d))
         noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
@@ -516,6 +526,7 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         fixed_arms=bool(options.get("fixed_arms", True)),
     )
     start = time.perf_counter()
+    (session,) = open_sessions(config, 1)
     result = run_ldp_linear(
         env,
         _learners(config.algorithm, config.horizon, options),
@@ -524,24 +535,39 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         epsilon=local.claim.epsilon,
         delta=local.claim.delta,
         rng=rng,
+        session=session,
+        certificate=local.certificate,
     )
     extras = {
         "calibration": local.calibration,
         "noise": {"sigma": local.sigma},
-        "claim": local.claim.to_dict(),
-        "claim_met": local.claim_met,
         "clipped_fraction": result.clipped_fraction,
         "plays_per_learner": result.plays.mean(axis=0).tolist(),
         "active_per_learner": result.active.mean(axis=0).tolist(),
     }
+    return _bandit_run(config.algorithm, result, session, local, time.perf_counter() - start, extras)
+
+
+def _bandit_run(
+    name: str,
+    result: LDPLinearResult,
+    session: PrivacySession,
+    local: LocalCalibration,
+    seconds: float,
+    extras: dict[str, Any],
+) -> BanditRun:
+    """The run's certificate: the worst user's composition of her charges (one report each)."""
+    certificate = session.worst_user_certificate(local.claim.delta)
     return BanditRun(
-        config.algorithm,
+        name,
         result.cumulative_regret,
-        local.certificate,
-        config.horizon,
-        local.certificate.epsilon,
-        time.perf_counter() - start,
-        extras,
+        certificate,
+        int(result.cumulative_regret.shape[1]),
+        float(certificate.epsilon_for(local.claim.delta)),
+        seconds,
+        {**extras, "max_charges_per_user": session.max_charges_per_user()},
+        privacy="local",
+        target=local.claim,
     )
 
 
@@ -573,23 +599,17 @@ def figure_runs(
         names["online-ucb-combiner"] = default_learner_grid(horizon)
     for name, learners in names.items():
         start = time.perf_counter()
+        session = PrivacySession(f"{name}/r")
         result = run_ldp_linear(
-            env, learners, horizon=horizon, sigma=local.sigma, epsilon=epsilon, delta=delta, rng=rng
-        )
-        baseline[name] = BanditRun(
-            name,
-            result.cumulative_regret,
-            local.certificate,
-            horizon,
-            local.certificate.epsilon,
-            time.perf_counter() - start,
-            {
-                "calibration": local.calibration,
-                "noise": {"sigma": local.sigma},
-                "claim_met": local.claim_met,
-                "clipped_fraction": result.clipped_fraction,
-            },
-        )
+            env, learners, horizon=horizon, sigma=local.sigma, epsilon=epsilon, delta=delta, rng=rng,
+            session=session, certificate=local.certificate,
+        )  # fmt: skip
+        extras = {
+            "calibration": local.calibration,
+            "noise": {"sigma": local.sigma},
+            "clipped_fraction": result.clipped_fraction,
+        }
+        baseline[name] = _bandit_run(name, result, session, local, time.perf_counter() - start, extras)
     return baseline
 
 

@@ -35,6 +35,7 @@ actually used earns, re-derivable from its parameters.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -49,8 +50,11 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
-from dpcert.accounting.returning_users import split_budget
+from dpcert.accounting.returning_users import paper_split, split_budget
+from dpcert.accounting.session import PrivacySession, meets_target
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.registry import (
     AlgorithmSpec,
     BanditRun,
@@ -78,7 +82,7 @@ from dpcert.mechanisms.binomial_sum import (
     default_precision,
     least_noise_bits,
 )
-from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_certificate, gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_delta, gaussian_epsilon
 from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
 
 CALIBRATIONS = ("tight", "paper")
@@ -407,6 +411,7 @@ def run_batched_linucb(
     alpha: float = 0.05,
     index_dtype: str = "float64",
     on_batch: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
+    before_release: Callable[[int, int], None] | None = None,
 ) -> EngineResult:
     """Algorithm 1 of C&Z for every repetition at once.
 
@@ -415,6 +420,9 @@ def run_batched_linucb(
     wins ties), rewards are drawn, the batch's user statistics go through the privatizer, and the
     model is republished.  With fixed arms the action is constant within a batch, so the whole batch
     is handled in one step.  ``on_batch(m, V_m, θ̂_m)`` observes each published model (tests).
+    ``before_release(j, n)`` runs before batch j's (0-based, n users) statistics reach the privatizers,
+    i.e. before any of its noise is drawn: the runs charge their privacy sessions there, and an
+    exception (a refused charge) stops the run before the release.
 
     ``privatizers`` may be a list of G privatizers sharing the batch schedule: each runs on every one of
     the environment's R instances (same arms, same contexts), giving G·R runs ordered privatizer-major
@@ -526,6 +534,8 @@ def run_batched_linucb(
                 chosen[:, offset] = features[instance, arm]
                 chosen_means[:, offset] = means[instance, arm]
         rewards = np.clip(env.sample_rewards(chosen_means, rng), -1.0, 1.0)
+        if before_release is not None:
+            before_release(start // batch_size, users)
         noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
         gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
         right[:, :, d] = noisy_total[:, :d]
@@ -555,8 +565,10 @@ TRUST = {
 class Calibrated:
     """A privatizer with the guarantee its noise earns per user, against the claimed (ε, δ).
 
-    ``certificate`` is what actually holds (re-derivable from its parameters); ``claim_met`` says
-    whether it covers the claim.  ``noise`` lists the noise parameters for reports.
+    ``batch_certificate`` is what one participation (one batch release of a user's data) is charged,
+    an event-level certificate; ``certificate`` is a user's total over her participations, their
+    composition (what actually holds, re-derivable from its parameters); ``claim_met`` says whether it
+    covers the claim through its profile.  ``noise`` lists the noise parameters for reports.
     """
 
     algorithm: str
@@ -566,31 +578,14 @@ class Calibrated:
     claim_met: bool
     calibration: str
     noise: dict[str, Any] = field(default_factory=dict)
-    batch_certificate: Certificate | None = None  # P_Vec with returning users: one batch's certificate
+    batch_certificate: Certificate | None = None  # one participation's charge
+    interval: float | None = None  # PLD discretisation of the composition (P_Vec with returning users)
 
 
 def classical_pair_sigma(epsilon: float, delta: float) -> float:
     """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
     each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
-    return 4.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / epsilon
-
-
-def advanced_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
-    """Per-participation budget of C&Z §4 (Thm E.2 = Dwork & Roth Cor 3.21 with k = M, δ' = δ/2).
-
-    ``ε_m = ε / (2 √(2 M ln(2/δ)))``, ``δ_m = δ / (2M)``; for M = 1 the budget is unchanged.
-    """
-    if participations == 1:
-        return epsilon, delta
-    return epsilon / (2.0 * math.sqrt(2.0 * participations * math.log(2.0 / delta))), delta / (
-        2.0 * participations
-    )
-
-
-def advanced_composition_epsilon(epsilon: float, participations: int, delta_slack: float) -> float:
-    """Dwork & Roth Thm 3.20: k-fold (ε, δ) composes to ``√(2k ln(1/δ')) ε + k ε (e^ε − 1)`` at δ' + kδ."""
-    k = participations
-    return math.sqrt(2.0 * k * math.log(1.0 / delta_slack)) * epsilon + k * epsilon * math.expm1(epsilon)
+    return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
 
 
 def gaussian_guarantee(
@@ -603,15 +598,12 @@ def gaussian_guarantee(
     trust_model: TrustModel,
     neighbouring: Neighbouring,
     notes: tuple[str, ...],
-    participations: int = 1,
 ) -> tuple[Certificate, bool]:
     """The claimed (ε, δ) if the exact Gaussian profile supports it, else (ε that holds at δ, δ)."""
     mu = sensitivity * math.sqrt(compositions) / sigma
     met = bool(gaussian_delta(epsilon, mu) <= delta)
     guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
-    parameters: dict[str, Any] = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
-    if neighbouring is Neighbouring.USER_LEVEL:
-        parameters["participations"] = participations
+    parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
     certificate = Certificate(
         "gaussian", guarantee, trust_model, neighbouring, parameters, ANALYTIC_BASIS, notes
     )
@@ -682,7 +674,6 @@ def calibrate(
     batch_size = check.positive_int("batch_size", batch_size)
     participations = check.positive_int("participations", participations)
     trust = TRUST[algorithm]
-    neighbouring = Neighbouring.USER_LEVEL if participations > 1 else Neighbouring.REPLACE_ONE
     claim = Guarantee(epsilon, delta)
     sens = JOINT_SENSITIVITY
     notes: list[str] = [
@@ -717,7 +708,8 @@ def calibrate(
             "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
         )
     else:
-        eps_m, delta_m = advanced_split(epsilon, delta, participations)
+        # C&Z Thm E.2 per-batch budget (Dwork & Roth Cor 3.21, k = M, δ' = δ/2); unchanged for M = 1
+        eps_m, delta_m = (epsilon, delta) if participations == 1 else paper_split(claim, participations)
         if participations > 1:
             notes.append(
                 f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"
@@ -755,17 +747,23 @@ def calibrate(
                 )
     amplified = None
     if algorithm == "linucb-sdp-amp":
+        # a short last batch is shuffled with fewer users: amplification is accounted with the smallest
+        # batch actually shuffled (one user alone gets no amplification, only her local guarantee)
+        smallest = horizon - (math.ceil(horizon / batch_size) - 1) * batch_size
+        if smallest < batch_size:
+            notes.append(f"the last batch holds {smallest} users: amplification is accounted for {smallest}")
         if participations == 1 and sigma is None:
-            amplified = _amplified_pamp(epsilon, delta, batch_size, dimension, calibration)
+            amplified = _amplified_pamp(epsilon, delta, smallest, dimension, calibration)
         if amplified is not None and calibration == "tight" and amplified.sigma < noise:
             return Calibrated(
                 algorithm,
                 LocalGaussian(amplified.sigma),
                 amplified.certificate,
                 claim,
-                amplified.certificate.guarantee.covers(claim),
+                meets_target(amplified.certificate, claim),
                 calibration,
                 {"sigma": amplified.sigma, "epsilon0": amplified.epsilon0, "delta0": amplified.delta0},
+                amplified.certificate,
             )
         if amplified is not None and calibration == "tight":
             notes.append(
@@ -776,26 +774,34 @@ def calibrate(
             "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
             "(post-processing)"
         )
-    certificate, met = gaussian_guarantee(
+    if algorithm == "linucb-jdp" and participations > 1:
+        notes.append(
+            f"per-participation charge: sensitivity sqrt({participations}) x 3/sqrt(2) on each of the "
+            f"{levels} levels, so that {participations} charges compose to the node sensitivity "
+            f"{participations} x 3/sqrt(2) of rounds sharing a node"
+        )
+    charge, _ = gaussian_guarantee(
         noise,
-        sensitivity=node_sensitivity,
-        compositions=compositions,
+        sensitivity=node_sensitivity / math.sqrt(participations) if algorithm == "linucb-jdp" else sens,
+        compositions=levels if algorithm == "linucb-jdp" else 1,
         epsilon=epsilon,
         delta=delta,
         trust_model=trust,
-        neighbouring=neighbouring,
+        neighbouring=Neighbouring.REPLACE_ONE,
         notes=tuple(notes),
-        participations=participations,
     )
+    certificate = charge if participations == 1 else compose_counts([(charge, participations)], delta=delta)
+    met = meets_target(certificate, claim)
     privatizer: Privatizer = (
         TreeGaussian(noise, horizon) if algorithm == "linucb-jdp" else LocalGaussian(noise)
     )
-    if amplified is not None and not met and amplified.certificate.guarantee.covers(claim):
+    if amplified is not None and not met and meets_target(amplified.certificate, claim):
         # the paper's σ meets the claim through Lemma B.4 although not locally
         return Calibrated(
-            algorithm, privatizer, amplified.certificate, claim, True, calibration, {"sigma": noise}
-        )
-    return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise})
+            algorithm, privatizer, amplified.certificate, claim, True, calibration, {"sigma": noise},
+            amplified.certificate,
+        )  # fmt: skip
+    return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise}, charge)
 
 
 @functools.lru_cache(maxsize=32)
@@ -844,22 +850,12 @@ def _supplied_bit_sum(bit_sum: Mapping[str, Any], batch_size: int, dimension: in
 
 
 def _user_level(batch: Certificate, count: int, delta: float, interval: float) -> Certificate:
-    """A returning user's guarantee: ``count`` adaptive runs of the batch certificate, composed."""
+    """A returning user's guarantee: the adaptive composition of ``count`` participations' charges."""
     total = compose_counts(
         [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
     )
     pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_distribution", None)) else ()
-    certificate = Certificate(
-        total.mechanism,
-        total.guarantee,
-        total.trust_model,
-        Neighbouring.USER_LEVEL,
-        total.parameters,
-        total.basis,
-        total.notes + (RETURNING_VEC_NOTE,) + pld_note,
-    )
-    certificate.__dict__["profile"] = total.profile  # same parameters, same profile
-    return certificate.verify()
+    return _with_notes(total, (RETURNING_VEC_NOTE,) + pld_note)
 
 
 @functools.lru_cache(maxsize=16)
@@ -946,14 +942,16 @@ def _calibrate_vec(
     noise = {"g": q.g, "b": q.b, "p": q.p}
     privatizer = ShuffleVectorSum(q, batch)
     if participations == 1:
-        met = batch.guarantee.covers(claim)
-        return Calibrated("linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise)
+        met = meets_target(batch, claim)
+        return Calibrated("linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise, batch)
     interval = composed_interval(claim.epsilon, q.coordinates, participations)
     certificate = _user_level(batch, participations, claim.delta, interval)
     if notes:
         certificate = _with_notes(certificate, tuple(notes))
-    met = certificate.guarantee.covers(claim)
-    return Calibrated("linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch)
+    met = meets_target(certificate, claim)
+    return Calibrated(
+        "linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch, interval
+    )
 
 
 def _with_notes(certificate: Certificate, notes: tuple[str, ...]) -> Certificate:
@@ -972,96 +970,16 @@ def _with_notes(certificate: Certificate, notes: tuple[str, ...]) -> Certificate
 
 
 # ----------------------------------------------------------------------------- runs
-@dataclass(frozen=True)
-class UserLedger:
-    """Per-user composed guarantees of a run with returning users (same for every repetition).
-
-    User ``i`` of group ``k`` sits at position ``i`` of batches ``kP .. kP + P − 1``, so each user is
-    in at most P batches and at most once per batch (C&Z Assumption 4.1).  ``certificates[k]`` is the
-    composed certificate of a user who joined k batches.
-    """
-
-    participations: np.ndarray  # (users,) number of batches each user joined
-    certificates: Mapping[int, Certificate]
-
-    @property
-    def users(self) -> int:
-        return int(self.participations.size)
-
-    @property
-    def epsilon(self) -> np.ndarray:
-        """Each user's composed ε at the certificates' δ."""
-        return np.array([self.certificates[int(k)].epsilon for k in self.participations])
-
-    def charge(self, ledger: Any, run_id: str, user_offset: int = 0) -> None:
-        """Charge every user's composed certificate to a :class:`~dpcert.accounting.ledger.Ledger`."""
-        for count, certificate in self.certificates.items():
-            users = user_offset + np.flatnonzero(self.participations == count)
-            ledger.charge(users.tolist(), certificate, run_id=run_id)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "users": self.users,
-            "delta": next(iter(self.certificates.values())).delta,
-            "by_participations": [
-                {
-                    "participations": count,
-                    "users": int((self.participations == count).sum()),
-                    "epsilon": certificate.epsilon,
-                }
-                for count, certificate in sorted(self.certificates.items())
-            ],
-            "max_user_epsilon": max(c.epsilon for c in self.certificates.values()),
-        }
+def users_per_run(horizon: int, batch_size: int, participations: int) -> int:
+    """Distinct users of one run: groups of ``batch_size`` users, each group in ``participations`` batches."""
+    return batch_size * math.ceil(math.ceil(horizon / batch_size) / participations)
 
 
-def returning_user_ledger(
-    calibrated: Calibrated, horizon: int, batch_size: int, participations: int
-) -> UserLedger:
-    """Each user's composed (ε, δ): exact Gaussian composition of her actual participations.
-
-    With unique users (P = 1) every user holds the run's certificate.
-    """
-    batches = math.ceil(horizon / batch_size)
-    groups = math.ceil(batches / participations)
-    per_group = np.minimum(participations, batches - participations * np.arange(groups))
-    user_batches = np.repeat(per_group, batch_size)
-    # the last batch may be partial: its missing positions have no user
-    last_size = horizon - (batches - 1) * batch_size
-    if last_size < batch_size:
-        user_batches[-(batch_size - last_size) :] -= 1
-    user_batches = user_batches[user_batches > 0]
-    certificate = calibrated.certificate
-    if participations == 1:
-        return UserLedger(user_batches, {1: certificate})
-    parameters = certificate.parameters
-    certificates = {}
-    if calibrated.algorithm == "linucb-sdp-vec":  # bit sums: compose the batch certificate
-        batch = calibrated.batch_certificate
-        coordinates = statistic_size(batch.parameters["dimension"])
-        interval = composed_interval(calibrated.claim.epsilon, coordinates, participations)
-        for count in np.unique(user_batches).tolist():
-            certificates[count] = (
-                certificate
-                if count == participations
-                else _user_level(batch, count, certificate.delta, interval)
-            )
-        return UserLedger(user_batches, certificates)
-    for count in np.unique(user_batches).tolist():
-        if calibrated.algorithm == "linucb-jdp":  # `count` rounds may share a node: sensitivity count·Δ
-            sensitivity, compositions = JOINT_SENSITIVITY * count, parameters["compositions"]
-        else:
-            sensitivity, compositions = parameters["sensitivity"], count
-        certificates[count] = gaussian_certificate(
-            parameters["sigma"],
-            delta=certificate.delta,
-            sensitivity=sensitivity,
-            compositions=compositions,
-            trust_model=certificate.trust_model,
-            neighbouring=Neighbouring.USER_LEVEL,
-            participations=count,
-        )
-    return UserLedger(user_batches, certificates)
+def batch_users(batch: int, users: int, batch_size: int, participations: int) -> np.ndarray:
+    """Local ids of the ``users`` users of batch ``batch`` (0-based): user ``i`` of group ``k`` sits at
+    position ``i`` of batches ``kP .. kP + P − 1``, so each user is in at most P batches and at most once
+    per batch (C&Z Assumption 4.1)."""
+    return (batch // participations) * batch_size + np.arange(users, dtype=np.int64)
 
 
 def run_group(
@@ -1075,12 +993,30 @@ def run_group(
     alpha: float = 0.05,
     index_dtype: str = "float64",
     participations: int = 1,
+    sessions: list[PrivacySession] | None = None,
 ) -> list[BanditRun]:
     """Run several calibrated algorithms that share a batch size in one vectorised pass.
 
-    Every algorithm sees the same R instances of ``env``; results come back in input order.
+    Every algorithm sees the same R instances of ``env``; results come back in input order.  Each
+    algorithm's users are charged through its session (default: a fresh in-memory one) before every
+    batch release, one event-level charge per participation (local id ``i·R + r`` for user i of run r);
+    a run's certificate is the worst user's composition of her charges at the claim's δ.
     """
     start = time.perf_counter()
+    runs = env.runs
+    per_run = users_per_run(horizon, batch_size, participations)
+    if sessions is None:
+        sessions = [PrivacySession(f"{c.algorithm}/r") for c in calibrated]
+    for session, c in zip(sessions, calibrated, strict=True):
+        session.interval = c.interval
+
+    def charge(batch: int, users: int) -> None:
+        # user u = batch_users(batch, ...)[i] of run r has local id u·R + r: one range per batch
+        start = (batch // participations) * batch_size * runs
+        for session, c in zip(sessions, calibrated, strict=True):
+            if c.batch_certificate is not None:
+                session.charge_range(start, users * runs, c.batch_certificate)
+
     result = run_batched_linucb(
         env,
         [c.privatizer for c in calibrated],
@@ -1090,35 +1026,38 @@ def run_group(
         radius=radius,
         alpha=alpha,
         index_dtype=index_dtype,
+        before_release=charge,
     )
     seconds = time.perf_counter() - start
-    runs = env.runs
     output = []
-    for g, c in enumerate(calibrated):
+    for g, (c, session) in enumerate(zip(calibrated, sessions, strict=True)):
         rows = slice(g * runs, (g + 1) * runs)
         extras: dict[str, Any] = {
             "batch_size": batch_size,
+            "participations": participations,
             "calibration": c.calibration,
             "noise": c.noise,
-            "claim": c.claim.to_dict() if c.claim else None,
-            "claim_met": c.claim_met,
             "radius": radius,
             "regulariser": float(result.regulariser[rows][0]),
             "eigenvalue_clips": int(result.eigenvalue_clips[rows].sum()),
             "updates": result.updates,
             "seconds_shared_with": [other.algorithm for other in calibrated],
+            "max_charges_per_user": session.max_charges_per_user(),
         }
-        users, max_eps = horizon, 0.0
-        if c.certificate is not None:
-            max_eps = c.certificate.epsilon
-            if participations > 1:
-                ledger = returning_user_ledger(c, horizon, batch_size, participations)
-                extras["ledger"] = ledger.to_dict()
-                users, max_eps = ledger.users, float(ledger.epsilon.max())
+        certificate = None if c.claim is None else session.worst_user_certificate(c.claim.delta)
+        max_eps = 0.0 if certificate is None else float(certificate.epsilon_for(c.claim.delta))
         output.append(
             BanditRun(
-                c.algorithm, result.cumulative_regret[rows], c.certificate, users, max_eps, seconds, extras
-            )
+                c.algorithm,
+                result.cumulative_regret[rows],
+                certificate,
+                per_run,
+                max_eps,
+                seconds,
+                extras,
+                privacy="none" if c.claim is None else TRUST[c.algorithm].value,
+                target=c.claim,
+            )  # fmt: skip
         )
     return output
 
@@ -1184,26 +1123,9 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         radius=options.get("radius", "experiment"),
         alpha=options.get("alpha", 0.05),
         participations=participations,
+        sessions=open_sessions(config, 1),
     )
-    extras = dict(run.extras)
-    if config.ledger_path is not None and calibrated.certificate is not None:
-        from dpcert.accounting.ledger import Ledger
-
-        users = returning_user_ledger(calibrated, config.horizon, batch_size, participations)
-        label = f"{algorithm}:{config.calibration}:seed{config.seed}"
-        with Ledger(config.ledger_path) as ledger:
-            for index in range(config.runs):  # each repetition has its own users
-                users.charge(ledger, f"{label}:run{index}", user_offset=index * 10**12)
-        extras["ledger_path"] = str(config.ledger_path)
-    return BanditRun(
-        run.algorithm,
-        run.cumulative_regret,
-        run.certificate,
-        run.users,
-        run.max_user_epsilon,
-        time.perf_counter() - start,
-        extras,
-    )
+    return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
 
 def figure_runs(
@@ -1254,7 +1176,7 @@ def run_summary(run: BanditRun, out: Path | None = None, stem: str = "") -> dict
     return {
         "regret": {"mean": mean, "stderr": stderr},
         "certificate": run.certificate.to_dict() if run.certificate else None,
-        "claim_met": run.extras.get("claim_met", True),
+        "claim_met": run.target_met,
         "calibration_used": run.extras.get("calibration"),
         "noise": run.extras.get("noise"),
         "seconds": run.seconds,

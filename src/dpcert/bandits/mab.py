@@ -50,6 +50,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
@@ -71,12 +72,6 @@ def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | No
     data = certificate.to_dict()
     data["notes"] = [*data["notes"], *notes]
     return Certificate.from_dict(data)
-
-
-class Ledger(Protocol):
-    """What the engine needs from :class:`dpcert.accounting.ledger.Ledger`."""
-
-    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
 
 
 # =========================================================================== batch summations
@@ -338,8 +333,7 @@ def batched_arm_elimination(
     *,
     runs: int = 1,
     algorithm: str = "batched arm elimination",
-    ledger: Ledger | None = None,
-    run_id: str | None = None,
+    session: PrivacySession | None = None,
     record_phases: bool = False,
     curve_points: int = 200,
 ) -> EliminationResult:
@@ -359,9 +353,10 @@ def batched_arm_elimination(
         Source of all randomness (rewards and noise).
     runs
         Independent repetitions, simulated together (vectorised over runs and arms).
-    ledger
-        Optional; charged once per aggregated batch for exactly that batch's users (ids ``"r{run}u{i}"``
-        with ``i`` the user's 0-based arrival index) with the summation's certificate.
+    session
+        The run's :class:`~dpcert.accounting.session.PrivacySession`; each aggregated batch's users are
+        charged through it with the summation's certificate before the batch is released.  Local user
+        ids are ``run·T + i`` with ``i`` the user's 0-based arrival index in that run.
     record_phases
         Keep a :class:`PhaseRecord` per phase (memory grows with the number of phases).
     curve_points
@@ -413,15 +408,14 @@ def batched_arm_elimination(
         phase_pulls = np.where(active, np.clip(horizon - batch_start, 0, m), 0)
         complete = active & (batch_end < horizon)  # the T-th user's batch is never aggregated
         counts = np.where(complete, m, 0)
+        if session is not None and certificate is not None and np.any(complete):
+            starts = (np.arange(runs)[:, None] * horizon + batch_start)[complete]  # disjoint batches
+            session.charge_ranges(starts, m, certificate)  # before the release
         sums = bandit.reward_sums(arm_index, counts, rng)
         released = summation.release(sums, m, rng)
         estimated_sums += np.where(complete, released, 0.0)
         aggregated_users += counts
         calls += complete
-        if ledger is not None and certificate is not None:
-            for r, a in zip(*np.nonzero(complete), strict=True):
-                start = int(batch_start[r, a])
-                ledger.charge([f"r{r}u{i}" for i in range(start, start + m)], certificate, run_id=run_id)
         pulls += phase_pulls
         used += phase_pulls.sum(axis=1)
         regret += phase_pulls @ gaps

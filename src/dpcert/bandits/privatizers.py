@@ -9,9 +9,11 @@ identity when absent) and an analyzer A at the server.  Two release shapes are n
 * :meth:`Privatizer.release_sums` — DP-PE (Alg. 3 lines 5–13): each user holds one reward in [−B, B]
   for one arm; the release estimates, for every arm, the sum over that arm's users.
 
-Every release charges the given ledger for exactly the users whose data it touched, with the
-certificate of that release, and returns the certificate and the per-coordinate variance of the
-privacy error (needed for the confidence width).
+Every release first charges the given sink (the run's
+:class:`~dpcert.accounting.session.PrivacySession`) for exactly the users whose data it touches, with
+the certificate of that release, and only then draws its noise, so a refused charge stops the release;
+it returns the certificate and the per-coordinate variance of the privacy error (needed for the
+confidence width).
 
 Calibrations
 ------------
@@ -41,6 +43,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
+from dpcert.bandits.calibration import paper_gaussian_sigma
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
@@ -192,7 +195,7 @@ class _GaussianPrivatizer(Privatizer):
             )
             value = (result.sigma, result.certificate)
         else:
-            sigma = sensitivity * math.sqrt(2.0 * math.log(1.25 / self.delta)) / self.epsilon
+            sigma = paper_gaussian_sigma(self.epsilon, self.delta, sensitivity)
             value = (sigma, self._paper_certificate(sigma, sensitivity, theorem))
         self._cache[key] = value
         return value
@@ -439,6 +442,17 @@ class ShuffleBitSum(Privatizer):
         counts = np.bincount(groups, minlength=group_count)
         present = np.flatnonzero(counts)
         protocols = {k: self.group_protocol(int(counts[k])) for k in present}  # one per arm, not per user
+        # charged before any randomness is drawn: a refused charge stops the release
+        ids = None if user_ids is None else np.asarray(user_ids)
+        by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
+        for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
+            by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
+        worst: Certificate | None = None
+        for certificate, members in by_certificate.values():
+            charged = np.isin(groups, members)
+            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
+            if worst is None or certificate.epsilon > worst.epsilon:
+                worst = certificate
         g = np.ones(group_count)
         b = np.zeros(group_count, dtype=np.int64)
         p = np.full(group_count, 0.5)
@@ -453,16 +467,6 @@ class ShuffleBitSum(Privatizer):
         unit = 2.0 * bound / g
         estimate = np.where(counts > 0, unit * (ones - trials * p) - counts * bound, 0.0)
         variance = unit**2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy of each sum's error
-        ids = None if user_ids is None else np.asarray(user_ids)
-        by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
-        for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
-            by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
-        worst: Certificate | None = None
-        for certificate, members in by_certificate.values():
-            charged = np.isin(groups, members)
-            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
-            if worst is None or certificate.epsilon > worst.epsilon:
-                worst = certificate
         bits_per_user = (g + b).astype(np.int64)
         total_bits = int(np.sum(counts * bits_per_user))
         bits = int(bits_per_user[present].max()) if present.size else 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcert.certificates import Certificate
+from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
 
 ALGORITHM_MODULES: tuple[str, ...] = (
@@ -58,11 +58,15 @@ class BanditRun:
     users
         Number of distinct users who contributed data (per run).
     max_user_epsilon
-        Largest ε spent by any user at the certificate's δ (0 for non-private runs).
+        Largest ε spent by any user at the target's δ (0 for non-private runs).
     seconds
         Wall time of the whole run.
     extras
         JSON-ready algorithm-specific results (communication cost, noise levels, realised regret, …).
+    privacy
+        The privacy model (``none``, ``central``, ``local``, ``shuffle``).
+    target
+        The requested per-user total (ε, δ) over all of a user's participations (``None``: non-private).
     """
 
     algorithm: str
@@ -72,6 +76,15 @@ class BanditRun:
     max_user_epsilon: float
     seconds: float
     extras: Mapping[str, Any] = field(default_factory=dict)
+    privacy: str = "none"
+    target: Guarantee | None = None
+
+    @property
+    def target_met(self) -> bool:
+        """Whether the certificate covers the target: δ(target ε) <= target δ on its profile."""
+        from dpcert.accounting.session import meets_target
+
+        return meets_target(self.certificate, self.target)
 
     def final_regret(self) -> tuple[float, float]:
         """Mean and standard error over runs of the final cumulative regret."""

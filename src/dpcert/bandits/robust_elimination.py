@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.mab import RegretCurves, with_notes
 from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
@@ -318,8 +319,7 @@ def robust_elimination(
     runs: int = 1,
     keep_logs: bool = False,
     curve_points: int = 200,
-    ledger: Any = None,
-    run_id: str | None = None,
+    session: PrivacySession | None = None,
 ) -> RobustEliminationResult:
     """Robust (private) batched arm elimination (seed 003, Alg. 1), ``runs`` independent repetitions.
 
@@ -356,10 +356,12 @@ def robust_elimination(
     removals_per_step
         Filter points removed per eigendecomposition (default ``max(1, n // 500)``, a documented speed-up
         over the paper's one point per step).
-    ledger
-        Optional object with ``charge(user_ids, certificate, run_id=None)``: charged once per report, M1 for
-        the client of each reward (ids ``"r{run}u{i}"``, ``i`` the pull index), M2 for the client owning each
-        support action (ids ``"r{run}arm{a}"``, one charge per batch, so its client-level spend composes).
+    session
+        The run's :class:`~dpcert.accounting.session.PrivacySession`, charged before each batch's reports
+        are drawn: M1 once per report (local ids ``run·T + i``, one user per reward), M2 once per client
+        and batch (local ids ``run·k + a`` for the owner of support action a), so a client's spend over
+        the batches composes.  Charges state the normalised Laplace mechanism (scale / sensitivity =
+        1/ε): the same privacy profile for every report, whatever the client's reward count.
     """
     horizon = check.positive_int("horizon", horizon, minimum=10)
     runs = check.positive_int("runs", runs)
@@ -384,6 +386,11 @@ def robust_elimination(
     gaps = instance.gaps
     best = instance.best_arm
 
+    per_report = (
+        None
+        if clients.epsilon is None
+        else laplace_certificate(1.0 / clients.epsilon, trust_model=TrustModel.LOCAL)
+    )
     finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
     max_client_reports = 0
     reporting_users: list[int] = []
@@ -418,6 +425,11 @@ def robust_elimination(
             rewards = instance.rewards(arm_rows, rng)
             if corrupt_before_privatization:
                 rewards, mask = adversary.corrupt(rewards, arm_rows, best, rng)
+            if session is not None and clients.epsilon is not None:  # charged before the reports are drawn
+                if clients.model == "M1":
+                    session.charge(run * horizon + np.arange(used, used + int(counts.sum())), per_report)
+                else:
+                    session.charge(run * k + support, per_report)
             if clients.model == "M1":
                 rows, received_index = instance.arms[arm_rows], arm_rows
                 values = clients.report_rewards(rewards, rng)
@@ -427,13 +439,6 @@ def robust_elimination(
                 client_reports[support] += 1
             if not corrupt_before_privatization:
                 values, mask = adversary.corrupt(values, received_index, best, rng)
-            if ledger is not None and clients.epsilon is not None:
-                if clients.model == "M1":
-                    ids = [f"r{run}u{i}" for i in range(used, used + int(counts.sum()))]
-                    ledger.charge(ids, clients.certificate(1), run_id=run_id)
-                else:
-                    for arm, count in zip(support, counts, strict=True):
-                        ledger.charge([f"r{run}arm{arm}"], clients.certificate(int(count)), run_id=run_id)
             pulls[support] += counts
             used += int(counts.sum())
             regret += float(counts @ gaps[support])

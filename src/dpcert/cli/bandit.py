@@ -160,10 +160,10 @@ def _run(args: argparse.Namespace) -> int:
         payload["plot"] = None if drawn is None else str(drawn)
         if drawn is None:
             sys.stderr.write("dpcert: matplotlib is not installed; no plot (pip install 'dpcert[plot]')\n")
-    if payload.get("meets_target") is False:
+    if not run.target_met:
         sys.stderr.write(
             f"dpcert: warning: the certified guarantee (epsilon={run.max_user_epsilon:.6g} at "
-            f"delta={args.delta:g}) does not meet the requested epsilon={args.epsilon:g} "
+            f"delta={run.target.delta:g}) does not meet the requested epsilon={run.target.epsilon:g} "
             f"({args.calibration} calibration)\n"
         )
     certificate = run.certificate
