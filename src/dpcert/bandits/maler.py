@@ -357,11 +357,13 @@ class Maler(_Protocol):
 
 
 class AnytimeMaler(Maler):
-    """Maler without a known horizon, by the doubling trick (the anytime variant of seed 004, spec §2.6).
+    """Maler without a known horizon, by the doubling trick (Cesa-Bianchi & Lugosi 2006, §2.3).
 
     Each run restarts a fresh :class:`Maler` told ``T_j = 2^j`` after ``2^j`` updates of epoch j
     (j = 0, 1, 2, ...), so epoch j covers that run's updates ``2^j .. 2^{j+1} − 1``.  Regret is at most
-    the sum of the epochs' regrets.
+    the sum of the epochs' regrets: ``O(√T)`` stays ``O(√T)``, an ``O(log T)`` bound becomes
+    ``O(log² T)`` (at most ``(log₂T/2 + 1)`` times the told-T bound).  Seed 004 restarts its whole
+    Algorithm 1 the same way (its Algorithm 7, spec §2.6).
 
     Parameters
     ----------
