@@ -134,6 +134,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
 
     from dpcert.accounting.amplification import amplification_certificate
     from dpcert.accounting.composition import compose
+    from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
     from dpcert.accounting.zcdp import zcdp_certificate
     from dpcert.certificates import _BUILTIN_PROFILE_MODULES
     from dpcert.mechanisms.binary_sum import binary_sum_certificate
@@ -156,6 +157,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
         randomized_response_certificate(0.3, 4),
         zcdp_certificate(0.125, delta=1e-5),
         calibrate_discrete_gaussian(1.0, 1e-5).certificate,
+        poisson_sampled_gaussian_certificate(2.0, 0.05, 10, delta=1e-5),
     ]
     # Every built-in kind (other tests may register extra profiles of their own in this process).
     assert {c.mechanism for c in certificates} == set(_BUILTIN_PROFILE_MODULES) | {"approximate-dp"}

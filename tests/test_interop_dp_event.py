@@ -97,7 +97,7 @@ def test_no_op_event_is_zero_with_its_reason_and_unprovable_events_are_refused()
     assert "releases nothing" in nothing.parameters["zero_loss_reason"]
     for event in (
         dp_event.NonPrivateDpEvent(),
-        dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1)),
+        dp_event.PoissonSampledDpEvent(0.01, dp_event.LaplaceDpEvent(1.0)),
     ):
         with pytest.raises(InvalidParameter, match="event"):
             Certificate.from_dp_event(event, delta=1e-5)

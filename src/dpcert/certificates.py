@@ -190,6 +190,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",
     "pamp": "dpcert.mechanisms.shuffle",
+    "poisson-sampled-gaussian": "dpcert.accounting.sampled_gaussian",
     "randomized-response": "dpcert.mechanisms.randomized_response",
     "shuffle-amplification": "dpcert.accounting.amplification",
     "zcdp": "dpcert.accounting.zcdp",

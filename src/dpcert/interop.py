@@ -12,11 +12,13 @@ and audited like dpcert's own.  Each event gets the exact closed-form profile wh
 ``SelfComposedDpEvent(e, n)``           ``n`` adaptive runs of ``e``, composed (``compose``, ``best``)
 ``ComposedDpEvent([e1, …])``            the adaptive composition of the events
 ``NoOpDpEvent()``                       nothing data-dependent: (0, 0) with its reason stated
+``PoissonSampledDpEvent(q, Gaussian)``  DP-SGD steps, add/remove (self-composed: ``steps`` of them),
+                                        PLD composed with a proven round-off bound
 ======================================  =========================================================
 
 ``NonPrivateDpEvent`` and ``UnsupportedDpEvent`` are refused (no finite guarantee exists), and so are
-sampled events (Poisson, with or without replacement), tree aggregation and mixtures, whose
-profiles would need a privacy loss distribution with a proven error bound.
+the other sampled events (with or without replacement, or of mechanisms other than the Gaussian),
+tree aggregation and mixtures.
 
 :func:`certificate_from_opendp` reads an OpenDP measurement through its privacy map at ``d_in``:
 pure DP (``MaxDivergence``) and ``Approximate(MaxDivergence)`` become declared (ε, δ) certificates,
@@ -100,6 +102,20 @@ def certificate_from_dp_event(
             zero_loss_reason="NoOpDpEvent: the operation releases nothing that depends on the data",
             **labels,
         )
+    sampled = _poisson_sampled_gaussian(event)
+    if sampled is not None:
+        from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
+
+        if neighbouring is not Neighbouring.ADD_REMOVE:
+            raise InvalidParameter(
+                "neighbouring",
+                neighbouring.value,
+                "add/remove (Poisson subsampling amplifies under add/remove)",
+            )
+        if delta is None or delta == 0.0:
+            raise InvalidParameter("delta", delta, "0 < delta < 1 for a subsampled Gaussian event")
+        q, sigma, steps = sampled
+        return poisson_sampled_gaussian_certificate(sigma, q, steps, delta=delta, trust_model=trust_model)
     if isinstance(event, dp_event.SelfComposedDpEvent):
         from dpcert.accounting.composition import compose_counts
 
@@ -186,3 +202,17 @@ def certificate_from_opendp(
         measure,
         "an OpenDP measurement with a pure, approximate, smoothed or zCDP output measure",
     )
+
+
+def _poisson_sampled_gaussian(event: Any) -> tuple[float, float, int] | None:
+    """(q, σ, steps) of ``PoissonSampled(q, Gaussian(σ))`` or its self-composition, else ``None``."""
+    from dp_accounting import dp_event
+
+    steps = 1
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        steps, event = check.positive_int("count", event.count), event.event
+    if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(
+        event.event, dp_event.GaussianDpEvent
+    ):
+        return float(event.sampling_probability), float(event.event.noise_multiplier), steps
+    return None

@@ -272,7 +272,9 @@ class ComposedLossBound:
             log_norm, _, _ = self.cumulants(t)
             exponent = log_norm - t * bound
             slack = 64.0 * UNIT_ROUNDOFF * (abs(log_norm) + abs(t * bound) + 1.0) * (self.total_count + 1)
-            best = min(best, math.exp(exponent + slack + 1e-12))
+            total = exponent + slack + 1e-12
+            if total < 0.0:  # a bound of 1 or more says nothing (and may overflow exp)
+                best = min(best, math.exp(total))
         return min(1.0, best)
 
     # ------------------------------------------------------------------ the bound
