@@ -38,3 +38,66 @@ def test_notebook_representations_state_the_guarantee_and_authenticity():
     for text in (markdown, html):
         assert f"{certificate.epsilon:.6g}" in text and "unsigned" in text and "Balle" in text
     assert "<table>" in html and "| guarantee |" in markdown
+
+
+def _dpcert(*args, cwd):
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    environment = dict(os.environ)
+    environment["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environment.get("PATH", "")
+    if shutil.which("dpcert", path=environment["PATH"]) is None:
+        pytest.skip("the dpcert console script is not installed beside this interpreter")
+    return subprocess.run(
+        ["dpcert", *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300
+    )
+
+
+def _is_png(path) -> bool:
+    return path.exists() and path.stat().st_size > 5_000 and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_console_plots_are_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from dpcert import Guarantee
+    from dpcert.accounting.ledger import Ledger
+    from dpcert.mechanisms.laplace import laplace_certificate
+
+    assert (
+        _dpcert(
+            "account", "gaussian", "--sigma", "3", "--delta", "1e-6", "--plot", "g/profile.png", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    assert _is_png(tmp_path / "g" / "profile.png")
+    audit = _dpcert(
+        "audit",
+        "builtin:laplace",
+        "--input",
+        "0",
+        "--neighbour",
+        "1",
+        "--epsilon",
+        "1",
+        "--samples",
+        "2e4",
+        "--seed",
+        "1",
+        "--plot",
+        "audit.png",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert audit.returncode in (0, 1) and _is_png(tmp_path / "audit.png")
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        ledger.set_budget(None, Guarantee(2.0, 0.0))
+        ledger.charge(np.arange(50), laplace_certificate(1.0), run_id="a")
+        ledger.charge(np.arange(20), laplace_certificate(2.0), run_id="b")
+    shown = _dpcert("ledger", "show", "ledger.db", "--plot", "spent.png", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert _is_png(tmp_path / "spent.png")

@@ -106,3 +106,116 @@ def plot_profile(
         figure.savefig(path, dpi=130)
         plt.close(figure)
     return figure
+
+
+def plot_spent(epsilons: Sequence[float], budget: float | None, path: str | Path, *, title: str = "") -> Path:
+    """Histogram of the spent ε over a ledger's users, with the budget marked; saved to ``path``."""
+    plt = _pyplot()
+    values = np.asarray(list(epsilons), dtype=float)
+    if values.size == 0:
+        raise InvalidParameter("ledger", "empty", "a ledger with at least one charged user")
+    figure, axis = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
+    top = max(float(values.max()), budget or 0.0) * 1.08 or 1.0
+    axis.hist(
+        values,
+        bins=min(60, max(10, int(np.sqrt(values.size)))),
+        range=(0.0, top),
+        color="tab:blue",
+        alpha=0.85,
+        label=f"{values.size} users",
+    )
+    if budget is not None:
+        axis.axvline(budget, color="tab:red", lw=2, ls="--", label=f"budget ε = {budget:.4g}")
+    axis.axvline(values.max(), color="black", lw=1.2, ls=":", label=f"worst user ε = {values.max():.4g}")
+    axis.set_xlabel("spent ε (each user's charges composed)")
+    axis.set_ylabel("users")
+    axis.grid(True, alpha=0.3)
+    axis.set_title(title or "Privacy spent per user", fontsize=11)
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    path = Path(path)
+    figure.savefig(path, dpi=130)
+    plt.close(figure)
+    return path
+
+
+def plot_audit(report: Any, first: np.ndarray, second: np.ndarray, path: str | Path) -> Path:
+    """The two output distributions of an audit, its rejection set, and the bound against the claim.
+
+    ``first`` and ``second`` are fresh draws on the two inputs (scalar or discrete outputs); the bound
+    shown is the report's, computed from its own held-out counts.
+    """
+    plt = _pyplot()
+    first, second = np.asarray(first), np.asarray(second)
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(10.0, 4.0), layout="constrained", gridspec_kw={"width_ratios": [3, 1]}
+    )
+    inputs = report.inputs if report.inputs and report.inputs[0] is not None else ("input", "neighbour")
+    labels = (f"M({_short(inputs[0])})", f"M({_short(inputs[1])})")
+    if first.ndim == 1 and np.issubdtype(first.dtype, np.number):
+        distinct = np.unique(np.concatenate([first, second]))
+        if distinct.size <= 40:  # discrete outputs: bar charts of the two laws
+            p = np.array([(first == v).mean() for v in distinct])
+            q = np.array([(second == v).mean() for v in distinct])
+            width = 0.4
+            positions = np.arange(distinct.size)
+            inside = report.rejection_set.contains(distinct.astype(first.dtype))
+            left.bar(positions - width / 2, p, width, color="tab:blue", label=labels[0])
+            left.bar(positions + width / 2, q, width, color="tab:orange", label=labels[1])
+            for index, position in enumerate(positions[inside]):
+                label = "rejection set S" if index == 0 else None
+                left.axvspan(position - 0.5, position + 0.5, color="tab:green", alpha=0.15, label=label)
+            left.set_xticks(positions, [f"{v:g}" for v in distinct], fontsize=8)
+            left.set_ylabel("probability")
+        else:
+            low, high = np.quantile(np.concatenate([first, second]), [0.001, 0.999])
+            bins = np.linspace(low, high, 80)
+            left.hist(
+                first, bins=bins, density=True, histtype="step", lw=1.8, color="tab:blue", label=labels[0]
+            )
+            left.hist(
+                second, bins=bins, density=True, histtype="step", lw=1.8, color="tab:orange", label=labels[1]
+            )
+            grid = np.linspace(low, high, 400)
+            inside = report.rejection_set.contains(grid)
+            left.fill_between(
+                grid,
+                0,
+                1,
+                where=inside,
+                color="tab:green",
+                alpha=0.15,
+                transform=left.get_xaxis_transform(),
+                label="rejection set S",
+            )
+            left.set_ylabel("density")
+        left.set_xlabel("mechanism output")
+    else:
+        left.text(
+            0.5,
+            0.5,
+            "vector outputs: see the report's rejection set",
+            ha="center",
+            va="center",
+            transform=left.transAxes,
+        )
+    left.set_title(f"outputs on the two inputs; S = {report.rejection_set.describe()}"[:90], fontsize=10)
+    left.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
+    colour = "tab:red" if report.verdict == "violated" else "tab:green"
+    right.bar([0], [report.epsilon_lower_bound], color=colour, width=0.5, label="ε lower bound")
+    right.axhline(
+        report.claim.epsilon, color="black", ls="--", lw=1.5, label=f"claim ε = {report.claim.epsilon:g}"
+    )
+    right.set_xticks([])
+    right.set_ylabel("ε")
+    right.set_ylim(0, max(report.epsilon_lower_bound, report.claim.epsilon) * 1.3 + 1e-9)
+    right.set_title(f"{report.verdict} (confidence {report.confidence:g})", fontsize=10)
+    right.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.04))
+    path = Path(path)
+    figure.savefig(path, dpi=130)
+    plt.close(figure)
+    return path
+
+
+def _short(value: Any) -> str:
+    text = str(np.asarray(value).tolist()) if not isinstance(value, str) else value
+    return text if len(text) <= 24 else text[:21] + "..."

@@ -66,6 +66,14 @@ class CommandGroups:
         parser = target.add_parser(name, help=help_text, description=help_text)
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
         add_debug_flag(parser, default=argparse.SUPPRESS)
+        if group == "account":
+            parser.add_argument(
+                "--plot",
+                type=output_file_anywhere,
+                default=None,
+                metavar="FILE.png",
+                help="also draw the privacy profile delta(epsilon) with the claimed point (matplotlib)",
+            )
         parser.set_defaults(handler=handler)
         return parser
 
@@ -357,3 +365,12 @@ def run_command(args: argparse.Namespace) -> int:
         hint = "" if getattr(args, "debug", False) else " (run with --debug for the traceback)"
         sys.stderr.write(f"dpcert: internal error: {type(exc).__name__}: {_one_line(exc)}{hint}\n")
         return EXIT_INTERNAL
+
+
+def plot_certificate(args: argparse.Namespace, certificate: Any) -> None:
+    """``--plot FILE.png``: draw ``certificate``'s privacy profile there (after the result is printed)."""
+    if getattr(args, "plot", None) is not None:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        certificate.plot(args.plot)
+        if not getattr(args, "json", False):
+            sys.stdout.write(f"profile plot written to {args.plot}\n")

@@ -16,6 +16,7 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     input_file,
+    plot_certificate,
 )
 from dpcert.errors import CertificateFormatError, InvalidParameter
 
@@ -109,4 +110,5 @@ def _account_compose(args: argparse.Namespace) -> int:
             ("basis", composed.basis),
         ],
     )
+    plot_certificate(args, composed)
     return EXIT_OK

@@ -37,6 +37,7 @@ from dpcert.cli._common import (
     integer,
     number,
     output_file,
+    output_file_anywhere,
     positive,
 )
 from dpcert.cli._common import seed as seed_type
@@ -105,6 +106,13 @@ def register(groups: CommandGroups) -> None:
         type=output_file,
         default=None,
         help="write the full audit report (JSON, with target, claim, seed and options) here",
+    )
+    parser.add_argument(
+        "--plot",
+        type=output_file_anywhere,
+        default=None,
+        metavar="FILE.png",
+        help="draw the two output distributions, the rejection set and the bound against the claim",
     )
     search = parser.add_argument_group("neighbour search (instead of --input/--neighbour)")
     search.add_argument(
@@ -441,6 +449,9 @@ def _audit(args: argparse.Namespace) -> int:
     }
     payload = report.to_dict() | {"target": args.target, "seed": seed, "parameters": parameters, "run": run}
     payload |= extra
+    if args.plot is not None:
+        _plot_audit(report, mechanism, a, b, seed, args.plot)
+        payload["plot"] = str(args.plot)
     if args.save is not None:
         args.save.write_text(json.dumps(report.to_dict() | {"run": run} | extra, indent=2, allow_nan=False))
     rows = [
@@ -456,6 +467,19 @@ def _audit(args: argparse.Namespace) -> int:
     ]
     emit(args, payload, rows)
     return EXIT_VIOLATED if report.violated else EXIT_OK
+
+
+PLOT_DRAWS = 50_000
+
+
+def _plot_audit(report: Any, mechanism: Any, a: Any, b: Any, seed: int, path: Path) -> None:
+    """Fresh draws (a stream of the run's seed the audit did not use) pictured with the report."""
+    from dpcert.audits.sampling import draw
+    from dpcert.plots import plot_audit
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([seed, 7])
+    plot_audit(report, draw(mechanism, a, PLOT_DRAWS, rng), draw(mechanism, b, PLOT_DRAWS, rng), path)
 
 
 def _audit_search(args: argparse.Namespace, search: Any) -> int:

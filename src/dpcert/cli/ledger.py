@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
 from dpcert.certificates import Guarantee
-from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, number
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, number, output_file_anywhere
 from dpcert.errors import DPCertError, UnknownUser
 
 EXIT_INTERNAL = 3
@@ -52,6 +52,13 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--user", help="show one user (an integer id is tried first, then the string)")
     parser.add_argument(
         "--delta", type=number, default=None, help="delta at which to report epsilon (default: the budget's)"
+    )
+    parser.add_argument(
+        "--plot",
+        type=output_file_anywhere,
+        default=None,
+        metavar="FILE.png",
+        help="draw the distribution of spent epsilon over users against the budget (matplotlib)",
     )
     parser = groups.add(
         "ledger",
@@ -154,6 +161,20 @@ def _show(args: argparse.Namespace) -> int:
                     head if head is not None else "none (schema version < 3: open for writing to chain)",
                 ),
             ]
+        if args.plot is not None:
+            from dpcert.plots import plot_spent
+
+            args.plot.parent.mkdir(parents=True, exist_ok=True)
+            totals = list(ledger.user_totals(delta=args.delta))
+            budgets = {t.budget.epsilon for t in totals if t.budget is not None}
+            plot_spent(
+                [t.epsilon for t in totals],
+                min(budgets) if budgets else None,
+                args.plot,
+                title=f"{args.path.name}: privacy spent per user",
+            )
+            payload["plot"] = str(args.plot)
+            rows.append(("plot", str(args.plot)))
     emit(args, payload, rows)
     return EXIT_OK
 

@@ -19,6 +19,7 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     integer,
+    plot_certificate,
     positive,
 )
 
@@ -202,6 +203,7 @@ def _account_gaussian(args: argparse.Namespace) -> int:
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
         certificate_rows(certificate),
     )
+    plot_certificate(args, certificate)
     return EXIT_OK
 
 
@@ -214,4 +216,5 @@ def _account_laplace(args: argparse.Namespace) -> int:
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
         certificate_rows(certificate),
     )
+    plot_certificate(args, certificate)
     return EXIT_OK

@@ -14,6 +14,7 @@ from dpcert.cli._common import (
     emit,
     integer,
     number,
+    plot_certificate,
     positive,
 )
 from dpcert.errors import InvalidParameter
@@ -193,6 +194,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
         },
         [("noise std", parameters.noise_std)] + certificate_rows(certificate, neighbouring=False),
     )
+    plot_certificate(args, certificate)
     return EXIT_OK
 
 
@@ -214,4 +216,5 @@ def _account_shuffle(args: argparse.Namespace) -> int:
         )
     payload["certificate"] = certificate.to_dict()
     emit(args, payload, rows)
+    plot_certificate(args, certificate)
     return EXIT_OK
