@@ -1,7 +1,8 @@
-"""A durable per-user privacy ledger on SQLite.
+"""A durable per-user privacy ledger on SQLite (or PostgreSQL).
 
-``Ledger(path)`` records, for each user, every participation (a *charge*) in a mechanism, and composes
-each user's participations into the privacy they have spent.  Design:
+``Ledger(path)`` (or ``Ledger("postgresql://USER@HOST/DB")``, see
+:mod:`dpcert.accounting.ledger_postgres`) records, for each user, every participation (a *charge*)
+in a mechanism, and composes each user's participations into the privacy they have spent.  Design:
 
 * stdlib :mod:`sqlite3` in WAL mode; each :meth:`Ledger.charge` is **one** ``BEGIN IMMEDIATE``
   transaction, so a crash (even SIGKILL) leaves either the whole charge or none of it, and
@@ -19,7 +20,11 @@ each user's participations into the privacy they have spent.  Design:
 * an optional idempotency key makes a retried, already committed charge a no-op;
 * ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
   files that are not dpcert ledgers; writers refuse another application's database too;
-* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing.
+* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing;
+* storage goes through a backend object (:class:`SQLiteStore`, or
+  :class:`~dpcert.accounting.ledger_postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
+  ledger's SQL and the few engine-specific operations; the budget checks, compositions and the hash
+  chain are computed here for both.
 
 With a budget set (per user or for everyone), a charge that would take *any* of its users beyond
 their budget (composed with ``compose(..., method=ledger.method, delta=budget.delta)``) is refused as
@@ -492,17 +497,21 @@ def _is_postgres_url(path: object) -> bool:
 
 # --------------------------------------------------------------------------- the ledger
 class Ledger:
-    """A per-user privacy ledger stored in the SQLite file ``path``.
+    """A per-user privacy ledger stored in the SQLite file ``path`` or a PostgreSQL database.
 
     Parameters
     ----------
     path
-        Database file (created if absent, unless ``create=False``).
+        Database file (created if absent, unless ``create=False``), or a ``postgresql://`` URL
+        (libpq syntax, e.g. ``postgresql://USER@HOST/DB`` or ``postgresql:///DB?host=/socket/dir``)
+        of an existing database; its ledger tables are created if it has none, unless
+        ``create=False``.  Requires psycopg 3 (``pip install "dpcert[postgres]"``).
     method
         Composition method used for budgets and :meth:`spent` (default ``"best"``).
     durable
         ``True`` (default): ``synchronous=FULL``, committed charges survive power loss; ``False``:
-        ``synchronous=NORMAL``, committed charges survive process crashes (WAL), faster.
+        ``synchronous=NORMAL``, committed charges survive process crashes (WAL), faster.  On
+        PostgreSQL: ``synchronous_commit`` on or off (off: a server crash can lose the last commits).
     timeout
         Seconds to wait for another writer's lock before giving up.
     create
