@@ -335,6 +335,10 @@ class SQLiteStore:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         return self.connection.executemany(sql, rows)
 
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of a query, fetched as they are consumed (SQLite cursors are lazy)."""
+        return iter(self.connection.execute(sql, params))
+
     def insert_id(self, sql: str, params: Sequence[Any]) -> int:
         """Run an ``INSERT`` of one row into a table with an ``id`` key and return the new id."""
         return int(self.connection.execute(sql, params).lastrowid)
@@ -647,7 +651,7 @@ class Ledger:
     def _chain_rows(self) -> Iterator[tuple[int, UserId, str, str | None, str | None, float, Any, Any]]:
         """(id, user, certificate SHA-256, run id, idempotency key, created, prev_hash, hash) by id."""
         user = self._db.user
-        for row in self._db.execute(
+        for row in self._db.stream(
             "SELECT c.id, c.user_id, s.sha256, c.run_id, c.idempotency_key, c.created, "
             "c.prev_hash, c.hash FROM charges AS c "
             "LEFT JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
@@ -1113,7 +1117,7 @@ class Ledger:
             "SELECT COUNT(*), COALESCE(SUM(charges), 0) FROM users WHERE charges > 0"
         ).fetchone()
         counted = self._db.execute("SELECT COUNT(DISTINCT user_id), COUNT(*) FROM charges").fetchone()
-        aggregate = self._db.execute(
+        aggregate = self._db.stream(
             "SELECT user_id, certificate_id, COUNT(*) FROM charges GROUP BY user_id, certificate_id "
             "ORDER BY user_id, certificate_id"
         )
@@ -1152,7 +1156,7 @@ class Ledger:
         """
         default = self.default_budget()
         composed: dict[tuple[int, float | None], Certificate] = {}
-        cursor = self._db.execute(
+        cursor = self._db.stream(
             "SELECT u.user_id, u.history_id, u.charges, b.epsilon, b.delta FROM users AS u "
             "LEFT JOIN budgets AS b ON b.user_id = u.user_id ORDER BY u.user_id"
         )
@@ -1192,7 +1196,7 @@ class Ledger:
         user = self._db.user
         return (
             (row[0], user(row[1]), *row[2:])
-            for row in self._db.execute(
+            for row in self._db.stream(
                 "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, c.idempotency_key "
                 "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
                 if self._version is None or self._version >= 2

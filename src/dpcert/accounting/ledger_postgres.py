@@ -83,6 +83,7 @@ class PostgresStore:
         self.readonly = readonly
         self.durable = durable
         self._has_meta = False
+        self._cursors = 0
         self._batch: list[str] = []
         self.database_errors = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn)
         try:
@@ -100,6 +101,18 @@ class PostgresStore:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
         with self.connection.cursor() as cursor:
             cursor.executemany(sql.replace("?", "%s"), [tuple(r) for r in rows])
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of a query, fetched in pages from a server-side cursor inside a transaction
+        (export and verify run in one), so that memory stays bounded; else fetched at once."""
+        if not self.in_transaction:
+            yield from self.execute(sql, params)
+            return
+        self._cursors += 1
+        with self.connection.cursor(name=f"dpcert_stream_{self._cursors}") as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(sql.replace("?", "%s"), tuple(params))
+            yield from cursor
 
     def insert_id(self, sql: str, params: Sequence[Any]) -> int:
         return int(self.execute(sql + " RETURNING id", params).fetchone()[0])
