@@ -255,3 +255,17 @@ def test_eight_writers_killed_at_random_never_exceed_lose_or_duplicate(ledger_lo
             counts.append(len(history))
         assert max(counts) == 20  # the budget was reached, and refusals were needed
         assert any(r == "-" for lines in acknowledged.values() for r in lines)
+
+
+def test_exports_and_verify_page_through_more_rows_than_one_fetch(tmp_path, postgres_url):
+    """25,000 charge rows: more than one 10,000-row page of the server-side cursors."""
+    users = np.arange(12_500)
+    with Ledger(tmp_path / "a.db") as sqlite_ledger, Ledger(postgres_url) as pg_ledger:
+        for ledger in (sqlite_ledger, pg_ledger):
+            ledger.set_budget(None, Guarantee(1.0, 0.0))
+            ledger.charge(users, laplace_certificate(4.0), run_id="one")
+            ledger.charge(users[::-1], laplace_certificate(4.0), run_id="two")  # chain in the caller's order
+        assert _without_times(pg_ledger.export()) == _without_times(sqlite_ledger.export())
+        assert pg_ledger.export("csv", per_user=True) == sqlite_ledger.export("csv", per_user=True)
+        report = pg_ledger.verify()
+        assert report.ok and report.charges == 25_000 and report.head == pg_ledger.chain_head()
