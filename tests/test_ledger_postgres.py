@@ -249,7 +249,9 @@ def test_eight_writers_killed_at_random_never_exceed_lose_or_duplicate(ledger_lo
             # a killed writer may have committed one charge it could not acknowledge
             assert len(stored - committed) <= (1 if w in killed else 0)
         counts = []
-        for user in range(ledger_worker.RACE_POPULATION):
+        charged = set(ledger.users())  # a user whose writers were all killed early may have no charge
+        assert charged <= set(range(ledger_worker.RACE_POPULATION))
+        for user in sorted(charged):
             history = [c.certificate for c in ledger.charges(user)]
             assert compose(history, delta=0.0).epsilon <= budget.epsilon  # composed independently
             counts.append(len(history))
@@ -269,3 +271,11 @@ def test_exports_and_verify_page_through_more_rows_than_one_fetch(tmp_path, post
         assert pg_ledger.export("csv", per_user=True) == sqlite_ledger.export("csv", per_user=True)
         report = pg_ledger.verify()
         assert report.ok and report.charges == 25_000 and report.head == pg_ledger.chain_head()
+
+
+def test_postgres_refuses_user_ids_its_text_type_cannot_hold(postgres_url):
+    with Ledger(postgres_url) as ledger:
+        for bad in ("a\x00b", "\ud800"):
+            with pytest.raises(InvalidParameter, match="user_ids"):
+                ledger.charge([1, bad], laplace_certificate(4.0))
+        assert ledger.users() == [] and ledger.verify().ok

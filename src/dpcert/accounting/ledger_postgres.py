@@ -25,7 +25,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dpcert.errors import DPCertError, InvalidParameter
 
-SCHEMA_VERSION = 3
 _OFFSET = 2**63
 _CREATE_LOCK = 0x6470636572740001  # advisory lock held while a new ledger's tables are created
 
@@ -128,6 +127,10 @@ class PostgresStore:
     @staticmethod
     def uid(user_id: int | str) -> str:
         if isinstance(user_id, str):
+            if "\x00" in user_id or any("\ud800" <= ch <= "\udfff" for ch in user_id):
+                raise InvalidParameter(
+                    "user_ids", user_id, "strings without NUL or lone surrogates (PostgreSQL text)"
+                )
             return "s" + user_id
         return f"i{user_id + _OFFSET:020d}"
 
