@@ -2,23 +2,31 @@
 cost of one user's 1000th Laplace charge under a budget.
 
 Run as ``python benchmarks/ledger.py [--anchor COMMIT]``; prints the markdown section for
-benchmarks/RESULTS.md.  A "charge" here is one user's participation (one row); a call charges many
-users in one transaction.  The anchor is the ledger module of an earlier commit (default
-``fb83ef1``, before the incremental budget check), loaded from git and run side by side.
+benchmarks/RESULTS.md.  ``python benchmarks/ledger.py --backends [--postgres URL]`` prints only the
+SQLite and PostgreSQL ledgers side by side (without a URL it starts a temporary PostgreSQL server
+from the installed ``initdb``/``pg_ctl``, with the default, durable settings).  A "charge" here is
+one user's participation (one row); a call charges many users in one transaction.  The anchor is
+the ledger module of an earlier commit (default ``fb83ef1``, before the incremental budget check),
+loaded from git and run side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import glob
 import importlib.util
 import multiprocessing
 import os
 import platform
+import pwd
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -215,10 +223,108 @@ def chain_section(root: Path, anchor_commit: str) -> None:
         print(f"| {name} | {wall:,.0f} | {cpu:,.0f} | {cpu / anchor_cpu:.2f} |")
 
 
+BACKEND_REPEATS = 3
+
+
+@contextlib.contextmanager
+def temporary_postgres() -> Iterator[str]:
+    """URL of a database on a new PostgreSQL server (Unix socket only, fsync on), stopped afterwards."""
+    initdb = shutil.which("initdb") or max(glob.glob("/usr/lib/postgresql/*/bin/initdb"), default=None)
+    if initdb is None:
+        raise SystemExit("PostgreSQL binaries not found (apt-get install postgresql) and no --postgres URL")
+    binary = Path(initdb).resolve().parent
+    root = Path(tempfile.mkdtemp(prefix="dpcert-bench-pg-"))
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        account = pwd.getpwnam("nobody")
+        os.chown(root, account.pw_uid, account.pw_gid)
+        run_as = ["runuser", "-u", "nobody", "--"]
+    data = str(root / "data")
+    try:
+        subprocess.run(
+            [*run_as, str(binary / "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+            check=True,
+            capture_output=True,
+            cwd=root,
+        )
+        subprocess.run(
+            [*run_as, str(binary / "pg_ctl"), "-D", data, "-l", str(root / "log"), "-w", "start"]
+            + ["-o", f"-k {root} -c listen_addresses=''"],
+            check=True,
+            capture_output=True,
+            cwd=root,
+        )
+        yield f"postgresql:///postgres?host={root}&user=postgres"
+    finally:
+        subprocess.run(
+            [*run_as, str(binary / "pg_ctl"), "-D", data, "-m", "fast", "stop"], capture_output=True
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fresh_database(server_url: str, name: str) -> str:
+    """Create database ``name`` (dropping an older one) on the server of ``server_url``; its URL."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as db:
+        db.execute(f"DROP DATABASE IF EXISTS {name}")
+        db.execute(f"CREATE DATABASE {name}")
+    path, _, query = server_url.partition("?")
+    return f"{path.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
+
+
+def backends_section(root: Path, server_url: str) -> None:
+    """Charges per second on SQLite and on PostgreSQL, batched and one by one, interleaved."""
+    variants = [
+        ("SQLite", True, "synchronous=FULL"),
+        ("PostgreSQL", True, "synchronous_commit=on"),
+        ("SQLite", False, "synchronous=NORMAL"),
+        ("PostgreSQL", False, "synchronous_commit=off"),
+    ]
+    batched: dict[int, list[float]] = {i: [] for i in range(len(variants))}
+    single: dict[int, list[float]] = {i: [] for i in range(len(variants))}
+    for repeat in range(BACKEND_REPEATS):  # interleaved, so that load changes hit every variant alike
+        for index, (backend, durable, _) in enumerate(variants):
+            for kind, results, run in (("b", batched, single_writer), ("s", single, None)):
+                name = f"bench_{kind}{repeat}{index}"
+                location = (
+                    str(root / f"{name}.db") if backend == "SQLite" else fresh_database(server_url, name)
+                )
+                if run is None:
+                    results[index].append(small_calls(location, durable))
+                else:
+                    results[index].append(run(location, True, durable))
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print("### Ledger on PostgreSQL\n")
+    print(
+        "Command: `python benchmarks/ledger.py --backends` (a temporary PostgreSQL server on a Unix socket)  "
+    )
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores; `uptime`: {load}  ")
+    print(
+        f"Batched: {CALLS} calls of {USERS_PER_CALL:,} users each; one by one: {SMALL_CALLS} one-user "
+        f"calls (one transaction each). Default per-user budget checked on every charge; variants "
+        f"interleaved, best of {BACKEND_REPEATS}.\n"
+    )
+    print("| backend | commit setting | batched (charges per second) | one by one (charges per second) |")
+    print("|---|---|---|---|")
+    for index, (backend, _, setting) in enumerate(variants):
+        print(f"| {backend} | {setting} | {max(batched[index]):,.0f} | {max(single[index]):,.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--anchor", default="fb83ef1", help="commit whose ledger is the anchor")
+    parser.add_argument("--backends", action="store_true", help="only SQLite and PostgreSQL side by side")
+    parser.add_argument("--postgres", help="URL of a PostgreSQL database allowed to create databases")
     args = parser.parse_args()
+    if args.backends:
+        with tempfile.TemporaryDirectory() as directory:
+            if args.postgres:
+                backends_section(Path(directory), args.postgres)
+            else:
+                with temporary_postgres() as url:
+                    backends_section(Path(directory), url)
+        return
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         rows = [

@@ -6,6 +6,9 @@
 ``python ledger_worker.py contend DB WORKER ATTEMPTS``
     Try ``ATTEMPTS`` charges of the shared users 0..99 plus the worker's own users
     ``1000 (WORKER + 1) + range(50)``; print ``{"worker": w, "ok": n, "refused": m}`` as JSON.
+``python ledger_worker.py race DB WORKER ATTEMPTS``
+    Try ``ATTEMPTS`` charges (run ids ``wWORKER-i``) of the overlapping users :func:`race_users`,
+    printing each run id after its commit (``-`` for a refusal), until done or killed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,15 @@ def contend_users(worker: int) -> np.ndarray:
     return np.concatenate([np.arange(SHARED_USERS), 1000 * (worker + 1) + np.arange(OWN_USERS)])
 
 
+RACE_POPULATION = 80
+RACE_USERS = 30
+
+
+def race_users(worker: int) -> np.ndarray:
+    """Worker ``w`` charges users ``(10 w + range(30)) mod 80``: each user is shared by 3 workers."""
+    return (10 * worker + np.arange(RACE_USERS)) % RACE_POPULATION
+
+
 def stream(path: str) -> None:
     ledger = Ledger(path)
     ledger.set_budget(None, STREAM_BUDGET)  # never reached, but checked inside every transaction
@@ -60,10 +72,25 @@ def contend(path: str, worker: int, attempts: int) -> None:
     sys.stdout.write(json.dumps({"worker": worker, "ok": ok, "refused": refused}) + "\n")
 
 
+def race(path: str, worker: int, attempts: int) -> None:
+    ledger = Ledger(path)
+    certificate = laplace_certificate(8.0)  # epsilon = 0.125 exactly
+    for attempt in range(attempts):
+        run_id = f"w{worker}-{attempt}"
+        try:
+            ledger.charge(race_users(worker), certificate, run_id=run_id)
+        except BudgetExceeded:
+            run_id = "-"
+        sys.stdout.write(run_id + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "stream":
         stream(sys.argv[2])
     elif sys.argv[1] == "contend":
         contend(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == "race":
+        race(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         raise SystemExit(f"unknown mode {sys.argv[1]!r}")

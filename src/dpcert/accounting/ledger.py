@@ -1,7 +1,8 @@
-"""A durable per-user privacy ledger on SQLite.
+"""A durable per-user privacy ledger on SQLite (or PostgreSQL).
 
-``Ledger(path)`` records, for each user, every participation (a *charge*) in a mechanism, and composes
-each user's participations into the privacy they have spent.  Design:
+``Ledger(path)`` (or ``Ledger("postgresql://USER@HOST/DB")``, see
+:mod:`dpcert.accounting.ledger_postgres`) records, for each user, every participation (a *charge*)
+in a mechanism, and composes each user's participations into the privacy they have spent.  Design:
 
 * stdlib :mod:`sqlite3` in WAL mode; each :meth:`Ledger.charge` is **one** ``BEGIN IMMEDIATE``
   transaction, so a crash (even SIGKILL) leaves either the whole charge or none of it, and
@@ -19,7 +20,11 @@ each user's participations into the privacy they have spent.  Design:
 * an optional idempotency key makes a retried, already committed charge a no-op;
 * ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
   files that are not dpcert ledgers; writers refuse another application's database too;
-* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing.
+* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing;
+* storage goes through a backend object (:class:`SQLiteStore`, or
+  :class:`~dpcert.accounting.ledger_postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
+  ledger's SQL and the few engine-specific operations; the budget checks, compositions and the hash
+  chain are computed here for both.
 
 With a budget set (per user or for everyone), a charge that would take *any* of its users beyond
 their budget (composed with ``compose(..., method=ledger.method, delta=budget.delta)``) is refused as
@@ -297,19 +302,220 @@ def _budget(value: object) -> Guarantee:
     return value
 
 
+# --------------------------------------------------------------------------- storage backends
+class SQLiteStore:
+    """The SQLite storage of a :class:`Ledger`: one file, writers serialised by ``BEGIN IMMEDIATE``.
+
+    A storage backend runs the ledger's SQL (``?`` placeholders) and the few operations whose SQL
+    differs between engines: schema set-up, write and snapshot transactions, the bulk statements of
+    a charge, and the storage form of user ids.  The ledger's logic (budget checks, compositions,
+    the hash chain) lives in :class:`Ledger` alone.
+    """
+
+    kind = "SQLite"
+    database_errors = (sqlite3.DatabaseError,)
+
+    def __init__(self, path: Path, *, durable: bool, timeout: float, readonly: bool) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.durable = durable
+        try:
+            if readonly:  # never writes to the file: no journal switch, no schema, no migration
+                uri = path.resolve().as_uri() + "?mode=ro"
+                self.connection = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
+            else:
+                self.connection = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise InvalidParameter("path", str(path), f"a readable ledger location: {exc}") from exc
+
+    # generic SQL
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.connection.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        return self.connection.executemany(sql, rows)
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of a query, fetched as they are consumed (SQLite cursors are lazy)."""
+        return iter(self.connection.execute(sql, params))
+
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        """Run an ``INSERT`` of one row into a table with an ``id`` key and return the new id."""
+        return int(self.connection.execute(sql, params).lastrowid)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.connection.in_transaction
+
+    def close(self) -> None:
+        self.connection.close()
+
+    # user ids are stored as they are (SQLite keeps INTEGER and TEXT apart in one column)
+    @staticmethod
+    def uid(user_id: UserId) -> Any:
+        return user_id
+
+    @staticmethod
+    def user(stored: Any) -> UserId:
+        return stored
+
+    # schema
+    def tables(self) -> set[str]:
+        return {
+            row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+
+    def configure(self) -> None:
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+        self.connection.execute("PRAGMA foreign_keys=ON")
+        self.connection.execute("PRAGMA temp_store=MEMORY")  # the per-charge batch table
+
+    def schema_statements(self) -> list[str]:
+        return [s for s in _SCHEMA.strip().split(";") if s.strip()]
+
+    def prepare(self) -> None:
+        """Per-connection objects used by charges (after the schema exists)."""
+        self.connection.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS batch_rows (seq INTEGER PRIMARY KEY, user_id)"
+        )
+        self.connection.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)"
+        )
+
+    # transactions
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
+
+        SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error); the
+        rollback here is then skipped so that the real cause is what the caller sees.
+        """
+        db = self.connection
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._storage_error(exc) from exc
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise self._storage_error(exc) from exc
+            raise
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every query inside sees the same committed state."""
+        db = self.connection
+        if db.in_transaction:
+            yield
+            return
+        db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if db.in_transaction:
+                db.execute("COMMIT")
+
+    def _storage_error(self, exc: sqlite3.OperationalError) -> DPCertError | sqlite3.OperationalError:
+        """A clear error for a failed write; other errors (e.g. a busy timeout) pass unchanged."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        causes = {
+            sqlite3.SQLITE_FULL: "the disk (or the database's size limit) is full",
+            sqlite3.SQLITE_IOERR: "an I/O error occurred",
+            sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
+            sqlite3.SQLITE_CANTOPEN: "the file or its journal cannot be opened",
+        }
+        if primary not in causes:
+            return exc
+        return LedgerStorageError(
+            f"ledger {self.path}: cannot write: {causes[primary]} ({exc}); nothing was recorded"
+        )
+
+    # the bulk statements of a charge (inside a write transaction)
+    def charge_groups(
+        self, ids: Sequence[UserId]
+    ) -> list[tuple[int, float | None, float | None, int, UserId]]:
+        """The charged users grouped by (history id, own budget ε, δ): (history, ε, δ, count, a user)."""
+        db = self.connection
+        db.execute("DELETE FROM temp.batch_rows")
+        # One JSON array (SQLite's json_each walks it in order) instead of one bound row per user.
+        db.execute("INSERT INTO temp.batch_rows (user_id) SELECT value FROM json_each(?)", (json.dumps(ids),))
+        if db.execute(
+            "SELECT (SELECT MIN(seq) FROM temp.batch_rows), (SELECT MAX(seq) FROM temp.batch_rows)"
+        ).fetchone() != (1, len(ids)):
+            raise DPCertError(f"ledger {self.path}: internal error: batch rows are not numbered 1..n")
+        return db.execute(
+            "SELECT COALESCE(u.history_id, 0), b2.epsilon, b2.delta, COUNT(*), MIN(b.user_id) "
+            "FROM temp.batch_rows AS b "
+            "LEFT JOIN users AS u ON u.user_id = b.user_id "
+            "LEFT JOIN budgets AS b2 ON b2.user_id = b.user_id "
+            "GROUP BY 1, 2, 3"
+        ).fetchall()
+
+    def write_charge(
+        self,
+        ids: Sequence[UserId],
+        certificate_id: int,
+        run_id: str | None,
+        created: float,
+        idempotency_key: str | None,
+        chain: bytes,
+        new_history: dict[int, int],
+    ) -> None:
+        """Insert the charge rows of ``ids`` (after :meth:`charge_groups`) and update the users' state.
+
+        ``chain`` is the previous head followed by the rows' hashes: row ``i`` (``seq = i``, in the
+        caller's order) stores 32-byte slice ``i - 1`` as ``prev_hash`` and slice ``i`` as ``hash``.
+        """
+        db = self.connection
+        db.execute("DELETE FROM temp.history_map")
+        db.executemany("INSERT INTO temp.history_map (old, new) VALUES (?, ?)", new_history.items())
+        # All hashes go to SQLite as one blob, sliced per row (binding two blobs per row costs more).
+        db.execute(
+            "INSERT INTO charges "
+            "(user_id, certificate_id, run_id, created, idempotency_key, prev_hash, hash) "
+            "SELECT user_id, ?1, ?2, ?3, ?4, substr(?5, 32 * seq - 31, 32), substr(?5, 32 * seq + 1, 32) "
+            "FROM temp.batch_rows ORDER BY seq",
+            (certificate_id, run_id, created, idempotency_key, chain),
+        )
+        db.execute(
+            "INSERT INTO users (user_id, history_id, charges) "
+            "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_rows AS b "
+            "LEFT JOIN users AS u ON u.user_id = b.user_id "
+            "JOIN temp.history_map AS m ON m.old = COALESCE(u.history_id, 0) WHERE true "
+            "ON CONFLICT (user_id) DO UPDATE SET history_id = excluded.history_id, "
+            "charges = excluded.charges"
+        )
+        db.execute("DELETE FROM temp.batch_rows")
+
+
+def _is_postgres_url(path: object) -> bool:
+    return isinstance(path, str) and path.split(":", 1)[0].lower() in ("postgresql", "postgres")
+
+
 # --------------------------------------------------------------------------- the ledger
 class Ledger:
-    """A per-user privacy ledger stored in the SQLite file ``path``.
+    """A per-user privacy ledger stored in the SQLite file ``path`` or a PostgreSQL database.
 
     Parameters
     ----------
     path
-        Database file (created if absent, unless ``create=False``).
+        Database file (created if absent, unless ``create=False``), or a ``postgresql://`` URL
+        (libpq syntax, e.g. ``postgresql://USER@HOST/DB`` or ``postgresql:///DB?host=/socket/dir``)
+        of an existing database; its ledger tables are created if it has none, unless
+        ``create=False``.  Requires psycopg 3 (``pip install "dpcert[postgres]"``).
     method
         Composition method used for budgets and :meth:`spent` (default ``"best"``).
     durable
         ``True`` (default): ``synchronous=FULL``, committed charges survive power loss; ``False``:
-        ``synchronous=NORMAL``, committed charges survive process crashes (WAL), faster.
+        ``synchronous=NORMAL``, committed charges survive process crashes (WAL), faster.  On
+        PostgreSQL: ``synchronous_commit`` on or off (off: a server crash can lose the last commits).
     timeout
         Seconds to wait for another writer's lock before giving up.
     create
@@ -326,34 +532,34 @@ class Ledger:
         create: bool = True,
         readonly: bool = False,
     ) -> None:
-        self.path = Path(path)
+        postgres = _is_postgres_url(path)
+        self.path: Path | str = str(path) if postgres else Path(path)
         if method not in ALL_METHODS:
             raise InvalidParameter("method", method, "one of " + ", ".join(ALL_METHODS))
         self.method = method
         self.readonly = bool(readonly)
-        if (readonly or not create) and not self.path.is_file():
-            raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
         timeout = check.positive_finite("timeout", timeout)
-        try:
-            if self.readonly:  # never writes to the file: no journal switch, no schema, no migration
-                uri = self.path.resolve().as_uri() + "?mode=ro"
-                self._db = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
-            else:
-                self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise InvalidParameter("path", str(self.path), f"a readable ledger location: {exc}") from exc
+        self._db: Any
+        if postgres:
+            from dpcert.accounting.ledger_postgres import PostgresStore
+
+            self._db = PostgresStore(str(path), durable=durable, timeout=timeout, readonly=self.readonly)
+            self.path = self._db.path  # the URL without its password
+        else:
+            if (readonly or not create) and not self.path.is_file():
+                raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
+            self._db = SQLiteStore(self.path, durable=durable, timeout=timeout, readonly=self.readonly)
         try:
             self._version = self._check_ledger()
             if not self.readonly:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-                self._db.execute("PRAGMA foreign_keys=ON")
-                self._db.execute("PRAGMA temp_store=MEMORY")  # the per-charge batch table
+                if postgres and self._version is None and not create:
+                    raise InvalidParameter("path", str(self.path), "an existing dpcert ledger")
+                self._db.configure()
                 self._initialise()
-        except sqlite3.DatabaseError as exc:
+        except self._db.database_errors as exc:
             self._db.close()
             raise InvalidParameter(
-                "path", str(self.path), f"a dpcert ledger (SQLite database): {exc}"
+                "path", str(self.path), f"a dpcert ledger ({self._db.kind} database): {exc}"
             ) from exc
         except DPCertError:
             self._db.close()
@@ -372,17 +578,21 @@ class Ledger:
         Reads only.  Refuses another application's database (tables but no dpcert ``meta``), a
         ledger missing tables, and a schema version newer than this code knows.
         """
-        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = self._db.tables()
         if not tables:
             if self.readonly:
-                raise InvalidParameter("path", str(self.path), "a dpcert ledger (this file has no tables)")
+                raise InvalidParameter(
+                    "path", str(self.path), "a dpcert ledger (this database has no tables)"
+                )
             return None
         row = None
         if "meta" in tables:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             raise InvalidParameter(
-                "path", str(self.path), "a dpcert ledger (this SQLite database has no dpcert schema version)"
+                "path",
+                str(self.path),
+                f"a dpcert ledger (this {self._db.kind} database has no dpcert schema version)",
             )
         try:
             version = int(row[0])
@@ -404,19 +614,17 @@ class Ledger:
             self._create_schema()
         elif self._version < SCHEMA_VERSION:
             self._migrate()
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS batch_rows (seq INTEGER PRIMARY KEY, user_id)")
-        self._db.execute("CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)")
+        self._db.prepare()
 
     def _create_schema(self) -> None:
         with self._transaction():
-            if self._db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]:
+            if self._db.tables():
                 self._version = self._check_ledger()  # another process created it meanwhile
                 if self._version < SCHEMA_VERSION:
                     self._migrate_steps()
                 return
-            for statement in _SCHEMA.strip().split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
+            for statement in self._db.schema_statements():
+                self._db.execute(statement)
             self._db.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -442,13 +650,13 @@ class Ledger:
 
     def _chain_rows(self) -> Iterator[tuple[int, UserId, str, str | None, str | None, float, Any, Any]]:
         """(id, user, certificate SHA-256, run id, idempotency key, created, prev_hash, hash) by id."""
-        return iter(
-            self._db.execute(
-                "SELECT c.id, c.user_id, s.sha256, c.run_id, c.idempotency_key, c.created, "
-                "c.prev_hash, c.hash FROM charges AS c "
-                "LEFT JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
-            )
-        )
+        user = self._db.user
+        for row in self._db.stream(
+            "SELECT c.id, c.user_id, s.sha256, c.run_id, c.idempotency_key, c.created, "
+            "c.prev_hash, c.hash FROM charges AS c "
+            "LEFT JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
+        ):
+            yield (row[0], user(row[1]), *row[2:])
 
     def _migrate_rows_2(self) -> None:
         """Chain the rows of a version-2 ledger as they stand (their earlier history is not provable)."""
@@ -464,44 +672,13 @@ class Ledger:
         self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
-
-        SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error); the
-        rollback here is then skipped so that the real cause is what the caller sees.
-        """
+    def _transaction(self) -> Iterator[Any]:
+        """One write transaction, serialised with every other writer of the ledger: committed if the
+        block succeeds, else rolled back (see the storage backend's ``transaction``)."""
         if self.readonly:
             raise InvalidParameter("readonly", True, "False to change the ledger (opened read-only)")
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise self._storage_error(exc) from exc
-        try:
+        with self._db.transaction():
             yield self._db
-            self._db.execute("COMMIT")
-        except BaseException as exc:
-            if self._db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError):
-                raise self._storage_error(exc) from exc
-            raise
-
-    def _storage_error(self, exc: sqlite3.OperationalError) -> DPCertError | sqlite3.OperationalError:
-        """A clear error for a failed write; other errors (e.g. a busy timeout) pass unchanged."""
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
-        causes = {
-            sqlite3.SQLITE_FULL: "the disk (or the database's size limit) is full",
-            sqlite3.SQLITE_IOERR: "an I/O error occurred",
-            sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
-            sqlite3.SQLITE_CANTOPEN: "the file or its journal cannot be opened",
-        }
-        if primary not in causes:
-            return exc
-        return LedgerStorageError(
-            f"ledger {self.path}: cannot write: {causes[primary]} ({exc}); nothing was recorded"
-        )
 
     def close(self) -> None:
         self._db.close()
@@ -523,13 +700,15 @@ class Ledger:
         with self._transaction() as db:
             if user_id is None:
                 db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('default_budget', ?)",
+                    "INSERT INTO meta (key, value) VALUES ('default_budget', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (json.dumps(budget.to_dict()),),
                 )
             else:
                 db.execute(
-                    "INSERT OR REPLACE INTO budgets (user_id, epsilon, delta) VALUES (?, ?, ?)",
-                    (_user_id(user_id), budget.epsilon, budget.delta),
+                    "INSERT INTO budgets (user_id, epsilon, delta) VALUES (?, ?, ?) ON CONFLICT (user_id) "
+                    "DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta",
+                    (self._db.uid(_user_id(user_id)), budget.epsilon, budget.delta),
                 )
 
     def default_budget(self) -> Guarantee | None:
@@ -542,7 +721,7 @@ class Ledger:
     def budget(self, user_id: UserId) -> Guarantee | None:
         """The budget that applies to ``user_id`` (their own, else the default, else ``None``)."""
         row = self._db.execute(
-            "SELECT epsilon, delta FROM budgets WHERE user_id = ?", (_user_id(user_id),)
+            "SELECT epsilon, delta FROM budgets WHERE user_id = ?", (self._db.uid(_user_id(user_id)),)
         ).fetchone()
         return Guarantee(row[0], row[1]) if row is not None else self.default_budget()
 
@@ -553,8 +732,9 @@ class Ledger:
         row = self._db.execute("SELECT id FROM certificates WHERE sha256 = ?", (digest,)).fetchone()
         if row is not None:
             return int(row[0]), digest
-        cursor = self._db.execute("INSERT INTO certificates (sha256, json) VALUES (?, ?)", (digest, text))
-        return int(cursor.lastrowid), digest
+        return self._db.insert_id(
+            "INSERT INTO certificates (sha256, json) VALUES (?, ?)", (digest, text)
+        ), digest
 
     def _certificate(self, certificate_id: int) -> Certificate:
         """Read a stored certificate, check its content hash and re-verify it (cached by content)."""
@@ -592,7 +772,7 @@ class Ledger:
         row = self._db.execute("SELECT id FROM histories WHERE key = ?", (key,)).fetchone()
         if row is not None:
             return int(row[0])
-        return int(self._db.execute("INSERT INTO histories (key) VALUES (?)", (key,)).lastrowid)
+        return self._db.insert_id("INSERT INTO histories (key) VALUES (?)", (key,))
 
     def _compose_history(self, history_id: int, method: str, delta: float | None) -> Certificate:
         """Composition of a history's certificates, cached by content (certificate hashes and counts)."""
@@ -720,30 +900,13 @@ class Ledger:
                 if replay is not None:
                     return replay
             certificate_id, digest = self._store_certificate(certificate)
-            db.execute("DELETE FROM temp.batch_rows")
-            # One JSON array (SQLite's json_each walks it in order) instead of one bound row per user.
-            db.execute(
-                "INSERT INTO temp.batch_rows (user_id) SELECT value FROM json_each(?)", (json.dumps(ids),)
-            )
-            if db.execute(
-                "SELECT (SELECT MIN(seq) FROM temp.batch_rows), (SELECT MAX(seq) FROM temp.batch_rows)"
-            ).fetchone() != (1, len(ids)):
-                raise DPCertError(f"ledger {self.path}: internal error: batch rows are not numbered 1..n")
-            groups = db.execute(
-                "SELECT COALESCE(u.history_id, 0), b2.epsilon, b2.delta, COUNT(*), MIN(b.user_id) "
-                "FROM temp.batch_rows AS b "
-                "LEFT JOIN users AS u ON u.user_id = b.user_id "
-                "LEFT JOIN budgets AS b2 ON b2.user_id = b.user_id "
-                "GROUP BY 1, 2, 3"
-            ).fetchall()
+            groups = db.charge_groups(ids)
             default = self.default_budget()
-            db.execute("DELETE FROM temp.history_map")
             new_history: dict[int, int] = {}
             for old_id in {int(g[0]) for g in groups}:
                 counts = self._history(old_id)
                 counts[certificate_id] = counts.get(certificate_id, 0) + 1
                 new_history[old_id] = self._history_id(counts)
-            db.executemany("INSERT INTO temp.history_map (old, new) VALUES (?, ?)", new_history.items())
             refusals = []
             for old_id, epsilon, delta, count, example in groups:
                 budget = Guarantee(epsilon, delta) if epsilon is not None else default
@@ -751,7 +914,7 @@ class Ledger:
                     continue
                 within, spent = self._fits_budget(int(old_id), certificate_id, budget)
                 if not within:
-                    refusals.append((count, example, spent, budget))
+                    refusals.append((count, db.user(example), spent, budget))
             if refusals:
                 count = sum(r[0] for r in refusals)
                 _, example, spent, budget = max(refusals, key=lambda r: r[2])
@@ -760,32 +923,16 @@ class Ledger:
                     f"{example!r} would reach epsilon={spent:.6g} > {budget.epsilon:g} at "
                     f"delta={budget.delta:g}; nothing was recorded"
                 )
-            # Row i (seq = i, in the caller's order) stores hashes[i-1] as prev_hash and hashes[i]: all
-            # hashes go to SQLite as one blob, sliced per row (binding two blobs per row costs more).
+            # Row i (in the caller's order) stores hashes[i-1] as prev_hash and hashes[i] as hash.
             head = self._head_bytes()
             chain = self._chain_blob(head, entry_digest(digest, run_id, idempotency_key, created), ids)
-            db.execute(
-                "INSERT INTO charges "
-                "(user_id, certificate_id, run_id, created, idempotency_key, prev_hash, hash) "
-                "SELECT user_id, ?1, ?2, ?3, ?4, substr(?5, 32 * seq - 31, 32), substr(?5, 32 * seq + 1, 32) "
-                "FROM temp.batch_rows ORDER BY seq",
-                (certificate_id, run_id, created, idempotency_key, chain),
-            )
+            db.write_charge(ids, certificate_id, run_id, created, idempotency_key, chain, new_history)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency (key, request, run_id, users, certificate_sha256, created) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
                     (idempotency_key, request, run_id, len(ids), digest, created),
                 )
-            db.execute(
-                "INSERT INTO users (user_id, history_id, charges) "
-                "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_rows AS b "
-                "LEFT JOIN users AS u ON u.user_id = b.user_id "
-                "JOIN temp.history_map AS m ON m.old = COALESCE(u.history_id, 0) WHERE true "
-                "ON CONFLICT (user_id) DO UPDATE SET history_id = excluded.history_id, "
-                "charges = excluded.charges"
-            )
-            db.execute("DELETE FROM temp.batch_rows")
         return ChargeReceipt(run_id, len(ids), digest, idempotency_key)
 
     def _chain_blob(self, head: bytes, entry: bytes, ids: Sequence[UserId]) -> bytes | None:
@@ -824,11 +971,13 @@ class Ledger:
     # ----------------------------------------------------------------- queries
     def users(self) -> list[UserId]:
         """Every user charged at least once (integers first, then strings, each in order)."""
-        return [row[0] for row in self._db.execute("SELECT user_id FROM users ORDER BY user_id")]
+        return [
+            self._db.user(row[0]) for row in self._db.execute("SELECT user_id FROM users ORDER BY user_id")
+        ]
 
     def _user_row(self, user_id: UserId) -> tuple[int, int]:
         row = self._db.execute(
-            "SELECT history_id, charges FROM users WHERE user_id = ?", (_user_id(user_id),)
+            "SELECT history_id, charges FROM users WHERE user_id = ?", (self._db.uid(_user_id(user_id)),)
         ).fetchone()
         if row is None:
             raise UnknownUser(f"unknown user {user_id!r}: the ledger {self.path} has no charge for them")
@@ -839,9 +988,9 @@ class Ledger:
         self._user_row(user_id)
         rows = self._db.execute(
             "SELECT id, user_id, run_id, created, certificate_id FROM charges WHERE user_id = ? ORDER BY id",
-            (_user_id(user_id),),
+            (self._db.uid(_user_id(user_id)),),
         ).fetchall()
-        return [Charge(r[0], r[1], r[2], r[3], self._certificate(r[4])) for r in rows]
+        return [Charge(r[0], self._db.user(r[1]), r[2], r[3], self._certificate(r[4])) for r in rows]
 
     def spent(self, user_id: UserId, method: str | None = None, delta: float | None = None) -> Certificate:
         """The composed certificate of everything ``user_id`` took part in.
@@ -886,7 +1035,7 @@ class Ledger:
         for history_id, example in histories:
             certificate = self._compose_history(int(history_id), method or self.method, delta)
             if worst is None or certificate.epsilon > worst[1].epsilon:
-                worst = (example, certificate)
+                worst = (self._db.user(example), certificate)
         return SpentSummary(
             int(users),
             int(charges),
@@ -968,7 +1117,7 @@ class Ledger:
             "SELECT COUNT(*), COALESCE(SUM(charges), 0) FROM users WHERE charges > 0"
         ).fetchone()
         counted = self._db.execute("SELECT COUNT(DISTINCT user_id), COUNT(*) FROM charges").fetchone()
-        aggregate = self._db.execute(
+        aggregate = self._db.stream(
             "SELECT user_id, certificate_id, COUNT(*) FROM charges GROUP BY user_id, certificate_id "
             "ORDER BY user_id, certificate_id"
         )
@@ -978,11 +1127,11 @@ class Ledger:
                 "SELECT history_id, charges FROM users WHERE user_id = ?", (user,)
             ).fetchone()
             if row is None:
-                return f"user {user!r}: has charge rows but no stored state"
+                return f"user {self._db.user(user)!r}: has charge rows but no stored state"
             key = self._db.execute("SELECT key FROM histories WHERE id = ?", (row[0],)).fetchone()
             if int(row[1]) != sum(counts.values()) or key is None or key[0] != _history_key(counts):
                 return (
-                    f"user {user!r}: stored state ({row[1]} charges) does not match their "
+                    f"user {self._db.user(user)!r}: stored state ({row[1]} charges) does not match their "
                     f"{sum(counts.values())} charge rows"
                 )
         if tuple(stored) != tuple(counted):
@@ -996,15 +1145,8 @@ class Ledger:
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
         """A read transaction: every query inside sees the same committed state."""
-        if self._db.in_transaction:
+        with self._db.snapshot():
             yield
-            return
-        self._db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if self._db.in_transaction:
-                self._db.execute("COMMIT")
 
     def user_totals(self, delta: float | None = None) -> Iterator[UserTotal]:
         """Each user's charges, composed spent (ε, δ) and budget, in user order (streamed).
@@ -1014,7 +1156,7 @@ class Ledger:
         """
         default = self.default_budget()
         composed: dict[tuple[int, float | None], Certificate] = {}
-        cursor = self._db.execute(
+        cursor = self._db.stream(
             "SELECT u.user_id, u.history_id, u.charges, b.epsilon, b.delta FROM users AS u "
             "LEFT JOIN budgets AS b ON b.user_id = u.user_id ORDER BY u.user_id"
         )
@@ -1025,7 +1167,9 @@ class Ledger:
             certificate = composed.get(key)
             if certificate is None:
                 certificate = composed[key] = self._compose_history(int(history_id), self.method, at)
-            yield UserTotal(user_id, int(charges), certificate.epsilon, certificate.delta, budget)
+            yield UserTotal(
+                self._db.user(user_id), int(charges), certificate.epsilon, certificate.delta, budget
+            )
 
     def write_export(self, stream: TextIO, format: str = "json", *, per_user: bool = False) -> None:
         """Write the export to ``stream`` row by row (memory bounded by the distinct certificates).
@@ -1049,8 +1193,10 @@ class Ledger:
         return buffer.getvalue()
 
     def _charge_rows(self) -> Iterator[tuple[Any, ...]]:
-        return iter(
-            self._db.execute(
+        user = self._db.user
+        return (
+            (row[0], user(row[1]), *row[2:])
+            for row in self._db.stream(
                 "SELECT c.id, c.user_id, c.run_id, c.created, s.sha256, c.certificate_id, c.idempotency_key "
                 "FROM charges AS c JOIN certificates AS s ON s.id = c.certificate_id ORDER BY c.id"
                 if self._version is None or self._version >= 2
@@ -1137,7 +1283,8 @@ class Ledger:
         budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id")
         for index, (user, epsilon, delta) in enumerate(budgets):
             stream.write(
-                (", " if index else "") + dumps({"user_id": user, "epsilon": epsilon, "delta": delta})
+                (", " if index else "")
+                + dumps({"user_id": self._db.user(user), "epsilon": epsilon, "delta": delta})
             )
         stream.write("]}")
 
@@ -1148,6 +1295,7 @@ __all__ = [
     "ChargeReceipt",
     "Ledger",
     "LedgerStorageError",
+    "SQLiteStore",
     "SpentSummary",
     "UserTotal",
 ]
