@@ -287,3 +287,42 @@ def test_postgres_refuses_user_ids_its_text_type_cannot_hold(postgres_url):
             with pytest.raises(InvalidParameter, match="user_ids"):
                 ledger.charge([1, bad], laplace_certificate(4.0))
         assert ledger.users() == [] and ledger.verify().ok
+
+
+def test_the_command_line_reads_and_charges_a_postgres_ledger(postgres_url, tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    environment = dict(os.environ)
+    environment["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environment.get("PATH", "")
+    if shutil.which("dpcert", path=environment["PATH"]) is None:
+        pytest.skip("the dpcert console script is not installed beside this interpreter")
+
+    def dpcert(*args):
+        return subprocess.run(
+            ["dpcert", *args], cwd=tmp_path, env=environment, capture_output=True, text=True
+        )
+
+    run = dpcert(
+        "bandit",
+        "run",
+        "mab-se",
+        "--privacy",
+        "local",
+        "--epsilon",
+        "1",
+        "--horizon",
+        "2000",
+        "--ledger",
+        postgres_url,
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr
+    shown = dpcert("ledger", "show", postgres_url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    summary = json.loads(shown.stdout)
+    assert summary["users"] > 0 and summary["max_user_epsilon"] <= 1.0 + 1e-12
+    assert dpcert("ledger", "verify", postgres_url).returncode == 0

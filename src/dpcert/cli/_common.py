@@ -374,3 +374,16 @@ def plot_certificate(args: argparse.Namespace, certificate: Any) -> None:
         certificate.plot(args.plot)
         if not getattr(args, "json", False):
             sys.stdout.write(f"profile plot written to {args.plot}\n")
+
+
+LEDGER_URL_PREFIXES = ("postgresql://", "postgres://")
+
+
+def ledger_location(text: str) -> Path | str:
+    """argparse type: a ledger file path, or a ``postgresql://`` URL (kept as text)."""
+    return text if text.startswith(LEDGER_URL_PREFIXES) else Path(text)
+
+
+def ledger_output(text: str) -> Path | str:
+    """argparse type: a ledger to charge: a writable file path, or a ``postgresql://`` URL."""
+    return text if text.startswith(LEDGER_URL_PREFIXES) else output_file(text)

@@ -20,8 +20,8 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     gib,
+    ledger_output,
     output_directory,
-    output_file,
     output_file_anywhere,
     positive,
     seed,
@@ -51,7 +51,11 @@ def register(groups: CommandGroups) -> None:
     )
     parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument(
-        "--ledger", type=output_file, default=None, metavar="FILE.db", help="charge this ledger"
+        "--ledger",
+        type=ledger_output,
+        default=None,
+        metavar="FILE.db|URL",
+        help="charge this ledger (a SQLite file or a postgresql:// URL)",
     )
     parser.add_argument("--plot", type=output_file_anywhere, default=None, metavar="FILE.png")
     parser.add_argument(

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
 from dpcert.certificates import Guarantee
-from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, number, output_file_anywhere
+from dpcert.cli._common import (
+    EXIT_OK,
+    EXIT_VIOLATED,
+    CommandGroups,
+    emit,
+    ledger_location,
+    number,
+    output_file_anywhere,
+)
 from dpcert.errors import DPCertError, UnknownUser
 
 EXIT_INTERNAL = 3
@@ -48,7 +56,7 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "ledger", "show", "users, charges, the worst-off user (or one user); opens read-only", _guarded(_show)
     )
-    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument("--user", help="show one user (an integer id is tried first, then the string)")
     parser.add_argument(
         "--delta", type=number, default=None, help="delta at which to report epsilon (default: the budget's)"
@@ -66,7 +74,7 @@ def register(groups: CommandGroups) -> None:
         "every charge (or each user's totals) as JSON or CSV on stdout, streamed; opens read-only",
         _guarded(_export),
     )
-    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument("--format", choices=("json", "csv"), default="json")
     parser.add_argument(
         "--per-user",
@@ -79,7 +87,7 @@ def register(groups: CommandGroups) -> None:
         "set the default per-user budget, or one user's (creates the ledger if absent)",
         _guarded(_budget),
     )
-    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument("--epsilon", type=number, required=True, help="budget epsilon (>= 0)")
     parser.add_argument("--delta", type=number, required=True, help="budget delta (0 <= delta < 1)")
     parser.add_argument("--user", help="one user's budget (an existing integer id first, then the string)")
@@ -89,7 +97,7 @@ def register(groups: CommandGroups) -> None:
         "recompute the hash chain, certificates and users' state; exit 1 naming the first broken entry",
         _guarded(_verify),
     )
-    parser.add_argument("path", type=Path, metavar="FILE.db")
+    parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument(
         "--head", default=None, help="a chain head recorded earlier (from `ledger show`): detects truncation"
     )
@@ -171,7 +179,7 @@ def _show(args: argparse.Namespace) -> int:
                 [t.epsilon for t in totals],
                 min(budgets) if budgets else None,
                 args.plot,
-                title=f"{args.path.name}: privacy spent per user",
+                title=f"{Path(str(args.path)).name}: privacy spent per user",
             )
             payload["plot"] = str(args.plot)
             rows.append(("plot", str(args.plot)))
