@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,6 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpcert import __version__ as dpcert_version
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
@@ -69,7 +72,7 @@ from dpcert.certificates import (
     Neighbouring,
     TrustModel,
 )
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import (
     NOTES,
     PLD_NOTE,
@@ -845,12 +848,91 @@ def calibrate(
     return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise}, charge)
 
 
+CACHE_ENV = "DPCERT_CACHE_DIR"
+
+
+def calibration_cache_dir() -> Path | None:
+    """Directory of the on-disk calibration cache.
+
+    ``$DPCERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpcert``, else ``~/.cache/dpcert``; ``None`` (no disk
+    cache) when ``DPCERT_CACHE_DIR`` is set to the empty string.
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dpcert"
+
+
+def _cache_path(directory: Path, key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return directory / f"calibration-{digest}.json"
+
+
+def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalibration | None:
+    """The cached calibration if the file holds this key and its certificate re-verifies, else ``None``.
+
+    The certificate goes through :meth:`Certificate.from_json` (which re-derives the profile from the
+    parameters and raises if the stated guarantee does not hold) and must be a certificate of exactly
+    the cached parameters; anything else (missing, corrupt, tampered, other version) is a miss.
+    """
+    try:
+        entry = json.loads(path.read_text())
+        if entry.get("key") != key:
+            return None
+        parameters = BitSumParameters(**entry["parameters"])
+        certificate = Certificate.from_json(entry["certificate"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, DPCertError):
+        return None
+    if certificate.parameters != dataclasses.asdict(parameters) or certificate.guarantee != Guarantee(
+        key["epsilon"], key["delta"]
+    ):
+        return None
+    return BinomialSumCalibration(parameters, certificate, entry["method"])
+
+
+def _write_cached_bit_sum(path: Path, key: Mapping[str, Any], result: BinomialSumCalibration) -> None:
+    """Store a calibration (atomic replace); an unwritable cache directory is not an error."""
+    entry = {
+        "key": dict(key),
+        "parameters": dataclasses.asdict(result.parameters),
+        "certificate": result.certificate.to_json(),
+        "method": result.method,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entry, indent=1))
+        os.replace(temporary, path)
+    except OSError:
+        return
+
+
 @functools.lru_cache(maxsize=32)
 def _bit_sum_calibration(
     epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
 ) -> BinomialSumCalibration:
-    """Bit-sum parameters for P_Vec (cached: the exact ℓ2 search takes seconds)."""
-    return calibrate_binomial_sum(
+    """Bit-sum parameters for P_Vec, cached in memory and on disk (the exact ℓ2 search takes seconds).
+
+    The disk entry is keyed by a hash of every argument and the dpcert version, and is used only if its
+    certificate re-verifies (see :func:`_read_cached_bit_sum`).
+    """
+    key = {
+        "function": "calibrate_binomial_sum",
+        "version": dpcert_version,
+        "epsilon": epsilon,
+        "delta": delta,
+        "users": batch_size,
+        "dimension": dimension,
+        "calibration": calibration,
+    }
+    directory = calibration_cache_dir()
+    path = None if directory is None else _cache_path(directory, key)
+    if path is not None:
+        cached = _read_cached_bit_sum(path, key)
+        if cached is not None:
+            return cached
+    result = calibrate_binomial_sum(
         epsilon,
         delta,
         users=batch_size,
@@ -860,6 +942,9 @@ def _bit_sum_calibration(
         method="paper" if calibration == "paper" else "exact",
         norm="entry" if calibration == "paper" else "l2",
     )
+    if path is not None:
+        _write_cached_bit_sum(path, key, result)
+    return result
 
 
 BIT_SUM_KEYS = ("g", "b", "p")
