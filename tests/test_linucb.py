@@ -27,6 +27,7 @@ from dpcert.bandits.linucb import (
     TreeGaussian,
     _BatchedGaussJordan,
     _bit_sum_calibration,
+    _NormalPool,
     _solve_with_safety_net,
     batch_users,
     calibrate,
@@ -702,3 +703,10 @@ def test_bit_sum_calibration_is_cached_on_disk_and_reverified(tmp_path, monkeypa
     monkeypatch.setenv(CACHE_ENV, "")
     assert calibration_cache_dir() is None
     _bit_sum_calibration.cache_clear()
+
+
+def test_normal_pool_hands_out_the_generators_own_sequence_across_blocks():
+    pool = _NormalPool(np.random.default_rng(11), block=7)
+    direct = np.random.default_rng(11)
+    for shape in [(2, 3), (1,), (4, 2), (13,), (3, 1), (2, 2)]:  # requests straddle the 7-value blocks
+        np.testing.assert_array_equal(pool.standard_normal(shape), direct.standard_normal(shape))

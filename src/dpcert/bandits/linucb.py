@@ -145,7 +145,11 @@ class Aggregator(Protocol):
     """Server-side state of one privatizer for all runs: turns batches into noisy cumulative sums."""
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        """Add a batch of per-user statistics (runs, users, p); return the noisy cumulative sum (runs, p)."""
+        """Add a batch of per-user statistics (runs, users, p); return the noisy cumulative sum (runs, p).
+
+        ``rng`` is the aggregator's own stream (the same generator at every call, used by nothing
+        else): the Gaussian aggregators draw their noise from it in blocks ahead of use.
+        """
 
 
 class Privatizer(Protocol):
@@ -182,15 +186,46 @@ class NoPrivacy:
         return _ExactSum(np.zeros((runs, size)))
 
 
+class _NormalPool:
+    """Standard normals drawn from one generator in large blocks and handed out in order.
+
+    ``Generator.standard_normal`` fills its output in order, so the values handed out are exactly those
+    of drawing each requested shape in turn from the same generator; the block draw only saves the
+    per-call overhead.  The generator must be private to the pool (values past the last request are
+    drawn and discarded).
+    """
+
+    def __init__(self, rng: np.random.Generator, block: int = 1 << 16) -> None:
+        self.rng, self.block = rng, block
+        self.buffer = np.empty(0)
+        self.position = 0
+
+    def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        need = math.prod(shape)
+        if self.position + need > self.buffer.size:
+            rest = self.buffer[self.position :]
+            fresh = self.rng.standard_normal(max(self.block, need - rest.size))
+            self.buffer, self.position = np.concatenate([rest, fresh]), 0
+        values = self.buffer[self.position : self.position + need]
+        self.position += need
+        return values.reshape(shape)
+
+
+def _pool(pool: _NormalPool | None, rng: np.random.Generator) -> _NormalPool:
+    return pool if pool is not None and pool.rng is rng else _NormalPool(rng)
+
+
 @dataclass
 class _LocalGaussianSum:
     sigma: float
     total: np.ndarray
+    pool: _NormalPool | None = None
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         users = statistics.shape[1]
+        self.pool = _pool(self.pool, rng)
         # The analyzer's sum of `users` messages v_i + N(0, σ² I) is exactly sum + N(0, users σ² I).
-        noise = rng.standard_normal(self.total.shape) * (self.sigma * math.sqrt(users))
+        noise = self.pool.standard_normal(self.total.shape) * (self.sigma * math.sqrt(users))
         self.total += statistics.sum(axis=1) + noise
         return self.total
 
@@ -227,6 +262,7 @@ class _TreeSum:
     node_noise: np.ndarray  # (levels, runs, p): noise of the current node at each level
     node_ids: np.ndarray  # (levels,): block index t >> level of the current node, −1 if none yet
     level_index: np.ndarray  # (levels,): 0, 1, …, levels − 1
+    pool: _NormalPool | None = None
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         self.total += statistics.sum(axis=1)
@@ -235,7 +271,8 @@ class _TreeSum:
         # a new dyadic block starts at the levels whose block index changed: always levels 0..k − 1
         count = int((ids != self.node_ids).sum())
         if count:
-            self.node_noise[:count] = self.sigma * rng.standard_normal((count,) + self.total.shape)
+            self.pool = _pool(self.pool, rng)
+            self.node_noise[:count] = self.sigma * self.pool.standard_normal((count,) + self.total.shape)
             self.node_ids = ids
         used = ((rounds_done >> levels) & 1).astype(float)  # binary decomposition of the prefix [1, t]
         return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
