@@ -592,6 +592,9 @@ def run_batched_linucb(
         fixed_design = scores(fixed_features)
         fixed_means = env.means(fixed_features)
         fixed_best = fixed_means.max(axis=1)
+        fixed_outer = fixed_features[..., rows] * fixed_features[..., cols]  # upper(φφᵀ) of every arm
+    gram_index = d + symmetric
+    shift = lam[:, None, None] * identity
     start, batch, beta = 0, 0, beta_at(0)
     while start < horizon:
         stop = min(start + batch_size, horizon)
@@ -602,7 +605,9 @@ def run_batched_linucb(
             actions[:, start:stop] = arm[:, None]
             chosen = fixed_features[instance, arm][:, None, :]
             chosen_means = fixed_means[instance, arm][:, None]
+            chosen_outer = fixed_outer[instance, arm][:, None, :]
             if users > 1:
+                chosen_outer = np.broadcast_to(chosen_outer, (runs, users, rows.size))
                 chosen = np.broadcast_to(chosen, (runs, users, d))
                 chosen_means = np.broadcast_to(chosen_means, (runs, users))
         else:
@@ -619,8 +624,13 @@ def run_batched_linucb(
         rewards = np.clip(env.sample_rewards(chosen_means, rng), -1.0, 1.0)
         if before_release is not None:
             before_release(start // batch_size, users)
-        noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
-        gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
+        if fixed_design is not None:  # the same values as user_statistics(chosen, rewards)
+            statistics = np.concatenate([chosen * rewards[..., None], chosen_outer], axis=-1)
+        else:
+            statistics = user_statistics(chosen, rewards)
+        noisy_total = aggregator.add_batch(statistics, stop, rng)
+        gram = noisy_total[:, gram_index].reshape(runs, d, d)
+        gram += shift
         inverse, theta_hat = _solve_with_safety_net(gram, noisy_total[:, :d], floor, clips, noisy, eliminate)
         set_weights(theta_hat, inverse)
         beta = beta_at(stop)
