@@ -5,12 +5,14 @@ Statistical tests are seeded; each states its false-positive rate under a correc
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
+import dpcert.bandits.linucb as linucb_module
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import advanced_epsilon
 from dpcert.accounting.returning_users import paper_split
@@ -18,12 +20,18 @@ from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.linucb import (
     ALGORITHMS,
+    CACHE_ENV,
     JOINT_SENSITIVITY,
     LocalGaussian,
     NoPrivacy,
     TreeGaussian,
+    _BatchedGaussJordan,
+    _bit_sum_calibration,
+    _NormalPool,
+    _solve_with_safety_net,
     batch_users,
     calibrate,
+    calibration_cache_dir,
     classical_pair_sigma,
     figure_runs,
     run_batched_linucb,
@@ -601,3 +609,104 @@ def test_pamp_amplification_is_accounted_with_the_smallest_batch():
         calibration="tight",
     )  # fmt: skip
     assert full.certificate.mechanism == "pamp" and full.noise["sigma"] < c.noise["sigma"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models(dtype):
+    # The engine inverts V by batched elimination; every action must be the UCB argmax computed from the
+    # published (V_m, θ̂_m) with LAPACK's inverse (float64: exactly; float32: up to score rounding).
+    env = vaswani_instance(6, 4, 30, np.random.default_rng(5))
+    privatizers = [NoPrivacy(), LocalGaussian(2.0), TreeGaussian(1.5, 300)]
+    published = []
+    result = run_batched_linucb(
+        env,
+        privatizers,
+        horizon=300,
+        batch_size=1,
+        rng=np.random.default_rng(6),
+        radius="experiment",
+        index_dtype=dtype,
+        on_batch=lambda m, gram, theta: published.append((gram.copy(), theta.copy())),
+    )
+    instance = np.tile(np.arange(env.runs), len(privatizers))
+    arms = env.arms[instance]  # (runs, K, d)
+    mismatched = 0
+    for t, (gram, theta) in enumerate(published[:-1], start=1):
+        inverse = np.linalg.inv(gram)
+        width = np.sqrt(np.maximum(np.einsum("rki,rij,rkj->rk", arms, inverse, arms), 0.0))
+        index = np.einsum("rki,ri->rk", arms, theta) + result.final_beta[:, None] * width
+        chosen = index[np.arange(index.shape[0]), result.actions[:, t]]
+        # the chosen arm is a maximiser up to the rounding of the scores (exact argmax in float64)
+        tolerance = 1e-9 if dtype == "float64" else 1e-4 * np.abs(index).max(axis=1)
+        assert np.all(chosen >= index.max(axis=1) - tolerance)
+        mismatched += int((result.actions[:, t] != index.argmax(axis=1)).sum())
+    if dtype == "float64":
+        assert mismatched == 0
+
+
+def test_batched_elimination_matches_lapack_and_flags_indefinite_matrices():
+    rng = np.random.default_rng(8)
+    runs, d = 40, 5
+    factor = rng.standard_normal((runs, d, d))
+    gram = factor @ factor.transpose(0, 2, 1) + 0.1 * np.eye(d)
+    gram[:5] -= 30.0 * np.eye(d)  # indefinite: a negative eigenvalue
+    vector = rng.standard_normal((runs, d))
+    inverse, theta, smallest = _BatchedGaussJordan(d, runs)(gram, vector)
+    definite = np.linalg.eigvalsh(gram).min(axis=1) > 0
+    np.testing.assert_array_equal(smallest > 0, definite)  # Sylvester: all pivots > 0 iff PD
+    np.testing.assert_allclose(
+        inverse.transpose(2, 0, 1)[definite], np.linalg.inv(gram[definite]), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        theta.T[definite],
+        np.linalg.solve(gram[definite], vector[definite][:, :, None])[:, :, 0],
+        rtol=1e-9,
+        atol=1e-9,
+    )
+    # the safety net repairs exactly the indefinite noisy rows and counts them
+    clips = np.zeros(runs, dtype=np.int64)
+    floor = np.full(runs, 0.5)
+    inverse, theta = _solve_with_safety_net(
+        gram, vector, floor, clips, np.ones(runs, bool), _BatchedGaussJordan(d, runs)
+    )
+    np.testing.assert_array_equal(clips, ~definite)
+    values, vectors = np.linalg.eigh(gram[0])
+    repaired = vectors @ np.diag(np.maximum(values, 0.5)) @ vectors.T
+    np.testing.assert_allclose(inverse[:, :, 0], np.linalg.inv(repaired), rtol=1e-9, atol=1e-12)
+
+
+def test_bit_sum_calibration_is_cached_on_disk_and_reverified(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    _bit_sum_calibration.cache_clear()
+    fresh = _bit_sum_calibration(2.0, 0.1, 4, 2, "tight")
+    (path,) = tmp_path.glob("calibration-*.json")
+    _bit_sum_calibration.cache_clear()
+    with monkeypatch.context() as patched:  # a second process: read from disk, no search
+        patched.setattr(linucb_module, "calibrate_binomial_sum", lambda *a, **k: pytest.fail("recomputed"))
+        cached = _bit_sum_calibration(2.0, 0.1, 4, 2, "tight")
+    assert cached.parameters == fresh.parameters and cached.method == fresh.method
+    assert cached.certificate.to_dict() == fresh.certificate.to_dict()
+    assert cached.certificate.epsilon_for(0.1) == pytest.approx(fresh.certificate.epsilon_for(0.1), rel=1e-12)
+    # a tampered entry (fewer noise bits, same claim) fails re-verification and is recomputed
+    entry = json.loads(path.read_text())
+    certificate = json.loads(entry["certificate"])
+    certificate["parameters"]["b"] = entry["parameters"]["b"] = 1
+    entry["certificate"] = json.dumps(certificate)
+    path.write_text(json.dumps(entry))
+    _bit_sum_calibration.cache_clear()
+    assert _bit_sum_calibration(2.0, 0.1, 4, 2, "tight").parameters == fresh.parameters
+    # another dpcert version is another key; an empty DPCERT_CACHE_DIR disables the disk cache
+    monkeypatch.setattr(linucb_module, "dpcert_version", "0.0.0-other")
+    _bit_sum_calibration.cache_clear()
+    _bit_sum_calibration(2.0, 0.1, 4, 2, "tight")
+    assert len(list(tmp_path.glob("calibration-*.json"))) == 2
+    monkeypatch.setenv(CACHE_ENV, "")
+    assert calibration_cache_dir() is None
+    _bit_sum_calibration.cache_clear()
+
+
+def test_normal_pool_hands_out_the_generators_own_sequence_across_blocks():
+    pool = _NormalPool(np.random.default_rng(11), block=7)
+    direct = np.random.default_rng(11)
+    for shape in [(2, 3), (1,), (4, 2), (13,), (3, 1), (2, 2)]:  # requests straddle the 7-value blocks
+        np.testing.assert_array_equal(pool.standard_normal(shape), direct.standard_normal(shape))

@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,6 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dpcert import __version__ as dpcert_version
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
@@ -69,7 +72,7 @@ from dpcert.certificates import (
     Neighbouring,
     TrustModel,
 )
-from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import (
     NOTES,
     PLD_NOTE,
@@ -142,7 +145,11 @@ class Aggregator(Protocol):
     """Server-side state of one privatizer for all runs: turns batches into noisy cumulative sums."""
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        """Add a batch of per-user statistics (runs, users, p); return the noisy cumulative sum (runs, p)."""
+        """Add a batch of per-user statistics (runs, users, p); return the noisy cumulative sum (runs, p).
+
+        ``rng`` is the aggregator's own stream (the same generator at every call, used by nothing
+        else): the Gaussian aggregators draw their noise from it in blocks ahead of use.
+        """
 
 
 class Privatizer(Protocol):
@@ -179,15 +186,46 @@ class NoPrivacy:
         return _ExactSum(np.zeros((runs, size)))
 
 
+class _NormalPool:
+    """Standard normals drawn from one generator in large blocks and handed out in order.
+
+    ``Generator.standard_normal`` fills its output in order, so the values handed out are exactly those
+    of drawing each requested shape in turn from the same generator; the block draw only saves the
+    per-call overhead.  The generator must be private to the pool (values past the last request are
+    drawn and discarded).
+    """
+
+    def __init__(self, rng: np.random.Generator, block: int = 1 << 16) -> None:
+        self.rng, self.block = rng, block
+        self.buffer = np.empty(0)
+        self.position = 0
+
+    def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        need = math.prod(shape)
+        if self.position + need > self.buffer.size:
+            rest = self.buffer[self.position :]
+            fresh = self.rng.standard_normal(max(self.block, need - rest.size))
+            self.buffer, self.position = np.concatenate([rest, fresh]), 0
+        values = self.buffer[self.position : self.position + need]
+        self.position += need
+        return values.reshape(shape)
+
+
+def _pool(pool: _NormalPool | None, rng: np.random.Generator) -> _NormalPool:
+    return pool if pool is not None and pool.rng is rng else _NormalPool(rng)
+
+
 @dataclass
 class _LocalGaussianSum:
     sigma: float
     total: np.ndarray
+    pool: _NormalPool | None = None
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         users = statistics.shape[1]
+        self.pool = _pool(self.pool, rng)
         # The analyzer's sum of `users` messages v_i + N(0, σ² I) is exactly sum + N(0, users σ² I).
-        noise = rng.standard_normal(self.total.shape) * (self.sigma * math.sqrt(users))
+        noise = self.pool.standard_normal(self.total.shape) * (self.sigma * math.sqrt(users))
         self.total += statistics.sum(axis=1) + noise
         return self.total
 
@@ -224,6 +262,7 @@ class _TreeSum:
     node_noise: np.ndarray  # (levels, runs, p): noise of the current node at each level
     node_ids: np.ndarray  # (levels,): block index t >> level of the current node, −1 if none yet
     level_index: np.ndarray  # (levels,): 0, 1, …, levels − 1
+    pool: _NormalPool | None = None
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         self.total += statistics.sum(axis=1)
@@ -232,7 +271,8 @@ class _TreeSum:
         # a new dyadic block starts at the levels whose block index changed: always levels 0..k − 1
         count = int((ids != self.node_ids).sum())
         if count:
-            self.node_noise[:count] = self.sigma * rng.standard_normal((count,) + self.total.shape)
+            self.pool = _pool(self.pool, rng)
+            self.node_noise[:count] = self.sigma * self.pool.standard_normal((count,) + self.total.shape)
             self.node_ids = ids
         used = ((rounds_done >> levels) & 1).astype(float)  # binary decomposition of the prefix [1, t]
         return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
@@ -379,25 +419,68 @@ class _StackedSum:
         return self.total
 
 
-def _solve_with_safety_net(
-    gram: np.ndarray, right: np.ndarray, floor: np.ndarray, clips: np.ndarray, noisy: np.ndarray | None
-) -> np.ndarray:
-    """``V^{-1} right``; rows whose V is not positive definite get eigenvalues clipped at ``floor``.
+class _BatchedGaussJordan:
+    """``V^{-1}`` and ``V^{-1} u`` for many small symmetric systems at once, runs on the last axis.
 
-    Only the ``noisy`` rows are checked (``None``: none): without noise ``V = λI + Σ φφᵀ`` with λ > 0 is
-    positive definite by construction.  Clipping is post-processing of the published V
-    (privacy-neutral); each occurrence is counted.
+    Gauss–Jordan elimination of ``[V | I | u]`` without pivoting, vectorised over the runs: d steps of a
+    few array operations each, instead of one LAPACK call per matrix (the per-matrix call overhead
+    dominates at d ≤ 15).  For symmetric V the pivots are the diagonal of D in ``V = L D Lᵀ``, so V is
+    positive definite exactly when every pivot is positive (Sylvester's criterion); elimination without
+    pivoting is then as stable as Cholesky (Higham 2002, Thm 10.3 and §9.3).  The smallest pivot of each
+    run is returned so that the caller can treat the runs whose V is not positive definite.
     """
-    try:
-        if noisy is not None:
-            np.linalg.cholesky(gram[noisy] if noisy.size < gram.shape[0] else gram)
-    except np.linalg.LinAlgError:
-        values, vectors = np.linalg.eigh(gram)
+
+    def __init__(self, dimension: int, runs: int) -> None:
+        self.dimension = dimension
+        self.work = np.empty((dimension, 2 * dimension + 1, runs))
+        self.scratch = np.empty_like(self.work)
+        self.row = np.empty((2 * dimension + 1, runs))
+        self.pivots = np.empty((dimension, runs))
+        self.identity = np.eye(dimension)[:, :, None]
+
+    def __call__(self, gram: np.ndarray, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(V^{-1}`` of shape (d, d, runs), ``V^{-1} u`` of shape (d, runs), smallest pivot (runs,))``."""
+        d, work, row, scratch = self.dimension, self.work, self.row, self.scratch
+        work[:, :d] = gram.transpose(1, 2, 0)
+        work[:, d : 2 * d] = self.identity
+        work[:, 2 * d] = vector.T
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for k in range(d):
+                self.pivots[k] = work[k, k]
+                np.divide(work[k], work[k, k], out=row)
+                np.multiply(work[:, k, None, :], row, out=scratch)
+                work -= scratch
+                work[k] = row
+        return work[:, d : 2 * d], work[:, 2 * d], self.pivots.min(axis=0)
+
+
+def _solve_with_safety_net(
+    gram: np.ndarray,
+    vector: np.ndarray,
+    floor: np.ndarray,
+    clips: np.ndarray,
+    noisy: np.ndarray,
+    eliminate: _BatchedGaussJordan,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(V^{-1}, V^{-1} u)`` (shapes (d, d, runs) and (d, runs)); rows whose V is not positive definite
+    get eigenvalues clipped at ``floor``.
+
+    Only the ``noisy`` rows (boolean mask) are checked: without noise ``V = λI + Σ φφᵀ`` with λ > 0 is
+    positive definite by construction.  Clipping is post-processing of the published V
+    (privacy-neutral); each occurrence is counted.  Rows whose elimination met a non-positive pivot
+    (V not positive definite, or too ill-conditioned to tell) are solved again by LAPACK after the check.
+    """
+    inverse, theta_hat, smallest_pivot = eliminate(gram, vector)
+    suspect = np.flatnonzero(noisy & ~(smallest_pivot > 0.0))
+    if suspect.size:
+        values, vectors = np.linalg.eigh(gram[suspect])
         bad = values.min(axis=1) <= 0.0
-        clips += bad
-        values = np.where(bad[:, None], np.maximum(values, floor[:, None]), values)
-        gram = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
-    return np.linalg.solve(gram, right)
+        clips[suspect] += bad
+        values = np.where(bad[:, None], np.maximum(values, floor[suspect, None]), values)
+        repaired = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
+        inverse[:, :, suspect] = np.linalg.inv(repaired).transpose(1, 2, 0)
+        theta_hat[:, suspect] = np.linalg.solve(repaired, vector[suspect][:, :, None])[:, :, 0].T
+    return inverse, theta_hat
 
 
 def run_batched_linucb(
@@ -450,8 +533,8 @@ def run_batched_linucb(
         for p in group
     ]
     lam = np.repeat([c.regulariser for c in radii], block)
-    noisy_rows = np.flatnonzero(np.repeat([not isinstance(p, NoPrivacy) for p in group], block))
-    noisy = noisy_rows if noisy_rows.size else None
+    noisy = np.repeat([not isinstance(p, NoPrivacy) for p in group], block)
+    eliminate = _BatchedGaussJordan(d, runs)
     floor = np.repeat([c.floor for c in radii], block)
 
     constant_beta = np.repeat([c.beta(0) for c in radii], block) if radius == "experiment" else None
@@ -474,17 +557,17 @@ def run_batched_linucb(
     flat_upper = rows * d + cols
     symmetric = _symmetric_index(d)
     identity = np.eye(d)
-    # right-hand side [I | u]: one solve gives V^{-1} and θ̂ = V^{-1} u
-    right = np.concatenate([np.broadcast_to(identity, (runs, d, d)), np.zeros((runs, d, 1))], axis=2)
     # per instance, row 2g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row 2g + 1 its squared widths
     # ‖φ‖²_{V^{-1}}; the arms' design is shared by all privatizers, so one product scores every run
     weights = np.zeros((block, 2 * count, d + rows.size), dtype=index_dtype)
 
-    def set_weights(theta_hat: np.ndarray, inverse_upper: np.ndarray) -> None:
-        weights[:, 0::2, :d] = theta_hat.reshape(count, block, d).transpose(1, 0, 2)
-        weights[:, 1::2, d:] = inverse_upper.reshape(count, block, -1).transpose(1, 0, 2)
+    def set_weights(theta_hat: np.ndarray, inverse: np.ndarray) -> None:
+        """Load θ̂ (d, runs) and V^{-1} (d, d, runs) into the scoring weights."""
+        weights[:, 0::2, :d] = theta_hat.reshape(d, count, block).transpose(2, 1, 0)
+        upper = inverse.reshape(d * d, runs)[flat_upper]
+        weights[:, 1::2, d:] = upper.reshape(-1, count, block).transpose(2, 1, 0)
 
-    set_weights(np.zeros((runs, d)), (identity / lam[:, None, None]).reshape(runs, d * d)[:, flat_upper])
+    set_weights(np.zeros((d, runs)), identity[:, :, None] / lam)
     gaps = np.empty((runs, horizon))
     actions = np.empty((runs, horizon), dtype=np.int64)
     clips = np.zeros(runs, dtype=np.int64)
@@ -509,6 +592,9 @@ def run_batched_linucb(
         fixed_design = scores(fixed_features)
         fixed_means = env.means(fixed_features)
         fixed_best = fixed_means.max(axis=1)
+        fixed_outer = fixed_features[..., rows] * fixed_features[..., cols]  # upper(φφᵀ) of every arm
+    gram_index = d + symmetric
+    shift = lam[:, None, None] * identity
     start, batch, beta = 0, 0, beta_at(0)
     while start < horizon:
         stop = min(start + batch_size, horizon)
@@ -519,7 +605,9 @@ def run_batched_linucb(
             actions[:, start:stop] = arm[:, None]
             chosen = fixed_features[instance, arm][:, None, :]
             chosen_means = fixed_means[instance, arm][:, None]
+            chosen_outer = fixed_outer[instance, arm][:, None, :]
             if users > 1:
+                chosen_outer = np.broadcast_to(chosen_outer, (runs, users, rows.size))
                 chosen = np.broadcast_to(chosen, (runs, users, d))
                 chosen_means = np.broadcast_to(chosen_means, (runs, users))
         else:
@@ -536,16 +624,19 @@ def run_batched_linucb(
         rewards = np.clip(env.sample_rewards(chosen_means, rng), -1.0, 1.0)
         if before_release is not None:
             before_release(start // batch_size, users)
-        noisy_total = aggregator.add_batch(user_statistics(chosen, rewards), stop, rng)
-        gram = noisy_total[:, d:][:, symmetric].reshape(runs, d, d) + lam[:, None, None] * identity
-        right[:, :, d] = noisy_total[:, :d]
-        solved = _solve_with_safety_net(gram, right, floor, clips, noisy)
-        theta_hat = solved[:, :, d]
-        set_weights(theta_hat, solved[:, :, :d].reshape(runs, d * d)[:, flat_upper])
+        if fixed_design is not None:  # the same values as user_statistics(chosen, rewards)
+            statistics = np.concatenate([chosen * rewards[..., None], chosen_outer], axis=-1)
+        else:
+            statistics = user_statistics(chosen, rewards)
+        noisy_total = aggregator.add_batch(statistics, stop, rng)
+        gram = noisy_total[:, gram_index].reshape(runs, d, d)
+        gram += shift
+        inverse, theta_hat = _solve_with_safety_net(gram, noisy_total[:, :d], floor, clips, noisy, eliminate)
+        set_weights(theta_hat, inverse)
         beta = beta_at(stop)
         batch += 1
         if on_batch is not None:
-            on_batch(batch, gram, theta_hat)
+            on_batch(batch, gram, theta_hat.T.copy())
         start = stop
     return EngineResult(np.cumsum(gaps, axis=1), actions, batch, clips, lam, beta)
 
@@ -804,12 +895,91 @@ def calibrate(
     return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise}, charge)
 
 
+CACHE_ENV = "DPCERT_CACHE_DIR"
+
+
+def calibration_cache_dir() -> Path | None:
+    """Directory of the on-disk calibration cache.
+
+    ``$DPCERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpcert``, else ``~/.cache/dpcert``; ``None`` (no disk
+    cache) when ``DPCERT_CACHE_DIR`` is set to the empty string.
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dpcert"
+
+
+def _cache_path(directory: Path, key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return directory / f"calibration-{digest}.json"
+
+
+def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalibration | None:
+    """The cached calibration if the file holds this key and its certificate re-verifies, else ``None``.
+
+    The certificate goes through :meth:`Certificate.from_json` (which re-derives the profile from the
+    parameters and raises if the stated guarantee does not hold) and must be a certificate of exactly
+    the cached parameters; anything else (missing, corrupt, tampered, other version) is a miss.
+    """
+    try:
+        entry = json.loads(path.read_text())
+        if entry.get("key") != key:
+            return None
+        parameters = BitSumParameters(**entry["parameters"])
+        certificate = Certificate.from_json(entry["certificate"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, DPCertError):
+        return None
+    if certificate.parameters != dataclasses.asdict(parameters) or certificate.guarantee != Guarantee(
+        key["epsilon"], key["delta"]
+    ):
+        return None
+    return BinomialSumCalibration(parameters, certificate, entry["method"])
+
+
+def _write_cached_bit_sum(path: Path, key: Mapping[str, Any], result: BinomialSumCalibration) -> None:
+    """Store a calibration (atomic replace); an unwritable cache directory is not an error."""
+    entry = {
+        "key": dict(key),
+        "parameters": dataclasses.asdict(result.parameters),
+        "certificate": result.certificate.to_json(),
+        "method": result.method,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entry, indent=1))
+        os.replace(temporary, path)
+    except OSError:
+        return
+
+
 @functools.lru_cache(maxsize=32)
 def _bit_sum_calibration(
     epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
 ) -> BinomialSumCalibration:
-    """Bit-sum parameters for P_Vec (cached: the exact ℓ2 search takes seconds)."""
-    return calibrate_binomial_sum(
+    """Bit-sum parameters for P_Vec, cached in memory and on disk (the exact ℓ2 search takes seconds).
+
+    The disk entry is keyed by a hash of every argument and the dpcert version, and is used only if its
+    certificate re-verifies (see :func:`_read_cached_bit_sum`).
+    """
+    key = {
+        "function": "calibrate_binomial_sum",
+        "version": dpcert_version,
+        "epsilon": epsilon,
+        "delta": delta,
+        "users": batch_size,
+        "dimension": dimension,
+        "calibration": calibration,
+    }
+    directory = calibration_cache_dir()
+    path = None if directory is None else _cache_path(directory, key)
+    if path is not None:
+        cached = _read_cached_bit_sum(path, key)
+        if cached is not None:
+            return cached
+    result = calibrate_binomial_sum(
         epsilon,
         delta,
         users=batch_size,
@@ -819,6 +989,9 @@ def _bit_sum_calibration(
         method="paper" if calibration == "paper" else "exact",
         norm="entry" if calibration == "paper" else "l2",
     )
+    if path is not None:
+        _write_cached_bit_sum(path, key, result)
+    return result
 
 
 BIT_SUM_KEYS = ("g", "b", "p")
