@@ -25,6 +25,7 @@ import numpy as np
 
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
+from dpcert.bandits.corruption import IN_RANGE_STRATEGIES, InRangeAdversary
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.experiment import open_sessions, target_of
 from dpcert.bandits.mab import (
@@ -112,7 +113,7 @@ _OPTION_KEYS = {
     "run_robust": frozenset(
         {
             "model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
-            "failure_probability", "arms", "dimension", "reward_model",
+            "failure_probability", "arms", "dimension", "reward_model", "scale",
         }
     ),
 }  # fmt: skip
@@ -178,9 +179,53 @@ def _linear_instance(options: Mapping[str, Any], seed: int) -> LinearArms:
     )
 
 
+IN_RANGE_PREFIX = "in-range-"
+
+
+def _robust_adversary(
+    options: Mapping[str, Any],
+    instance: LinearArms,
+    clients: LaplaceClients,
+    horizon: int,
+    failure_probability: float,
+) -> Adversary | InRangeAdversary:
+    """The ``strategy`` option's adversary: the engine's (random | constant | targeted | sign-flip, with
+    ``magnitude``) or an in-range one (in-range-targeted | in-range-coordinated, values ``±scale·Ȳ`` inside
+    the engine's M1 clean range Ȳ at the engine's per-event δ = δ'/(K T²))."""
+    strategy = str(options.get("strategy", "random"))
+    alpha = float(options.get("alpha", 0.0))
+    if not strategy.startswith(IN_RANGE_PREFIX):
+        if "scale" in options:
+            raise InvalidParameter(
+                "scale", options["scale"], "only with strategy=in-range-targeted|coordinated"
+            )
+        return Adversary(alpha, strategy, float(options.get("magnitude", 1e6)))
+    if "magnitude" in options:
+        raise InvalidParameter("magnitude", options["magnitude"], "not with an in-range strategy (use scale)")
+    allowed = ", ".join(IN_RANGE_PREFIX + name for name in IN_RANGE_STRATEGIES)
+    if strategy[len(IN_RANGE_PREFIX) :] not in IN_RANGE_STRATEGIES:
+        raise InvalidParameter(
+            "strategy", strategy, "one of random, constant, targeted, sign-flip, " + allowed
+        )
+    if clients.model != "M1":
+        raise InvalidParameter("strategy", strategy, "an in-range strategy with model=M1 only")
+    return InRangeAdversary(
+        alpha,
+        instance.arms,
+        instance.means,
+        strategy[len(IN_RANGE_PREFIX) :],
+        clip=clients.clip,
+        laplace_scale=clients.scale(),
+        delta=failure_probability / (instance.arms.shape[0] * horizon**2),
+        scale=float(options.get("scale", 1.0)),
+    )
+
+
 def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
-    ``strategy``, ``magnitude``, ``width_scale``, ``estimator``, ``variance``, ``arms``, ``dimension``)."""
+    ``strategy`` (random | constant | targeted | sign-flip | in-range-targeted | in-range-coordinated),
+    ``magnitude``, ``scale`` (in-range only, fraction of Ȳ), ``width_scale``, ``estimator``
+    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``)."""
     options = config.options
     if config.privacy not in ("none", "local"):
         raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
@@ -192,21 +237,19 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
     clients = LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
     session = _session(config)
-    adversary = Adversary(
-        float(options.get("alpha", 0.0)),
-        str(options.get("strategy", "random")),
-        float(options.get("magnitude", 1e6)),
-    )
+    instance = _linear_instance(options, config.seed)
+    failure_probability = float(options.get("failure_probability", SEED003_SETTING["failure_probability"]))
+    adversary = _robust_adversary(options, instance, clients, config.horizon, failure_probability)
     result = robust_elimination(
-        _linear_instance(options, config.seed),
+        instance,
         config.horizon,
         np.random.default_rng(config.seed),
         clients=clients,
         adversary=adversary,
-        estimator=str(options.get("estimator", "robust")),
-        variance=str(options.get("variance", "trimmed")),
+        estimator=str(options.get("estimator", "filter")),
+        variance=None if options.get("variance") is None else str(options["variance"]),
         width_scale=float(options.get("width_scale", SEED003_SETTING["width_scale"])),
-        failure_probability=float(options.get("failure_probability", SEED003_SETTING["failure_probability"])),
+        failure_probability=failure_probability,
         batches=batches,
         runs=config.runs,
         session=session,

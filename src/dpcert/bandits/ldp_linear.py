@@ -11,10 +11,12 @@ spec §6.2), and turns its predictions into a confidence ellipsoid by the online
 conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``, ``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t``
 (Lemma 3.3, with the +I of the proof).  The action maximises ``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
 
-The learner is projected online gradient descent; the paper says OGD "has the same empirical
-performance" as its Maler (§5), whose Algorithm 3 is not in the provided text and is not implemented
-here.  Algorithm 7 (the anytime, doubling version of base learner 1) is replaced by the same learner
-run with the known horizon T.
+The online learner is chosen by ``learner``: ``"ogd"`` (default) is projected online gradient descent,
+which the paper says "has the same empirical performance" as its Maler (§5); ``"maler"`` is Maler
+(Wang, Lu & Zhang 2019, the paper's Algorithm 3, not in the provided text; :mod:`dpcert.bandits.maler`)
+told the horizon T, and ``"anytime-maler"`` its doubling-trick variant (the paper's Algorithm 7).  Both
+Maler variants get ``G`` = the engine's clip constant of their base learner and ``D`` = the domain
+radius.  The learner only post-processes the releases, so it never changes the certificate.
 
 Privacy (Thm 3.2 and spec §6.1 erratum).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε`` for x̃ and ỹ
 *separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the *pair*, whose
@@ -48,6 +50,7 @@ from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswa
 from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
 from dpcert.bandits.linucb import gaussian_guarantee, run_summary
+from dpcert.bandits.maler import AnytimeMaler, Maler
 from dpcert.bandits.registry import (
     AlgorithmSpec,
     BanditRun,
@@ -329,6 +332,7 @@ def run_ldp_linear(
     clip_c: float | None = None,
     session: PrivacySession | None = None,
     certificate: Certificate | None = None,
+    learner: str = "ogd",
 ) -> LDPLinearResult:
     """Algorithm 1 (one learner) or Algorithm 2 (several, with the combiner), vectorised over runs.
 
@@ -339,12 +343,19 @@ def run_ldp_linear(
 
     With a ``session`` and the randomizer's ``certificate``, round t's user of run r (local id
     ``r·T + t``) is charged through the session before her noise is drawn.
+
+    ``learner`` picks each base learner's online learner: ``"ogd"`` (default, the step rule of its
+    :class:`BaseLearner`), ``"maler"`` (:class:`~dpcert.bandits.maler.Maler` told T) or ``"anytime-maler"``
+    (:class:`~dpcert.bandits.maler.AnytimeMaler`), with ``gradient_bound`` = that base learner's clip
+    constant and ``radius`` = ``domain``; each is updated only in the runs that chose its base learner.
     """
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
     rng = check.generator(rng)
     if not learners:
         raise InvalidParameter("learners", learners, "at least one base learner")
+    if learner not in ONLINE_LEARNERS:
+        raise InvalidParameter("learner", learner, "one of " + ", ".join(ONLINE_LEARNERS))
     runs, d, count = env.runs, env.dimension, len(learners)
     c = float(d) if clip_c is None else check.positive_finite("clip_c", clip_c)
     bounds = np.array(
@@ -363,6 +374,7 @@ def run_ldp_linear(
     perturb = np.sqrt([lr.perturbation_variance for lr in learners])
     moduli = np.array([lr.modulus for lr in learners])
     strongly = np.array([lr.step == "strongly_convex" and lr.modulus > 0 for lr in learners])
+    online_learners = [_online_learner(learner, d, horizon, domain, bound, runs) for bound in bounds]
     combiner = CombinerConstants.build(
         learners, dimension=d, horizon=horizon, epsilon=epsilon, failure=failure
     )
@@ -438,16 +450,27 @@ def run_ldp_linear(
         noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
         noisy_y = y + sigma * rng.standard_normal(runs)
         # server side: post-processing of (x~, y~) and public state
+        if online_learners[0] is not None:  # a Maler learner per base learner: θ_t is its prediction
+            for i, model in enumerate(online_learners):
+                mask = chosen == i
+                if mask.any():
+                    online[mask, i] = model.predict()[mask]
         theta_t = online[run_index, chosen]
         gradient, was_clipped = clip_norm(debiased_gradient(noisy_x, noisy_y, theta_t, sigma), bounds[chosen])
         clipped += int(was_clipped.sum())
         played = plays[run_index, chosen] + 1.0
-        step = np.where(
-            strongly[chosen],
-            1.0 / (np.maximum(moduli[chosen], 1e-300) * played),
-            2.0 * domain / (bounds[chosen] * np.sqrt(played)),
-        )
-        online[run_index, chosen] = project_ball(theta_t - step[:, None] * gradient, domain)
+        if online_learners[0] is None:
+            step = np.where(
+                strongly[chosen],
+                1.0 / (np.maximum(moduli[chosen], 1e-300) * played),
+                2.0 * domain / (bounds[chosen] * np.sqrt(played)),
+            )
+            online[run_index, chosen] = project_ball(theta_t - step[:, None] * gradient, domain)
+        else:
+            for i, model in enumerate(online_learners):
+                mask = chosen == i
+                if mask.any():
+                    model.update(np.where(mask[:, None], gradient, 0.0), rows=mask)
         gram[run_index, chosen] += noisy_x[:, :, None] * noisy_x[:, None, :]
         vector[run_index, chosen] += np.einsum("rd,rd->r", theta_t, noisy_x)[:, None] * noisy_x
         # combiner bookkeeping and elimination test (Alg. 2; "\hat t" read as y~, spec §2.7 [R-low])
@@ -462,6 +485,9 @@ def run_ldp_linear(
             last = active.sum(axis=1) == 1
             drop = fails & ~last
             active[run_index[drop], chosen[drop]] = False
+    if online_learners[0] is not None:
+        for i, model in enumerate(online_learners):
+            online[:, i] = model.predict()
     return LDPLinearResult(
         np.cumsum(gaps, axis=1),
         plays,
@@ -470,6 +496,20 @@ def run_ldp_linear(
         online,
         {"gradient_bounds": bounds.tolist()},
     )
+
+
+ONLINE_LEARNERS = ("ogd", "maler", "anytime-maler")
+
+
+def _online_learner(
+    name: str, dimension: int, horizon: int, radius: float, gradient_bound: float, runs: int
+) -> Maler | AnytimeMaler | None:
+    """The Maler learner of one base learner (None for ``"ogd"``, which the engine steps inline)."""
+    if name == "maler":
+        return Maler(dimension, horizon, radius=radius, gradient_bound=gradient_bound, runs=runs)
+    if name == "anytime-maler":
+        return AnytimeMaler(dimension, radius=radius, gradient_bound=gradient_bound, runs=runs)
+    return None
 
 
 # ----------------------------------------------------------------------------- registry entries
@@ -495,7 +535,8 @@ def run_algorithm(config: RunConfig) -> BanditRun:
     """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
 
     Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
-    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise).
+    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
+    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
     ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
     """
     known = {
@@ -508,6 +549,7 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         "radius",
         "radius_scale",
         "sigma",
+        "learner",
     }
     options = dict(config.options)
     if set(options) - known:
@@ -537,8 +579,10 @@ def run_algorithm(config: RunConfig) -> BanditRun:
         rng=rng,
         session=session,
         certificate=local.certificate,
+        learner=str(options.get("learner", "ogd")),
     )
     extras = {
+        "learner": str(options.get("learner", "ogd")),
         "calibration": local.calibration,
         "noise": {"sigma": local.sigma},
         "clipped_fraction": result.clipped_fraction,

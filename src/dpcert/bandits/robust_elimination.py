@@ -21,9 +21,11 @@ Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards ``2
 An adversary then replaces each received value independently with probability α (seed 003 eq. 3; by
 default after privatization, the stronger reading, spec §1.3), with ``random`` (±magnitude), ``targeted``
 (−magnitude on the best arm's rows, +magnitude elsewhere) or ``sign-flip`` (−magnitude × the value)
-strategies.  θ is estimated by the spectral-filter robust least squares of
-:mod:`dpcert.bandits.spectral_filter` with a clean-side variance proxy (never the corrupted sample as
-printed in eq. 13), and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the
+strategies, or any adversary with the same ``corrupt`` call, such as the in-range adversaries of
+:mod:`dpcert.bandits.corruption`.  θ is estimated by
+:func:`dpcert.bandits.spectral_filter.robust_estimate`: the spectral-filter robust least squares with a
+clean-side variance proxy (never the corrupted sample as printed in eq. 13), clipping only, or plain
+least squares, and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the
 widths ``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a
 documented ``width_scale``.
 
@@ -43,17 +45,19 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.corruption import InRangeAdversary
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.mab import RegretCurves, with_notes
-from dpcert.bandits.spectral_filter import least_squares, robust_least_squares
+from dpcert.bandits.spectral_filter import robust_estimate
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
 
 CLIENT_MODELS = ("M1", "M2")
 STRATEGIES = ("random", "constant", "targeted", "sign-flip")
-ESTIMATORS = ("robust", "least-squares")
-VARIANCE_SOURCES = ("bound", "trimmed")
+ESTIMATORS = ("filter", "clip-only", "least-squares")
+ESTIMATOR_ALIASES = {"robust": "filter"}  # the earlier name of the filter estimator
+VARIANCE_SOURCES = ("arm-moment", "trimmed", "bound")
 REWARD_MODELS = ("signed-bernoulli", "gaussian")
 
 
@@ -307,9 +311,9 @@ def robust_elimination(
     rng: np.random.Generator,
     *,
     clients: LaplaceClients | None = None,
-    adversary: Adversary | None = None,
-    estimator: str = "robust",
-    variance: str = "trimmed",
+    adversary: Adversary | InRangeAdversary | None = None,
+    estimator: str = "filter",
+    variance: str | None = None,
     batches: int | None = None,
     failure_probability: float = 0.05,
     width_scale: float = 1.0,
@@ -332,17 +336,27 @@ def robust_elimination(
     clients
         Client model and privacy (default M1 at ε = 1, c_r = 1).
     adversary
-        Corruption model (default none).
+        Corruption model (default none): an :class:`Adversary` or an
+        :class:`~dpcert.bandits.corruption.InRangeAdversary` (corruptions inside the clean range ``[−Ȳ, Ȳ]``,
+        where clipping cannot help; M1 only, whose Ȳ it shares).
     estimator
-        ``"robust"`` (spectral filter, Alg. 2) or ``"least-squares"`` (plain LS on the received values,
-        for comparison: no filter, no clipping of received values, same widths).  In M2 with α = 0 both use
-        least squares and widths without a corruption term (spec §6.6).
+        The phase estimate (:func:`~dpcert.bandits.spectral_filter.robust_estimate`): ``"filter"`` (default;
+        received values clipped to ±Ȳ, then the spectral filter, Alg. 2), ``"clip-only"`` (clipped to ±Ȳ,
+        then plain least squares) or ``"least-squares"`` (plain least squares on the received values, no
+        clipping).  All three use the same widths, so they differ only in the estimator.  ``"robust"`` is
+        accepted as the earlier name of ``"filter"``.  In M2 with α = 0 the filter is replaced by plain
+        least squares and the widths lose their corruption term (spec §6.6).  Ȳ is a bound on every clean
+        received value holding w.p. >= 1 − δ (spec §2.4 "also recommended").  Clipping alone neutralises
+        corruptions outside ±Ȳ (the ``random``/``targeted`` attacks of magnitude > Ȳ); only the filter acts
+        on corruptions inside the range, and only on those above its stopping threshold (benchmarks/
+        RESULTS.md, "Seed 003: filter vs clipping under in-range attacks").
     variance
-        Source of the filter's λ: ``"trimmed"`` (default, the Chernoff-trimmed estimate, spec 003 §2.4(b))
-        or ``"bound"`` (``λ = μ·Ȳ²``, option (a)).  Never the untrimmed corrupted sample (spec §2.4
-        erratum).  In both cases received values are first clipped to ±Ȳ, Ȳ a bound on every clean
-        received value holding w.p. >= 1 − δ (spec §2.4 "also recommended").  With privacy Ȳ is loose
-        (the Laplace tail), so ``"bound"`` lets moderate corruptions through; ``"trimmed"`` adapts.
+        Source of the filter's λ.  Default (None): chosen by client model, as that study found:
+        ``"arm-moment"`` for M1 (the per-arm trimmed second moment, d times tighter than the pooled one,
+        the proxy that keeps a* under in-range attacks at ε = 1), ``"trimmed"`` for M2 (one report per
+        support arm, so a per-arm trim is void).  Explicitly: ``"arm-moment"`` (M1 only), ``"trimmed"``
+        (the pooled Chernoff-trimmed estimate, spec 003 §2.4(b)) or ``"bound"`` (``λ = μ·Ȳ²``, option (a)).
+        Never the untrimmed corrupted sample (spec §2.4 erratum).
     batches
         B (default ``⌈ln T⌉``, so ``q = T^{1/B} <= e``, seed 003 Thm 3.4).
     failure_probability
@@ -368,10 +382,23 @@ def robust_elimination(
     rng = check.generator(rng)
     clients = LaplaceClients() if clients is None else clients
     adversary = Adversary() if adversary is None else adversary
+    estimator = ESTIMATOR_ALIASES.get(estimator, estimator)
     if estimator not in ESTIMATORS:
         raise InvalidParameter("estimator", estimator, "one of " + ", ".join(ESTIMATORS))
+    if variance is None:
+        variance = "arm-moment" if clients.model == "M1" else "trimmed"
     if variance not in VARIANCE_SOURCES:
         raise InvalidParameter("variance", variance, "one of " + ", ".join(VARIANCE_SOURCES))
+    if variance == "arm-moment" and clients.model == "M2":
+        raise InvalidParameter(
+            "variance",
+            variance,
+            "'trimmed' or 'bound' for client model M2 (one report per arm: no per-arm trim)",
+        )
+    if isinstance(adversary, InRangeAdversary) and clients.model != "M1":
+        raise InvalidParameter(
+            "adversary", adversary.strategy, "an in-range adversary with client model M1 only"
+        )
     batches = math.ceil(math.log(horizon)) if batches is None else check.positive_int("batches", batches, 2)
     failure_probability = check.probability(
         "failure_probability", failure_probability, open_low=True, open_high=True
@@ -453,25 +480,20 @@ def robust_elimination(
             # the robust variant, so the two differ only in the estimator.
             m2_clean = clients.model == "M2" and adversary.alpha == 0.0
             alpha_eff = 0.0 if m2_clean else max(adversary.alpha, math.log(1.0 / delta) / n_points)
-            removed = 0
-            if estimator == "robust" and not m2_clean:
-                bound = _value_bound(clients, counts, delta)
-                step = max(1, n_points // 500) if removals_per_step is None else removals_per_step
-                fit = robust_least_squares(
-                    rows,
-                    values,
-                    rng,
-                    alpha=min(adversary.alpha, 0.2499),
-                    value_bound=bound,
-                    variance=variance,
-                    failure_probability=delta,
-                    clip_values=True,
-                    reference_arms=instance.arms[active_index],
-                    removals_per_step=step,
-                )
-                theta_hat, removed = fit.theta, fit.filter.removed
-            else:
-                theta_hat = least_squares(rows, values)
+            step = max(1, n_points // 500) if removals_per_step is None else removals_per_step
+            fit = robust_estimate(
+                rows,
+                values,
+                rng,
+                estimator="least-squares" if (m2_clean and estimator == "filter") else estimator,
+                alpha=min(adversary.alpha, 0.2499),
+                value_bound=_value_bound(clients, counts, delta),
+                variance=variance,
+                failure_probability=delta,
+                reference_arms=instance.arms[active_index],
+                removals_per_step=step,
+            )
+            theta_hat, removed = fit.theta, fit.removed
             width = width_scale * elimination_width(
                 clients.model,
                 dimension=design.rank,
@@ -564,7 +586,7 @@ def robust_elimination(
             "epsilon": clients.epsilon,
             "clip": clients.clip,
             "alpha": adversary.alpha,
-            "strategy": adversary.strategy,
+            "strategy": ("in-range-" if isinstance(adversary, InRangeAdversary) else "") + adversary.strategy,
             "magnitude": adversary.magnitude,
             "estimator": estimator,
             "variance": variance,
