@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -105,8 +106,9 @@ def map_on_dask(
         distributed = require_distributed()
         parts = chunks if chunks is not None else CHUNKS_PER_WORKER * worker_threads(client)
         bounds = chunk_bounds(count, parts)
+        token = uuid.uuid4().hex
         futures = [
-            client.submit(_run_chunk, function, a, b, pure=False, key=f"dpcert-chunk-{a}-{b}-{id(function)}")
+            client.submit(_run_chunk, function, a, b, pure=False, key=f"dpcert-chunk-{a}-{b}-{token}")
             for a, b in bounds
         ]
         position = {future.key: i for i, future in enumerate(futures)}
