@@ -482,6 +482,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "reward_bound": None,
     "workers": 1,
     "progress": None,
+    "scheduler": "local",
 }
 
 
@@ -572,6 +573,7 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
         workers=1 if config.ledger_path is not None else options["workers"],
         progress=options["progress"],
         label=config.algorithm,
+        scheduler="local" if config.ledger_path is not None else options["scheduler"],
     )
     return combine_runs(
         config.algorithm,

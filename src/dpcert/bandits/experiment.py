@@ -70,20 +70,32 @@ def run_repetitions(
     workers: int = 1,
     progress: bool | None = None,
     label: str = "runs",
+    scheduler: Any = "local",
 ) -> list[T]:
     """``[task(0), …, task(runs − 1)]``, in order.
 
     ``workers > 1`` forks worker processes (POSIX); ``task`` then need not be picklable but its
     results must be.  ``progress=None`` shows a bar on stderr when it is a terminal and runs > 1.
+    ``scheduler`` other than ``"local"`` (``"dask"``, ``"tcp://HOST:PORT"`` or a ``distributed.Client``)
+    runs the repetitions on Dask in chunks (:func:`dpcert.bandits.scheduler.map_on_dask`; ``workers`` is
+    then ignored).  ``task(index)`` seeds itself from its index, so the results do not depend on where
+    it ran.
     """
+    from dpcert.bandits.scheduler import check_scheduler, map_on_dask, require_distributed
+
     global _TASK
     runs = check.positive_int("runs", runs)
     workers = check.positive_int("workers", workers)
+    scheduler = check_scheduler(scheduler)
+    if scheduler == "dask":
+        require_distributed()
     show = progress if progress is not None else (runs > 1 and sys.stderr.isatty())
     bar = _progress(runs, bool(show), label)
     results: list[T] = []
     try:
-        if workers == 1 or runs == 1:
+        if scheduler != "local":
+            results = map_on_dask(task, runs, scheduler, on_done=bar.update if bar else None)
+        elif workers == 1 or runs == 1:
             for index in range(runs):
                 results.append(task(index))
                 if bar:

@@ -35,6 +35,10 @@ BYTES_PER_ROUND = 8 * 4
 """Bytes held per round of each run: the float64 regret curve, its cumulative sum and per-run copies
 made by the engines and by saving."""
 MEMORY_FRACTION = 0.5
+SCHEDULER_HELP = (
+    "where the repetitions run: local (default: this process or its pool), dask (a Dask LocalCluster "
+    "on this machine) or tcp://HOST:PORT (an existing Dask scheduler); needs dpcert[distributed]"
+)
 
 
 def register(groups: CommandGroups) -> None:
@@ -74,6 +78,7 @@ def register(groups: CommandGroups) -> None:
         metavar="KEY=VALUE",
         help="algorithm-specific setting (VALUE read as JSON if possible), repeatable",
     )
+    parser.add_argument("--scheduler", type=scheduler_value, default="local", help=SCHEDULER_HELP)
 
     groups.add("bandit", "list", "list the registered bandit algorithms", _list)
 
@@ -85,6 +90,33 @@ def register(groups: CommandGroups) -> None:
     )
     parser.add_argument("--out", type=output_directory, default="dpcert-reproduce", metavar="DIR")
     parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument("--scheduler", type=scheduler_value, default="local", help=SCHEDULER_HELP)
+
+
+def scheduler_value(text: str) -> str:
+    """argparse type: ``local``, ``dask`` or ``tcp://HOST:PORT``."""
+    if text in ("local", "dask") or (text.startswith("tcp://") and len(text) > len("tcp://")):
+        return text
+    raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed local, dask or tcp://HOST:PORT")
+
+
+def plumb_scheduler(args: argparse.Namespace, spec: Any, options: dict[str, Any]) -> None:
+    """Pass a non-local ``--scheduler`` to an algorithm that runs its repetitions one by one."""
+    if args.scheduler == "local":
+        return
+    from dpcert.bandits.scheduler import require_distributed
+
+    require_distributed(args.scheduler)
+    if args.ledger is not None:
+        raise InvalidParameter(
+            "--scheduler", args.scheduler, "local with --ledger (charged from this process)"
+        )
+    defaults = getattr(sys.modules.get(getattr(spec.run, "__module__", "")), "OPTION_DEFAULTS", {})
+    if spec.options is not None or "scheduler" not in defaults:
+        raise InvalidParameter(
+            "--scheduler", args.scheduler, f"local for {args.algorithm} (its runs are vectorised in one pass)"
+        )
+    options.setdefault("scheduler", args.scheduler)
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -142,6 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.privacy not in spec.privacy_models:
         raise InvalidParameter("privacy", args.privacy, "one of " + ", ".join(spec.privacy_models))
     check_options(options, getattr(spec, "options", None), args.algorithm)
+    plumb_scheduler(args, spec, options)
     config = registry.RunConfig(
         algorithm=args.algorithm,
         privacy=args.privacy,
@@ -214,7 +247,14 @@ def _reproduce(args: argparse.Namespace) -> int:
         sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
         return EXIT_BAD_INPUT
     spec = registry.reproduction(args.name)
-    result = dict(spec.run(args.runs, args.out, args.seed))
+    if args.scheduler == "local":
+        result = dict(spec.run(args.runs, args.out, args.seed))
+    else:
+        from dpcert.bandits.sweep import reproduce
+
+        result = reproduce(
+            args.name, args.runs, args.out, args.seed, scheduler=args.scheduler, progress=sys.stderr.isatty()
+        )
     rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool))]
     emit(args, result, rows)
     return EXIT_OK
