@@ -483,6 +483,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "workers": 1,
     "progress": None,
     "scheduler": "local",
+    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers (scalar releases)
 }
 
 
@@ -529,6 +530,12 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
         raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
     if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
         raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
+    if options["secure"] and config.algorithm != "dp-pe":
+        raise InvalidParameter(
+            "secure",
+            options["secure"],
+            "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
+        )
     width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
     settings = EliminationSettings(
         horizon=config.horizon,
@@ -560,6 +567,7 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
         epsilon=None if per_release is None else per_release.epsilon,
         delta=None if per_release is None else per_release.delta,
         calibration=config.calibration,
+        secure=options["secure"],
     )
     sessions = open_sessions(config, runs)
 
@@ -585,6 +593,7 @@ def run_config(config: registry.RunConfig) -> registry.BanditRun:
         privacy=config.privacy,
         extras={
             "calibration": config.calibration,
+            "secure": bool(options["secure"]),
             "per_release": None if per_release is None else per_release.to_dict(),
             "width": width,
             "settings": asdict(settings),

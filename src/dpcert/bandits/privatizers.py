@@ -27,6 +27,22 @@ Calibrations
     The least σ meeting (ε, δ) by the exact analytic Gaussian profile (Balle & Wang 2018, Thm 8),
     for the same sensitivity and neighbouring relation.
 
+Secure noise (``secure=True``, central and local Gaussian privatizers, scalar releases)
+    Float Gaussian noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` every
+    scalar release (:meth:`Privatizer.release_sums`, and :meth:`Privatizer.release_average` of one
+    coordinate) is drawn by :func:`dpcert.mechanisms.secure_noise.secure_gaussian`: the statistic is
+    rounded to the grid g ℤ (g a power of two), integer discrete Gaussian noise N_Z(0, σ_g²) is added
+    by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 3) and the release is an exact
+    multiple of g.  The certificate charged is that mechanism's: the discrete Gaussian's exact profile
+    at the integer sensitivity ⌊Δ/g⌋ + 1, which accounts for the rounding (``tight``: least σ_g for
+    (ε, δ); ``paper``: the paper's σ rounded up to the grid, certified as above).  The sampler's random
+    bits come from the run's seeded ``numpy.random.Generator`` (``bits="rng"``), so runs stay
+    reproducible; it is not a cryptographic source.  The noise variance reported is σ_g² g² (the
+    discrete Gaussian's variance is below σ², CKS 2020); the rounding adds a bias of at most g/2 per
+    rounded value (g ≈ σ·2^-13), which the confidence widths do not include.  Vector releases of s > 1
+    coordinates (DP-DPE's averages) are refused with ``secure=True``: their certificate would be an
+    s-fold discrete Gaussian composition, whose calibration is too slow to run once per phase.
+
 Sensitivities (replace-one neighbours, the paper's "differ in a single client", §4):
 central average 2B√s/n (eq. 19); local vector 2B√s (eq. 21); central/local scalar sum 2B (Thms C.1,
 C.3).  All assume every coordinate lies in [−B, B]; inputs outside raise :class:`DataOutOfBounds`.
@@ -48,6 +64,7 @@ from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
 from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.secure_noise import SecureGaussianMechanism, secure_gaussian
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
 CALIBRATIONS = ("paper", "tight")
@@ -168,17 +185,95 @@ class NonPrivate(Privatizer):
         return Release(sums, np.zeros(group_count), None, 1)
 
 
+def _secure_add(
+    mechanism: SecureGaussianMechanism, statistic: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """``g (round(x/g) + Z)`` for every entry x of ``statistic``, Z drawn by ``mechanism``'s sampler."""
+    grid = mechanism.grid
+    units = grid.to_units(statistic)
+    noise = grid.to_units(mechanism(0.0, rng, size=units.size))  # g·Z exactly, back to the integers Z
+    return grid.from_units(units + noise.reshape(units.shape))
+
+
 class _GaussianPrivatizer(Privatizer):
+    """Gaussian privatizer; ``secure=True`` draws scalar releases with integer-exact noise.
+
+    Parameters
+    ----------
+    reward_bound, epsilon, delta, calibration
+        See the module docstring.
+    secure
+        Draw the noise with :func:`dpcert.mechanisms.secure_noise.secure_gaussian` on a power-of-two
+        grid and charge its certificate (module docstring, "Secure noise").  The sampler's bits come
+        from the Generator passed to each release (reproducible, not cryptographic).
+    """
+
     trust_model = TrustModel.CENTRAL
 
-    def __init__(self, reward_bound: float, epsilon: float, delta: float, calibration: str = "tight") -> None:
+    def __init__(
+        self,
+        reward_bound: float,
+        epsilon: float,
+        delta: float,
+        calibration: str = "tight",
+        secure: bool = False,
+    ) -> None:
         super().__init__(reward_bound)
         self.epsilon = check.epsilon(epsilon)
         self.delta = check.positive_delta(delta)
         if calibration not in CALIBRATIONS:
             raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        if not isinstance(secure, (bool, np.bool_)):
+            raise InvalidParameter("secure", secure, "true or false")
         self.calibration = calibration
+        self.secure = bool(secure)
         self._cache: dict[float, tuple[float, Certificate]] = {}
+        self._secure_cache: dict[tuple[float, str], tuple[SecureGaussianMechanism, Certificate]] = {}
+
+    def secure_noise(self, sensitivity: float, theorem: str) -> tuple[SecureGaussianMechanism, Certificate]:
+        """The secure mechanism for one scalar release of sensitivity ``sensitivity`` and its certificate."""
+        key = (sensitivity, theorem)
+        if key in self._secure_cache:
+            return self._secure_cache[key]
+        common = dict(
+            sensitivity=sensitivity,
+            bits="rng",
+            trust_model=self.trust_model,
+            neighbouring=Neighbouring.REPLACE_ONE,
+        )
+        if self.calibration == "tight":
+            mechanism = secure_gaussian(self.epsilon, self.delta, **common)
+            certificate = mechanism.certificate
+        else:
+            sigma = paper_gaussian_sigma(self.epsilon, self.delta, sensitivity)
+            mechanism = secure_gaussian(delta=self.delta, sigma=sigma, **common)
+            exact = mechanism.certificate
+            if exact.epsilon <= self.epsilon:
+                mechanism = secure_gaussian(self.epsilon, self.delta, sigma=sigma, **common)
+                certificate = mechanism.certificate
+            else:
+                note = (
+                    f"the paper's sigma on the grid does not give the requested (epsilon={self.epsilon:g}, "
+                    f"delta={self.delta:g}); the discrete Gaussian profile gives epsilon={exact.epsilon:.6g} "
+                    f"at delta={self.delta:g}, which is what is certified ({theorem})"
+                )
+                certificate = Certificate(
+                    exact.mechanism,
+                    exact.guarantee,
+                    exact.trust_model,
+                    exact.neighbouring,
+                    dict(exact.parameters),
+                    exact.basis,
+                    exact.notes + (note,),
+                ).verify()
+        self._secure_cache[key] = (mechanism, certificate)
+        return mechanism, certificate
+
+    def _scalar_only(self, size: int) -> None:
+        if self.secure and size != 1:
+            raise InvalidParameter(
+                "secure", True, f"false for releases of {size} coordinates (secure noise: scalar releases)"
+            )
 
     def noise(self, sensitivity: float, theorem: str) -> tuple[float, Certificate]:
         """σ and its certificate for one Gaussian release of ℓ2-sensitivity ``sensitivity``."""
@@ -236,6 +331,12 @@ class CentralGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size) / users  # eq. 19
+        if self.secure:
+            self._scalar_only(size)
+            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.2")
+            _charge(ledger, user_ids, users, certificate, run_id)
+            estimate = _secure_add(mechanism, values.mean(axis=0), rng)
+            return Release(estimate, np.full(size, mechanism.real_sigma**2), certificate, size)
         sigma, certificate = self.noise(sensitivity, "Thm 4.2")
         _charge(ledger, user_ids, users, certificate, run_id)
         estimate = values.mean(axis=0) + rng.normal(0.0, sigma, size=size)
@@ -245,6 +346,12 @@ class CentralGaussian(_GaussianPrivatizer):
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
+        if self.secure:
+            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.1")
+            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
+            sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
+            estimate = _secure_add(mechanism, sums, rng)
+            return Release(estimate, np.full(group_count, mechanism.real_sigma**2), certificate, 1)
         sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.1")
         _charge(ledger, user_ids, values.shape[0], certificate, run_id)
         sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
@@ -262,6 +369,13 @@ class LocalGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size)  # eq. 21
+        if self.secure:
+            self._scalar_only(size)
+            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.4")
+            _charge(ledger, user_ids, users, certificate, run_id)
+            messages = _secure_add(mechanism, values, rng)  # R: what each user sends, on the grid
+            variance = np.full(size, mechanism.real_sigma**2 / users)
+            return Release(messages.mean(axis=0), variance, certificate, size)
         sigma, certificate = self.noise(sensitivity, "Thm 4.4")
         _charge(ledger, user_ids, users, certificate, run_id)
         messages = values + rng.normal(0.0, sigma, size=values.shape)  # R: what each user sends
@@ -271,9 +385,15 @@ class LocalGaussian(_GaussianPrivatizer):
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
-        sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.3")
-        _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-        messages = values + rng.normal(0.0, sigma, size=values.shape)
+        if self.secure:
+            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.3")
+            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
+            messages = _secure_add(mechanism, values, rng)  # each user's message, on the grid
+            sigma = mechanism.real_sigma
+        else:
+            sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.3")
+            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
+            messages = values + rng.normal(0.0, sigma, size=values.shape)
         groups = np.asarray(groups)
         sums = np.bincount(groups, weights=messages, minlength=group_count)
         counts = np.bincount(groups, minlength=group_count)
@@ -480,15 +600,25 @@ def make_privatizer(
     epsilon: float | None = None,
     delta: float | None = None,
     calibration: str = "tight",
+    secure: bool = False,
 ) -> Privatizer:
-    """The privatizer of a privacy model (``none``, ``central``, ``local``, ``shuffle``)."""
+    """The privatizer of a privacy model (``none``, ``central``, ``local``, ``shuffle``).
+
+    ``secure=True`` (central and local only) draws integer-exact noise; see the module docstring.
+    """
     if model not in PRIVACY_MODELS:
         raise InvalidParameter("privacy", model, "one of " + ", ".join(PRIVACY_MODELS))
+    if not isinstance(secure, (bool, np.bool_)):
+        raise InvalidParameter("secure", secure, "true or false")
+    if secure and model not in ("central", "local"):
+        raise InvalidParameter("secure", True, f"false with privacy={model} (secure noise: central or local)")
     if model == "none":
         return NonPrivate(reward_bound)
     if epsilon is None or delta is None:
         raise InvalidParameter(
             "epsilon/delta", (epsilon, delta), f"both given (epsilon > 0, 0 < delta < 1) for privacy={model}"
         )
-    cls = {"central": CentralGaussian, "local": LocalGaussian, "shuffle": ShuffleBitSum}[model]
-    return cls(reward_bound, epsilon, delta, calibration)
+    if model == "shuffle":
+        return ShuffleBitSum(reward_bound, epsilon, delta, calibration)
+    cls = CentralGaussian if model == "central" else LocalGaussian
+    return cls(reward_bound, epsilon, delta, calibration, secure=bool(secure))
