@@ -454,19 +454,23 @@ def _audit(args: argparse.Namespace) -> int:
         payload["plot"] = str(args.plot)
     if args.save is not None:
         args.save.write_text(json.dumps(report.to_dict() | {"run": run} | extra, indent=2, allow_nan=False))
-    rows = [
+    emit(args, payload, _report_rows(report, seed, [("samples per input", report.samples)]))
+    return EXIT_VIOLATED if report.violated else EXIT_OK
+
+
+def _report_rows(report: Any, seed: int, middle: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The table of an audit: verdict, bound, claim, confidence, ``middle``, set, ceiling, method, seed."""
+    return [
         ("verdict", report.verdict),
         ("epsilon lower bound", report.epsilon_lower_bound),
         ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
         ("confidence", report.confidence),
-        ("samples per input", report.samples),
+        *middle,
         ("rejection set", report.rejection_set.describe()),
         ("ceiling (about ln n)", report.epsilon_ceiling),
         ("method", report.method),
         ("seed", seed),
     ]
-    emit(args, payload, rows)
-    return EXIT_VIOLATED if report.violated else EXIT_OK
 
 
 PLOT_DRAWS = 50_000
@@ -520,18 +524,10 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
         "input": pair["input"],
         "neighbour": pair["neighbour"],
     }
-    rows = [
-        ("verdict", report.verdict),
-        ("epsilon lower bound", report.epsilon_lower_bound),
-        ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
-        ("confidence", report.confidence),
+    middle = [
         ("pair found", f"{pair['input']} vs {pair['neighbour']} ({pair['pattern']})"),
         ("candidates screened", report.search["candidates"]),
         ("samples per input (final pair)", report.samples),
-        ("rejection set", report.rejection_set.describe()),
-        ("ceiling (about ln n)", report.epsilon_ceiling),
-        ("method", report.method),
-        ("seed", seed),
     ]
-    emit(args, payload, rows)
+    emit(args, payload, _report_rows(report, seed, middle))
     return EXIT_VIOLATED if report.violated else EXIT_OK
