@@ -147,3 +147,43 @@ def test_cli_dp_dpe_secure_option_is_refused(capsys, tmp_path):
     ]  # fmt: skip
     assert main(argv) == 2
     assert "secure" in capsys.readouterr().err
+
+
+def test_cli_secure_flag_is_the_option(capsys):
+    argv = [
+        "bandit",
+        "run",
+        "dp-pe",
+        "--privacy",
+        "local",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--horizon",
+        "3000",
+    ]
+    argv += ["--option", "dimension=3", "--option", "arms=6", "--seed", "4", "--json"]
+    assert main(argv + ["--secure"]) == 0
+    flag = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--option", "secure=true"]) == 0
+    option = json.loads(capsys.readouterr().out)
+    assert flag["certificate"] == option["certificate"] and flag["regret"] == option["regret"]
+    assert flag["certificate"]["mechanism"] == "discrete-gaussian"
+    assert (
+        main(
+            [
+                "bandit",
+                "run",
+                "mab-se",
+                "--privacy",
+                "local",
+                "--epsilon",
+                "1",
+                "--horizon",
+                "500",
+                "--secure",
+            ]
+        )
+        == 2
+    )

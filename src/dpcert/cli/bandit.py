@@ -79,6 +79,12 @@ def register(groups: CommandGroups) -> None:
         help="algorithm-specific setting (VALUE read as JSON if possible), repeatable",
     )
     parser.add_argument("--scheduler", type=scheduler_value, default="local", help=SCHEDULER_HELP)
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="integer-exact noise where the algorithm supports it (dp-pe, central and local; "
+        "same as --option secure=true); refused elsewhere",
+    )
 
     groups.add("bandit", "list", "list the registered bandit algorithms", _list)
 
@@ -166,6 +172,8 @@ def check_run_memory(runs: int, horizon: int) -> None:
 def _run(args: argparse.Namespace) -> int:
     check_run_memory(args.runs, args.horizon)
     options = parse_options(args.option)
+    if args.secure:
+        options["secure"] = True
 
     from dpcert.bandits import registry
     from dpcert.bandits.experiment import plot_regret, save_results, summary
