@@ -101,3 +101,22 @@ def test_console_plots_are_written(tmp_path):
     shown = _dpcert("ledger", "show", "ledger.db", "--plot", "spent.png", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert _is_png(tmp_path / "spent.png")
+
+
+def test_audit_report_and_ledger_summary_render_in_notebooks(tmp_path):
+    import numpy as np
+
+    from dpcert import Guarantee
+    from dpcert.accounting.ledger import Ledger
+    from dpcert.audits import audit
+    from dpcert.mechanisms.laplace import laplace_certificate
+
+    report = audit(lambda v, rng, size: v + rng.laplace(0, 1.0, size), 0.0, 1.0, 1.0, samples=20_000, seed=3)
+    for text in (report._repr_markdown_(), report._repr_html_()):
+        assert report.verdict in text and f"{report.epsilon_lower_bound:.4f}" in text
+    with Ledger(tmp_path / "l.db") as ledger:
+        ledger.set_budget(None, Guarantee(3.0, 0.0))
+        ledger.charge(np.arange(5), laplace_certificate(1.0), run_id="a")
+        summary = ledger.spent_summary()
+    for text in (summary._repr_markdown_(), summary._repr_html_()):
+        assert "5" in text and f"{summary.max_epsilon:.6g}" in text

@@ -540,30 +540,8 @@ class Certificate:
 
         return plot_profile(self, path, **options)
 
-    def _repr_markdown_(self) -> str:
-        rows = [
-            ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
-            ("mechanism", f"`{self.mechanism}`"),
-            ("trust model", self.trust_model.value),
-            ("neighbouring", self.neighbouring.value),
-            ("basis", self.basis),
-            ("authenticity", self.authenticity),
-        ]
-        rows += [
-            ("parameter " + key, f"`{value!r}`")
-            for key, value in self.parameters.items()
-            if key != "components"
-        ]
-        if "components" in self.parameters:
-            rows.append(("components", str(len(self.parameters["components"]))))
-        table = "\n".join(f"| {label} | {value} |" for label, value in rows)
-        notes = "".join(f"\n- {note}" for note in self.notes)
-        return f"**Privacy certificate**\n\n| | |\n|---|---|\n{table}\n{notes}"
-
-    def _repr_html_(self) -> str:
-        import html
-
-        rows = [
+    def _notebook_rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [
             ("guarantee", f"(ε = {self.epsilon:.6g}, δ = {self.delta:.3g})"),
             ("mechanism", self.mechanism),
             ("trust model", self.trust_model.value),
@@ -571,12 +549,22 @@ class Certificate:
             ("basis", self.basis),
             ("authenticity", self.authenticity),
         ]
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(a)}</th><td>{html.escape(str(b))}</td></tr>"
-            for a, b in rows
-        )
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return f"<b>Privacy certificate</b><table>{body}</table>" + (f"<ul>{notes}</ul>" if notes else "")
+        rows += [
+            ("parameter " + key, repr(value)) for key, value in self.parameters.items() if key != "components"
+        ]
+        if "components" in self.parameters:
+            rows.append(("components", str(len(self.parameters["components"]))))
+        return rows
+
+    def _repr_markdown_(self) -> str:
+        from dpcert._notebook import markdown_table
+
+        return markdown_table("Privacy certificate", self._notebook_rows(), self.notes)
+
+    def _repr_html_(self) -> str:
+        from dpcert._notebook import html_table
+
+        return html_table("Privacy certificate", self._notebook_rows(), self.notes)
 
     def summary(self) -> str:
         """One line for humans."""

@@ -188,6 +188,29 @@ class SpentSummary:
             "max_user_delta": self.max_certificate.delta if self.max_certificate is not None else 0.0,
         }
 
+    def _notebook_rows(self) -> list[tuple[str, Any]]:
+        worst = self.max_certificate
+        return [
+            ("users", self.users),
+            ("charges", self.charges),
+            ("distinct histories", self.histories),
+            ("worst-off user", self.max_user if self.max_user is not None else "none"),
+            (
+                "their spent (ε, δ)",
+                f"({worst.epsilon:.6g}, {worst.delta:.3g})" if worst is not None else "none",
+            ),
+        ]
+
+    def _repr_markdown_(self) -> str:
+        from dpcert._notebook import markdown_table
+
+        return markdown_table("Ledger", self._notebook_rows())
+
+    def _repr_html_(self) -> str:
+        from dpcert._notebook import html_table
+
+        return html_table("Ledger", self._notebook_rows())
+
 
 @dataclass(frozen=True)
 class UserTotal:

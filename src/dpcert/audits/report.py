@@ -162,6 +162,27 @@ class AuditReport:
             raise CertificateFormatError("audit report JSON must be an object")
         return cls.from_dict(data, recheck=recheck)
 
+    def _notebook_rows(self) -> list[tuple[str, Any]]:
+        return [
+            ("verdict", self.verdict),
+            ("ε lower bound", f"{self.epsilon_lower_bound:.4f} (confidence {self.confidence:g})"),
+            ("claim", f"(ε = {self.claim.epsilon:g}, δ = {self.claim.delta:g})"),
+            ("draws per input", self.samples),
+            ("rejection set", self.rejection_set.describe()),
+            ("ceiling (about ln n)", f"{self.epsilon_ceiling:.3f}"),
+            ("method", self.method),
+        ]
+
+    def _repr_markdown_(self) -> str:
+        from dpcert._notebook import markdown_table
+
+        return markdown_table("Audit report", self._notebook_rows(), self.notes)
+
+    def _repr_html_(self) -> str:
+        from dpcert._notebook import html_table
+
+        return html_table("Audit report", self._notebook_rows(), self.notes)
+
     def summary(self) -> str:
         """One line for humans."""
         found = ""
