@@ -30,7 +30,7 @@ from scipy.special import betaincinv
 from statsmodels.stats.proportion import proportion_confint
 
 from dpcert import _validation as check
-from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, EvaluationCounts
+from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, EvaluationCounts, held_out_counts
 from dpcert.audits.rejection_set import RejectionSet, Score
 from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, DEFAULT_SAMPLES, Mechanism, draw_pair, generator_from
 from dpcert.audits.selection import DEFAULT_MAX_CELLS, SELECTION_CAUTION, select_rejection_set
@@ -185,12 +185,7 @@ def audit_delta(
         objective=objective,
     )
     rejection_set = selection.rejection_set
-    in_a = int(np.count_nonzero(rejection_set.contains(pair.on_a[split:])))
-    in_b = int(np.count_nonzero(rejection_set.contains(pair.on_b[split:])))
-    if selection.numerator == "a":
-        counts = EvaluationCounts("a", in_a, evaluation, in_b, evaluation)
-    else:
-        counts = EvaluationCounts("b", in_b, evaluation, in_a, evaluation)
+    counts = held_out_counts(rejection_set, selection.numerator, pair.on_a[split:], pair.on_b[split:])
     bound = delta_bound_from_counts(counts, epsilon, confidence)
     return DeltaAuditReport(
         verdict="violated" if bound > delta else "consistent",

@@ -144,6 +144,17 @@ class EpsilonLowerBound:
     projected: float
 
 
+def held_out_counts(
+    rejection_set: Any, numerator: str, held_out_a: np.ndarray, held_out_b: np.ndarray
+) -> EvaluationCounts:
+    """How often the held-out draws on each input fall in ``rejection_set``, numerator side first."""
+    in_a = int(np.count_nonzero(rejection_set.contains(held_out_a)))
+    in_b = int(np.count_nonzero(rejection_set.contains(held_out_b)))
+    if numerator == "a":
+        return EvaluationCounts("a", in_a, held_out_a.shape[0], in_b, held_out_b.shape[0])
+    return EvaluationCounts("b", in_b, held_out_b.shape[0], in_a, held_out_a.shape[0])
+
+
 def epsilon_lower_bound(
     pair: SamplePair,
     delta: float = 0.0,
@@ -195,12 +206,7 @@ def epsilon_lower_bound(
         max_cells=max_cells,
     )
     rejection_set = selection.rejection_set
-    in_a = int(np.count_nonzero(rejection_set.contains(pair.on_a[split:])))
-    in_b = int(np.count_nonzero(rejection_set.contains(pair.on_b[split:])))
-    if selection.numerator == "a":
-        counts = EvaluationCounts("a", in_a, evaluation, in_b, evaluation)
-    else:
-        counts = EvaluationCounts("b", in_b, evaluation, in_a, evaluation)
+    counts = held_out_counts(rejection_set, selection.numerator, pair.on_a[split:], pair.on_b[split:])
     bound = bound_from_counts(counts, delta, confidence)
     return EpsilonLowerBound(
         epsilon_lower_bound=bound.epsilon_lower_bound,
