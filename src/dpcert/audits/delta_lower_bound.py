@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import betaincinv
 from statsmodels.stats.proportion import proportion_confint
 
 from dpcert import _validation as check
 from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, EvaluationCounts, held_out_counts
 from dpcert.audits.rejection_set import RejectionSet, Score
 from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, DEFAULT_SAMPLES, Mechanism, draw_pair, generator_from
-from dpcert.audits.selection import DEFAULT_MAX_CELLS, SELECTION_CAUTION, select_rejection_set
+from dpcert.audits.selection import DEFAULT_MAX_CELLS, projected_ends, select_rejection_set
 from dpcert.errors import InvalidParameter
 
 
@@ -63,25 +62,15 @@ def projected_delta(
     The selection counts are moved ``SELECTION_CAUTION`` standard deviations against the set, scaled
     to the evaluation sizes, and the two Clopper–Pearson ends evaluated there.
     """
-    numerator = np.asarray(in_set_numerator, float)
-    denominator = np.asarray(in_set_denominator, float)
-    numerator = np.maximum(numerator - SELECTION_CAUTION * np.sqrt(numerator), 0.0)
-    denominator = np.minimum(
-        denominator + SELECTION_CAUTION * np.sqrt(denominator + 1.0), selection_denominator
+    lower, upper = projected_ends(
+        in_set_numerator,
+        selection_numerator,
+        in_set_denominator,
+        selection_denominator,
+        evaluation_numerator,
+        evaluation_denominator,
+        alpha,
     )
-    expected_num = numerator * (evaluation_numerator / selection_numerator)
-    expected_den = denominator * (evaluation_denominator / selection_denominator)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(
-            expected_num > 0,
-            betaincinv(expected_num, evaluation_numerator - expected_num + 1.0, alpha / 2.0),
-            0.0,
-        )
-        upper = np.where(
-            expected_den < evaluation_denominator,
-            betaincinv(expected_den + 1.0, evaluation_denominator - expected_den, 1.0 - alpha / 2.0),
-            1.0,
-        )
     return lower - math.exp(epsilon) * upper
 
 

@@ -54,6 +54,33 @@ def projected_bound(
     by luck, and they then evaluate badly; with it, a set wins only if its advantage survives its own
     sampling noise.  Used only to *choose* the rejection set (its value is never reported).
     """
+    lower, upper = projected_ends(
+        in_set_numerator,
+        selection_numerator,
+        in_set_denominator,
+        selection_denominator,
+        evaluation_numerator,
+        evaluation_denominator,
+        alpha,
+        caution,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.log((lower - delta) / upper)
+    return np.where(lower > delta, value, -np.inf)
+
+
+def projected_ends(
+    in_set_numerator: np.ndarray,
+    selection_numerator: int,
+    in_set_denominator: np.ndarray,
+    selection_denominator: int,
+    evaluation_numerator: int,
+    evaluation_denominator: int,
+    alpha: float,
+    caution: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cautious forecast of :func:`projected_bound`: the lower Clopper–Pearson end of the numerator
+    probability and the upper end of the denominator one, at the evaluation sizes (α/2 each)."""
     caution = SELECTION_CAUTION if caution is None else caution
     numerator = np.asarray(in_set_numerator, float)
     denominator = np.asarray(in_set_denominator, float)
@@ -72,8 +99,7 @@ def projected_bound(
             betaincinv(expected_den + 1.0, evaluation_denominator - expected_den, 1.0 - alpha / 2.0),
             1.0,
         )
-        value = np.log((lower - delta) / upper)
-    return np.where(lower > delta, value, -np.inf)
+    return lower, upper
 
 
 @dataclass(frozen=True)
