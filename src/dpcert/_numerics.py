@@ -6,9 +6,9 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 
-from scipy.optimize import brentq
-
 _MAX_BRACKET_STEPS = 200
+UNIT_ROUNDOFF = 2.0**-53
+"""The unit round-off u of IEEE double precision: a correctly rounded operation errs by at most u relative."""
 
 
 def smallest_valid(
@@ -36,6 +36,8 @@ def smallest_valid(
             return math.inf
         low, high = high, 2.0 * high
         steps += 1
+    from scipy.optimize import brentq  # imported here: dpcert.certificates needs this module, not scipy
+
     root = brentq(
         is_decreasing_excess,
         low,
@@ -72,3 +74,19 @@ def product_rounded_up(left: float, right: float) -> float:
     if math.isfinite(result) and Fraction(result) < Fraction(left) * Fraction(right):
         result = math.nextafter(result, math.inf)
     return result
+
+
+def nudge_up(is_valid: Callable[[float], bool], x: float, ceiling: float) -> float:
+    """The first of ``x``, ``x + u``, ``x + 3u``, ``x + 7u``, … (u = one ulp of ``x``) that ``is_valid``.
+
+    Guards a closed-form inversion against rounding on the optimistic side.  The step doubles, so
+    the search ends after about 60 evaluations however far the valid point is; ``ceiling`` (assumed
+    valid) is returned if it is reached first.
+    """
+    step = math.ulp(x) if x > 0.0 else math.ulp(1.0)
+    while not is_valid(x):
+        x += step
+        if x >= ceiling:
+            return ceiling
+        step *= 2.0
+    return x

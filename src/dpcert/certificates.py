@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from dpcert import _validation as check
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 
 FORMAT = "dpcert.certificate/1"
@@ -42,7 +43,6 @@ _DOCUMENT_KEYS = frozenset(
         "signature",
     }
 )
-_UNIT_ROUNDOFF = 2.0**-53
 
 
 @dataclass(frozen=True)
@@ -574,22 +574,6 @@ class Certificate:
         )
 
 
-def nudge_up(is_valid: Callable[[float], bool], x: float, ceiling: float) -> float:
-    """The first of ``x``, ``x + u``, ``x + 3u``, ``x + 7u``, … (u = one ulp of ``x``) that ``is_valid``.
-
-    Guards a closed-form inversion against rounding on the optimistic side.  The step doubles, so
-    the search ends after about 60 evaluations however far the valid point is; ``ceiling`` (assumed
-    valid) is returned if it is reached first.
-    """
-    step = math.ulp(x) if x > 0.0 else math.ulp(1.0)
-    while not is_valid(x):
-        x += step
-        if x >= ceiling:
-            return ceiling
-        step *= 2.0
-    return x
-
-
 def point_on_profile(
     profile: PrivacyProfile,
     epsilon: float | None = None,
@@ -661,8 +645,8 @@ class ApproximateDPProfile:
         # three operations u each: |computed − exact| <= 5u·excess + 2u|t|e^t, and the final sum u more.
         t = epsilon - self.epsilon
         excess = (1.0 - self.delta) * (-math.expm1(t)) / (1.0 + math.exp(-self.epsilon))
-        allowance = 8.0 * _UNIT_ROUNDOFF * excess + 2.0 * _UNIT_ROUNDOFF * abs(t) * math.exp(t)
-        return min(1.0, (self.delta + excess + allowance) * (1.0 + 2.0 * _UNIT_ROUNDOFF))
+        allowance = 8.0 * UNIT_ROUNDOFF * excess + 2.0 * UNIT_ROUNDOFF * abs(t) * math.exp(t)
+        return min(1.0, (self.delta + excess + allowance) * (1.0 + 2.0 * UNIT_ROUNDOFF))
 
     def epsilon_for(self, delta: float) -> float:
         if delta < self.delta:

@@ -70,9 +70,8 @@ import scipy.fft
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 
-from dpcert._numerics import nudge_up_until_valid, smallest_valid
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up_until_valid, smallest_valid
 
-UNIT_ROUNDOFF = 2.0**-53
 MASS_RELATIVE_ALLOWANCE = 2.0**-44
 MASS_ABSOLUTE_ALLOWANCE = 2.0**-48
 MAX_FFT_SIZE = 2**22

@@ -19,7 +19,7 @@ from typing import Any
 from scipy.optimize import minimize_scalar
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
+from dpcert._numerics import UNIT_ROUNDOFF, smallest_valid
 from dpcert.certificates import (
     ALL_TRUST_MODELS,
     EVENT_LEVEL,
@@ -32,7 +32,6 @@ from dpcert.certificates import (
 )
 
 ZCDP_BASIS = "Bun & Steinke 2016 (zCDP); Canonne, Kamath & Steinke 2020, Cor. 13 (conversion to (eps, delta))"
-_UNIT_ROUNDOFF = 2.0**-53
 
 
 def log_delta_at_order(alpha: float, rho: float, epsilon: float) -> float:
@@ -59,7 +58,7 @@ def zcdp_delta(epsilon: float, rho: float) -> float:
     # four terms, each with a few ulp of its magnitude: allow 64u of the largest magnitude in the exponent
     magnitude = abs((alpha - 1.0) * alpha * rho) + abs((alpha - 1.0) * epsilon) + abs(math.log(alpha)) + 1.0
     # ρ > 0 never implies pure DP: an underflow to 0 is reported as the least positive float instead
-    return min(1.0, max(math.ulp(0.0), math.exp(exponent + 64.0 * _UNIT_ROUNDOFF * magnitude)))
+    return min(1.0, max(math.ulp(0.0), math.exp(exponent + 64.0 * UNIT_ROUNDOFF * magnitude)))
 
 
 @register_profile(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert._numerics import ratio_rounded_up
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, ratio_rounded_up
 from dpcert.certificates import (
     ALL_TRUST_MODELS,
     EVENT_LEVEL,
@@ -27,12 +27,10 @@ from dpcert.certificates import (
     Neighbouring,
     ParameterSpec,
     TrustModel,
-    nudge_up,
     register_profile,
 )
 from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
 
-_UNIT_ROUNDOFF = 2.0**-53
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
 
 
@@ -64,7 +62,7 @@ class LaplaceProfile:
         # |computed − exact| <= u|x|e^x + 2u·value; 4u(value + |x|e^x) covers both with margin.
         x = (epsilon - self.pure_epsilon) / 2.0
         value = -math.expm1(x)
-        return min(1.0, value + 4.0 * _UNIT_ROUNDOFF * (value + abs(x) * math.exp(x)))
+        return min(1.0, value + 4.0 * UNIT_ROUNDOFF * (value + abs(x) * math.exp(x)))
 
     def epsilon_for(self, delta: float) -> float:
         if delta <= 0.0:

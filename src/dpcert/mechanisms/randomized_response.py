@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpcert import _validation as check
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
 from dpcert.certificates import (
     ALL_TRUST_MODELS,
     EVENT_LEVEL,
@@ -24,7 +25,6 @@ from dpcert.certificates import (
     Neighbouring,
     ParameterSpec,
     TrustModel,
-    nudge_up,
     point_on_profile,
     register_profile,
 )
@@ -32,7 +32,6 @@ from dpcert.certificates import (
 RANDOMIZED_RESPONSE_BASIS = (
     "Warner 1965; Kairouz, Oh & Viswanath 2016 (k-ary randomized response, exact profile)"
 )
-_UNIT_ROUNDOFF = 2.0**-53
 
 
 @register_profile(
@@ -59,7 +58,7 @@ class RandomizedResponseProfile:
         keep, growth = 1.0 - p, (p / k) * math.expm1(epsilon)
         value = keep - growth
         # each term carries at most 3u relative error (1 − p is exact for p >= 1/2, u otherwise)
-        allowance = 4.0 * _UNIT_ROUNDOFF * (keep + growth)
+        allowance = 4.0 * UNIT_ROUNDOFF * (keep + growth)
         bound = value + allowance
         return 0.0 if bound <= 0.0 else min(1.0, bound)
 
