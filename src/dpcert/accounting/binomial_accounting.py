@@ -5,7 +5,8 @@ API for bandit algorithms
 Bandit code rarely needs this module directly: certificates from
 :mod:`dpcert.mechanisms.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
 ``composed_epsilon(δ, n·b, p, g, coordinates)`` give the profile of one run of a bit-sum protocol
-(``coordinates = 1``: exact; more: pessimistic PLD composition), cached per parameter set;
+(``coordinates = 1``: exact; more: pessimistic PLD composition with proven round-off), cached per
+parameter set;
 ``l2_delta`` / ``l2_epsilon`` the same for ℓ2-bounded data (``p = 1/2``).
 
 In the Cheu et al. bit-sum protocols (seed 000 Alg. 2 and 4, seed 002 Alg. 5–7, seed 001's
@@ -32,25 +33,25 @@ by entry this worst case is attained (every entry at opposite ends of its range)
 exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative.  The opt-in
 :func:`l2_delta` uses the ℓ2 bound: after coupled randomized rounding the integer shifts lie in a
 lattice set, and the worst case is taken over its maximal shift multisets
-(:func:`l2_shift_multisets`).  Each per-coordinate loss PMF is a ``dp_accounting`` dense PMF with
-every loss rounded up (pessimistic); compositions multiply their Fourier transforms.
+(:func:`l2_shift_multisets`).  Each per-coordinate loss PMF has every loss rounded up to the grid
+(pessimistic); compositions are computed by :class:`dpcert.accounting.pld_bound.ComposedLossBound`,
+whose exponentially tilted FFT bounds its floating-point round-off and adds the bound to δ.
 
 Every truncation of a PMF tail moves that mass to the infinite-loss atom (it is counted in full
-in δ), and every floating-point evaluation carries a relative allowance toward larger δ.
+in δ), and every mass carries a relative allowance for the log-PMF evaluation, toward larger δ.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from dpcert._numerics import smallest_valid
+from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf, compose_delta_bound, compose_epsilon_bound
 
 TAIL_MASS = 1e-20  # mass of each binomial tail dropped from the window (moved to the infinite loss)
 LOSS_INTERVAL = 1e-4  # finest PLD discretisation of the privacy loss (rounded up: pessimistic)
@@ -209,24 +210,24 @@ def shift_epsilon(delta: float, trials: int, p: float, shift: int) -> float:
 
 
 @lru_cache(maxsize=128)
-def _loss_pmf(trials: int, p: float, shift: int, upward: bool, interval: float):
-    """Pessimistic ``dp_accounting`` dense PMF of the privacy loss of one coordinate.
+def _loss_pmf(trials: int, p: float, shift: int, upward: bool, interval: float) -> LossPmf:
+    """Pessimistic loss PMF of one coordinate on the grid ``interval`` (every loss rounded up).
 
-    ``upward`` selects the pair (upper, lower) = (N, N + shift); otherwise (N + shift, N).
+    ``upward`` selects the pair (upper, lower) = (N, N + shift); otherwise (N + shift, N).  Outcomes
+    the lower law never takes and the dropped window tails are infinite loss; every mass carries the
+    relative allowance ``_RELATIVE_SLACK`` of the log-PMF evaluation, upward.
     """
-    from dp_accounting.pld import pld_pmf
-
     log_p, log_q, dropped = shifted_pair(trials, p, shift)
     upper, lower = (log_p, log_q) if upward else (log_q, log_p)
     finite = np.isfinite(upper) & np.isfinite(lower)
     infinite_loss = np.isfinite(upper) & ~np.isfinite(lower)
-    infinity_mass = float(np.exp(upper[infinite_loss]).sum()) + dropped
+    infinity_mass = (float(np.exp(upper[infinite_loss]).sum()) + dropped) * (1.0 + _RELATIVE_SLACK)
     losses = upper[finite] - lower[finite]
     indices = np.ceil(losses / interval).astype(np.int64)  # round every loss up: pessimistic
     lowest = int(indices.min())
-    probs = np.bincount(indices - lowest, weights=np.exp(upper[finite]))
-    probs *= 1.0 + _RELATIVE_SLACK
-    return pld_pmf.DensePLDPmf(interval, lowest, probs, infinity_mass, True)
+    probs = np.bincount(indices - lowest, weights=np.exp(upper[finite])) * (1.0 + _RELATIVE_SLACK)
+    probs.setflags(write=False)
+    return LossPmf(interval, lowest, probs, min(1.0, infinity_mass))
 
 
 def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:
@@ -239,139 +240,34 @@ def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:
     return max(LOSS_INTERVAL, coordinates * span / MAX_COMPOSED_BUCKETS)
 
 
-@dataclass(frozen=True)
-class LossDistribution:
-    """A discretised privacy-loss distribution: ``losses`` (ascending), their ``probs``, ``infinity``.
-
-    ``tail_p[j] = Σ_{i>=j} p_i`` and ``tail_q[j] = Σ_{i>=j} p_i e^{−L_i}`` make every evaluation
-    ``O(log n)``: for ``L_{j−1} <= ε < L_j``, ``δ(ε) = μ_∞ + tail_p[j] − e^ε tail_q[j]``.
-    """
-
-    losses: np.ndarray
-    probs: np.ndarray
-    infinity: float
-    tail_p: np.ndarray
-    tail_q: np.ndarray
-
-    _SUM_SLACK = 1e-9  # bounds the rounding of the running sums (n·u with n <= 1e7), toward larger δ
-
-    @classmethod
-    def from_grid(cls, lower: int, interval: float, probs: np.ndarray, infinity: float) -> LossDistribution:
-        """From masses on the grid ``(lower + i)·interval``; masses below 1e-250 move to the infinite
-        loss (conservative, and it avoids slow subnormal arithmetic); negative FFT round-off is
-        dropped (which can only raise δ)."""
-        probs = np.clip(np.asarray(probs, dtype=float), 0.0, None)
-        losses = (np.arange(probs.size) + lower) * interval
-        tiny = probs < 1e-250
-        infinity = float(infinity) + float(probs[tiny].sum())
-        losses, probs = losses[~tiny], probs[~tiny]
-        with np.errstate(over="ignore"):  # e^{−L} overflows only far below any ε >= 0 that is queried
-            weighted = probs * np.exp(-losses)
-        tail_p = np.append(np.cumsum(probs[::-1])[::-1], 0.0)
-        tail_q = np.append(np.cumsum(weighted[::-1])[::-1], 0.0)
-        return cls(losses, probs, infinity, tail_p, tail_q)
-
-    def delta(self, epsilon: float) -> float:
-        """``μ_∞ + Σ_{L_i > ε} p_i (1 − e^{ε − L_i})``, rounded upward."""
-        j = int(np.searchsorted(self.losses, epsilon, side="right"))  # first loss above ε
-        mass, weighted = float(self.tail_p[j]), math.exp(epsilon) * float(self.tail_q[j])
-        return self.infinity + max(0.0, mass - weighted) + self._SUM_SLACK * (mass + weighted)
-
-    def epsilon(self, delta: float) -> float:
-        """Least ε with ``delta(ε) <= delta``: found on the grid, then solved inside its interval."""
-        losses, tail_p, tail_q = self.losses, self.tail_p, self.tail_q
-        if self.infinity > delta or losses.size == 0:
-            return math.inf if self.infinity > delta else 0.0
-        with np.errstate(over="ignore", invalid="ignore"):
-            at_grid = self.infinity + tail_p[1:-1] - np.exp(losses[:-1]) * tail_q[1:-1]  # δ(L_{j−1})
-        above = np.nonzero(~(at_grid <= delta))[0]
-        j = int(above[-1]) + 1 if above.size else 0  # ε lies in [L_{j−1}, L_j) (L_{−1} = −∞)
-        numerator = self.infinity + tail_p[j] - delta
-        if numerator <= 0 or tail_q[j] <= 0:
-            return max(0.0, float(losses[j - 1]) if j > 0 else 0.0)
-        return max(0.0, math.log(numerator / tail_q[j]))
-
-
-def _spectrum(
-    parts: list[tuple[Any, int]], length: int, spectra: dict | None = None, powers: dict | None = None
-) -> tuple[np.ndarray, int, float, int]:
-    """Fourier transform (length ``length``) of the composition of ``count`` copies of each dense PMF in
-    ``parts``, with its lowest grid index, its infinite-loss mass and its size on the grid.
-
-    ``spectra`` may hold the PMFs' transforms at that length, and ``powers`` a cache of their powers
-    shared by several calls (patterns of the ℓ2 mode share most factors)."""
-    from scipy.fft import rfft
-
-    size = 1 + sum(count * (pmf.size - 1) for pmf, count in parts)
-    spectrum = np.ones(length // 2 + 1, dtype=complex)
-    lower, log_survive = 0, 0.0
-    for pmf, count in parts:
-        key = (id(pmf), count)
-        power = powers.get(key) if powers is not None else None
-        if power is None:
-            transform = spectra[id(pmf)] if spectra else rfft(np.asarray(pmf._probs, dtype=float), length)
-            power = transform**count
-            if powers is not None:
-                powers[key] = power
-        spectrum *= power
-        lower += count * pmf._lower_loss
-        log_survive += count * math.log1p(-pmf._infinity_mass)
-    infinity = -math.expm1(log_survive) * (1.0 + 1e-12)
-    return spectrum, lower, infinity, size
-
-
-def _compose(parts: list[tuple[Any, int]], interval: float) -> LossDistribution:
-    """Loss distribution of the composition of ``count`` copies of each dense PMF in ``parts``.
-
-    All PMFs share the grid ``interval``; the composition is the product of their Fourier transforms
-    (one inverse FFT), negative round-off dropped and tiny masses moved to the infinite loss.
-    """
-    from scipy.fft import irfft, next_fast_len
-
-    length = next_fast_len(1 + sum(count * (pmf.size - 1) for pmf, count in parts))
-    spectrum, lower, infinity, size = _spectrum(parts, length)
-    return LossDistribution.from_grid(lower, interval, irfft(spectrum, length)[:size], infinity)
-
-
-def _least_epsilon(distributions: tuple[LossDistribution, ...], delta: float) -> float:
-    """Least ε with ``max_i distributions[i].delta(ε) <= delta``, landed on the safe side."""
-    epsilon = max(dist.epsilon(delta) for dist in distributions)
-    if not math.isfinite(epsilon):
-        return math.inf
-    step = 1e-12 + 1e-12 * epsilon
-    while max(dist.delta(epsilon) for dist in distributions) > delta:
-        epsilon += step
-        step *= 4.0
-        if step > 1e6:
-            return math.inf
-    return epsilon
-
-
 @lru_cache(maxsize=128)
-def _composed_pmfs(trials: int, p: float, shift: int, coordinates: int) -> tuple[LossDistribution, ...]:
-    """Composed loss distributions, one per split of coordinates between the two shift directions."""
+def _composed_bounds(trials: int, p: float, shift: int, coordinates: int) -> tuple[ComposedLossBound, ...]:
+    """Proven bounds on the composed loss, one per split of coordinates between the two directions."""
     interval = loss_interval(trials, p, shift, coordinates)
     up = _loss_pmf(trials, p, shift, True, interval)
     if p == 0.5:  # both directions are equal
-        return (_compose([(up, coordinates)], interval),)
+        return (ComposedLossBound([(up, coordinates)]),)
     down = _loss_pmf(trials, p, shift, False, interval)
     return tuple(
-        _compose([(up, n_up), (down, coordinates - n_up)], interval) for n_up in range(coordinates + 1)
+        ComposedLossBound(
+            [(part, count) for part, count in ((up, n_up), (down, coordinates - n_up)) if count]
+        )
+        for n_up in range(coordinates + 1)
     )
 
 
 def composed_delta(epsilon: float, trials: int, p: float, shift: int, coordinates: int) -> float:
-    """``δ(ε)`` of ``coordinates`` independent worst-case coordinates (pessimistic PLD)."""
+    """``δ(ε)`` of ``coordinates`` independent worst-case coordinates (pessimistic PLD, proven round-off)."""
     if coordinates == 1:
         return shift_delta(epsilon, trials, p, shift)
-    return min(1.0, max(dist.delta(epsilon) for dist in _composed_pmfs(trials, p, shift, coordinates)))
+    return compose_delta_bound(_composed_bounds(trials, p, shift, coordinates), epsilon)
 
 
 def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinates: int) -> float:
-    """Least ε with :func:`composed_delta` ``<= delta`` (pessimistic PLD); ``inf`` if none."""
+    """Least ε found with :func:`composed_delta` ``<= delta``; ``inf`` if none."""
     if coordinates == 1:
         return shift_epsilon(delta, trials, p, shift)
-    return _least_epsilon(_composed_pmfs(trials, p, shift, coordinates), delta)
+    return compose_epsilon_bound(_composed_bounds(trials, p, shift, coordinates), delta)
 
 
 # --------------------------------------------------------------------------- l2-bounded data
@@ -462,25 +358,14 @@ def l2_pattern_count(groups: tuple[int, ...], g: int, limit: int = MAX_L2_MULTIS
 
 
 @lru_cache(maxsize=64)
-def _l2_loss_distributions(trials: int, g: int, groups: tuple[int, ...]) -> tuple[LossDistribution, ...]:
-    """Composed loss distributions of every shift pattern (``p = 1/2``, pessimistic PLD)."""
-    from scipy.fft import irfft, next_fast_len, rfft
-
+def _l2_bounds(trials: int, g: int, groups: tuple[int, ...]) -> tuple[ComposedLossBound, ...]:
+    """Proven bounds on the composed loss of every shift pattern (``p = 1/2``, pessimistic PLD)."""
     patterns = l2_patterns(groups, g)
-    coordinates = sum(groups)
-    interval = loss_interval(trials, 0.5, g, coordinates)  # shift g has the widest loss range
+    interval = loss_interval(trials, 0.5, g, sum(groups))  # shift g has the widest loss range
     per_shift = {a: _loss_pmf(trials, 0.5, a, True, interval) for a in range(1, g + 1)}
-    length = next_fast_len(coordinates * max(pmf.size for pmf in per_shift.values()))
-    spectra = {id(pmf): rfft(np.asarray(pmf._probs, dtype=float), length) for pmf in per_shift.values()}
-    powers: dict = {}  # patterns share most (shift, count) factors: each power is computed once
-    composed = [
-        _spectrum([(per_shift[a], pattern.count(a)) for a in set(pattern)], length, spectra, powers)
-        for pattern in patterns
-    ]
-    grids = irfft(np.stack([spectrum for spectrum, *_ in composed]), length, axis=-1, workers=-1)
     return tuple(
-        LossDistribution.from_grid(lower, interval, grid[:size], infinity)
-        for grid, (_, lower, infinity, size) in zip(grids, composed, strict=True)
+        ComposedLossBound([(per_shift[a], pattern.count(a)) for a in sorted(set(pattern), reverse=True)])
+        for pattern in patterns
     )
 
 
@@ -490,10 +375,9 @@ def _groups(coordinates: int | tuple[int, ...]) -> tuple[int, ...]:
 
 def l2_delta(epsilon: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
     """δ(ε) for ℓ2-bounded groups of coordinates (see :func:`l2_shift_multisets`, :func:`l2_patterns`)."""
-    distributions = _l2_loss_distributions(trials, g, _groups(coordinates))
-    return min(1.0, max(dist.delta(epsilon) for dist in distributions))
+    return compose_delta_bound(_l2_bounds(trials, g, _groups(coordinates)), epsilon)
 
 
 def l2_epsilon(delta: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
     """Least ε with :func:`l2_delta` ``<= delta``; ``inf`` if none."""
-    return _least_epsilon(_l2_loss_distributions(trials, g, _groups(coordinates)), delta)
+    return compose_epsilon_bound(_l2_bounds(trials, g, _groups(coordinates)), delta)

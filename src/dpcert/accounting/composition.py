@@ -63,7 +63,7 @@ from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
-from dpcert.accounting.pld_bound import ComposedLossBound, loss_pmfs
+from dpcert.accounting.pld_bound import ComposedLossBound, compose_epsilon_bound, loss_pmfs
 from dpcert.certificates import (
     ALL_RELATIONS,
     ALL_TRUST_MODELS,
@@ -406,11 +406,7 @@ class PLDCompositionProfile:
         return self._delta_cache[epsilon]
 
     def epsilon_for(self, delta: float) -> float:
-        epsilon = max(d.epsilon_for(delta) for d in self.directions)
-        if not math.isfinite(epsilon) or self.delta_for(epsilon) <= delta:
-            return epsilon
-        top = max(d.highest * d.discretization for d in self.directions)
-        return nudge_up_until_valid(lambda e: self.delta_for(e) - delta, epsilon, max(top, epsilon))
+        return compose_epsilon_bound(self.directions, delta)
 
 
 def _single_plds(components: Sequence[Component], interval: float) -> list[tuple[Any, int]]:

@@ -583,5 +583,20 @@ def _power(values: np.ndarray, count: int) -> tuple[np.ndarray, int]:
 
 
 def compose_delta_bound(directions: Sequence[ComposedLossBound], epsilon: float) -> float:
-    """δ(ε) of a composition: the larger of its directions' proven bounds."""
-    return max(direction.delta_for(epsilon) for direction in directions)
+    """δ(ε) of a composition: the largest of its directions' proven bounds."""
+    return float(max(direction.delta_for(epsilon) for direction in directions))
+
+
+def compose_epsilon_bound(directions: Sequence[ComposedLossBound], delta: float) -> float:
+    """Least ε found with :func:`compose_delta_bound` ``<= delta`` (``inf`` if none).
+
+    The largest of the directions' own answers, nudged up until every direction, as evaluated,
+    gives at most ``delta`` (so the returned point is always checked, never interpolated).
+    """
+    epsilon = max(direction.epsilon_for(delta) for direction in directions)
+    if not math.isfinite(epsilon) or compose_delta_bound(directions, epsilon) <= delta:
+        return epsilon
+    top = max(direction.highest * direction.discretization for direction in directions)
+    return nudge_up_until_valid(
+        lambda e: compose_delta_bound(directions, e) - delta, epsilon, max(top, epsilon)
+    )
