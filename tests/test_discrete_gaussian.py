@@ -120,7 +120,7 @@ def test_composition_bounds_the_exact_k_fold_profile(epsilon):
 
 def test_single_release_composition_with_pld_is_consistent():
     profile = DiscreteGaussianProfile({"sigma": 4.0})
-    pld = profile.privacy_loss_distribution(1e-4)
+    pld = profile.single_release_pld(1e-4)
     for epsilon in (0.2, 0.8):
         exact = profile.delta_for(epsilon)
         assert exact <= pld.get_delta_for_epsilon(epsilon) * (1 + 1e-9) + 1e-15

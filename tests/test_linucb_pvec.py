@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.composition import compose_counts, pld_delta_for
+from dpcert.accounting.composition import compose_counts, pld_self_composed_delta_for
 from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.linucb import calibrate
 from dpcert.certificates import Certificate, Guarantee
@@ -69,7 +69,7 @@ def test_pld_composition_of_bit_sum_batches_is_never_below_the_exact_composition
     # 2 users x 5 noise bits, g = 2, a 2-dimensional vector: 2 coordinates per batch, 3 batches
     parameters = BitSumParameters(g=2, b=5, p=0.5, users=2, dimension=2, shape="vector")
     batch = binomial_sum_certificate(parameters, delta=0.05)
-    assert callable(batch.profile.privacy_loss_distribution)
+    assert callable(batch.profile.privacy_loss_parts)
     single = coordinate_losses(10, 0.5, 2, upward=True)
     losses, probs = product_losses([single] * 6)
     composed = compose_counts([(batch, 3)], method="pld", delta=0.3)
@@ -92,7 +92,7 @@ def test_the_dominating_pair_is_symmetric_for_p_one_half():
 def test_p_other_than_one_half_composes_through_its_claim_and_stays_above_every_orientation():
     parameters = BitSumParameters(g=1, b=10, p=0.25, users=2, dimension=1, shape="vector")
     profile = BinomialSumProfile(parameters.to_dict())
-    assert not profile.has_dominating_pair and not hasattr(profile, "privacy_loss_distribution")
+    assert not profile.has_dominating_pair and not hasattr(profile, "privacy_loss_parts")
     batch = binomial_sum_certificate(parameters, delta=0.05)
     composed = compose_counts([(batch, 2)], method="best", delta=0.2)
     up = coordinate_losses(20, 0.25, 1, upward=True)
@@ -126,8 +126,8 @@ def test_tight_returning_user_split_gives_each_batch_at_least_the_paper_budget()
     assert tight.certificate.neighbouring.value == tight.batch_certificate.neighbouring.value == "replace-one"
     fewer = BinomialSumProfile({**tight.batch_certificate.parameters, "b": tight.noise["b"] - 1})
     interval = tight.certificate.parameters["value_discretization_interval"]
-    pld = fewer.privacy_loss_distribution(interval).self_compose(participations)
-    assert pld_delta_for(pld, 1.0) > 0.1
+    ((single, coordinates),) = fewer.privacy_loss_parts(interval)
+    assert pld_self_composed_delta_for(single, coordinates * participations, 1.0) > 0.1
     Certificate.from_json(tight.certificate.to_json())  # re-derived from its components
 
 

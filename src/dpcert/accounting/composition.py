@@ -27,10 +27,10 @@ Methods
     which proves a bound on all floating-point round-off of its tilted FFT convolutions (Higham
     2002, Thm 24.2, made relative by exponential tilting at the saddle point) and adds it to δ.
     All Gaussian components are first merged exactly into one Gaussian.  A component uses, in
-    order of preference: a ``privacy_loss_distribution(interval)`` method of its profile (taken as
-    given), its ``dp_accounting`` event (Gaussian, Laplace, discrete Laplace, and compositions of
-    them), or the pessimistic PLD of its claimed (ε, δ) (``from_privacy_parameters``); nested
-    composition certificates are flattened.
+    order of preference: a ``privacy_loss_parts(interval)`` method of its profile (single-mechanism
+    PLDs with their counts, taken as given), its ``dp_accounting`` event (Gaussian, Laplace,
+    discrete Laplace, and compositions of them), or the pessimistic PLD of its claimed (ε, δ)
+    (``from_privacy_parameters``); nested composition certificates are flattened.
 ``"rdp"``
     Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
     has a ``dp_accounting`` event the accountant supports.
@@ -100,13 +100,6 @@ GAUSSIAN_COMPOSITION_BASIS = (
 # term of magnitude at most L = ln k! + k (ε0 + ln(1 + e^ε0)) carries an absolute error of a few ulp
 # of L, so the allowance is max(1e-9, 32 ulp(1) · L) (about 2e-11 · k for small ε0 and large k).
 _KOV_RELATIVE_SLACK = 1e-9
-
-# ``pld_delta_for`` reads δ(ε) off a PLD that the caller composed with dp_accounting itself; the
-# round-off of dp_accounting's own FFT convolutions is not bounded by the library, and the
-# allowance below is empirical (sized well above every observed error), not a proven bound.
-# ``compose(method="pld")`` does not use it: its round-off is proven (dpcert.accounting.pld_bound).
-_PLD_RELATIVE_SLACK = 1e-6
-_PLD_ABSOLUTE_SLACK = 1e-14
 
 # e^x overflows a double above about 709.78; advanced composition gives no finite ε beyond this.
 _LARGEST_EXPONENT = 700.0
@@ -298,66 +291,6 @@ class OptimalCompositionProfile:
 
 
 # --------------------------------------------------------------------------- PLD and RDP
-def _event_pld(event: Any, count: int, interval: float) -> Any:
-    """Pessimistic PLD of ``count`` repetitions of a dp_accounting event (``None`` if unsupported)."""
-    from dp_accounting import dp_event
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        return _event_pld(event.event, count * event.count, interval)
-    if isinstance(event, dp_event.ComposedDpEvent):
-        result = None
-        for inner in event.events:
-            part = _event_pld(inner, count, interval)
-            if part is None:
-                return None
-            result = part if result is None else result.compose(part)
-        return result
-    if isinstance(event, dp_event.GaussianDpEvent) and event.noise_multiplier > 0:
-        # count Gaussians with noise multiplier s compose exactly to one with s / sqrt(count).
-        return pld.from_gaussian_mechanism(
-            standard_deviation=event.noise_multiplier / math.sqrt(count),
-            pessimistic_estimate=True,
-            value_discretization_interval=interval,
-        )
-    if isinstance(event, dp_event.DiscreteLaplaceDpEvent) and event.noise_parameter > 0:
-        single = pld.from_discrete_laplace_mechanism(
-            event.noise_parameter,
-            sensitivity=event.sensitivity,
-            pessimistic_estimate=True,
-            value_discretization_interval=interval,
-        )
-        return single.self_compose(count) if count > 1 else single
-    if isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
-        single = pld.from_laplace_mechanism(
-            event.noise_multiplier, pessimistic_estimate=True, value_discretization_interval=interval
-        )
-        return single.self_compose(count) if count > 1 else single
-    return None
-
-
-def component_pld(component: Component, interval: float) -> Any:
-    """Pessimistic PLD of a component repeated ``count`` times (see the module docstring)."""
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    certificate = component.certificate
-    hook = getattr(certificate.profile, "privacy_loss_distribution", None)
-    if callable(hook):
-        single = hook(interval)
-        return single.self_compose(component.count) if component.count > 1 else single
-    event = certificate.to_dp_event()
-    if event is not None:
-        result = _event_pld(event, component.count, interval)
-        if result is not None:
-            return result
-    single = pld.from_privacy_parameters(
-        common.DifferentialPrivacyParameters(certificate.epsilon, certificate.delta),
-        value_discretization_interval=interval,
-    )
-    return single.self_compose(component.count) if component.count > 1 else single
-
-
 class PLDCompositionProfile:
     """Profile of a composition from the product of pessimistic PLDs, with proven round-off.
 
@@ -372,15 +305,6 @@ class PLDCompositionProfile:
         self.components = components
         self.interval = interval
         self._delta_cache: dict[float, float] = {}
-
-    @cached_property
-    def pld(self) -> Any:
-        """The ``dp_accounting`` PLD of the composition (for callers composing it further)."""
-        result = None
-        for component in self.components:
-            part = component_pld(component, self.interval)
-            result = part if result is None else result.compose(part)
-        return result
 
     @cached_property
     def directions(self) -> tuple[ComposedLossBound, ...]:
@@ -442,9 +366,9 @@ def _collect_plds(
         if isinstance(profile, CompositionProfile):
             _collect_plds(profile.components, count, interval, result, gaussian_terms)
             continue
-        hook = getattr(profile, "privacy_loss_distribution", None)
+        hook = getattr(profile, "privacy_loss_parts", None)
         if callable(hook):
-            result.append((hook(interval), count))
+            result.extend((single, inner * count) for single, inner in hook(interval))
             continue
         event = certificate.to_dp_event()
         if event is not None and _collect_event(event, count, interval, result, gaussian_terms):
@@ -567,18 +491,6 @@ def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
         return _loss_pmfs_cached(single)
     except TypeError:  # unhashable PLD object
         return loss_pmfs(single)
-
-
-def pld_delta_for(privacy_loss_distribution: Any, epsilon: float) -> float:
-    """``δ(ε)`` of a pessimistic ``dp_accounting`` PLD that the caller composed itself.
-
-    For callers (such as calibration searches) that build and compose the PLD with dp_accounting
-    directly: the round-off of those convolutions is only covered by the empirical allowance
-    ``_PLD_RELATIVE_SLACK`` / ``_PLD_ABSOLUTE_SLACK``.  :func:`pld_self_composed_delta_for` gives
-    the proven bound for a single-mechanism PLD composed ``count`` times.
-    """
-    raw = max(0.0, float(privacy_loss_distribution.get_delta_for_epsilon(epsilon)))
-    return min(1.0, raw * (1.0 + _PLD_RELATIVE_SLACK) + _PLD_ABSOLUTE_SLACK)
 
 
 def pld_self_composed_delta_for(single_pld: Any, count: int, epsilon: float) -> float:
@@ -716,14 +628,6 @@ class CompositionProfile:
 
     def dp_event(self) -> Any:
         return _composed_event(self.components)
-
-    def privacy_loss_distribution(self, interval: float) -> Any:
-        """Pessimistic PLD of the composed mechanism: the product of its components' PLDs.
-
-        Valid whatever method established this certificate's own claim, so nested compositions
-        compose as tightly as their flattened components.
-        """
-        return PLDCompositionProfile(self.components, interval).pld
 
 
 class CanonicalPairProfile:
@@ -888,7 +792,9 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
 def _lacks_pld(component: Component) -> bool:
     """True if the component's PLD would come from its claimed (ε, δ) alone."""
     certificate = component.certificate
-    if callable(getattr(certificate.profile, "privacy_loss_distribution", None)):
+    if isinstance(certificate.profile, CompositionProfile):  # flattened into its components' PLDs
+        return False
+    if callable(getattr(certificate.profile, "privacy_loss_parts", None)):
         return False
     return certificate.to_dp_event() is None
 

@@ -1027,7 +1027,7 @@ def _user_level(batch: Certificate, count: int, delta: float, interval: float) -
     total = compose_counts(
         [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
     )
-    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_distribution", None)) else ()
+    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_parts", None)) else ()
     return _with_notes(total, (RETURNING_VEC_NOTE,) + pld_note)
 
 

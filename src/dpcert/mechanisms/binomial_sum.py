@@ -19,9 +19,10 @@ exact accounting.  Every certificate's claim is re-derived by exact accounting
 (:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
 for users' vectors of ℓ2 norm (matrices of Frobenius norm) at most ``B`` instead of entry bounds
 only, which roughly halves the noise for ``d = 5``; such mechanisms reject data above the norm.
-With ``p = 1/2`` (entry bounds) a certificate's profile also offers ``privacy_loss_distribution(interval)``,
-the pessimistic PLD of a dominating pair, so that ``compose(..., method="pld")`` composes several runs
-(a returning user's batches) tightly; ``least_noise_bits(..., compositions=M)`` calibrates for M runs.
+With ``p = 1/2`` (entry bounds) a certificate's profile also offers ``privacy_loss_parts(interval)``,
+the pessimistic PLD of a dominating coordinate pair and its count, so that ``compose(...,
+method="pld")`` composes several runs (a returning user's batches) tightly, with proven round-off;
+``least_noise_bits(..., compositions=M)`` calibrates for M runs.
 
 Protocol (seed 000 Alg. 4; seed 002 Alg. 5–7)
 ---------------------------------------------
@@ -256,8 +257,8 @@ class BinomialSumProfile:
             norm=parameters.get("norm", "entry"),
         )
         if self.has_dominating_pair:
-            # the composition hook (accounting.composition.component_pld) exists only where it is valid
-            self.privacy_loss_distribution = self._dominating_pld
+            # the composition hook (accounting.composition, method "pld") exists only where it is valid
+            self.privacy_loss_parts = self._dominating_parts
 
     @property
     def has_dominating_pair(self) -> bool:
@@ -270,14 +271,15 @@ class BinomialSumProfile:
         q = self.parameters
         return q.p == 0.5 and (q.norm == "entry" or q.coordinates == 1)
 
-    def _dominating_pld(self, interval: float) -> Any:
-        """Pessimistic PLD of one run: ``coordinates``-fold product of the dominating coordinate pair.
+    def _dominating_parts(self, interval: float) -> list[tuple[Any, int]]:
+        """One run as ``[(PLD of the dominating coordinate pair, coordinates)]``: the pessimistic PLD
+        of a single coordinate and how many times it is composed (by dpcert's proven bound).
 
-        Only set as ``privacy_loss_distribution`` when :attr:`has_dominating_pair` (see ``PLD_NOTE``).
+        Only set as ``privacy_loss_parts`` when :attr:`has_dominating_pair` (see ``PLD_NOTE``).
         """
         q = self.parameters
         single = coordinate_pld(q.noise_trials, q.g, check.positive_finite("interval", interval))
-        return single.self_compose(q.coordinates) if q.coordinates > 1 else single
+        return [(single, q.coordinates)]
 
     def _args(self) -> tuple[int, float, int, int]:
         q = self.parameters
@@ -627,13 +629,13 @@ def least_noise_bits(
 
     One run (``compositions = 1``) is accounted exactly (:class:`BinomialSumProfile`); several runs (a
     returning user's batches, adaptively composed) by the ``compositions``-fold self-composition of the
-    run's pessimistic PLD (needs :attr:`BinomialSumProfile.has_dominating_pair`), evaluated with the
-    allowances of :func:`dpcert.accounting.composition.pld_delta_for` on the grid ``interval``
-    (default :func:`composed_interval`).  Monotone in ``b``: one more noise bit per coordinate is
-    independent noise added to each count, a post-processing of every run.
+    run's pessimistic PLD (needs :attr:`BinomialSumProfile.has_dominating_pair`), composed with the
+    proven round-off bound of :func:`dpcert.accounting.composition.pld_self_composed_delta_for` on
+    the grid ``interval`` (default :func:`composed_interval`).  Monotone in ``b``: one more noise bit
+    per coordinate is independent noise added to each count, a post-processing of every run.
     """
     from dpcert.accounting.calibration import analytic_gaussian_sigma
-    from dpcert.accounting.composition import pld_delta_for
+    from dpcert.accounting.composition import pld_self_composed_delta_for
 
     users, g, p, coordinates = template.users, template.g, template.p, template.coordinates
     layout = template.to_dict()
@@ -652,10 +654,8 @@ def least_noise_bits(
         profile = BinomialSumProfile({**layout, "b": b})
         if compositions == 1:
             return profile.delta_for(epsilon) <= delta
-        return (
-            pld_delta_for(profile.privacy_loss_distribution(grid).self_compose(compositions), epsilon)
-            <= delta
-        )
+        ((single, coordinates),) = profile.privacy_loss_parts(grid)
+        return pld_self_composed_delta_for(single, coordinates * compositions, epsilon) <= delta
 
     if template.norm == "l2" and coordinates > 1:  # a starting guess only: Gaussian with the l2 shift
         shift = g * math.sqrt(len(template.l2_groups)) + math.sqrt(coordinates)

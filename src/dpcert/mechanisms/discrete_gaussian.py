@@ -23,7 +23,8 @@ smaller shift (and, by symmetry, every negative one), and k releases compose to 
 k-fold compositions (k > 1), and composition with other mechanisms, use dp_accounting's pessimistic
 privacy-loss distribution of a truncated pair that dominates the mechanism: the noise is cut at ±B and
 the tail mass beyond (bounded as above) becomes an outcome of infinite privacy loss
-(:meth:`DiscreteGaussianProfile.privacy_loss_distribution`).
+(:meth:`DiscreteGaussianProfile.single_release_pld`), composed with the proven round-off bound of
+:mod:`dpcert.accounting.pld_bound`.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ class DiscreteGaussianProfile:
         if self.sensitivity > 1 << 30:
             raise InvalidParameter("sensitivity", self.sensitivity, "1 <= sensitivity <= 2^30")
 
-    def privacy_loss_distribution(self, interval: float) -> Any:
+    def single_release_pld(self, interval: float) -> Any:
         """A pessimistic PLD of one release that dominates the untruncated pair (dp_accounting).
 
         The pair (N_Z(0, σ²), N_Z(Δ, σ²)) is truncated to ±B around each centre, B = ⌈11.6σ⌉ + 2; the
@@ -211,15 +212,20 @@ class DiscreteGaussianProfile:
             lower, upper, pessimistic_estimate=True, value_discretization_interval=interval
         )
 
+    def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
+        """``[(PLD of one release, compositions)]``, composed by dpcert's proven PLD bound."""
+        return [(self.single_release_pld(interval), self.compositions)]
+
     @cached_property
-    def _composed(self) -> Any:
-        return self.privacy_loss_distribution(_PLD_INTERVAL).self_compose(self.compositions)
+    def _single(self) -> Any:
+        return self.single_release_pld(_PLD_INTERVAL)
 
     def delta_for(self, epsilon: float) -> float:
+        from dpcert.accounting.composition import pld_self_composed_delta_for
+
         if self.compositions == 1:
             return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
-        value = float(self._composed.get_delta_for_epsilon(epsilon))
-        return min(1.0, max(value * (1.0 + 1e-12), math.ulp(0.0)))
+        return pld_self_composed_delta_for(self._single, self.compositions, epsilon)
 
     def epsilon_for(self, delta: float) -> float:
         if delta <= 0.0:
