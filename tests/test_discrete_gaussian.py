@@ -120,11 +120,14 @@ def test_composition_bounds_the_exact_k_fold_profile(epsilon):
 
 def test_single_release_composition_with_pld_is_consistent():
     profile = DiscreteGaussianProfile({"sigma": 4.0})
-    pld = profile.single_release_pld(1e-4)
+    from dpcert.accounting.pld_bound import ComposedLossBound
+
+    pmf = profile.single_release_loss_pmf(1e-4)
+    single = ComposedLossBound([(pmf, 1)])
     for epsilon in (0.2, 0.8):
         exact = profile.delta_for(epsilon)
-        assert exact <= pld.get_delta_for_epsilon(epsilon) * (1 + 1e-9) + 1e-15
-        assert pld.get_delta_for_epsilon(epsilon) <= exact * 1.01 + 1e-12
+        assert exact <= single.delta_for(epsilon)
+        assert single.delta_for(epsilon) <= exact * 1.01 + 1e-12
 
 
 def test_certificate_round_trip_and_tamper_detection():

@@ -51,7 +51,13 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf, compose_delta_bound, compose_epsilon_bound
+from dpcert.accounting.pld_bound import (
+    ComposedLossBound,
+    LossPmf,
+    compose_delta_bound,
+    compose_epsilon_bound,
+    loss_pmf_from_masses,
+)
 
 TAIL_MASS = 1e-20  # mass of each binomial tail dropped from the window (moved to the infinite loss)
 LOSS_INTERVAL = 1e-4  # finest PLD discretisation of the privacy loss (rounded up: pessimistic)
@@ -221,13 +227,18 @@ def _loss_pmf(trials: int, p: float, shift: int, upward: bool, interval: float) 
     upper, lower = (log_p, log_q) if upward else (log_q, log_p)
     finite = np.isfinite(upper) & np.isfinite(lower)
     infinite_loss = np.isfinite(upper) & ~np.isfinite(lower)
-    infinity_mass = (float(np.exp(upper[infinite_loss]).sum()) + dropped) * (1.0 + _RELATIVE_SLACK)
+    infinity_mass = float(np.exp(upper[infinite_loss]).sum()) + dropped
     losses = upper[finite] - lower[finite]
-    indices = np.ceil(losses / interval).astype(np.int64)  # round every loss up: pessimistic
-    lowest = int(indices.min())
-    probs = np.bincount(indices - lowest, weights=np.exp(upper[finite])) * (1.0 + _RELATIVE_SLACK)
-    probs.setflags(write=False)
-    return LossPmf(interval, lowest, probs, min(1.0, infinity_mass))
+    return loss_pmf_from_masses(interval, losses, np.exp(upper[finite]), infinity_mass, _RELATIVE_SLACK)
+
+
+def dominating_loss_pmf(trials: int, shift: int, interval: float) -> LossPmf:
+    """Pessimistic loss PMF of ``(N, N + shift)``, ``N ~ Bin(trials, 1/2)``: a symmetric dominating pair.
+
+    With ``p = 1/2`` the reflection ``k -> trials + shift − k`` swaps the two laws, so both directions
+    have this loss law, and one PMF stands for the pair (:func:`dpcert.accounting.pld_bound.loss_pmfs`).
+    """
+    return _loss_pmf(trials, 0.5, shift, True, interval)
 
 
 def loss_interval(trials: int, p: float, shift: int, coordinates: int) -> float:

@@ -116,8 +116,28 @@ class LossPmf:
             return np.log(self.probs)
 
 
+def loss_pmf_from_masses(
+    interval: float, losses: np.ndarray, masses: np.ndarray, infinity_mass: float, relative_allowance: float
+) -> LossPmf:
+    """Pessimistic PMF of finite ``losses`` with ``masses``: every loss rounded *up* to the grid
+    ``interval``, and every mass (and ``infinity_mass``) inflated by ``1 + relative_allowance``, the
+    caller's bound on the relative error of its mass evaluations."""
+    indices = np.ceil(np.asarray(losses, dtype=float) / interval).astype(np.int64)
+    lowest = int(indices.min())
+    probs = np.bincount(indices - lowest, weights=np.asarray(masses, dtype=float))
+    probs *= 1.0 + relative_allowance + 4.0 * UNIT_ROUNDOFF
+    probs.setflags(write=False)
+    infinity = min(1.0, float(infinity_mass) * (1.0 + relative_allowance + 4.0 * UNIT_ROUNDOFF))
+    return LossPmf(interval, lowest, probs, infinity)
+
+
 def loss_pmfs(privacy_loss_distribution: Any) -> tuple[LossPmf, LossPmf | None]:
-    """The remove and add pmfs of a ``dp_accounting`` PLD (``None`` for add if symmetric), inflated."""
+    """The remove and add pmfs of a ``dp_accounting`` PLD (``None`` for add if symmetric), inflated.
+
+    A :class:`LossPmf` stands for a symmetric pair (both directions have its law) and is returned as is.
+    """
+    if isinstance(privacy_loss_distribution, LossPmf):
+        return privacy_loss_distribution, None
     remove = _loss_pmf(privacy_loss_distribution._pmf_remove)
     if privacy_loss_distribution._symmetric:
         return remove, None

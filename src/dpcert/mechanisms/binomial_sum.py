@@ -42,7 +42,6 @@ fractional part of ``u_i`` (seed 000 notes §3.4, erratum E3), at most
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,9 +79,9 @@ PLD_NOTE = (
     "p = 1/2: the worst pair of one coordinate, (Bin(n b, 1/2), Bin(n b, 1/2) + g), has the same privacy "
     "loss distribution in both directions (reflect the count), so it is a dominating pair for every "
     "ordered pair of neighbours (Zhu, Dong & Wang 2022, Def. 7) and products of such pairs dominate "
-    "adaptive compositions (their Thm 10); the loss PMF comes from dp_accounting "
-    "from_two_probability_mass_functions (pessimistic: every loss rounded up), and the binomial tails "
-    "outside the window go to the infinite loss"
+    "adaptive compositions (their Thm 10); the loss PMF is pessimistic (every loss rounded up), the "
+    "binomial tails outside the window go to the infinite loss, and compositions carry a proven "
+    "floating-point round-off bound"
 )
 MAX_MATERIALIZED_BITS = 20_000_000
 MAX_NOISE_BITS = 10**13
@@ -272,14 +271,14 @@ class BinomialSumProfile:
         return q.p == 0.5 and (q.norm == "entry" or q.coordinates == 1)
 
     def _dominating_parts(self, interval: float) -> list[tuple[Any, int]]:
-        """One run as ``[(PLD of the dominating coordinate pair, coordinates)]``: the pessimistic PLD
-        of a single coordinate and how many times it is composed (by dpcert's proven bound).
+        """One run as ``[(loss PMF of the dominating coordinate pair, coordinates)]``: the pessimistic
+        PMF of a single coordinate and how many times it is composed (by dpcert's proven bound).
 
         Only set as ``privacy_loss_parts`` when :attr:`has_dominating_pair` (see ``PLD_NOTE``).
         """
         q = self.parameters
-        single = coordinate_pld(q.noise_trials, q.g, check.positive_finite("interval", interval))
-        return [(single, q.coordinates)]
+        interval = check.positive_finite("interval", interval)
+        return [(exact.dominating_loss_pmf(q.noise_trials, q.g, interval), q.coordinates)]
 
     def _args(self) -> tuple[int, float, int, int]:
         q = self.parameters
@@ -302,37 +301,6 @@ class BinomialSumProfile:
 
     def dp_event(self) -> Any:
         return None
-
-
-@functools.lru_cache(maxsize=64)
-def coordinate_pld(trials: int, shift: int, interval: float) -> Any:
-    """Pessimistic ``dp_accounting`` PLD of ``(N, N + shift)``, ``N ~ Bin(trials, 1/2)``.
-
-    Built with ``from_two_probability_mass_functions`` (``pessimistic_estimate=True``: every privacy
-    loss rounded up to the grid) from the exact log-PMFs of
-    :func:`~dpcert.accounting.binomial_accounting.shifted_pair` on their common window.  The mass of
-    ``N`` outside the window (at most ``2e-20``, Chernoff bound) is an extra outcome that ``N + shift``
-    never takes, i.e. infinite loss, and outcomes outside the window of ``N + shift`` also get infinite
-    loss: both conservative.  ``symmetric=True`` is exact here: with ``p = 1/2`` the reflection
-    ``k -> trials + shift − k`` swaps the two laws, so both directions have the same loss law.
-    """
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    log_upper, log_lower, dropped = exact.shifted_pair(trials, 0.5, shift)
-    lo, _, _ = exact.binomial_window(trials, 0.5)
-    outcomes = np.arange(lo, lo + log_upper.size)
-    in_upper, in_lower = np.isfinite(log_upper), np.isfinite(log_lower)
-    upper: dict[Any, float] = dict(
-        zip(outcomes[in_upper].tolist(), log_upper[in_upper].tolist(), strict=True)
-    )
-    lower: dict[Any, float] = dict(
-        zip(outcomes[in_lower].tolist(), log_lower[in_lower].tolist(), strict=True)
-    )
-    if dropped > 0.0:
-        upper["outside the window"] = math.log(dropped)
-    return pld.from_two_probability_mass_functions(
-        lower, upper, pessimistic_estimate=True, value_discretization_interval=interval, symmetric=True
-    )
 
 
 def binomial_sum_certificate(

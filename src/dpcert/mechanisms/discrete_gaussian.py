@@ -20,10 +20,10 @@ have monotone likelihood ratios, the Neyman–Pearson tests of (P, P shifted by 
 tests for every d > 0, and their type-II errors grow as d shrinks: the pair at shift Δ dominates every
 smaller shift (and, by symmetry, every negative one), and k releases compose to the k-fold pair.
 
-k-fold compositions (k > 1), and composition with other mechanisms, use dp_accounting's pessimistic
+k-fold compositions (k > 1), and composition with other mechanisms, use the pessimistic
 privacy-loss distribution of a truncated pair that dominates the mechanism: the noise is cut at ±B and
 the tail mass beyond (bounded as above) becomes an outcome of infinite privacy loss
-(:meth:`DiscreteGaussianProfile.single_release_pld`), composed with the proven round-off bound of
+(:meth:`DiscreteGaussianProfile.single_release_loss_pmf`), composed with the proven round-off bound of
 :mod:`dpcert.accounting.pld_bound`.
 """
 
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -54,6 +54,9 @@ from dpcert.certificates import (
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import release_shape, require_certificate_for
 from dpcert.mechanisms.exact_samplers import RandomSource, SecureRandom, sample_discrete_gaussian
+
+if TYPE_CHECKING:
+    from dpcert.accounting.pld_bound import LossPmf
 
 DISCRETE_GAUSSIAN_BASIS = "Canonne, Kamath & Steinke 2020, Thm 7 (discrete Gaussian, exact profile)"
 COMPOSED_BASIS = "Canonne, Kamath & Steinke 2020 + dp_accounting pessimistic PLD (discrete Gaussian)"
@@ -184,41 +187,49 @@ class DiscreteGaussianProfile:
         if self.sensitivity > 1 << 30:
             raise InvalidParameter("sensitivity", self.sensitivity, "1 <= sensitivity <= 2^30")
 
-    def single_release_pld(self, interval: float) -> Any:
-        """A pessimistic PLD of one release that dominates the untruncated pair (dp_accounting).
+    def single_release_loss_pmf(self, interval: float) -> LossPmf:
+        """A pessimistic loss PMF of one release that dominates the untruncated pair.
 
         The pair (N_Z(0, σ²), N_Z(Δ, σ²)) is truncated to ±B around each centre, B = ⌈11.6σ⌉ + 2; the
         mass outside, bounded by :func:`tail_mass_bound`, is moved to an outcome only that distribution
-        has (infinite privacy loss).  For every ε the hockey-stick divergence of the new pair is the
-        truncated part plus that bound, at least the original's, so the pair dominates and its
-        compositions bound the mechanism's.
+        has (infinite privacy loss), as are the outcomes y < Δ − B that only the first one takes.  For
+        every ε the hockey-stick divergence of the new pair is the truncated part plus that bound, at
+        least the original's, so the pair dominates and its compositions bound the mechanism's.  The
+        reflection y -> Δ − y swaps the two laws: one PMF stands for both directions.  The loss at y
+        is (Δ² − 2yΔ)/(2σ²), rounded up to the grid ``interval``.
         """
-        from dp_accounting.pld import privacy_loss_distribution as pld
+        from dpcert.accounting.pld_bound import loss_pmf_from_masses
 
+        interval = check.positive_finite("interval", interval)
         reach = math.ceil(11.6 * self.sigma) + 2
         if reach > _MAX_PLD_REACH:
             raise InvalidParameter(
                 "sigma", self.sigma, f"sigma <= {_MAX_PLD_REACH / 11.6:.3g} for PLD composition (k > 1)"
             )
-        y = np.arange(-reach, reach + 1)
-        log_mass = -(y.astype(float) ** 2) / (2.0 * self.sigma**2) - log_normaliser(self.sigma)
-        log_tail = math.log(max(tail_mass_bound(reach + 1, self.sigma), 1e-300))
-        only_here = 4 * reach + 4 * self.sensitivity + 10  # outcomes outside both supports
-        upper = dict(zip(y.tolist(), log_mass.tolist(), strict=True))
-        lower = dict(zip((y + self.sensitivity).tolist(), log_mass.tolist(), strict=True))
-        upper[only_here] = log_tail
-        lower[-only_here] = log_tail
-        return pld.from_two_probability_mass_functions(
-            lower, upper, pessimistic_estimate=True, value_discretization_interval=interval
+        shift = self.sensitivity
+        variance2 = 2.0 * self.sigma**2
+        log_z = log_normaliser(self.sigma)
+        y = np.arange(-reach, reach + 1, dtype=float)
+        masses = np.exp(-(y * y) / variance2 - log_z)
+        shared = y >= shift - reach  # outcomes the shifted law also takes
+        losses = (shift * shift - 2.0 * shift * y[shared]) / variance2
+        infinity = float(np.sum(masses[~shared])) + tail_mass_bound(reach + 1, self.sigma)
+        # exp of an argument of magnitude <= 70 + |ln Z| carries a few ulp of it; the losses are
+        # rounded up to the grid after an error of a few ulp of their magnitude, covered by the
+        # slack added to each loss before rounding.
+        magnitude = 70.0 + abs(log_z)
+        losses = losses + 8.0 * np.finfo(float).eps * (np.abs(losses) + 1.0)
+        return loss_pmf_from_masses(
+            interval, losses, masses[shared], infinity, 8.0 * np.finfo(float).eps * magnitude
         )
 
     def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
-        """``[(PLD of one release, compositions)]``, composed by dpcert's proven PLD bound."""
-        return [(self.single_release_pld(interval), self.compositions)]
+        """``[(loss PMF of one release, compositions)]``, composed by dpcert's proven PLD bound."""
+        return [(self.single_release_loss_pmf(interval), self.compositions)]
 
     @cached_property
-    def _single(self) -> Any:
-        return self.single_release_pld(_PLD_INTERVAL)
+    def _single(self) -> LossPmf:
+        return self.single_release_loss_pmf(_PLD_INTERVAL)
 
     def delta_for(self, epsilon: float) -> float:
         from dpcert.accounting.composition import pld_self_composed_delta_for
