@@ -18,7 +18,7 @@ from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.audits import audit
 from dpcert.cli import main
 from dpcert.errors import DataOutOfBounds, InvalidParameter
-from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
+from dpcert.mechanisms.discrete_gaussian import DiscreteGaussianProfile, discrete_gaussian_delta
 from dpcert.mechanisms.secure_noise import Grid, secure_gaussian, secure_laplace
 
 ALPHA = 1e-3
@@ -109,6 +109,33 @@ def test_secure_gaussian_meets_the_claim_after_rounding():
         assert discrete_gaussian_delta(epsilon, mechanism.sigma, shift) <= delta
         # a fine grid costs little: within 0.5 % of the continuous analytic sigma
         assert mechanism.real_sigma == pytest.approx(analytic_gaussian_sigma(epsilon, delta), rel=5e-3)
+
+
+def test_secure_gaussian_vector_composes_every_coordinate_and_is_least():
+    """Entry-wise sensitivity 1 over 4 coordinates: the certificate is the 4-fold composition at the
+    rounded shift; the continuous analytic Gaussian for 4 compositions is a close lower reference."""
+    epsilon, delta, dimension = 1.0, 1e-5, 4
+    mechanism = secure_gaussian(epsilon, delta, dimension=dimension, bits="rng")
+    certificate = mechanism.certificate
+    assert certificate.parameters["compositions"] == dimension
+    shift = certificate.parameters["sensitivity"]
+    assert shift == math.floor(1.0 / mechanism.grid.granularity) + 1
+    profile = DiscreteGaussianProfile(
+        {"sigma": mechanism.sigma, "sensitivity": shift, "compositions": dimension}
+    )
+    assert profile.delta_for(epsilon) <= delta
+    fewer = DiscreteGaussianProfile(
+        {"sigma": mechanism.sigma - 1, "sensitivity": shift, "compositions": dimension}
+    )
+    assert fewer.delta_for(epsilon) > delta  # whole grid steps, and the least of them
+    continuous = analytic_gaussian_sigma(epsilon, delta, compositions=dimension)
+    assert continuous <= mechanism.real_sigma <= continuous * 1.005
+    released = mechanism(np.array([0.25, -1.0, 3.0, 0.5]), np.random.default_rng(2))
+    assert released.shape == (dimension,)
+    assert np.all(released / mechanism.grid.granularity == np.round(released / mechanism.grid.granularity))
+    with pytest.raises(InvalidParameter, match="value"):
+        mechanism(np.zeros(3), np.random.default_rng(2))
+    Certificate.from_json(certificate.to_json())
 
 
 def test_secure_gaussian_noise_has_the_discrete_gaussian_law():

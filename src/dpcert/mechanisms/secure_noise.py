@@ -8,10 +8,11 @@ least significant bits for differential privacy").  As in Mironov's snapping mec
 computed exactly, so every output bit is a function of the integer ``round(x/g) + Z``.
 
 Rounding costs sensitivity: ``|round(a/g) − round(b/g)| <= |a − b|/g + 1`` for each coordinate, so a
-query of sensitivity Δ over d coordinates has integer sensitivity ``Δ_g = ⌊Δ/g⌋ + d`` in grid units (ℓ1 for
-Laplace; the Gaussian is offered for scalars, d = 1).  The certificate is the discrete mechanism's at
-``Δ_g`` (the discrete Laplace's exact profile, or the discrete Gaussian's of
-:mod:`dpcert.mechanisms.discrete_gaussian`) and records the grid (``granularity``) and the sampler.
+query of ℓ1-sensitivity Δ over d coordinates has integer sensitivity ``Δ_g = ⌊Δ/g⌋ + d`` in grid units
+(Laplace); the Gaussian takes an entry-wise bound Δ and composes d coordinates of ``⌊Δ/g⌋ + 1``.  The
+certificate is the discrete mechanism's (the discrete Laplace's exact profile, or the discrete
+Gaussian's of :mod:`dpcert.mechanisms.discrete_gaussian`) and records the grid (``granularity``) and
+the sampler.
 
 The noise parameters are chosen so that the sampler's integers stay small (the vectorised path): the
 discrete Laplace parameter a is a dyadic rational with 20 significant bits (rounded down: more noise) and
@@ -267,14 +268,15 @@ def secure_laplace(
 class SecureGaussianMechanism:
     """Releases ``g (round(x/g) + Z)`` with Z ~ N_Z(0, σ_g²) by the integer-exact sampler (CKS 2020, Alg. 3).
 
-    ``sigma`` is in grid units (an integer); ``real_sigma`` = g σ_g.  Scalar queries only.  ``bits`` as
-    for :class:`SecureLaplaceMechanism`.
+    ``sigma`` is in grid units (an integer); ``real_sigma`` = g σ_g.  Queries of ``dimension``
+    coordinates (independent noise on each); ``bits`` as for :class:`SecureLaplaceMechanism`.
     """
 
     grid: Grid
     sigma: float
     certificate: Certificate
     bits: str = "os"
+    dimension: int = 1
 
     def __post_init__(self) -> None:
         _check_bits(self.bits)
@@ -289,8 +291,8 @@ class SecureGaussianMechanism:
 
     def __call__(self, value: Any, rng: np.random.Generator | None = None, size: int | None = None) -> Any:
         units = self.grid.to_units(value)
-        if units.size != 1:
-            raise InvalidParameter("value", value, "a scalar (the secure Gaussian releases one coordinate)")
+        if units.size != self.dimension:
+            raise InvalidParameter("value", value, f"{self.dimension} coordinate(s)")
         shape = units.shape if size is None else (check.positive_int("size", size),) + units.shape
         count = int(np.prod(shape, dtype=np.int64))
         noise = sample_discrete_gaussian(Fraction(self.sigma) ** 2, count, _source(self.bits, rng))
@@ -303,6 +305,7 @@ def secure_gaussian(
     *,
     sigma: float | None = None,
     sensitivity: float = 1.0,
+    dimension: int = 1,
     compositions: int = 1,
     granularity: float | None = None,
     bits: str = "os",
@@ -315,11 +318,18 @@ def secure_gaussian(
     to a whole number of grid steps.  With ``sigma`` (real units): σ_g = ⌈σ/g⌉ and the certificate is
     taken at ``delta`` (or at ``epsilon``).  Default grid 2^(⌊log2 σ⌋ − 13) with σ the analytic
     Gaussian's for (ε, δ) (or the given one).
+
+    A query of ``dimension`` coordinates, each of sensitivity at most ``sensitivity`` (an entry-wise
+    bound), gets independent noise on every coordinate; each rounded coordinate moves by at most
+    ``⌊Δ/g⌋ + 1`` grid steps, and the shifted discrete Gaussians are log-concave, so the pair with
+    every coordinate at that shift dominates (see :mod:`dpcert.mechanisms.discrete_gaussian`): the
+    certificate composes ``dimension × compositions`` releases of that integer sensitivity.
     """
     from dpcert.accounting.calibration import analytic_gaussian_sigma
 
     sensitivity = check.positive_finite("sensitivity", sensitivity)
-    compositions = check.positive_int("compositions", compositions)
+    dimension = check.positive_int("dimension", dimension)
+    compositions = check.positive_int("compositions", compositions) * dimension
     if sigma is None:
         if epsilon is None or delta is None:
             raise InvalidParameter("epsilon/delta", (epsilon, delta), "both epsilon and delta (or sigma)")
@@ -348,4 +358,4 @@ def secure_gaussian(
         trust_model=trust_model,
         neighbouring=neighbouring,
     )
-    return SecureGaussianMechanism(grid, units, certificate, _check_bits(bits))
+    return SecureGaussianMechanism(grid, units, certificate, _check_bits(bits), dimension)
