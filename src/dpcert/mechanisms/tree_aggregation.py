@@ -34,7 +34,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.gaussian import ClassicalGaussianBound, gaussian_delta, gaussian_epsilon
 
 TREE_AGGREGATION_BASIS = (
     "single-epoch Gaussian tree aggregation (Kairouz et al. 2021, App. D) as one Gaussian of l2 "
@@ -93,6 +93,11 @@ class TreeAggregationProfile:
 
     def epsilon_for(self, delta: float) -> float:
         return gaussian_epsilon(delta, self.mu)
+
+    def reference_bounds(self) -> dict[str, Any]:
+        """The classical Gaussian bound of the same μ, for comparison curves."""
+        bound = ClassicalGaussianBound(self.mu)
+        return {bound.label: bound}
 
     def dp_event(self) -> Any:
         """The dominating Gaussian event (the tree event itself is only accounted under zero-out)."""
