@@ -67,3 +67,21 @@ def test_profile_plot_with_references_is_written(tmp_path):
     bare = plot_profile(certificate, references=False)
     assert len(bare.axes[0].get_lines()) == 2  # the profile and the claim only
     assert np.isfinite(certificate.epsilon)
+
+
+def test_shuffle_certificates_draw_the_papers_closed_form_above_the_numeric_bound():
+    from dpcert.accounting.amplification import amplification_certificate, closed_form_epsilon
+
+    certificate = amplification_certificate(2.0, 10_000, delta=1e-6)  # FMT Thm 3.2, evaluated exactly
+    curves = reference_curves(certificate)
+    (label,) = curves
+    assert "closed form" in label and "Thm 3.1" in label
+    closed = curves[label]
+    # the closed form at delta' = 1e-6 gives epsilon~; its curve reaches delta <= 1e-6 there
+    tilde = closed_form_epsilon(2.0, 10_000, 1e-6)
+    assert closed.delta_for(tilde) <= 1e-6 * (1 + 1e-9)
+    for epsilon in (0.2, tilde, 0.6):
+        assert closed.delta_for(epsilon) >= certificate.delta_for(epsilon)  # the theorem it relaxes
+    assert math.isnan(closed.delta_for(0.05))  # below its range the closed form says nothing
+    by_closed_form = amplification_certificate(2.0, 10_000, delta=1e-6, method="closed-form")
+    assert reference_curves(by_closed_form) == {}
