@@ -12,8 +12,9 @@ over the steps and converted to (ε, δ) by dp_accounting's RDP accountant
 (:class:`~dpcert.accounting.rdp_events.RdpEventProfile`).  dp_accounting has no privacy loss
 distribution for this sampling scheme, so no tighter proven profile is used.
 
-The bound is conservative: two neighbouring datasets (every record's query value -Δ/2 except one,
-replaced by +Δ/2) realise the pair (N(0, σ²), (1 − γ) N(0, σ²) + γ N(Δ, σ²)) at every step, whose
+The bound is conservative: for the sum of per-record values in [−Δ/2, Δ/2] (a query of replace-one
+sensitivity Δ), two neighbouring datasets (every value −Δ/2 except one, replaced by +Δ/2) realise
+the pair (N(0, σ²), (1 − γ) N(0, σ²) + γ N(Δ, σ²)) at every step, whose
 composed profile is the Poisson-subsampled Gaussian's (:mod:`dpcert.accounting.sampled_gaussian`)
 at q = γ.  The true profile lies between that and this certificate's.
 """
