@@ -191,3 +191,15 @@ def test_forged_without_replacement_certificates_are_refused():
     for label, value in (("neighbouring", "add/remove"), ("trust_model", "local")):
         with pytest.raises(CertificateFormatError, match=value):
             Certificate.from_dict({**good, label: value})
+
+
+def test_nested_self_compositions_are_the_flat_ones():
+    batch = dp_event.SampledWithoutReplacementDpEvent(1000, 10, dp_event.GaussianDpEvent(1.1))
+    tree = dp_event.SingleEpochTreeAggregationDpEvent(4.0, 15)
+    poisson = dp_event.PoissonSampledDpEvent(0.05, dp_event.GaussianDpEvent(2.0))
+    for inner, relation in ((batch, "replace-one"), (tree, "replace-one"), (poisson, "add/remove")):
+        nested = dp_event.SelfComposedDpEvent(dp_event.SelfComposedDpEvent(inner, 5), 4)
+        flat = dp_event.SelfComposedDpEvent(inner, 20)
+        a = Certificate.from_dp_event(nested, delta=1e-5, neighbouring=relation)
+        b = Certificate.from_dp_event(flat, delta=1e-5, neighbouring=relation)
+        assert a == b and a.mechanism != "composition"

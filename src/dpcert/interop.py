@@ -242,13 +242,22 @@ def certificate_from_opendp(
     )
 
 
+def _unwrap_self_composed(event: Any) -> tuple[Any, int]:
+    """The innermost event of nested ``SelfComposedDpEvent`` wrappers and their product of counts."""
+    from dp_accounting import dp_event
+
+    count = 1
+    while isinstance(event, dp_event.SelfComposedDpEvent):
+        count *= check.positive_int("count", event.count)
+        event = event.event
+    return event, count
+
+
 def _sampled_without_replacement_gaussian(event: Any) -> tuple[int, int, float, int] | None:
     """(n, m, σ, steps) of ``SampledWithoutReplacement(n, m, Gaussian(σ))`` or its self-composition."""
     from dp_accounting import dp_event
 
-    steps = 1
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        steps, event = check.positive_int("count", event.count), event.event
+    event, steps = _unwrap_self_composed(event)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent) and isinstance(
         event.event, dp_event.GaussianDpEvent
     ):
@@ -265,9 +274,7 @@ def _tree_aggregation(event: Any) -> tuple[float, list[int], int] | None:
     """(σ, step counts, epochs) of ``SingleEpochTreeAggregation(σ, counts)`` or its self-composition."""
     from dp_accounting import dp_event
 
-    epochs = 1
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        epochs, event = check.positive_int("count", event.count), event.event
+    event, epochs = _unwrap_self_composed(event)
     if isinstance(event, dp_event.SingleEpochTreeAggregationDpEvent):
         counts = event.step_counts
         counts = [counts] if isinstance(counts, int) else list(counts)
@@ -279,9 +286,7 @@ def _poisson_sampled_gaussian(event: Any) -> tuple[float, float, int] | None:
     """(q, σ, steps) of ``PoissonSampled(q, Gaussian(σ))`` or its self-composition, else ``None``."""
     from dp_accounting import dp_event
 
-    steps = 1
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        steps, event = check.positive_int("count", event.count), event.event
+    event, steps = _unwrap_self_composed(event)
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(
         event.event, dp_event.GaussianDpEvent
     ):
