@@ -135,6 +135,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.accounting.amplification import amplification_certificate
     from dpcert.accounting.composition import compose
     from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
+    from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
     from dpcert.accounting.zcdp import zcdp_certificate
     from dpcert.certificates import _BUILTIN_PROFILE_MODULES
     from dpcert.mechanisms.binary_sum import binary_sum_certificate
@@ -143,6 +144,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
     from dpcert.mechanisms.shuffle import calibrate_pamp
+    from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
 
     certificates = [
         gaussian_certificate(2.0, delta=1e-5),
@@ -158,6 +160,8 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
         zcdp_certificate(0.125, delta=1e-5),
         calibrate_discrete_gaussian(1.0, 1e-5).certificate,
         poisson_sampled_gaussian_certificate(2.0, 0.05, 10, delta=1e-5),
+        sampled_without_replacement_certificate(2.0, 50, 1000, 10, delta=1e-5),
+        tree_aggregation_certificate(4.0, [7, 3], epochs=2, delta=1e-5),
     ]
     # Every built-in kind (other tests may register extra profiles of their own in this process).
     assert {c.mechanism for c in certificates} == set(_BUILTIN_PROFILE_MODULES) | {"approximate-dp"}

@@ -192,7 +192,9 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "pamp": "dpcert.mechanisms.shuffle",
     "poisson-sampled-gaussian": "dpcert.accounting.sampled_gaussian",
     "randomized-response": "dpcert.mechanisms.randomized_response",
+    "sampled-without-replacement-gaussian": "dpcert.accounting.sampled_without_replacement",
     "shuffle-amplification": "dpcert.accounting.amplification",
+    "tree-aggregation": "dpcert.mechanisms.tree_aggregation",
     "zcdp": "dpcert.accounting.zcdp",
 }
 

@@ -14,11 +14,14 @@ and audited like dpcert's own.  Each event gets the exact closed-form profile wh
 ``NoOpDpEvent()``                       nothing data-dependent: (0, 0) with its reason stated
 ``PoissonSampledDpEvent(q, Gaussian)``  DP-SGD steps, add/remove (self-composed: ``steps`` of them),
                                         PLD composed with a proven round-off bound
+``SampledWithoutReplacementDpEvent``    fixed-size batches (``n``, ``m``, Gaussian), replace-one;
+                                        subsampled RDP (Wang, Balle & Kasiviswanathan 2019, Thm 27)
+``SingleEpochTreeAggregationDpEvent``   Gaussian tree aggregation, replace-one: one Gaussian of
+                                        sensitivity 2 sqrt(h) (exact; self-composed: ``epochs``)
 ======================================  =========================================================
 
 ``NonPrivateDpEvent`` and ``UnsupportedDpEvent`` are refused (no finite guarantee exists), and so are
-the other sampled events (with or without replacement, or of mechanisms other than the Gaussian),
-tree aggregation and mixtures.
+the other sampled events (with replacement, or of mechanisms other than the Gaussian) and mixtures.
 
 :func:`certificate_from_opendp` reads an OpenDP measurement through its privacy map at ``d_in``:
 pure DP (``MaxDivergence``) and ``Approximate(MaxDivergence)`` become declared (ε, δ) certificates,
@@ -116,6 +119,40 @@ def certificate_from_dp_event(
             raise InvalidParameter("delta", delta, "0 < delta < 1 for a subsampled Gaussian event")
         q, sigma, steps = sampled
         return poisson_sampled_gaussian_certificate(sigma, q, steps, delta=delta, trust_model=trust_model)
+    without_replacement = _sampled_without_replacement_gaussian(event)
+    if without_replacement is not None:
+        from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
+
+        if neighbouring is not Neighbouring.REPLACE_ONE:
+            raise InvalidParameter(
+                "neighbouring",
+                neighbouring.value,
+                "replace-one (sampling a fixed-size batch without replacement is accounted with the "
+                "dataset size public)",
+            )
+        if delta is None or delta == 0.0:
+            raise InvalidParameter("delta", delta, "0 < delta < 1 for a subsampled Gaussian event")
+        n, m, sigma, steps = without_replacement
+        return sampled_without_replacement_certificate(
+            sigma, m, n, steps, delta=delta, trust_model=trust_model
+        )
+    tree = _tree_aggregation(event)
+    if tree is not None:
+        from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
+
+        if neighbouring is not Neighbouring.REPLACE_ONE:
+            raise InvalidParameter(
+                "neighbouring",
+                neighbouring.value,
+                "replace-one (a tree aggregation's steps are fixed positions: a record is replaced, "
+                "not added or removed)",
+            )
+        if delta is None or delta == 0.0:
+            raise InvalidParameter("delta", delta, "0 < delta < 1 for a tree aggregation event")
+        sigma, counts, epochs = tree
+        return tree_aggregation_certificate(
+            sigma, counts, epochs=epochs, delta=delta, trust_model=trust_model
+        )
     if isinstance(event, dp_event.SelfComposedDpEvent):
         from dpcert.accounting.composition import compose_counts
 
@@ -132,8 +169,9 @@ def certificate_from_dp_event(
     raise InvalidParameter(
         "event",
         type(event).__name__,
-        "a Gaussian, Laplace, discrete Laplace, randomized response, no-op, self-composed or composed "
-        "dp_accounting event (no proven certificate is available for this one)",
+        "a Gaussian, Laplace, discrete Laplace, randomized response, no-op, Gaussian subsampled (Poisson or "
+        "without replacement), tree aggregation, self-composed or composed dp_accounting event (no proven "
+        "certificate is available for this one)",
     )
 
 
@@ -204,13 +242,51 @@ def certificate_from_opendp(
     )
 
 
+def _unwrap_self_composed(event: Any) -> tuple[Any, int]:
+    """The innermost event of nested ``SelfComposedDpEvent`` wrappers and their product of counts."""
+    from dp_accounting import dp_event
+
+    count = 1
+    while isinstance(event, dp_event.SelfComposedDpEvent):
+        count *= check.positive_int("count", event.count)
+        event = event.event
+    return event, count
+
+
+def _sampled_without_replacement_gaussian(event: Any) -> tuple[int, int, float, int] | None:
+    """(n, m, σ, steps) of ``SampledWithoutReplacement(n, m, Gaussian(σ))`` or its self-composition."""
+    from dp_accounting import dp_event
+
+    event, steps = _unwrap_self_composed(event)
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent) and isinstance(
+        event.event, dp_event.GaussianDpEvent
+    ):
+        return (
+            check.positive_int("source_dataset_size", event.source_dataset_size),
+            check.positive_int("sample_size", event.sample_size),
+            check.positive_finite("noise_multiplier", event.event.noise_multiplier),
+            steps,
+        )
+    return None
+
+
+def _tree_aggregation(event: Any) -> tuple[float, list[int], int] | None:
+    """(σ, step counts, epochs) of ``SingleEpochTreeAggregation(σ, counts)`` or its self-composition."""
+    from dp_accounting import dp_event
+
+    event, epochs = _unwrap_self_composed(event)
+    if isinstance(event, dp_event.SingleEpochTreeAggregationDpEvent):
+        counts = event.step_counts
+        counts = [counts] if isinstance(counts, int) else list(counts)
+        return check.positive_finite("noise_multiplier", event.noise_multiplier), counts, epochs
+    return None
+
+
 def _poisson_sampled_gaussian(event: Any) -> tuple[float, float, int] | None:
     """(q, σ, steps) of ``PoissonSampled(q, Gaussian(σ))`` or its self-composition, else ``None``."""
     from dp_accounting import dp_event
 
-    steps = 1
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        steps, event = check.positive_int("count", event.count), event.event
+    event, steps = _unwrap_self_composed(event)
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(
         event.event, dp_event.GaussianDpEvent
     ):

@@ -1,8 +1,9 @@
 """Pictures of what a certificate says: the privacy profile δ(ε) on a log scale.
 
 :func:`plot_profile` draws a certificate's profile (the least δ at each ε, from its parameters), the
-claimed point, and optionally the profiles of other certificates for comparison (e.g. the same
-mechanism accounted by RDP, or the paper's bound).  Needs matplotlib (the ``plot`` extra).
+claimed point, the reference curves the certificate supports (:func:`reference_curves`: the RDP
+conversion of its dp_accounting event, the paper's bound), and optionally the profiles of other
+certificates for comparison.  Needs matplotlib (the ``plot`` extra).
 """
 
 from __future__ import annotations
@@ -37,15 +38,41 @@ def profile_curve(certificate: Any, epsilons: np.ndarray) -> np.ndarray:
     return np.where(values > 0.0, values, np.nan)
 
 
+def reference_curves(certificate: Any) -> dict[str, Any]:
+    """Other accountings of the same release, as ``{label: object with delta_for}``.
+
+    * ``RDP conversion``: dp_accounting's RDP accountant on the certificate's event, when it supports
+      the event under the certificate's relation and the certificate is not itself accounted by RDP;
+    * what the certificate's profile offers in ``reference_bounds()``: e.g. the classical Gaussian
+      bound (Dwork & Roth 2014, Thm A.1) of a Gaussian certificate, or a lower bound on the truth.
+    """
+    from dpcert.accounting.rdp_events import rdp_profile_of
+
+    curves: dict[str, Any] = {}
+    accounted_by_rdp = certificate.mechanism == "sampled-without-replacement-gaussian" or (
+        certificate.mechanism == "composition" and certificate.parameters.get("method") == "rdp"
+    )
+    if not accounted_by_rdp:
+        rdp = rdp_profile_of(certificate)
+        if rdp is not None:
+            curves["RDP conversion (Mironov 2017; dp_accounting)"] = rdp
+    bounds = getattr(certificate.profile, "reference_bounds", None)
+    if callable(bounds):
+        curves.update(bounds())
+    return curves
+
+
 def plot_profile(
     certificate: Any,
     path: str | Path | None = None,
     *,
     compare: Mapping[str, Any] | None = None,
+    references: bool = True,
     epsilon_max: float | None = None,
     delta_floor: float = 1e-15,
     title: str | None = None,
     points: int = 200,
+    reference_points: int = 50,
 ) -> Any:
     """Draw the privacy profile of ``certificate``; save to ``path`` if given; return the figure.
 
@@ -55,27 +82,34 @@ def plot_profile(
         The certificate whose profile is drawn (its claimed (ε, δ) is marked).
     compare
         ``{label: certificate}`` of other accountings of the same release, drawn dashed.
+    references
+        Also draw :func:`reference_curves` (the RDP conversion, the paper's bound) where they exist,
+        on ``reference_points`` values of ε.
     epsilon_max
         Right end of the ε axis (default: 2.5 × the claimed ε, at least 1).
     delta_floor
         Bottom of the log δ axis.
     """
     plt = _pyplot()
-    if points < 10:
-        raise InvalidParameter("points", points, "at least 10")
+    if points < 10 or reference_points < 10:
+        raise InvalidParameter("points", min(points, reference_points), "at least 10")
     upper = epsilon_max if epsilon_max is not None else max(1.0, 2.5 * certificate.epsilon)
     if not (math.isfinite(upper) and upper > 0):
         raise InvalidParameter("epsilon_max", epsilon_max, "0 < epsilon_max < inf")
     epsilons = np.linspace(0.0, upper, points)
-    figure, axis = plt.subplots(figsize=(7.0, 4.2), layout="constrained")
+    figure, axis = plt.subplots(figsize=(7.6, 5.2), layout="constrained")
     axis.plot(
         epsilons, profile_curve(certificate, epsilons), color="tab:blue", lw=2.2, label="this certificate"
     )
-    curves: Sequence[tuple[str, Any]] = list((compare or {}).items())
-    for (label, other), (colour, style) in zip(
-        curves, _STYLES * (1 + len(curves) // len(_STYLES)), strict=False
-    ):
-        axis.plot(epsilons, profile_curve(other, epsilons), color=colour, ls=style, lw=1.8, label=label)
+    curves: list[tuple[str, Any, np.ndarray]] = [
+        (label, other, epsilons) for label, other in (compare or {}).items()
+    ]
+    if references:
+        coarse = np.linspace(0.0, upper, reference_points)
+        curves += [(label, other, coarse) for label, other in reference_curves(certificate).items()]
+    styles: Sequence[tuple[str, Any]] = _STYLES * (1 + len(curves) // len(_STYLES))
+    for (label, other, grid), (colour, style) in zip(curves, styles, strict=False):
+        axis.plot(grid, profile_curve(other, grid), color=colour, ls=style, lw=1.8, label=label)
     claimed_delta = max(certificate.delta, delta_floor)
     axis.plot(
         [certificate.epsilon],
@@ -86,6 +120,13 @@ def plot_profile(
         label=f"claim (ε = {certificate.epsilon:.4g}, δ = {certificate.delta:.3g})",
         zorder=5,
     )
+    axis.annotate(
+        f"  ε = {certificate.epsilon:.4g}",
+        (certificate.epsilon, claimed_delta),
+        xytext=(6, 6),
+        textcoords="offset points",
+        fontsize=9,
+    )
     axis.set_yscale("log")
     axis.set_ylim(delta_floor, 1.5)
     axis.set_xlim(0.0, upper)
@@ -94,11 +135,11 @@ def plot_profile(
     axis.grid(True, which="major", alpha=0.3)
     axis.set_title(
         title
-        or f"{certificate.mechanism}: privacy profile ({certificate.trust_model.value}, "
-        f"{certificate.neighbouring.value})",
+        or f"{certificate.mechanism}: certified (ε = {certificate.epsilon:.4g}, δ = {certificate.delta:.3g})"
+        f"\n{certificate.trust_model.value}, {certificate.neighbouring.value}",
         fontsize=11,
     )
-    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=9, frameon=False, ncol=2)
     if path is not None:
         path = Path(path)
         if not path.parent.is_dir():

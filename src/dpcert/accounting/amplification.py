@@ -583,8 +583,25 @@ class AmplificationProfile:
             categories=self.categories,
         )
 
+    def reference_bounds(self) -> dict[str, Any]:
+        """The paper's closed form (seed 002 Lemma B.4) for comparison, unless it is this profile."""
+        if self.method == "closed-form" or self.randomizer != "generic":
+            return {}
+        return {"closed form (Feldman, McMillan & Talwar 2020, Thm 3.1)": ClosedFormCurve(self)}
+
     def dp_event(self) -> Any:
         return None
+
+
+class ClosedFormCurve:
+    """δ(ε) of the closed-form amplification bound; NaN where it gives no δ below 1 (nothing is said)."""
+
+    def __init__(self, profile: AmplificationProfile) -> None:
+        self.profile = profile
+
+    def delta_for(self, epsilon: float) -> float:
+        value = _closed_form_delta(epsilon, self.profile.epsilon0, self.profile.users, self.profile.delta0)
+        return value if value < 1.0 else math.nan
 
 
 def _basis(method: str, randomizer: str, users: int) -> str:

@@ -70,6 +70,28 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     return min(1.0, max(value, _SMALLEST_DELTA))
 
 
+def classical_delta(epsilon: float, mu: float) -> float:
+    """δ = 1.25 exp(−ε² / (2 μ²)) that Dwork & Roth (2014, Thm A.1) prove at ``0 < ε < 1`` (NaN elsewhere).
+
+    The inverse of :func:`classical_sigma` for a Gaussian of privacy parameter ``mu = Δ√k/σ``: the
+    bound the classical theorem gives, drawn for comparison with the exact profile.
+    """
+    if not 0.0 < epsilon < 1.0:
+        return math.nan
+    return min(1.0, 1.25 * math.exp(-(epsilon * epsilon) / (2.0 * mu * mu)))
+
+
+@dataclass(frozen=True)
+class ClassicalGaussianBound:
+    """The classical Gaussian bound as a curve δ(ε) (defined for ε < 1 only; see :func:`classical_delta`)."""
+
+    mu: float
+    label: str = "classical bound (Dwork & Roth 2014, Thm A.1; ε < 1)"
+
+    def delta_for(self, epsilon: float) -> float:
+        return classical_delta(epsilon, self.mu)
+
+
 def gaussian_epsilon(delta: float, mu: float) -> float:
     """Smallest ε with :func:`gaussian_delta` (ε, μ) <= δ (rounded up); ``inf`` for δ = 0."""
     if delta <= 0.0:
@@ -127,6 +149,11 @@ class GaussianProfile:
 
     def epsilon_for(self, delta: float) -> float:
         return gaussian_epsilon(delta, self.mu)
+
+    def reference_bounds(self) -> dict[str, Any]:
+        """Other proven bounds on this profile, for comparison curves: the classical theorem's."""
+        bound = ClassicalGaussianBound(self.mu)
+        return {bound.label: bound}
 
     def dp_event(self) -> Any:
         from dp_accounting import dp_event
