@@ -70,3 +70,23 @@ def test_relations_and_inputs_are_checked():
         Certificate.from_dict(data)
     with pytest.raises(InvalidParameter, match="sampling_probability"):
         PoissonSampledGaussianProfile({"sigma": 1.0, "sampling_probability": 0.0, "steps": 1})
+
+
+def test_profile_is_the_smaller_of_the_pld_and_rdp_bounds_and_stays_above_the_optimistic_pld():
+    """Below δ ≈ 1e-8 the PLD bound's per-mass allowances dominate and the RDP conversion is smaller;
+    either way the profile stays above dp_accounting's optimistic PLD (a lower estimate)."""
+    from dpcert.accounting.composition import pld_self_composed_delta_for
+
+    sigma, q, steps = 1.1, 0.01, 300
+    profile = PoissonSampledGaussianProfile({"sigma": sigma, "sampling_probability": q, "steps": steps})
+    optimistic = pld.from_gaussian_mechanism(
+        sigma, sampling_prob=q, pessimistic_estimate=False, value_discretization_interval=1e-4
+    ).self_compose(steps)
+    for epsilon in (1.0, 1.5, 2.0, 2.5):
+        ours = profile.delta_for(epsilon)
+        by_pld = pld_self_composed_delta_for(profile.single_step, steps, epsilon)
+        by_rdp = profile._rdp.delta_for(epsilon)
+        assert ours <= min(by_pld, by_rdp * (1 + 1e-6))
+        assert ours >= float(optimistic.get_delta_for_epsilon(epsilon))
+    assert profile.delta_for(1.0) == pld_self_composed_delta_for(profile.single_step, steps, 1.0)  # PLD wins
+    assert profile.delta_for(2.5) < pld_self_composed_delta_for(profile.single_step, steps, 2.5)  # RDP wins
