@@ -6,8 +6,11 @@ module only states how the papers pick their noise, through the one implementati
 
 from __future__ import annotations
 
+from typing import Any
+
 from dpcert import _validation as check
-from dpcert.mechanisms.gaussian import classical_sigma
+from dpcert.certificates import Certificate
+from dpcert.mechanisms.gaussian import classical_sigma, gaussian_certificate
 
 
 def paper_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -23,3 +26,29 @@ def paper_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0)
         return classical_sigma(epsilon, delta, sensitivity)
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     return classical_sigma(0.5, delta, sensitivity * 0.5 / epsilon)
+
+
+def earned_gaussian_certificate(
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    *,
+    notes: tuple[str, ...] = (),
+    unmet_note: str = "",
+    **labels: Any,
+) -> tuple[Certificate, bool]:
+    """What Gaussian noise ``sigma`` earns against a requested (ε, δ), and whether it meets it.
+
+    The exact (k-fold) Gaussian profile (Balle & Wang 2018, Thm 8) by
+    :func:`dpcert.mechanisms.gaussian.gaussian_certificate`: the certificate claims (ε, δ) when
+    δ(ε) <= δ on that profile, else the least ε that holds at δ, with ``unmet_note`` (formatted with
+    ``epsilon``, the ε that holds) appended to ``notes``.  ``labels`` are passed on (``sensitivity``,
+    ``compositions``, ``basis``, ``trust_model``, ``neighbouring``).
+    """
+    exact = gaussian_certificate(sigma, delta=delta, notes=notes, **labels)
+    if exact.delta_for(epsilon) <= delta:
+        return gaussian_certificate(sigma, epsilon=epsilon, delta=delta, notes=notes, **labels), True
+    if not unmet_note:
+        return exact, False
+    note = unmet_note.format(epsilon=exact.epsilon)
+    return gaussian_certificate(sigma, delta=delta, notes=(*notes, note), **labels), False

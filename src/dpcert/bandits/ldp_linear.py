@@ -45,11 +45,11 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.calibration import paper_gaussian_sigma
+from dpcert.bandits.calibration import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
-from dpcert.bandits.linucb import gaussian_guarantee, run_summary
+from dpcert.bandits.linucb import run_summary
 from dpcert.bandits.maler import AnytimeMaler, Maler
 from dpcert.bandits.registry import (
     AlgorithmSpec,
@@ -116,12 +116,11 @@ def calibrate_randomizer(
         used = calibration
     else:
         raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-    certificate, met = gaussian_guarantee(
+    certificate, met = earned_gaussian_certificate(
         noise,
+        epsilon,
+        delta,
         sensitivity=PAIR_SENSITIVITY,
-        compositions=1,
-        epsilon=epsilon,
-        delta=delta,
         trust_model=TrustModel.LOCAL,
         neighbouring=Neighbouring.REPLACE_ONE,
         notes=tuple(notes),

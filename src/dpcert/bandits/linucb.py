@@ -55,7 +55,7 @@ from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import paper_split, split_budget
 from dpcert.accounting.session import PrivacySession, meets_target
-from dpcert.bandits.calibration import paper_gaussian_sigma
+from dpcert.bandits.calibration import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.experiment import open_sessions
 from dpcert.bandits.registry import (
@@ -85,7 +85,6 @@ from dpcert.mechanisms.binomial_sum import (
     default_precision,
     least_noise_bits,
 )
-from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, gaussian_delta, gaussian_epsilon
 from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
 
 CALIBRATIONS = ("tight", "paper")
@@ -679,28 +678,6 @@ def classical_pair_sigma(epsilon: float, delta: float) -> float:
     return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
 
 
-def gaussian_guarantee(
-    sigma: float,
-    *,
-    sensitivity: float,
-    compositions: int,
-    epsilon: float,
-    delta: float,
-    trust_model: TrustModel,
-    neighbouring: Neighbouring,
-    notes: tuple[str, ...],
-) -> tuple[Certificate, bool]:
-    """The claimed (ε, δ) if the exact Gaussian profile supports it, else (ε that holds at δ, δ)."""
-    mu = sensitivity * math.sqrt(compositions) / sigma
-    met = bool(gaussian_delta(epsilon, mu) <= delta)
-    guarantee = Guarantee(epsilon, delta) if met else Guarantee(gaussian_epsilon(delta, mu), delta)
-    parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
-    certificate = Certificate(
-        "gaussian", guarantee, trust_model, neighbouring, parameters, ANALYTIC_BASIS, notes
-    )
-    return certificate.verify(), met
-
-
 def _amplified_pamp(
     epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
 ) -> PAmpCalibration | None:
@@ -871,12 +848,12 @@ def calibrate(
             f"{levels} levels, so that {participations} charges compose to the node sensitivity "
             f"{participations} x 3/sqrt(2) of rounds sharing a node"
         )
-    charge, _ = gaussian_guarantee(
+    charge, _ = earned_gaussian_certificate(
         noise,
+        epsilon,
+        delta,
         sensitivity=node_sensitivity / math.sqrt(participations) if algorithm == "linucb-jdp" else sens,
         compositions=levels if algorithm == "linucb-jdp" else 1,
-        epsilon=epsilon,
-        delta=delta,
         trust_model=trust,
         neighbouring=Neighbouring.REPLACE_ONE,
         notes=tuple(notes),

@@ -59,11 +59,10 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.bandits.calibration import paper_gaussian_sigma
+from dpcert.bandits.calibration import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums
 from dpcert.mechanisms.secure_noise import SecureGaussianMechanism, secure_gaussian
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
@@ -296,29 +295,22 @@ class _GaussianPrivatizer(Privatizer):
         return value
 
     def _paper_certificate(self, sigma: float, sensitivity: float, theorem: str) -> Certificate:
-        common = dict(
+        unmet = (
+            f"the paper's sigma does not give the requested (epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}): the classical bound needs epsilon < 1; the exact profile gives "
+            "epsilon={epsilon:.6g}" + f" at delta={self.delta:g}, which is what is certified"
+        )
+        certificate, _ = earned_gaussian_certificate(
+            sigma,
+            self.epsilon,
+            self.delta,
+            unmet_note=unmet,
             sensitivity=sensitivity,
             basis=PAPER_BASIS.format(theorem=theorem),
             trust_model=self.trust_model,
             neighbouring=Neighbouring.REPLACE_ONE,
         )
-        exact = gaussian_certificate(sigma, delta=self.delta, **common)
-        if exact.epsilon <= self.epsilon:
-            return gaussian_certificate(sigma, epsilon=self.epsilon, delta=self.delta, **common)
-        note = (
-            f"the paper's sigma does not give the requested (epsilon={self.epsilon:g}, "
-            f"delta={self.delta:g}): the classical bound needs epsilon < 1; the exact profile gives "
-            f"epsilon={exact.epsilon:.6g} at delta={self.delta:g}, which is what is certified"
-        )
-        return Certificate(
-            exact.mechanism,
-            exact.guarantee,
-            exact.trust_model,
-            exact.neighbouring,
-            dict(exact.parameters),
-            exact.basis,
-            (note,),
-        ).verify()
+        return certificate
 
 
 class CentralGaussian(_GaussianPrivatizer):
@@ -546,11 +538,8 @@ class ShuffleBitSum(Privatizer):
     ) -> Release:
         """Alg. 4 for every group at once: one protocol run per arm (disjoint users).
 
-        Each user of group k encodes y ∈ [−B, B] as (y + B)·g_k/(2B), rounds it at random (unbiased)
-        and adds Bin(b_k, p_k) ones out of g_k + b_k bits; after shuffling the analyzer sees the count
-        C_k = Σ x̂_i + Bin(n_k b_k, p_k) and outputs (2B/g_k)(C_k − n_k b_k p_k) − n_k B, an unbiased
-        estimate of the group's sum (the same law as
-        :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate`).
+        Group k runs the protocol with its own (g_k, b_k, p_k) (:meth:`group_protocol`); all groups
+        are simulated at once by :func:`dpcert.mechanisms.binomial_sum.simulate_group_sums`.
         """
         values = _check_values(values, self.reward_bound, 1)
         groups = np.asarray(groups)
@@ -578,15 +567,8 @@ class ShuffleBitSum(Privatizer):
         p = np.full(group_count, 0.5)
         for k, protocol in protocols.items():
             g[k], b[k], p[k] = protocol.g, protocol.b, protocol.p
-        bound = self.reward_bound
-        scaled = np.clip((values + bound) * (g[groups] / (2.0 * bound)), 0.0, g[groups])
-        floor = np.floor(scaled)
-        encoded = floor + (rng.random(scaled.shape) < scaled - floor)
-        trials = counts * b
-        ones = np.bincount(groups, weights=encoded, minlength=group_count) + rng.binomial(trials, p)
-        unit = 2.0 * bound / g
-        estimate = np.where(counts > 0, unit * (ones - trials * p) - counts * bound, 0.0)
-        variance = unit**2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy of each sum's error
+        estimate = simulate_group_sums(values, groups, g, b, p, self.reward_bound, rng)
+        variance = (2.0 * self.reward_bound / g) ** 2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy
         bits_per_user = (g + b).astype(np.int64)
         total_bits = int(np.sum(counts * bits_per_user))
         bits = int(bits_per_user[present].max()) if present.size else 0
