@@ -59,7 +59,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.bandits.calibration import earned_gaussian_certificate, paper_gaussian_sigma
+from dpcert.bandits.calibration.gaussian import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums

@@ -1,8 +1,9 @@
 """Registry of bandit algorithms and figure reproductions behind ``dpcert bandit run`` / ``dpcert reproduce``.
 
-Each algorithm family module registers itself with :func:`register_algorithm` and
-:func:`register_reproduction` at import; :data:`ALGORITHM_MODULES` lists the modules the command line
-imports.  A run returns a :class:`BanditRun`, the common result shape of every algorithm.
+:mod:`dpcert.bandits.runner` registers every algorithm with :func:`register_algorithm` and each
+module of :mod:`dpcert.bandits.figures` its reproductions with :func:`register_reproduction`, at
+import; :data:`ALGORITHM_MODULES` lists the modules the command line imports.  A run returns a
+:class:`BanditRun`, the common result shape of every algorithm.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
 
 ALGORITHM_MODULES: tuple[str, ...] = (
-    "dpcert.bandits.elimination",
-    "dpcert.bandits.figures_dpdpe",
-    "dpcert.bandits.figures_mab",
-    "dpcert.bandits.linucb",
-    "dpcert.bandits.ldp_linear",
+    "dpcert.bandits.runner",
+    "dpcert.bandits.figures.dpdpe",
+    "dpcert.bandits.figures.mab",
+    "dpcert.bandits.figures.linucb",
+    "dpcert.bandits.figures.robust_elimination",
+    "dpcert.bandits.figures.ldp_linear",
 )
 
 
@@ -95,13 +97,18 @@ class BanditRun:
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them)."""
+    """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them).
+
+    ``distributable``: its repetitions run one by one and may go to a Dask scheduler (option
+    ``scheduler``); the others are vectorised in one pass.
+    """
 
     name: str
     description: str
     privacy_models: tuple[str, ...]
     run: Callable[[RunConfig], BanditRun]
     options: frozenset[str] | None = None
+    distributable: bool = False
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,8 @@ def sweep(
 
 @dataclass(frozen=True)
 class FigurePanels:
-    """The panels of a C&Z (2022) figure reproduction, as registered in :mod:`dpcert.bandits.linucb`."""
+    """The panels of a C&Z (2022) figure reproduction, as registered in
+    :mod:`dpcert.bandits.algorithms.linucb`."""
 
     epsilons: tuple[float, ...]
     dimensions: tuple[int, ...]
@@ -130,7 +131,7 @@ SPLIT_REPRODUCTIONS: dict[str, FigurePanels] = {
 
 
 def _figure_panel(task: tuple[float, int, str, int, int, int]) -> dict[str, registry.BanditRun]:
-    from dpcert.bandits import linucb
+    from dpcert.bandits.figures import linucb
 
     epsilon, dimension, calibration, runs, horizon, seed = task
     return linucb.figure_runs(
@@ -166,7 +167,8 @@ def reproduce(
         raise InvalidParameter(
             "scheduler", scheduler, f"'local' for {name} (Dask runs: {', '.join(SPLIT_REPRODUCTIONS)})"
         )
-    from dpcert.bandits.linucb import CALIBRATIONS, run_summary
+    from dpcert.bandits.algorithms.linucb import CALIBRATIONS
+    from dpcert.bandits.figures.linucb import run_summary
 
     panels = SPLIT_REPRODUCTIONS[name]
     runs = check.positive_int("runs", runs or panels.runs)

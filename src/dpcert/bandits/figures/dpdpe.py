@@ -20,8 +20,9 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits import registry
-from dpcert.bandits.elimination import match_fixed_users, run_config
+from dpcert.bandits.algorithms.elimination import match_fixed_users
 from dpcert.bandits.experiment import plot_curves, regret_curve, save_results, summary
+from dpcert.bandits.runner import run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
 
@@ -46,7 +47,7 @@ def _run(privacy: str, calibration: str, runs: int, seed: int, epsilon=EPSILON, 
         calibration=calibration,
         options={**SETTING, "progress": True, **extra},
     )
-    return run_config(config)
+    return run_elimination_config(config)
 
 
 def _finals(run: registry.BanditRun) -> np.ndarray:
@@ -196,7 +197,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     """Fig. 2(c): DPE against DPE-FixedU with U matched to DPE's mean communication cost.
 
     U is the integer whose mean C(T) over the same runs (same seeds) is closest to DPE's, found by
-    bisection (:func:`~dpcert.bandits.elimination.match_fixed_users`, spec §2.8), starting from
+    bisection (:func:`~dpcert.bandits.algorithms.elimination.match_fixed_users`, spec §2.8), starting from
     DPE's C(T) divided by its mean Σ_l s_l.
     """
     runs = runs or RUNS

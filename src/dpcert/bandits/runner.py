@@ -1,0 +1,620 @@
+"""One runner for ``dpcert bandit run``: a :class:`~dpcert.bandits.registry.RunConfig` becomes
+privacy session(s) → engine → :class:`~dpcert.bandits.registry.BanditRun`.
+
+Each ``run_*_config`` validates its family's ``--option`` keys, splits the per-user target over a
+returning user's participations where the family needs it (:mod:`dpcert.bandits.calibration`), opens
+the run's sessions (:func:`dpcert.bandits.experiment.open_sessions`: the ledger is charged before every
+release), runs the engine of :mod:`dpcert.bandits.algorithms` and derives the run's certificate as the
+worst user's composition.  Every algorithm is registered here, in :data:`ALGORITHMS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.accounting.session import PrivacySession
+from dpcert.bandits import registry
+from dpcert.bandits.algorithms.corruption import IN_RANGE_STRATEGIES, InRangeAdversary
+from dpcert.bandits.algorithms.elimination import EliminationRun, EliminationSettings, run_elimination
+from dpcert.bandits.algorithms.ldp_linear import (
+    ONLINE_UCB,
+    BaseLearner,
+    bandit_run,
+    default_learner_grid,
+    perturbation_variance,
+    run_ldp_linear,
+)
+from dpcert.bandits.algorithms.linucb import ALGORITHMS as LINUCB_ALGORITHMS
+from dpcert.bandits.algorithms.linucb import DEFAULT_BATCH, TRUST, run_group
+from dpcert.bandits.algorithms.mab import (
+    BatchSchedule,
+    EliminationResult,
+    ShuffleBinarySum,
+    batched_arm_elimination,
+    central_dp_se,
+    local_dp_se,
+    shuffle_binary_sum,
+    successive_elimination,
+)
+from dpcert.bandits.algorithms.robust_elimination import (
+    SEED003_SETTING,
+    Adversary,
+    LaplaceClients,
+    LinearArms,
+    RobustEliminationResult,
+    robust_elimination,
+)
+from dpcert.bandits.calibration.elimination import release_budget
+from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
+from dpcert.bandits.environments.contextual import vaswani_instance
+from dpcert.bandits.environments.linear import sample_instances
+from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.bandits.experiment import combine_runs, open_sessions, run_repetitions, target_of
+from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
+from dpcert.bandits.registry import (
+    BanditRun,
+    RunConfig,
+)
+from dpcert.errors import InvalidParameter
+
+# =========================================================================== DP-DPE / DP-PE (seed 000)
+ELIMINATION_ALGORITHMS = {
+    "dp-dpe": ("Li, Zhou & Ji 2022 Alg. 1: DPE (privacy none) or CDP/LDP/SDP-DPE", PRIVACY_MODELS),
+    "dpe-fixedu": ("Li, Zhou & Ji 2022 §7: DPE with U users per phase (option fixed_users)", ("none",)),
+    "dp-pe": ("Li, Zhou & Ji 2022 Alg. 3 (App. C): PE or CDP/LDP/SDP-PE", PRIVACY_MODELS),
+}
+
+
+ELIMINATION_OPTIONS: dict[str, Any] = {
+    "dimension": 20,
+    "arms": 1000,
+    "heterogeneity": 0.1,
+    "alpha": 0.8,
+    "beta": None,
+    "width": None,  # default: "paper" with the paper calibration, "exact" with the tight one
+    "fixed_users": None,
+    "user_mode": "unique",
+    "population": None,
+    "heterogeneity_kind": "sphere",
+    "noise_kind": "rademacher",
+    "reward_bound": None,
+    "workers": 1,
+    "progress": None,
+    "scheduler": "local",
+    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers (scalar releases)
+}
+
+
+def _elimination_options(config: registry.RunConfig) -> dict[str, Any]:
+    unknown = set(config.options) - set(ELIMINATION_OPTIONS)
+    if unknown:
+        raise InvalidParameter(
+            "option", sorted(unknown)[0], "one of " + ", ".join(sorted(ELIMINATION_OPTIONS))
+        )
+    return {**ELIMINATION_OPTIONS, **dict(config.options)}
+
+
+def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
+    """Run R repetitions of one algorithm of this family as configured by ``dpcert bandit run``."""
+    started = time.perf_counter()
+    options = _elimination_options(config)
+    spec_privacy = ELIMINATION_ALGORITHMS[config.algorithm][1]
+    if config.privacy not in spec_privacy:
+        raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
+    if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
+        raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
+    if options["secure"] and config.algorithm != "dp-pe":
+        raise InvalidParameter(
+            "secure",
+            options["secure"],
+            "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
+        )
+    width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
+    settings = EliminationSettings(
+        horizon=config.horizon,
+        variant="pe" if config.algorithm == "dp-pe" else "dpe",
+        alpha=options["alpha"],
+        beta=options["beta"],
+        width=width,
+        fixed_users=options["fixed_users"],
+        user_mode=options["user_mode"],
+        population=options["population"],
+    )
+    runs = check.positive_int("runs", config.runs)
+    heterogeneity = 0.0 if settings.variant == "pe" else options["heterogeneity"]
+    instances = sample_instances(
+        options["dimension"],
+        options["arms"],
+        runs,
+        np.random.default_rng([config.seed, 0]),
+        heterogeneity=heterogeneity,
+        heterogeneity_kind=options["heterogeneity_kind"],
+        noise_kind=options["noise_kind"],
+        reward_bound=options["reward_bound"],
+    )
+    target = target_of(config)
+    per_release = release_budget(target, settings, config.calibration)
+    privatizer = make_privatizer(
+        config.privacy,
+        reward_bound=instances[0].reward_bound,
+        epsilon=None if per_release is None else per_release.epsilon,
+        delta=None if per_release is None else per_release.delta,
+        calibration=config.calibration,
+        secure=options["secure"],
+    )
+    sessions = open_sessions(config, runs)
+
+    def one_run(index: int) -> EliminationRun:
+        rng = np.random.default_rng([config.seed, 1, index])
+        return run_elimination(instances[index], privatizer, settings, rng, session=sessions[index])
+
+    results = run_repetitions(
+        one_run,
+        runs,
+        workers=1 if config.ledger_path is not None else options["workers"],
+        progress=options["progress"],
+        label=config.algorithm,
+        scheduler="local" if config.ledger_path is not None else options["scheduler"],
+    )
+    return combine_runs(
+        config.algorithm,
+        [r.cumulative_regret for r in results],
+        [r.session for r in results],
+        [r.users for r in results],
+        seconds=time.perf_counter() - started,
+        target=target,
+        privacy=config.privacy,
+        extras={
+            "calibration": config.calibration,
+            "secure": bool(options["secure"]),
+            "per_release": None if per_release is None else per_release.to_dict(),
+            "width": width,
+            "settings": asdict(settings),
+            "communication": {
+                "mean": float(np.mean([r.communication for r in results])),
+                "per_run": [int(r.communication) for r in results],
+                "unit": results[0].extras["unit"],
+            },
+            "realised_regret": np.stack([r.realised_regret for r in results]),
+            "phases": [[asdict(p) for p in r.phases] for r in results],
+        },
+    )
+
+
+# ========================================================================= MAB (seed 001), robust (seed 003)
+def _session(config: registry.RunConfig) -> PrivacySession:
+    """One session for the R lockstep repetitions (their local ids are disjoint: ``run·T + i``)."""
+    (session,) = open_sessions(config, 1)
+    return session
+
+
+def _shuffle_summation(epsilon: float, delta: float) -> tuple[ShuffleBinarySum, bool]:
+    """The calibrated ``M_sum`` and whether it carries a certificate."""
+    summation = shuffle_binary_sum(epsilon, delta)
+    return summation, summation.certificate is not None
+
+
+def _require(value: float | None, name: str, privacy: str) -> float:
+    if value is None:
+        raise InvalidParameter(name, None, f"a value (privacy={privacy!r} needs --{name})")
+    return value
+
+
+def _mab_bandit(options: Mapping[str, Any]) -> MultiArmedBandit:
+    return MultiArmedBandit(np.asarray(options.get("means", SPEC_001_MEANS), dtype=float))
+
+
+def _to_bandit_run(
+    config: registry.RunConfig,
+    result: EliminationResult | RobustEliminationResult,
+    users: int,
+    session: PrivacySession,
+    extras: Mapping[str, Any],
+) -> registry.BanditRun:
+    """The run's certificate is the worst user's composition of her charges at the target's δ."""
+    curves = result.cumulative_regret()
+    if curves.size > 20_000_000:
+        curves = curves.astype(np.float32)
+    target = target_of(config)
+    certificate = None if target is None else session.worst_user_certificate(target.delta)
+    return registry.BanditRun(
+        algorithm=config.algorithm,
+        cumulative_regret=curves,
+        certificate=certificate,
+        users=users,
+        max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
+        seconds=result.seconds,
+        extras={**extras, "max_charges_per_user": session.max_charges_per_user()},
+        privacy=config.privacy,
+        target=target,
+    )
+
+
+_OPTION_KEYS = {
+    "run_mab": frozenset({"means", "batch_size"}),
+    "run_robust": frozenset(
+        {
+            "model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
+            "failure_probability", "arms", "dimension", "reward_model", "scale",
+        }
+    ),
+}  # fmt: skip
+"""The ``--option`` keys each runner reads (anything else is refused by ``dpcert bandit run``)."""
+
+
+def run_mab(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
+    bandit = _mab_bandit(config.options)
+    rng = np.random.default_rng(config.seed)
+    session = _session(config)
+    common = dict(runs=config.runs, session=session)
+    privacy = config.privacy
+    certified = True
+    if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
+        raise InvalidParameter(
+            "privacy", privacy, f"'shuffle' for {config.algorithm} (pass --privacy shuffle)"
+        )
+    if privacy == "shuffle":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        delta = _require(config.delta, "delta", privacy)
+        summation, certified = _shuffle_summation(epsilon, delta)
+        if config.algorithm == "sdp-ae":
+            size = int(config.options.get("batch_size", max(1, math.ceil(summation.noise_bits / 4))))
+            schedule = BatchSchedule("fixed", size)
+        else:
+            schedule = BatchSchedule("doubling")
+        name = "sdp-ae" if config.algorithm == "sdp-ae" else "vb-sdp-ae"
+        result = batched_arm_elimination(
+            bandit, config.horizon, summation, schedule, rng, algorithm=name, **common
+        )
+    elif privacy == "none":
+        size = int(config.options.get("batch_size", 1))
+        result = successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
+    elif privacy == "central":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        result = central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+    elif privacy == "local":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        result = local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+    else:
+        raise InvalidParameter("privacy", privacy, "none, central, local or shuffle")
+    extras = {
+        "noise_bits": result.parameters.get("noise_bits"),
+        "certified": certified,
+        "phases": result.phases,
+        "good_event_violations": int(result.good_event_violated.sum()),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
+        "(spec 001 §1.2), with no composition over batches, phases or arms",
+    }
+    return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
+
+
+def _linear_instance(options: Mapping[str, Any], seed: int) -> LinearArms:
+    return LinearArms.random_sphere(
+        int(options.get("arms", SEED003_SETTING["arms"])),
+        int(options.get("dimension", SEED003_SETTING["dimension"])),
+        np.random.default_rng([seed, 3]),
+        str(options.get("reward_model", "signed-bernoulli")),
+    )
+
+
+IN_RANGE_PREFIX = "in-range-"
+
+
+def _robust_adversary(
+    options: Mapping[str, Any],
+    instance: LinearArms,
+    clients: LaplaceClients,
+    horizon: int,
+    failure_probability: float,
+) -> Adversary | InRangeAdversary:
+    """The ``strategy`` option's adversary: the engine's (random | constant | targeted | sign-flip, with
+    ``magnitude``) or an in-range one (in-range-targeted | in-range-coordinated, values ``±scale·Ȳ`` inside
+    the engine's M1 clean range Ȳ at the engine's per-event δ = δ'/(K T²))."""
+    strategy = str(options.get("strategy", "random"))
+    alpha = float(options.get("alpha", 0.0))
+    if not strategy.startswith(IN_RANGE_PREFIX):
+        if "scale" in options:
+            raise InvalidParameter(
+                "scale", options["scale"], "only with strategy=in-range-targeted|coordinated"
+            )
+        return Adversary(alpha, strategy, float(options.get("magnitude", 1e6)))
+    if "magnitude" in options:
+        raise InvalidParameter("magnitude", options["magnitude"], "not with an in-range strategy (use scale)")
+    allowed = ", ".join(IN_RANGE_PREFIX + name for name in IN_RANGE_STRATEGIES)
+    if strategy[len(IN_RANGE_PREFIX) :] not in IN_RANGE_STRATEGIES:
+        raise InvalidParameter(
+            "strategy", strategy, "one of random, constant, targeted, sign-flip, " + allowed
+        )
+    if clients.model != "M1":
+        raise InvalidParameter("strategy", strategy, "an in-range strategy with model=M1 only")
+    return InRangeAdversary(
+        alpha,
+        instance.arms,
+        instance.means,
+        strategy[len(IN_RANGE_PREFIX) :],
+        clip=clients.clip,
+        laplace_scale=clients.scale(),
+        delta=failure_probability / (instance.arms.shape[0] * horizon**2),
+        scale=float(options.get("scale", 1.0)),
+    )
+
+
+def run_robust(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
+    ``strategy`` (random | constant | targeted | sign-flip | in-range-targeted | in-range-coordinated),
+    ``magnitude``, ``scale`` (in-range only, fraction of Ȳ), ``width_scale``, ``estimator``
+    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``)."""
+    options = config.options
+    if config.privacy not in ("none", "local"):
+        raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
+    epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
+    model = str(options.get("model", "M1"))
+    batches = options.get("batches")
+    batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
+    reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
+    per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
+    clients = LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    session = _session(config)
+    instance = _linear_instance(options, config.seed)
+    failure_probability = float(options.get("failure_probability", SEED003_SETTING["failure_probability"]))
+    adversary = _robust_adversary(options, instance, clients, config.horizon, failure_probability)
+    result = robust_elimination(
+        instance,
+        config.horizon,
+        np.random.default_rng(config.seed),
+        clients=clients,
+        adversary=adversary,
+        estimator=str(options.get("estimator", "filter")),
+        variance=None if options.get("variance") is None else str(options["variance"]),
+        width_scale=float(options.get("width_scale", SEED003_SETTING["width_scale"])),
+        failure_probability=failure_probability,
+        batches=batches,
+        runs=config.runs,
+        session=session,
+    )
+    extras = {
+        "event_level_certificate": None if result.certificate is None else result.certificate.to_dict(),
+        "batches": result.batches.tolist(),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        **{key: value for key, value in result.parameters.items() if key != "delta_per_event"},
+    }
+    extras["epsilon_per_report"] = per_report
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
+
+
+# =========================================================================== LinUCB family (seed 002)
+LINUCB_DESCRIPTIONS = {
+    "linucb": "non-private LinUCB (Abbasi-Yadkori et al. 2011), C&Z 2022 batched framework",
+    "linucb-ldp": "LDP-LinUCB (Zheng et al. 2020): Gaussian local randomizer",
+    "linucb-jdp": "JDP-LinUCB (Shariff & Sheffet 2018): tree-based aggregation, central model",
+    "linucb-sdp-amp": "SDP-LinUCB with P_Amp (C&Z 2022, Thm 3.2): Gaussian randomizer + shuffler",
+    "linucb-sdp-vec": "SDP-LinUCB with P_Vec (C&Z 2022, Thm 3.5): Cheu et al. bit summation",
+}
+
+
+def _linucb_options(config: RunConfig) -> dict[str, Any]:
+    known = {
+        "dimension",
+        "arms",
+        "batch_size",
+        "radius",
+        "alpha",
+        "participations",
+        "sigma",
+        "fixed_arms",
+        "reward",
+        *BIT_SUM_KEYS,
+    }
+    unknown = set(config.options) - known
+    if unknown:
+        raise InvalidParameter("options", sorted(unknown), "any of " + ", ".join(sorted(known)))
+    return dict(config.options)
+
+
+def run_linucb_config(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
+    batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
+    options = _linucb_options(config)
+    algorithm = config.algorithm
+    batch_size = check.positive_int("batch_size", options.get("batch_size", DEFAULT_BATCH[algorithm]))
+    participations = check.positive_int("participations", options.get("participations", 1))
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    expected = "none" if algorithm == "linucb" else TRUST[algorithm].value
+    if config.privacy != expected:
+        raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
+    calibrated = calibrate(
+        algorithm,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        horizon=config.horizon,
+        batch_size=batch_size,
+        dimension=dimension,
+        calibration=config.calibration,
+        participations=participations,
+        sigma=options.get("sigma"),
+        bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
+    )
+    rng = np.random.default_rng(config.seed)
+    env = vaswani_instance(
+        config.runs,
+        dimension,
+        check.positive_int("arms", options.get("arms", 100)),
+        rng,
+        fixed_arms=bool(options.get("fixed_arms", True)),
+        reward=options.get("reward", "bernoulli"),
+    )
+    start = time.perf_counter()
+    (run,) = run_group(
+        env,
+        [calibrated],
+        horizon=config.horizon,
+        batch_size=batch_size,
+        rng=rng,
+        radius=options.get("radius", "experiment"),
+        alpha=options.get("alpha", 0.05),
+        participations=participations,
+        sessions=open_sessions(config, 1),
+    )
+    return dataclasses.replace(run, seconds=time.perf_counter() - start)
+
+
+# =========================================================================== LDP linear bandits (seed 004)
+def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[BaseLearner]:
+    radius = options.get("radius", "log")
+    scale = float(options.get("radius_scale", 0.5))
+    if name == "ldp-linear":
+        lam = float(options.get("lambda_min", ONLINE_UCB.lambda_min))
+        threshold = float(options.get("threshold", horizon ** (-0.25)))  # Cor 3.6: λ̄ = T^{-1/4}
+        explicit = options.get("perturbation_variance")
+        p2 = perturbation_variance(lam, threshold) if explicit is None else float(explicit)
+        return [BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
+    return [
+        BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
+        for lr in default_learner_grid(horizon)
+    ]
+
+
+def run_ldp_linear_config(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
+
+    Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
+    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
+    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
+    ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
+    """
+    known = {
+        "dimension",
+        "arms",
+        "fixed_arms",
+        "lambda_min",
+        "threshold",
+        "perturbation_variance",
+        "radius",
+        "radius_scale",
+        "sigma",
+        "learner",
+    }
+    options = dict(config.options)
+    if set(options) - known:
+        raise InvalidParameter("options", sorted(set(options) - known), "any of " + ", ".join(sorted(known)))
+    if config.privacy not in ("local",):
+        raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
+    calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
+    local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
+    rng = np.random.default_rng(config.seed)
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    env = vaswani_instance(
+        config.runs,
+        dimension,
+        check.positive_int("arms", options.get("arms", 100)),
+        rng,
+        fixed_arms=bool(options.get("fixed_arms", True)),
+    )
+    start = time.perf_counter()
+    (session,) = open_sessions(config, 1)
+    result = run_ldp_linear(
+        env,
+        _ldp_learners(config.algorithm, config.horizon, options),
+        horizon=config.horizon,
+        sigma=local.sigma,
+        epsilon=local.claim.epsilon,
+        delta=local.claim.delta,
+        rng=rng,
+        session=session,
+        certificate=local.certificate,
+        learner=str(options.get("learner", "ogd")),
+    )
+    extras = {
+        "learner": str(options.get("learner", "ogd")),
+        "calibration": local.calibration,
+        "noise": {"sigma": local.sigma},
+        "clipped_fraction": result.clipped_fraction,
+        "plays_per_learner": result.plays.mean(axis=0).tolist(),
+        "active_per_learner": result.active.mean(axis=0).tolist(),
+    }
+    return bandit_run(config.algorithm, result, session, local, time.perf_counter() - start, extras)
+
+
+# =========================================================================== registration
+ALGORITHMS: tuple[
+    tuple[
+        str, str, tuple[str, ...], Callable[[registry.RunConfig], registry.BanditRun], frozenset[str] | None
+    ],
+    ...,
+] = (
+    *(
+        (name, description, models, run_elimination_config, None)
+        for name, (description, models) in ELIMINATION_ALGORITHMS.items()
+    ),
+    (
+        "sdp-ae",
+        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (seed 001 Alg. 1)",
+        ("shuffle",),
+        run_mab,
+        _OPTION_KEYS["run_mab"],
+    ),
+    (
+        "vb-sdp-ae",
+        "VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)",
+        ("shuffle",),
+        run_mab,
+        _OPTION_KEYS["run_mab"],
+    ),
+    (
+        "mab-se",
+        "successive elimination on a Bernoulli MAB: none (m=1), central (Laplace), "
+        "local (randomized response), shuffle (VB-SDP-AE)",
+        ("none", "central", "local", "shuffle"),
+        run_mab,
+        _OPTION_KEYS["run_mab"],
+    ),
+    (
+        "robust-elimination",
+        "robust locally private batched elimination for linear bandits (seed 003 Alg. 1, clients M1/M2)",
+        ("none", "local"),
+        run_robust,
+        _OPTION_KEYS["run_robust"],
+    ),
+    *(
+        (
+            name,
+            LINUCB_DESCRIPTIONS[name],
+            ("none",) if name == "linucb" else (TRUST[name].value,),
+            run_linucb_config,
+            None,
+        )
+        for name in LINUCB_ALGORITHMS
+    ),
+    (
+        "ldp-linear",
+        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
+        ("local",),
+        run_ldp_linear_config,
+        None,
+    ),
+    (
+        "ldp-linear-combiner",
+        "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
+        ("local",),
+        run_ldp_linear_config,
+        None,
+    ),
+)
+"""Every algorithm of ``dpcert bandit run``: name, description, privacy models, runner, option keys."""
+
+for _name, _description, _models, _run, _options in ALGORITHMS:
+    _distributable = _run is run_elimination_config  # repetitions one by one (option "scheduler")
+    registry.register_algorithm(
+        registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable)
+    )
