@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,7 +60,11 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.bandits.calibration.gaussian import earned_gaussian_certificate, paper_gaussian_sigma
+from dpcert.bandits.calibration.common import (
+    earned_gaussian_certificate,
+    paper_gaussian_sigma,
+    with_notes,
+)
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums
@@ -256,15 +261,7 @@ class _GaussianPrivatizer(Privatizer):
                     f"delta={self.delta:g}); the discrete Gaussian profile gives epsilon={exact.epsilon:.6g} "
                     f"at delta={self.delta:g}, which is what is certified ({theorem})"
                 )
-                certificate = Certificate(
-                    exact.mechanism,
-                    exact.guarantee,
-                    exact.trust_model,
-                    exact.neighbouring,
-                    dict(exact.parameters),
-                    exact.basis,
-                    exact.notes + (note,),
-                ).verify()
+                certificate = with_notes(exact, note)
         self._secure_cache[key] = (mechanism, certificate)
         return mechanism, certificate
 
@@ -273,6 +270,21 @@ class _GaussianPrivatizer(Privatizer):
             raise InvalidParameter(
                 "secure", True, f"false for releases of {size} coordinates (secure noise: scalar releases)"
             )
+
+    def noise_adder(
+        self, sensitivity: float, theorem: str, size: int = 1
+    ) -> tuple[Certificate, Callable[[np.ndarray, np.random.Generator], np.ndarray], float]:
+        """Certificate, noise-adding function and noise variance per value for one release.
+
+        Float Gaussian noise of :meth:`noise`, or with ``secure=True`` (scalar releases only) the
+        integer-exact noise of :meth:`secure_noise` on its grid (variance ``real_sigma**2``).
+        """
+        if self.secure:
+            self._scalar_only(size)
+            mechanism, certificate = self.secure_noise(sensitivity, theorem)
+            return certificate, lambda x, rng: _secure_add(mechanism, x, rng), mechanism.real_sigma**2
+        sigma, certificate = self.noise(sensitivity, theorem)
+        return certificate, lambda x, rng: x + rng.normal(0.0, sigma, size=np.shape(x)), sigma**2
 
     def noise(self, sensitivity: float, theorem: str) -> tuple[float, Certificate]:
         """σ and its certificate for one Gaussian release of ℓ2-sensitivity ``sensitivity``."""
@@ -323,32 +335,18 @@ class CentralGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size) / users  # eq. 19
-        if self.secure:
-            self._scalar_only(size)
-            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.2")
-            _charge(ledger, user_ids, users, certificate, run_id)
-            estimate = _secure_add(mechanism, values.mean(axis=0), rng)
-            return Release(estimate, np.full(size, mechanism.real_sigma**2), certificate, size)
-        sigma, certificate = self.noise(sensitivity, "Thm 4.2")
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size)
         _charge(ledger, user_ids, users, certificate, run_id)
-        estimate = values.mean(axis=0) + rng.normal(0.0, sigma, size=size)
-        return Release(estimate, np.full(size, sigma**2), certificate, size)
+        return Release(add_noise(values.mean(axis=0), rng), np.full(size, variance), certificate, size)
 
     def release_sums(
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
-        if self.secure:
-            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.1")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
-            estimate = _secure_add(mechanism, sums, rng)
-            return Release(estimate, np.full(group_count, mechanism.real_sigma**2), certificate, 1)
-        sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.1")
+        certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.1")
         _charge(ledger, user_ids, values.shape[0], certificate, run_id)
         sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
-        estimate = sums + rng.normal(0.0, sigma, size=group_count)
-        return Release(estimate, np.full(group_count, sigma**2), certificate, 1)
+        return Release(add_noise(sums, rng), np.full(group_count, variance), certificate, 1)
 
 
 class LocalGaussian(_GaussianPrivatizer):
@@ -361,35 +359,22 @@ class LocalGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size)  # eq. 21
-        if self.secure:
-            self._scalar_only(size)
-            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.4")
-            _charge(ledger, user_ids, users, certificate, run_id)
-            messages = _secure_add(mechanism, values, rng)  # R: what each user sends, on the grid
-            variance = np.full(size, mechanism.real_sigma**2 / users)
-            return Release(messages.mean(axis=0), variance, certificate, size)
-        sigma, certificate = self.noise(sensitivity, "Thm 4.4")
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.4", size)
         _charge(ledger, user_ids, users, certificate, run_id)
-        messages = values + rng.normal(0.0, sigma, size=values.shape)  # R: what each user sends
-        return Release(messages.mean(axis=0), np.full(size, sigma**2 / users), certificate, size)
+        messages = add_noise(values, rng)  # R: what each user sends
+        return Release(messages.mean(axis=0), np.full(size, variance / users), certificate, size)
 
     def release_sums(
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
-        if self.secure:
-            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.3")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            messages = _secure_add(mechanism, values, rng)  # each user's message, on the grid
-            sigma = mechanism.real_sigma
-        else:
-            sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.3")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            messages = values + rng.normal(0.0, sigma, size=values.shape)
+        certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.3")
+        _charge(ledger, user_ids, values.shape[0], certificate, run_id)
+        messages = add_noise(values, rng)  # each user's message
         groups = np.asarray(groups)
         sums = np.bincount(groups, weights=messages, minlength=group_count)
         counts = np.bincount(groups, minlength=group_count)
-        return Release(sums, counts * sigma**2, certificate, 1)
+        return Release(sums, counts * variance, certificate, 1)
 
 
 SIZE_GRID_STEPS = 4  # grid sizes per doubling for the tight calibration of DP-PE's per-arm sums
@@ -491,15 +476,7 @@ class ShuffleBitSum(Privatizer):
         """The certificate for ``size`` users with :data:`GRID_NOTE` (re-verified; one per grid size)."""
         if size not in self._grid_certificates:
             base = self._protocol(size, 1).certificate
-            self._grid_certificates[size] = Certificate(
-                base.mechanism,
-                base.guarantee,
-                base.trust_model,
-                base.neighbouring,
-                dict(base.parameters),
-                base.basis,
-                base.notes + (GRID_NOTE,),
-            ).verify()
+            self._grid_certificates[size] = with_notes(base, GRID_NOTE)
         return self._grid_certificates[size]
 
     def group_protocol(self, users: int) -> GroupProtocol:

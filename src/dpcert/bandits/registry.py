@@ -90,9 +90,10 @@ class BanditRun:
 
     def final_regret(self) -> tuple[float, float]:
         """Mean and standard error over runs of the final cumulative regret."""
-        final = np.asarray(self.cumulative_regret)[:, -1]
-        stderr = float(final.std(ddof=1) / np.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
+        from dpcert.bandits.experiment import mean_stderr
+
+        mean, stderr = mean_stderr(np.asarray(self.cumulative_regret)[:, -1])
+        return float(mean), float(stderr)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Each ``run_*_config`` validates its family's ``--option`` keys, splits the per-u
 returning user's participations where the family needs it (:mod:`dpcert.bandits.calibration`), opens
 the run's sessions (:func:`dpcert.bandits.experiment.open_sessions`: the ledger is charged before every
 release), runs the engine of :mod:`dpcert.bandits.algorithms` and derives the run's certificate as the
-worst user's composition.  Every algorithm is registered here, in :data:`ALGORITHMS`.
+worst user's composition.  Every algorithm is registered here (:data:`FAMILIES`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from dpcert.bandits.algorithms.linucb import DEFAULT_BATCH, TRUST, run_group
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     EliminationResult,
-    ShuffleBinarySum,
     batched_arm_elimination,
     central_dp_se,
     local_dp_se,
@@ -58,7 +57,13 @@ from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
-from dpcert.bandits.experiment import combine_runs, open_sessions, run_repetitions, target_of
+from dpcert.bandits.experiment import (
+    certified_run,
+    combine_runs,
+    open_sessions,
+    run_repetitions,
+    target_of,
+)
 from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
 from dpcert.bandits.registry import (
     BanditRun,
@@ -191,18 +196,6 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
 
 
 # ========================================================================= MAB (seed 001), robust (seed 003)
-def _session(config: registry.RunConfig) -> PrivacySession:
-    """One session for the R lockstep repetitions (their local ids are disjoint: ``run·T + i``)."""
-    (session,) = open_sessions(config, 1)
-    return session
-
-
-def _shuffle_summation(epsilon: float, delta: float) -> tuple[ShuffleBinarySum, bool]:
-    """The calibrated ``M_sum`` and whether it carries a certificate."""
-    summation = shuffle_binary_sum(epsilon, delta)
-    return summation, summation.certificate is not None
-
-
 def _require(value: float | None, name: str, privacy: str) -> float:
     if value is None:
         raise InvalidParameter(name, None, f"a value (privacy={privacy!r} needs --{name})")
@@ -224,19 +217,10 @@ def _to_bandit_run(
     curves = result.cumulative_regret()
     if curves.size > 20_000_000:
         curves = curves.astype(np.float32)
-    target = target_of(config)
-    certificate = None if target is None else session.worst_user_certificate(target.delta)
-    return registry.BanditRun(
-        algorithm=config.algorithm,
-        cumulative_regret=curves,
-        certificate=certificate,
-        users=users,
-        max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
-        seconds=result.seconds,
-        extras={**extras, "max_charges_per_user": session.max_charges_per_user()},
-        privacy=config.privacy,
-        target=target,
-    )
+    return certified_run(
+        config.algorithm, curves, [session], users, seconds=result.seconds, target=target_of(config),
+        privacy=config.privacy, extras=extras,
+    )  # fmt: skip
 
 
 _OPTION_KEYS = {
@@ -255,7 +239,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
     bandit = _mab_bandit(config.options)
     rng = np.random.default_rng(config.seed)
-    session = _session(config)
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     common = dict(runs=config.runs, session=session)
     privacy = config.privacy
     certified = True
@@ -266,7 +250,8 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     if privacy == "shuffle":
         epsilon = _require(config.epsilon, "epsilon", privacy)
         delta = _require(config.delta, "delta", privacy)
-        summation, certified = _shuffle_summation(epsilon, delta)
+        summation = shuffle_binary_sum(epsilon, delta)
+        certified = summation.certificate is not None
         if config.algorithm == "sdp-ae":
             size = int(config.options.get("batch_size", max(1, math.ceil(summation.noise_bits / 4))))
             schedule = BatchSchedule("fixed", size)
@@ -365,7 +350,7 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
     per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
     clients = LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
-    session = _session(config)
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     instance = _linear_instance(options, config.seed)
     failure_probability = float(options.get("failure_probability", SEED003_SETTING["failure_probability"]))
     adversary = _robust_adversary(options, instance, clients, config.horizon, failure_probability)
@@ -403,19 +388,26 @@ LINUCB_DESCRIPTIONS = {
 }
 
 
-def _linucb_options(config: RunConfig) -> dict[str, Any]:
-    known = {
-        "dimension",
-        "arms",
-        "batch_size",
-        "radius",
-        "alpha",
-        "participations",
-        "sigma",
-        "fixed_arms",
-        "reward",
-        *BIT_SUM_KEYS,
-    }
+LINUCB_OPTIONS = frozenset(
+    {"dimension", "arms", "batch_size", "radius", "alpha", "participations", "sigma", "fixed_arms", "reward"}
+) | frozenset(BIT_SUM_KEYS)
+LDP_LINEAR_OPTIONS = frozenset(
+    {"dimension", "arms", "fixed_arms", "lambda_min", "threshold", "perturbation_variance", "radius",
+     "radius_scale", "sigma", "learner"}
+)  # fmt: skip
+
+
+def _contextual_instance(
+    config: RunConfig, options: Mapping[str, Any], dimension: int, rng: np.random.Generator, **kwargs: Any
+) -> Any:
+    """The C&Z instance of the LinUCB and LDP-linear runs (options ``arms`` = 100, ``fixed_arms``)."""
+    arms = check.positive_int("arms", options.get("arms", 100))
+    fixed = bool(options.get("fixed_arms", True))
+    return vaswani_instance(config.runs, dimension, arms, rng, fixed_arms=fixed, **kwargs)
+
+
+def _known_options(config: RunConfig, known: frozenset[str]) -> dict[str, Any]:
+    """The run's ``--option`` settings, refused (naming them) unless every key is in ``known``."""
     unknown = set(config.options) - known
     if unknown:
         raise InvalidParameter("options", sorted(unknown), "any of " + ", ".join(sorted(known)))
@@ -425,7 +417,7 @@ def _linucb_options(config: RunConfig) -> dict[str, Any]:
 def run_linucb_config(config: RunConfig) -> BanditRun:
     """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
     batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
-    options = _linucb_options(config)
+    options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
     batch_size = check.positive_int("batch_size", options.get("batch_size", DEFAULT_BATCH[algorithm]))
     participations = check.positive_int("participations", options.get("participations", 1))
@@ -446,14 +438,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
     )
     rng = np.random.default_rng(config.seed)
-    env = vaswani_instance(
-        config.runs,
-        dimension,
-        check.positive_int("arms", options.get("arms", 100)),
-        rng,
-        fixed_arms=bool(options.get("fixed_arms", True)),
-        reward=options.get("reward", "bernoulli"),
-    )
+    env = _contextual_instance(config, options, dimension, rng, reward=options.get("reward", "bernoulli"))
     start = time.perf_counter()
     (run,) = run_group(
         env,
@@ -493,34 +478,14 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
     ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
     """
-    known = {
-        "dimension",
-        "arms",
-        "fixed_arms",
-        "lambda_min",
-        "threshold",
-        "perturbation_variance",
-        "radius",
-        "radius_scale",
-        "sigma",
-        "learner",
-    }
-    options = dict(config.options)
-    if set(options) - known:
-        raise InvalidParameter("options", sorted(set(options) - known), "any of " + ", ".join(sorted(known)))
+    options = _known_options(config, LDP_LINEAR_OPTIONS)
     if config.privacy not in ("local",):
         raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
     calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
     local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
     rng = np.random.default_rng(config.seed)
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
-    env = vaswani_instance(
-        config.runs,
-        dimension,
-        check.positive_int("arms", options.get("arms", 100)),
-        rng,
-        fixed_arms=bool(options.get("fixed_arms", True)),
-    )
+    env = _contextual_instance(config, options, dimension, rng)
     start = time.perf_counter()
     (session,) = open_sessions(config, 1)
     result = run_ldp_linear(
@@ -547,74 +512,53 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
 
 
 # =========================================================================== registration
-ALGORITHMS: tuple[
-    tuple[
-        str, str, tuple[str, ...], Callable[[registry.RunConfig], registry.BanditRun], frozenset[str] | None
-    ],
-    ...,
-] = (
-    *(
-        (name, description, models, run_elimination_config, None)
-        for name, (description, models) in ELIMINATION_ALGORITHMS.items()
-    ),
-    (
-        "sdp-ae",
+MAB_ALGORITHMS = {
+    "sdp-ae": (
         "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (seed 001 Alg. 1)",
         ("shuffle",),
-        run_mab,
-        _OPTION_KEYS["run_mab"],
     ),
-    (
-        "vb-sdp-ae",
-        "VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)",
-        ("shuffle",),
-        run_mab,
-        _OPTION_KEYS["run_mab"],
-    ),
-    (
-        "mab-se",
+    "vb-sdp-ae": ("VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)", ("shuffle",)),
+    "mab-se": (
         "successive elimination on a Bernoulli MAB: none (m=1), central (Laplace), "
         "local (randomized response), shuffle (VB-SDP-AE)",
         ("none", "central", "local", "shuffle"),
-        run_mab,
-        _OPTION_KEYS["run_mab"],
     ),
-    (
-        "robust-elimination",
+}
+ROBUST_ALGORITHMS = {
+    "robust-elimination": (
         "robust locally private batched elimination for linear bandits (seed 003 Alg. 1, clients M1/M2)",
         ("none", "local"),
-        run_robust,
-        _OPTION_KEYS["run_robust"],
     ),
-    *(
-        (
-            name,
-            LINUCB_DESCRIPTIONS[name],
-            ("none",) if name == "linucb" else (TRUST[name].value,),
-            run_linucb_config,
-            None,
-        )
-        for name in LINUCB_ALGORITHMS
-    ),
-    (
-        "ldp-linear",
+}
+LDP_LINEAR_ALGORITHMS = {
+    "ldp-linear": (
         "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
         ("local",),
-        run_ldp_linear_config,
-        None,
     ),
-    (
-        "ldp-linear-combiner",
+    "ldp-linear-combiner": (
         "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
         ("local",),
-        run_ldp_linear_config,
+    ),
+}
+Family = tuple[Mapping[str, tuple[str, tuple[str, ...]]], Callable[..., Any], frozenset[str] | None]
+FAMILIES: tuple[Family, ...] = (
+    (ELIMINATION_ALGORITHMS, run_elimination_config, None),
+    (MAB_ALGORITHMS, run_mab, _OPTION_KEYS["run_mab"]),
+    (ROBUST_ALGORITHMS, run_robust, _OPTION_KEYS["run_robust"]),
+    (
+        {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (TRUST[name].value,))
+         for name in LINUCB_ALGORITHMS},
+        run_linucb_config,
         None,
     ),
-)
-"""Every algorithm of ``dpcert bandit run``: name, description, privacy models, runner, option keys."""
+    (LDP_LINEAR_ALGORITHMS, run_ldp_linear_config, None),
+)  # fmt: skip
+"""Every algorithm of ``dpcert bandit run``, by family: {name: (description, privacy models)}, the
+family's runner and its ``--option`` keys (``None``: the runner checks them)."""
 
-for _name, _description, _models, _run, _options in ALGORITHMS:
-    _distributable = _run is run_elimination_config  # repetitions one by one (option "scheduler")
-    registry.register_algorithm(
-        registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable)
-    )
+for _algorithms, _run, _options in FAMILIES:
+    for _name, (_description, _models) in _algorithms.items():
+        _distributable = _run is run_elimination_config  # repetitions one by one (option "scheduler")
+        registry.register_algorithm(
+            registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable)
+        )

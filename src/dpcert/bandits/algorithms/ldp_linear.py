@@ -45,6 +45,7 @@ from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
+from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import (
     BanditRun,
 )
@@ -454,15 +455,8 @@ def bandit_run(
     extras: dict[str, Any],
 ) -> BanditRun:
     """The run's certificate: the worst user's composition of her charges (one report each)."""
-    certificate = session.worst_user_certificate(local.claim.delta)
-    return BanditRun(
-        name,
-        result.cumulative_regret,
-        certificate,
-        int(result.cumulative_regret.shape[1]),
-        float(certificate.epsilon_for(local.claim.delta)),
-        seconds,
-        {**extras, "max_charges_per_user": session.max_charges_per_user()},
-        privacy="local",
-        target=local.claim,
-    )
+    users = result.cumulative_regret.shape[1]
+    return certified_run(
+        name, result.cumulative_regret, [session], users, seconds=seconds, target=local.claim,
+        privacy="local", extras=extras,
+    )  # fmt: skip

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
+from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import (
     BanditRun,
 )
@@ -699,21 +700,17 @@ def run_group(
             "eigenvalue_clips": int(result.eigenvalue_clips[rows].sum()),
             "updates": result.updates,
             "seconds_shared_with": [other.algorithm for other in calibrated],
-            "max_charges_per_user": session.max_charges_per_user(),
         }
-        certificate = None if c.claim is None else session.worst_user_certificate(c.claim.delta)
-        max_eps = 0.0 if certificate is None else float(certificate.epsilon_for(c.claim.delta))
         output.append(
-            BanditRun(
+            certified_run(
                 c.algorithm,
                 result.cumulative_regret[rows],
-                certificate,
+                [session],
                 per_run,
-                max_eps,
-                seconds,
-                extras,
-                privacy="none" if c.claim is None else TRUST[c.algorithm].value,
+                seconds=seconds,
                 target=c.claim,
+                privacy="none" if c.claim is None else TRUST[c.algorithm].value,
+                extras=extras,
             )  # fmt: skip
         )
     return output

@@ -51,7 +51,9 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.experiment import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, calibrate_binary_sum
@@ -63,15 +65,6 @@ RUN_NOTE = (
     "post-processing or independent of it, so the run is as private as one summation (no composition "
     "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
 )
-
-
-def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:
-    """The same certificate (re-verified) with ``notes`` appended."""
-    if certificate is None:
-        return None
-    data = certificate.to_dict()
-    data["notes"] = [*data["notes"], *notes]
-    return Certificate.from_dict(data)
 
 
 # =========================================================================== batch summations
@@ -292,9 +285,8 @@ class RegretCurves:
 
     def regret(self) -> tuple[float, float]:
         """Mean and standard error of the final pseudo-regret over runs."""
-        final = self.final_regret
-        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
+        mean, stderr = mean_stderr(self.final_regret)
+        return float(mean), float(stderr)
 
     def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
         """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""

@@ -46,8 +46,9 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.corruption import InRangeAdversary
-from dpcert.bandits.algorithms.mab import RegretCurves, with_notes
+from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
+from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
-from dpcert.bandits.calibration.gaussian import earned_gaussian_certificate, paper_gaussian_sigma
+from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import CLASSICAL_BASIS

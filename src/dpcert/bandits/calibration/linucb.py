@@ -36,7 +36,11 @@ from dpcert.bandits.algorithms.linucb import (
     TreeGaussian,
     tree_levels,
 )
-from dpcert.bandits.calibration.gaussian import earned_gaussian_certificate, paper_gaussian_sigma
+from dpcert.bandits.calibration.common import (
+    earned_gaussian_certificate,
+    paper_gaussian_sigma,
+    with_notes,
+)
 from dpcert.certificates import (
     Certificate,
     Guarantee,
@@ -413,7 +417,7 @@ def _user_level(batch: Certificate, count: int, delta: float, interval: float) -
         [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
     )
     pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_distribution", None)) else ()
-    return _with_notes(total, (RETURNING_VEC_NOTE,) + pld_note)
+    return with_notes(total, RETURNING_VEC_NOTE, *pld_note)
 
 
 @functools.lru_cache(maxsize=16)
@@ -505,23 +509,8 @@ def _calibrate_vec(
     interval = composed_interval(claim.epsilon, q.coordinates, participations)
     certificate = _user_level(batch, participations, claim.delta, interval)
     if notes:
-        certificate = _with_notes(certificate, tuple(notes))
+        certificate = with_notes(certificate, *notes)
     met = meets_target(certificate, claim)
     return Calibrated(
         "linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch, interval
     )
-
-
-def _with_notes(certificate: Certificate, notes: tuple[str, ...]) -> Certificate:
-    """The same certificate (same parameters, same profile) with extra notes."""
-    extended = Certificate(
-        certificate.mechanism,
-        certificate.guarantee,
-        certificate.trust_model,
-        certificate.neighbouring,
-        certificate.parameters,
-        certificate.basis,
-        certificate.notes + notes,
-    )
-    extended.__dict__["profile"] = certificate.profile
-    return extended.verify()

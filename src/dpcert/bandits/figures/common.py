@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,12 @@ from dpcert.bandits.algorithms.mab import (
 from dpcert.bandits.algorithms.robust_elimination import (
     RobustEliminationResult,
 )
+from dpcert.bandits.experiment import mean_stderr
 
 
 def mean_se(values: np.ndarray) -> dict[str, float]:
-    values = np.asarray(values, dtype=float)
-    stderr = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else 0.0
-    return {"mean": float(values.mean()), "stderr": stderr}
+    mean, stderr = mean_stderr(values)
+    return {"mean": float(mean), "stderr": float(stderr)}
 
 
 def save_summary(
@@ -48,8 +47,7 @@ def save_summary(
         grid = curves.get(label.split("|")[0] + "|checkpoints")
         if grid is None:
             continue
-        mean = curve.mean(axis=0)
-        stderr = curve.std(axis=0, ddof=1) / math.sqrt(curve.shape[0]) if curve.shape[0] > 1 else 0 * mean
+        mean, stderr = mean_stderr(curve)
         axis.plot(grid, mean, label=label.split("|")[0])
         axis.fill_between(grid, mean - stderr, mean + stderr, alpha=0.2)
     axis.set_xlabel("round")

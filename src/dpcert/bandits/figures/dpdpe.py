@@ -21,7 +21,7 @@ from scipy import stats
 
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import match_fixed_users
-from dpcert.bandits.experiment import plot_curves, regret_curve, save_results, summary
+from dpcert.bandits.experiment import json_ready, plot_curves, regret_curve, save_results, summary
 from dpcert.bandits.runner import run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
@@ -67,17 +67,6 @@ def _verify_all(curves: dict[str, Any]) -> bool:
         if entry.get("certificate") is not None:
             Certificate.from_dict(entry["certificate"])  # raises CertificateMismatch if it fails
     return True
-
-
-def _finite(value: Any) -> Any:
-    """JSON-safe copy: NaN/inf become None."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
@@ -133,7 +122,7 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "skipped": skipped,
         "all_certificates_verified": _verify_all(curves),
     }
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2b.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -164,7 +153,7 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     plot = _plot_fig2a(table, out / "fig2a.png")
     result = {"name": "dpdpe-fig2a", "runs": runs, "out": str(out), "plot": plot, "final_regret": table}
     result["skipped"] = skipped
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2a.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -241,7 +230,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "DPE-FixedU": summary(fixed_run),
         "p_FixedU_gt_DPE": _greater(_finals(fixed_run), _finals(dpe)),
     }
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2c.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 

@@ -1,11 +1,13 @@
-"""The papers' noise choices that the bandit families share (the ``paper`` calibration).
+"""Calibration pieces the bandit families share: the papers' Gaussian noise and what a noise level earns.
 
 Tight calibrations come from :mod:`dpcert.accounting.calibration` and the mechanisms themselves; this
-module only states how the papers pick their noise, through the one implementation of each formula.
+module states how the papers pick their noise, through the one implementation of each formula, the
+certificate a Gaussian noise level earns against a request, and notes stated on a certificate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from dpcert import _validation as check
@@ -52,3 +54,15 @@ def earned_gaussian_certificate(
         return exact, False
     note = unmet_note.format(epsilon=exact.epsilon)
     return gaussian_certificate(sigma, delta=delta, notes=(*notes, note), **labels), False
+
+
+def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:
+    """The same certificate (mechanism, parameters, claim) with ``notes`` appended, re-verified.
+
+    The profile already computed is reused (the parameters are unchanged); ``None`` stays ``None``.
+    """
+    if certificate is None:
+        return None
+    extended = dataclasses.replace(certificate, notes=(*certificate.notes, *notes))
+    extended.__dict__["profile"] = certificate.profile
+    return extended.verify()
