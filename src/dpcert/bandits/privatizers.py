@@ -60,11 +60,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.bandits.calibration.common import (
-    earned_gaussian_certificate,
-    paper_gaussian_sigma,
-    with_notes,
-)
+from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums
@@ -141,6 +137,14 @@ class Privatizer(ABC):
 
     def __init__(self, reward_bound: float) -> None:
         self.reward_bound = check.positive_finite("reward_bound", reward_bound)
+
+    def _set_budget(self, epsilon: float, delta: float, calibration: str) -> None:
+        """Validate and keep each release's target (ε, δ) and the calibration (``paper`` | ``tight``)."""
+        self.epsilon = check.epsilon(epsilon)
+        self.delta = check.positive_delta(delta)
+        if calibration not in CALIBRATIONS:
+            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        self.calibration = calibration
 
     @abstractmethod
     def release_average(
@@ -223,13 +227,9 @@ class _GaussianPrivatizer(Privatizer):
         secure: bool = False,
     ) -> None:
         super().__init__(reward_bound)
-        self.epsilon = check.epsilon(epsilon)
-        self.delta = check.positive_delta(delta)
-        if calibration not in CALIBRATIONS:
-            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        self._set_budget(epsilon, delta, calibration)
         if not isinstance(secure, (bool, np.bool_)):
             raise InvalidParameter("secure", secure, "true or false")
-        self.calibration = calibration
         self.secure = bool(secure)
         self._cache: dict[float, tuple[float, Certificate]] = {}
         self._secure_cache: dict[tuple[float, str], tuple[SecureGaussianMechanism, Certificate]] = {}
@@ -446,11 +446,7 @@ class ShuffleBitSum(Privatizer):
         size_grid: int | None = SIZE_GRID_STEPS,
     ) -> None:
         super().__init__(reward_bound)
-        self.epsilon = check.epsilon(epsilon)
-        self.delta = check.positive_delta(delta)
-        if calibration not in CALIBRATIONS:
-            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-        self.calibration = calibration
+        self._set_budget(epsilon, delta, calibration)
         self.size_grid = None if size_grid is None else check.positive_int("size_grid", size_grid)
         self._calibrate = calibrate_binomial_sum
         self._cache: dict[tuple[int, int], Any] = {}

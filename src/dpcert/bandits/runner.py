@@ -22,53 +22,16 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
-from dpcert.bandits.algorithms.corruption import IN_RANGE_STRATEGIES, InRangeAdversary
-from dpcert.bandits.algorithms.elimination import EliminationRun, EliminationSettings, run_elimination
-from dpcert.bandits.algorithms.ldp_linear import (
-    ONLINE_UCB,
-    BaseLearner,
-    bandit_run,
-    default_learner_grid,
-    perturbation_variance,
-    run_ldp_linear,
-)
-from dpcert.bandits.algorithms.linucb import ALGORITHMS as LINUCB_ALGORITHMS
-from dpcert.bandits.algorithms.linucb import DEFAULT_BATCH, TRUST, run_group
-from dpcert.bandits.algorithms.mab import (
-    BatchSchedule,
-    EliminationResult,
-    batched_arm_elimination,
-    central_dp_se,
-    local_dp_se,
-    shuffle_binary_sum,
-    successive_elimination,
-)
-from dpcert.bandits.algorithms.robust_elimination import (
-    SEED003_SETTING,
-    Adversary,
-    LaplaceClients,
-    LinearArms,
-    RobustEliminationResult,
-    robust_elimination,
-)
+from dpcert.bandits.algorithms import corruption, elimination, ldp_linear, linucb, mab, robust_elimination
 from dpcert.bandits.calibration.elimination import release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
-from dpcert.bandits.experiment import (
-    certified_run,
-    combine_runs,
-    open_sessions,
-    run_repetitions,
-    target_of,
-)
+from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions, run_repetitions, target_of
 from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
-from dpcert.bandits.registry import (
-    BanditRun,
-    RunConfig,
-)
+from dpcert.bandits.registry import BanditRun, RunConfig
 from dpcert.errors import InvalidParameter
 
 # =========================================================================== DP-DPE / DP-PE (seed 000)
@@ -124,7 +87,7 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
             "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
         )
     width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
-    settings = EliminationSettings(
+    settings = elimination.EliminationSettings(
         horizon=config.horizon,
         variant="pe" if config.algorithm == "dp-pe" else "dpe",
         alpha=options["alpha"],
@@ -158,9 +121,11 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
     )
     sessions = open_sessions(config, runs)
 
-    def one_run(index: int) -> EliminationRun:
+    def one_run(index: int) -> elimination.EliminationRun:
         rng = np.random.default_rng([config.seed, 1, index])
-        return run_elimination(instances[index], privatizer, settings, rng, session=sessions[index])
+        return elimination.run_elimination(
+            instances[index], privatizer, settings, rng, session=sessions[index]
+        )
 
     results = run_repetitions(
         one_run,
@@ -202,13 +167,9 @@ def _require(value: float | None, name: str, privacy: str) -> float:
     return value
 
 
-def _mab_bandit(options: Mapping[str, Any]) -> MultiArmedBandit:
-    return MultiArmedBandit(np.asarray(options.get("means", SPEC_001_MEANS), dtype=float))
-
-
 def _to_bandit_run(
     config: registry.RunConfig,
-    result: EliminationResult | RobustEliminationResult,
+    result: mab.EliminationResult | robust_elimination.RobustEliminationResult,
     users: int,
     session: PrivacySession,
     extras: Mapping[str, Any],
@@ -223,21 +184,16 @@ def _to_bandit_run(
     )  # fmt: skip
 
 
-_OPTION_KEYS = {
-    "run_mab": frozenset({"means", "batch_size"}),
-    "run_robust": frozenset(
-        {
-            "model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
-            "failure_probability", "arms", "dimension", "reward_model", "scale",
-        }
-    ),
-}  # fmt: skip
-"""The ``--option`` keys each runner reads (anything else is refused by ``dpcert bandit run``)."""
+MAB_OPTIONS = frozenset({"means", "batch_size"})
+ROBUST_OPTIONS = frozenset(
+    {"model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
+     "failure_probability", "arms", "dimension", "reward_model", "scale"}
+)  # fmt: skip
 
 
 def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
-    bandit = _mab_bandit(config.options)
+    bandit = MultiArmedBandit(np.asarray(config.options.get("means", SPEC_001_MEANS), dtype=float))
     rng = np.random.default_rng(config.seed)
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     common = dict(runs=config.runs, session=session)
@@ -250,26 +206,26 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     if privacy == "shuffle":
         epsilon = _require(config.epsilon, "epsilon", privacy)
         delta = _require(config.delta, "delta", privacy)
-        summation = shuffle_binary_sum(epsilon, delta)
+        summation = mab.shuffle_binary_sum(epsilon, delta)
         certified = summation.certificate is not None
         if config.algorithm == "sdp-ae":
             size = int(config.options.get("batch_size", max(1, math.ceil(summation.noise_bits / 4))))
-            schedule = BatchSchedule("fixed", size)
+            schedule = mab.BatchSchedule("fixed", size)
         else:
-            schedule = BatchSchedule("doubling")
+            schedule = mab.BatchSchedule("doubling")
         name = "sdp-ae" if config.algorithm == "sdp-ae" else "vb-sdp-ae"
-        result = batched_arm_elimination(
+        result = mab.batched_arm_elimination(
             bandit, config.horizon, summation, schedule, rng, algorithm=name, **common
         )
     elif privacy == "none":
         size = int(config.options.get("batch_size", 1))
-        result = successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
+        result = mab.successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
     elif privacy == "central":
         epsilon = _require(config.epsilon, "epsilon", privacy)
-        result = central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
     elif privacy == "local":
         epsilon = _require(config.epsilon, "epsilon", privacy)
-        result = local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+        result = mab.local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
     else:
         raise InvalidParameter("privacy", privacy, "none, central, local or shuffle")
     extras = {
@@ -284,10 +240,10 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
 
 
-def _linear_instance(options: Mapping[str, Any], seed: int) -> LinearArms:
-    return LinearArms.random_sphere(
-        int(options.get("arms", SEED003_SETTING["arms"])),
-        int(options.get("dimension", SEED003_SETTING["dimension"])),
+def _linear_instance(options: Mapping[str, Any], seed: int) -> robust_elimination.LinearArms:
+    return robust_elimination.LinearArms.random_sphere(
+        int(options.get("arms", robust_elimination.SEED003_SETTING["arms"])),
+        int(options.get("dimension", robust_elimination.SEED003_SETTING["dimension"])),
         np.random.default_rng([seed, 3]),
         str(options.get("reward_model", "signed-bernoulli")),
     )
@@ -298,11 +254,11 @@ IN_RANGE_PREFIX = "in-range-"
 
 def _robust_adversary(
     options: Mapping[str, Any],
-    instance: LinearArms,
-    clients: LaplaceClients,
+    instance: robust_elimination.LinearArms,
+    clients: robust_elimination.LaplaceClients,
     horizon: int,
     failure_probability: float,
-) -> Adversary | InRangeAdversary:
+) -> robust_elimination.Adversary | corruption.InRangeAdversary:
     """The ``strategy`` option's adversary: the engine's (random | constant | targeted | sign-flip, with
     ``magnitude``) or an in-range one (in-range-targeted | in-range-coordinated, values ``±scale·Ȳ`` inside
     the engine's M1 clean range Ȳ at the engine's per-event δ = δ'/(K T²))."""
@@ -313,17 +269,17 @@ def _robust_adversary(
             raise InvalidParameter(
                 "scale", options["scale"], "only with strategy=in-range-targeted|coordinated"
             )
-        return Adversary(alpha, strategy, float(options.get("magnitude", 1e6)))
+        return robust_elimination.Adversary(alpha, strategy, float(options.get("magnitude", 1e6)))
     if "magnitude" in options:
         raise InvalidParameter("magnitude", options["magnitude"], "not with an in-range strategy (use scale)")
-    allowed = ", ".join(IN_RANGE_PREFIX + name for name in IN_RANGE_STRATEGIES)
-    if strategy[len(IN_RANGE_PREFIX) :] not in IN_RANGE_STRATEGIES:
+    allowed = ", ".join(IN_RANGE_PREFIX + name for name in corruption.IN_RANGE_STRATEGIES)
+    if strategy[len(IN_RANGE_PREFIX) :] not in corruption.IN_RANGE_STRATEGIES:
         raise InvalidParameter(
             "strategy", strategy, "one of random, constant, targeted, sign-flip, " + allowed
         )
     if clients.model != "M1":
         raise InvalidParameter("strategy", strategy, "an in-range strategy with model=M1 only")
-    return InRangeAdversary(
+    return corruption.InRangeAdversary(
         alpha,
         instance.arms,
         instance.means,
@@ -349,12 +305,14 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
     reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
     per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
-    clients = LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    clients = robust_elimination.LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     instance = _linear_instance(options, config.seed)
-    failure_probability = float(options.get("failure_probability", SEED003_SETTING["failure_probability"]))
+    failure_probability = float(
+        options.get("failure_probability", robust_elimination.SEED003_SETTING["failure_probability"])
+    )
     adversary = _robust_adversary(options, instance, clients, config.horizon, failure_probability)
-    result = robust_elimination(
+    result = robust_elimination.robust_elimination(
         instance,
         config.horizon,
         np.random.default_rng(config.seed),
@@ -362,7 +320,7 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
         adversary=adversary,
         estimator=str(options.get("estimator", "filter")),
         variance=None if options.get("variance") is None else str(options["variance"]),
-        width_scale=float(options.get("width_scale", SEED003_SETTING["width_scale"])),
+        width_scale=float(options.get("width_scale", robust_elimination.SEED003_SETTING["width_scale"])),
         failure_probability=failure_probability,
         batches=batches,
         runs=config.runs,
@@ -419,10 +377,10 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
     options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
-    batch_size = check.positive_int("batch_size", options.get("batch_size", DEFAULT_BATCH[algorithm]))
+    batch_size = check.positive_int("batch_size", options.get("batch_size", linucb.DEFAULT_BATCH[algorithm]))
     participations = check.positive_int("participations", options.get("participations", 1))
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
-    expected = "none" if algorithm == "linucb" else TRUST[algorithm].value
+    expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
     if config.privacy != expected:
         raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
     calibrated = calibrate(
@@ -440,7 +398,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     rng = np.random.default_rng(config.seed)
     env = _contextual_instance(config, options, dimension, rng, reward=options.get("reward", "bernoulli"))
     start = time.perf_counter()
-    (run,) = run_group(
+    (run,) = linucb.run_group(
         env,
         [calibrated],
         horizon=config.horizon,
@@ -455,18 +413,18 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
 
 
 # =========================================================================== LDP linear bandits (seed 004)
-def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[BaseLearner]:
+def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[ldp_linear.BaseLearner]:
     radius = options.get("radius", "log")
     scale = float(options.get("radius_scale", 0.5))
     if name == "ldp-linear":
-        lam = float(options.get("lambda_min", ONLINE_UCB.lambda_min))
+        lam = float(options.get("lambda_min", ldp_linear.ONLINE_UCB.lambda_min))
         threshold = float(options.get("threshold", horizon ** (-0.25)))  # Cor 3.6: λ̄ = T^{-1/4}
         explicit = options.get("perturbation_variance")
-        p2 = perturbation_variance(lam, threshold) if explicit is None else float(explicit)
-        return [BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
+        p2 = ldp_linear.perturbation_variance(lam, threshold) if explicit is None else float(explicit)
+        return [ldp_linear.BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
     return [
-        BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
-        for lr in default_learner_grid(horizon)
+        ldp_linear.BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
+        for lr in ldp_linear.default_learner_grid(horizon)
     ]
 
 
@@ -488,7 +446,7 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     env = _contextual_instance(config, options, dimension, rng)
     start = time.perf_counter()
     (session,) = open_sessions(config, 1)
-    result = run_ldp_linear(
+    result = ldp_linear.run_ldp_linear(
         env,
         _ldp_learners(config.algorithm, config.horizon, options),
         horizon=config.horizon,
@@ -508,7 +466,9 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
         "plays_per_learner": result.plays.mean(axis=0).tolist(),
         "active_per_learner": result.active.mean(axis=0).tolist(),
     }
-    return bandit_run(config.algorithm, result, session, local, time.perf_counter() - start, extras)
+    return ldp_linear.bandit_run(
+        config.algorithm, result, session, local, time.perf_counter() - start, extras
+    )
 
 
 # =========================================================================== registration
@@ -543,11 +503,11 @@ LDP_LINEAR_ALGORITHMS = {
 Family = tuple[Mapping[str, tuple[str, tuple[str, ...]]], Callable[..., Any], frozenset[str] | None]
 FAMILIES: tuple[Family, ...] = (
     (ELIMINATION_ALGORITHMS, run_elimination_config, None),
-    (MAB_ALGORITHMS, run_mab, _OPTION_KEYS["run_mab"]),
-    (ROBUST_ALGORITHMS, run_robust, _OPTION_KEYS["run_robust"]),
+    (MAB_ALGORITHMS, run_mab, MAB_OPTIONS),
+    (ROBUST_ALGORITHMS, run_robust, ROBUST_OPTIONS),
     (
-        {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (TRUST[name].value,))
-         for name in LINUCB_ALGORITHMS},
+        {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (linucb.TRUST[name].value,))
+         for name in linucb.ALGORITHMS},
         run_linucb_config,
         None,
     ),

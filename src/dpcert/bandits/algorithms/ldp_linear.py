@@ -46,9 +46,7 @@ from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
-from dpcert.bandits.registry import (
-    BanditRun,
-)
+from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 

@@ -50,18 +50,10 @@ from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
-from dpcert.bandits.registry import (
-    BanditRun,
-)
-from dpcert.certificates import (
-    Certificate,
-    TrustModel,
-)
+from dpcert.bandits.registry import BanditRun
+from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import (
-    BinomialSumMechanism,
-    BitSumParameters,
-)
+from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters
 
 CALIBRATIONS = ("tight", "paper")
 RADII = ("theory", "experiment")

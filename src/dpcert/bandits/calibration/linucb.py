@@ -36,16 +36,8 @@ from dpcert.bandits.algorithms.linucb import (
     TreeGaussian,
     tree_levels,
 )
-from dpcert.bandits.calibration.common import (
-    earned_gaussian_certificate,
-    paper_gaussian_sigma,
-    with_notes,
-)
-from dpcert.certificates import (
-    Certificate,
-    Guarantee,
-    Neighbouring,
-)
+from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
+from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.binomial_sum import (
     NOTES,

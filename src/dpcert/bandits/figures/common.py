@@ -9,13 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from dpcert.bandits.algorithms.mab import (
-    EliminationResult,
-)
-from dpcert.bandits.algorithms.robust_elimination import (
-    RobustEliminationResult,
-)
-from dpcert.bandits.experiment import mean_stderr
+from dpcert.bandits.algorithms.mab import EliminationResult
+from dpcert.bandits.algorithms.robust_elimination import RobustEliminationResult
+from dpcert.bandits.experiment import mean_stderr, plot_curves
 
 
 def mean_se(values: np.ndarray) -> dict[str, float]:
@@ -31,31 +27,12 @@ def save_summary(
     np.savez_compressed(
         out / f"{stem}.npz", **{key.replace(" ", "_"): value for key, value in curves.items()}
     )
-    if not curves:
+    pairs = {}
+    for label in (key.split("|")[0] for key in curves if key.endswith("|regret")):
+        rounds, regret = curves[f"{label}|checkpoints"], curves[f"{label}|regret"]
+        pairs[label] = (rounds[rounds > 0], regret[:, rounds > 0])  # R(t)/t is drawn from t = 1 on
+    if not pairs or plot_curves(pairs, out / f"{stem}.png") is None:
         return summary
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - the plot extra is optional
-        return summary
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for label, curve in curves.items():
-        if label.endswith("checkpoints"):
-            continue
-        grid = curves.get(label.split("|")[0] + "|checkpoints")
-        if grid is None:
-            continue
-        mean, stderr = mean_stderr(curve)
-        axis.plot(grid, mean, label=label.split("|")[0])
-        axis.fill_between(grid, mean - stderr, mean + stderr, alpha=0.2)
-    axis.set_xlabel("round")
-    axis.set_ylabel("cumulative pseudo-regret")
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(out / f"{stem}.png", dpi=120)
-    plt.close(figure)
     summary["plot"] = str(out / f"{stem}.png")
     return summary
 

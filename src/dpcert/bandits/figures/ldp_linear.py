@@ -15,11 +15,7 @@ from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.figures.linucb import figure_runs as linucb_figure_runs
 from dpcert.bandits.figures.linucb import run_summary
-from dpcert.bandits.registry import (
-    BanditRun,
-    ReproductionSpec,
-    register_reproduction,
-)
+from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 
 
 def figure_runs(

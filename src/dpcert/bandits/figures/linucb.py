@@ -17,11 +17,7 @@ import numpy as np
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.registry import (
-    BanditRun,
-    ReproductionSpec,
-    register_reproduction,
-)
+from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 
 
 def figure_runs(
