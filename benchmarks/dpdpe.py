@@ -28,9 +28,10 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits import registry
-from dpcert.bandits.elimination import EliminationSettings, run_config, run_elimination
+from dpcert.bandits.algorithms.elimination import EliminationSettings, run_elimination
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.privatizers import ShuffleBitSum
+from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DPCertError
 
 SETTING = {"dimension": 20, "arms": 1000, "heterogeneity": 0.1, "alpha": 0.8, "progress": False}
@@ -50,7 +51,7 @@ def run(privacy: str, calibration: str, epsilon: float, runs: int, horizon: int,
         options=SETTING,
     )
     started = time.perf_counter()
-    result = run_config(config)
+    result = run_elimination_config(config)
     seconds = time.perf_counter() - started
     finals = np.asarray(result.cumulative_regret)[:, -1]
     return {

@@ -7,7 +7,7 @@ T = 20 000, 50 instances, Bernoulli rewards, δ = 0.1 (not stated in the paper; 
 ε ∈ {0.2, 1, 10}.  OnlineUCB uses projected OGD (step 1/(0.2 t)), D = 1, Δ = 0 and radius 0.5 √log t
 (spec §4.2: the paper gives none of these).  Its noise is the analytic Gaussian for the joint (x̃, ỹ)
 release; the paper's own calibration is reported separately.  Baselines: ``tight`` calibrations from
-``dpcert.bandits.linucb``.
+``dpcert.bandits.algorithms.linucb``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import subprocess
 import sys
 import time
 
-from dpcert.bandits.ldp_linear import calibrate_randomizer, figure_runs
+from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+from dpcert.bandits.figures.ldp_linear import figure_runs
 
 RUNS, HORIZON, DELTA = 50, 20_000, 0.1
 ORDER = (

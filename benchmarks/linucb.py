@@ -20,13 +20,9 @@ import time
 
 import numpy as np
 
+from dpcert.bandits.algorithms.linucb import ALGORITHMS, JOINT_SENSITIVITY, tree_levels
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.linucb import (
-    ALGORITHMS,
-    JOINT_SENSITIVITY,
-    figure_runs,
-    tree_levels,
-)
+from dpcert.bandits.figures.linucb import figure_runs
 
 RUNS, HORIZON, DIMENSION, ARMS, DELTA, BATCH = 50, 20_000, 5, 100, 0.1, 20
 LOOP_RUNS = int(os.environ.get("LOOP_RUNS", "1"))
@@ -163,7 +159,8 @@ def ordering(results: dict) -> str:
 
 ANCHOR_COMMIT = "7051aee"  # the engine before batched elimination and the disk calibration cache
 PANEL = (
-    "import time; from dpcert.bandits.linucb import figure_runs; "
+    "import time\ntry:\n    from dpcert.bandits.figures.linucb import figure_runs\n"
+    "except ImportError:\n    from dpcert.bandits.linucb import figure_runs\n"
     "s, c = time.perf_counter(), time.process_time(); "
     "r = figure_runs(0.2, runs=50, horizon=20000, dimension=5, arms=100, delta=0.1, calibration='tight'); "
     "print(time.perf_counter() - s, time.process_time() - c, "
@@ -188,14 +185,12 @@ def speed(repeats: int = 2) -> list[str]:
 
     root = Path(__file__).resolve().parents[1]
     work = Path(tempfile.mkdtemp())
-    shutil.copytree(root / "src", work / "anchor")
-    old = subprocess.run(
-        ["git", "-C", str(root), "show", f"{ANCHOR_COMMIT}:src/dpcert/bandits/linucb.py"],
-        capture_output=True,
-        text=True,
-        check=True,
+    # the whole src tree at the anchor commit (its bandits package predates the algorithms/ layout)
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", ANCHOR_COMMIT, "src"], capture_output=True, check=True
     ).stdout
-    (work / "anchor" / "dpcert" / "bandits" / "linucb.py").write_text(old)
+    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
+    (work / "src").rename(work / "anchor")
     times: dict[str, list[tuple[float, float, float]]] = {"anchor": [], "cold": [], "warm": []}
     for i in range(repeats):
         cache = str(work / f"cache{i}")

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits.environments.mab import SPEC_001_MEANS
-from dpcert.bandits.figures_mab import SEED001_DELTA, SEED001_EPSILONS, reproduce_seed001
+from dpcert.bandits.figures.mab import SEED001_DELTA, SEED001_EPSILONS, reproduce_seed001
 
 
 def _cell(row: dict) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcert.bandits.maler import AnytimeMaler, Maler, OnlineGradientDescent
+from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler, OnlineGradientDescent
 
 COLOURS = {
     "Maler (told each T)": "tab:purple",

@@ -26,15 +26,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from dpcert.bandits.algorithms.spectral_filter import least_squares, robust_least_squares, spectral_filter
 from dpcert.bandits.design import near_g_optimal_design
-from dpcert.bandits.figures_mab import (
+from dpcert.bandits.figures.robust_elimination import (
     E2_ADVERSARIES,
     reproduce_seed003_e1,
     reproduce_seed003_e2,
     reproduce_seed003_e3,
     reproduce_seed003_e4,
 )
-from dpcert.bandits.spectral_filter import least_squares, robust_least_squares, spectral_filter
 
 
 def _cell(row: dict) -> str:

@@ -11,7 +11,7 @@ markdown section for ``benchmarks/RESULTS.md`` and writes the figure::
 
     python benchmarks/robust_filter.py [--reps 20] [--runs 10] [--figure benchmarks/robust_filter.png]
 
-Estimators (:func:`dpcert.bandits.spectral_filter.robust_estimate`): ``filter`` with the per-arm
+Estimators (:func:`dpcert.bandits.algorithms.spectral_filter.robust_estimate`): ``filter`` with the per-arm
 whitened λ (``variance="arm-moment"``) and with the Chernoff-trimmed λ of spec 003 §2.4(b)
 (``variance="trimmed"``, what the engine uses), each with and without clipping to ``[−Ȳ, Ȳ]`` first,
 ``clip-only`` and ``least-squares``.
@@ -29,17 +29,17 @@ from unittest import mock
 
 import numpy as np
 
-from dpcert.bandits import robust_elimination as engine
-from dpcert.bandits.corruption import InRangeAdversary, clean_value_bound
-from dpcert.bandits.design import near_g_optimal_design
-from dpcert.bandits.robust_elimination import (
+from dpcert.bandits.algorithms import robust_elimination as engine
+from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound
+from dpcert.bandits.algorithms.robust_elimination import (
     Adversary,
     LaplaceClients,
     LinearArms,
     elimination_width,
     robust_elimination,
 )
-from dpcert.bandits.spectral_filter import robust_estimate, robust_least_squares
+from dpcert.bandits.algorithms.spectral_filter import robust_estimate, robust_least_squares
+from dpcert.bandits.design import near_g_optimal_design
 
 HORIZON = 100_000
 ARMS, DIMENSION = 50, 5

@@ -141,15 +141,17 @@ def _refused(call, rng: np.random.Generator) -> tuple[str, str]:
 def test_a_refused_charge_stops_the_release_in_every_family():
     from functools import partial
 
-    from dpcert.bandits.elimination import EliminationSettings, run_elimination
+    from dpcert.bandits.algorithms.elimination import EliminationSettings, run_elimination
+    from dpcert.bandits.algorithms.ldp_linear import ONLINE_UCB, run_ldp_linear
+    from dpcert.bandits.algorithms.linucb import run_group
+    from dpcert.bandits.algorithms.mab import central_dp_se
+    from dpcert.bandits.algorithms.robust_elimination import LaplaceClients, LinearArms, robust_elimination
+    from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+    from dpcert.bandits.calibration.linucb import calibrate
     from dpcert.bandits.environments.contextual import vaswani_instance
     from dpcert.bandits.environments.linear import sample_instances
     from dpcert.bandits.environments.mab import MultiArmedBandit
-    from dpcert.bandits.ldp_linear import ONLINE_UCB, calibrate_randomizer, run_ldp_linear
-    from dpcert.bandits.linucb import calibrate, run_group
-    from dpcert.bandits.mab import central_dp_se
     from dpcert.bandits.privatizers import make_privatizer
-    from dpcert.bandits.robust_elimination import LaplaceClients, LinearArms, robust_elimination
 
     def session_kw(call):  # call(**kw, session=s)
         return lambda s: call(session=s)

@@ -12,10 +12,16 @@ import math
 import numpy as np
 import pytest
 
-from dpcert.bandits import ldp_linear, maler, registry
-from dpcert.bandits import robust_elimination as engine
-from dpcert.bandits.robust_elimination import Adversary, LaplaceClients, LinearArms, robust_elimination
-from dpcert.bandits.spectral_filter import least_squares
+from dpcert.bandits import registry
+from dpcert.bandits.algorithms import ldp_linear, maler
+from dpcert.bandits.algorithms import robust_elimination as engine
+from dpcert.bandits.algorithms.robust_elimination import (
+    Adversary,
+    LaplaceClients,
+    LinearArms,
+    robust_elimination,
+)
+from dpcert.bandits.algorithms.spectral_filter import least_squares
 from dpcert.cli import main
 
 ROBUST = ["bandit", "run", "robust-elimination", "--horizon", "3000", "--runs", "2", "--seed", "1"]
@@ -164,8 +170,8 @@ def test_ldp_learner_unknown_value_is_refused(capsys):
 
 def test_learner_object_path_equals_the_inline_ogd(monkeypatch):
     """The engine's learner-object path (per base learner, updated only in the runs that chose it) fed
-    :class:`~dpcert.bandits.maler.OnlineGradientDescent` with each base learner's step rule reproduces the
-    inline OGD of the default path, with the combiner's several base learners (Alg. 2)."""
+    :class:`~dpcert.bandits.algorithms.maler.OnlineGradientDescent` with each base learner's step rule
+    reproduces the inline OGD of the default path, with the combiner's several base learners (Alg. 2)."""
     config = registry.RunConfig("ldp-linear-combiner", "local", 1.0, 1e-5, horizon=300, runs=3, seed=6)
     grid = ldp_linear.default_learner_grid(config.horizon)
     assert len(grid) >= 2

@@ -162,3 +162,11 @@ def test_certificates_and_validation():
         binary_sum_delta(1.0, 0)
     with pytest.raises(InvalidParameter, match="epsilon"):
         calibrate_binary_sum(-1.0, 1e-6)
+
+
+def test_release_of_sums_is_the_simulation_of_the_bits_draw_for_draw():
+    mechanism = calibrate_binary_sum(1.0, 1e-6).mechanism()
+    bits = np.random.default_rng(3).integers(0, 2, size=(6, 40))
+    simulated = mechanism.simulate(bits, np.random.default_rng(9))
+    released = mechanism.release_sums(bits.sum(axis=-1), np.random.default_rng(9))
+    np.testing.assert_array_equal(simulated, released)

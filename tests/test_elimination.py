@@ -11,18 +11,18 @@ from scipy.stats import norm
 
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
-from dpcert.bandits.design import support_bound
-from dpcert.bandits.elimination import (
+from dpcert.bandits.algorithms.elimination import (
     EliminationSettings,
     _width,
     match_fixed_users,
     plays_per_arm,
-    run_config,
     run_elimination,
     users_per_phase,
 )
+from dpcert.bandits.design import support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
 from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, NonPrivate, make_privatizer
+from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DataOutOfBounds, DPCertError, InvalidParameter
 
 
@@ -316,7 +316,7 @@ def test_dpe_fixedu_communication_matches_dpe_by_bisection():
 
     def mean_communication(algorithm, **extra):
         config = registry.RunConfig(algorithm, horizon=6000, runs=3, seed=4, options={**options, **extra})
-        return run_config(config).extras["communication"]["mean"]
+        return run_elimination_config(config).extras["communication"]["mean"]
 
     target = mean_communication("dp-dpe")
     match = match_fixed_users(target, lambda u: mean_communication("dpe-fixedu", fixed_users=u), guess=5)
@@ -368,11 +368,13 @@ def test_reward_bound_mismatch_and_small_population(small_bandit):
 
 def test_run_config_errors():
     with pytest.raises(DPCertError):
-        run_config(registry.RunConfig("dpe-fixedu", horizon=100))  # needs fixed_users
+        run_elimination_config(registry.RunConfig("dpe-fixedu", horizon=100))  # needs fixed_users
     with pytest.raises(InvalidParameter):
-        run_config(registry.RunConfig("dp-dpe", horizon=100, options={"colour": 1}))
+        run_elimination_config(registry.RunConfig("dp-dpe", horizon=100, options={"colour": 1}))
     with pytest.raises(InvalidParameter):
-        run_config(registry.RunConfig("dpe-fixedu", privacy="central", epsilon=1, delta=1e-5, horizon=100))
+        run_elimination_config(
+            registry.RunConfig("dpe-fixedu", privacy="central", epsilon=1, delta=1e-5, horizon=100)
+        )
 
 
 # ----------------------------------------------------------------------------- shuffle privatizer
@@ -414,8 +416,8 @@ def test_shuffle_dp_dpe_charges_each_user_once():
 @pytest.mark.parametrize("model", ["central", "local"])
 def test_paper_privacy_width_dominates_the_exact_one(small_bandit, model):
     # spec E6: the worst-case σ_n of Thms 5.3/5.4 bounds the exact std of the privacy error of ⟨θ̂, x'⟩
+    from dpcert.bandits.algorithms.elimination import _sigma_n
     from dpcert.bandits.design import near_g_optimal_design
-    from dpcert.bandits.elimination import _sigma_n
 
     design = near_g_optimal_design(small_bandit.arms)
     support = design.support

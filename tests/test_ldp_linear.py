@@ -11,23 +11,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
-from dpcert.bandits.ldp_linear import (
-    PAIR_SENSITIVITY,
+from dpcert.bandits.algorithms.ldp_linear import (
     BaseLearner,
     CombinerConstants,
-    calibrate_randomizer,
     clip_constant,
     clip_norm,
     debiased_gradient,
     default_learner_grid,
-    paper_sigma,
     perturbation_variance,
     project_ball,
     randomize,
     run_ldp_linear,
     theory_radius,
 )
+from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_randomizer, paper_sigma
+from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta
@@ -260,7 +258,7 @@ def test_combiner_mechanics():
 
 
 def test_seed004_reproduction_small(tmp_path):
-    from dpcert.bandits.ldp_linear import reproduce
+    from dpcert.bandits.figures.ldp_linear import reproduce
 
     summary = reproduce(runs=2, out=tmp_path, horizon=160)
     assert [p["epsilon"] for p in summary["panels"]] == [0.2, 1.0, 10.0]

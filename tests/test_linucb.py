@@ -12,28 +12,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpcert.bandits.linucb as linucb_module
+import dpcert.bandits.calibration.linucb as calibration_module
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import advanced_epsilon
 from dpcert.accounting.returning_users import paper_split
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
-from dpcert.bandits.linucb import (
+from dpcert.bandits.algorithms.linucb import (
     ALGORITHMS,
-    CACHE_ENV,
     JOINT_SENSITIVITY,
     LocalGaussian,
     NoPrivacy,
     TreeGaussian,
     _BatchedGaussJordan,
-    _bit_sum_calibration,
     _NormalPool,
     _solve_with_safety_net,
     batch_users,
-    calibrate,
-    calibration_cache_dir,
-    classical_pair_sigma,
-    figure_runs,
     run_batched_linucb,
     run_group,
     statistic_size,
@@ -42,6 +35,15 @@ from dpcert.bandits.linucb import (
     user_statistics,
     users_per_run,
 )
+from dpcert.bandits.calibration.linucb import (
+    CACHE_ENV,
+    _bit_sum_calibration,
+    calibrate,
+    calibration_cache_dir,
+    classical_pair_sigma,
+)
+from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.figures.linucb import figure_runs
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
@@ -500,7 +502,7 @@ def test_registry_run_with_returning_users_reports_the_ledger():
 
 
 def test_reproduction_writes_summary_and_curves(tmp_path):
-    from dpcert.bandits.linucb import reproduction
+    from dpcert.bandits.figures.linucb import reproduction
 
     summary = reproduction("tiny", (1.0,), (3,), horizon=200)(runs=2, out=tmp_path, seed=1)
     panel = summary["panels"][0]
@@ -565,7 +567,7 @@ def test_theory_radius_covers_theta_star():
 
     40 runs; if the true coverage is ≥ 0.95 the chance of seeing fewer than 34 covered runs is < 1%.
     """
-    from dpcert.bandits.linucb import ConfidenceRadius
+    from dpcert.bandits.algorithms.linucb import ConfidenceRadius
 
     env = vaswani_instance(40, 3, 10, np.random.default_rng(21), fixed_arms=False)
     privatizer = LocalGaussian(0.5)
@@ -682,7 +684,9 @@ def test_bit_sum_calibration_is_cached_on_disk_and_reverified(tmp_path, monkeypa
     (path,) = tmp_path.glob("calibration-*.json")
     _bit_sum_calibration.cache_clear()
     with monkeypatch.context() as patched:  # a second process: read from disk, no search
-        patched.setattr(linucb_module, "calibrate_binomial_sum", lambda *a, **k: pytest.fail("recomputed"))
+        patched.setattr(
+            calibration_module, "calibrate_binomial_sum", lambda *a, **k: pytest.fail("recomputed")
+        )
         cached = _bit_sum_calibration(2.0, 0.1, 4, 2, "tight")
     assert cached.parameters == fresh.parameters and cached.method == fresh.method
     assert cached.certificate.to_dict() == fresh.certificate.to_dict()
@@ -696,7 +700,7 @@ def test_bit_sum_calibration_is_cached_on_disk_and_reverified(tmp_path, monkeypa
     _bit_sum_calibration.cache_clear()
     assert _bit_sum_calibration(2.0, 0.1, 4, 2, "tight").parameters == fresh.parameters
     # another dpcert version is another key; an empty DPCERT_CACHE_DIR disables the disk cache
-    monkeypatch.setattr(linucb_module, "dpcert_version", "0.0.0-other")
+    monkeypatch.setattr(calibration_module, "dpcert_version", "0.0.0-other")
     _bit_sum_calibration.cache_clear()
     _bit_sum_calibration(2.0, 0.1, 4, 2, "tight")
     assert len(list(tmp_path.glob("calibration-*.json"))) == 2

@@ -16,7 +16,7 @@ from scipy import stats
 
 from dpcert.accounting.composition import compose_counts, pld_self_composed_delta_for
 from dpcert.accounting.returning_users import split_budget
-from dpcert.bandits.linucb import calibrate
+from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.binomial_sum import (

@@ -16,8 +16,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
-from dpcert.bandits.mab import (
+from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     CentralLaplaceSum,
     ExactSum,
@@ -31,6 +30,7 @@ from dpcert.bandits.mab import (
     successive_elimination,
     vb_sdp_ae,
 )
+from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 
 SPEC_BANDIT = MultiArmedBandit(np.array(SPEC_001_MEANS))
@@ -322,7 +322,7 @@ def test_registry_runs_return_the_common_shape(tmp_path):
 
 
 def test_seed001_reproduction_writes_its_table(tmp_path):
-    from dpcert.bandits.figures_mab import reproduce_seed001
+    from dpcert.bandits.figures.mab import reproduce_seed001
 
     summary = reproduce_seed001(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
     assert (tmp_path / "seed001_shuffle_mab.json").exists() and (
@@ -336,7 +336,7 @@ def test_certified_shuffle_runs_with_binary_sum():
     """With dpcert.mechanisms.binary_sum installed: the least N matches spec 001 §8.1 item 8 reference values
     and an SDP-AE / VB-SDP-AE run's certificate is exactly the summation's (ε, δ) (spec §8.3 item 19)."""
     pytest.importorskip("dpcert.mechanisms.binary_sum")
-    from dpcert.bandits.mab import shuffle_binary_sum
+    from dpcert.bandits.algorithms.mab import shuffle_binary_sum
     from dpcert.certificates import Certificate
 
     for epsilon, delta, expected in ((1.0, 1e-6, 80), (0.5, 1e-6, 268), (1.0, 1e-5, 62), (0.5, 1e-3, 88)):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from dpcert.bandits.ldp_linear import clip_norm, debiased_gradient
-from dpcert.bandits.maler import (
+from dpcert.bandits.algorithms.ldp_linear import clip_norm, debiased_gradient
+from dpcert.bandits.algorithms.maler import (
     AnytimeMaler,
     Maler,
     OnlineGradientDescent,

@@ -34,14 +34,14 @@ from dpcert.audits.pipelines import (
     view_count,
 )
 from dpcert.audits.sampling import SamplePair
-from dpcert.bandits.mab import (
+from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     CentralLaplaceSum,
     ExactSum,
     ShuffleBinarySum,
     batched_arm_elimination,
 )
-from dpcert.bandits.robust_elimination import LaplaceClients, LinearArms, robust_elimination
+from dpcert.bandits.algorithms.robust_elimination import LaplaceClients, LinearArms, robust_elimination
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.spectral_filter import (
+from dpcert.bandits.algorithms.spectral_filter import (
     chernoff_trim_fraction,
     least_squares,
     removal_probabilities,
@@ -195,14 +195,14 @@ def test_robust_least_squares_validates_inputs():
 
 
 # =========================================================================== robust elimination (seed 003)
-from dpcert.bandits.design import near_g_optimal_design  # noqa: E402
-from dpcert.bandits.robust_elimination import (  # noqa: E402
+from dpcert.bandits.algorithms.robust_elimination import (  # noqa: E402
     Adversary,
     LaplaceClients,
     LinearArms,
     elimination_width,
     robust_elimination,
 )
+from dpcert.bandits.design import near_g_optimal_design  # noqa: E402
 
 INSTANCE = LinearArms.random_sphere(30, 4, np.random.default_rng(0))
 

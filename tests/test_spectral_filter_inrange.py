@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.bandits.corruption import InRangeAdversary, clean_value_bound
-from dpcert.bandits.spectral_filter import (
+from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound
+from dpcert.bandits.algorithms.spectral_filter import (
     arm_second_moment,
     robust_estimate,
     robust_least_squares,

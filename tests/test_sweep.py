@@ -88,7 +88,7 @@ def _without_seconds(value):
 
 
 def test_figure1_split_by_panel_equals_the_registered_reproduction(address, tmp_path):
-    from dpcert.bandits.linucb import reproduction
+    from dpcert.bandits.figures.linucb import reproduction
 
     original = reproduction("cz2022-figure1", (0.2, 1.0, 10.0), (5,), horizon=300)(runs=3, out=None, seed=5)
     split = reproduce("cz2022-figure1", runs=3, out=tmp_path, seed=5, scheduler=address, horizon=300)

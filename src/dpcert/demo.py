@@ -228,7 +228,12 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
     out-of-range adversary, the default estimator (clip to the clean range, then the spectral filter; the
     clipping is what neutralises this attack) against plain least squares; (b) every reward reported with
     local Laplace noise (ε = 1)."""
-    from dpcert.bandits.robust_elimination import Adversary, LaplaceClients, LinearArms, robust_elimination
+    from dpcert.bandits.algorithms.robust_elimination import (
+        Adversary,
+        LaplaceClients,
+        LinearArms,
+        robust_elimination,
+    )
 
     instance = LinearArms.random_sphere(30, 4, context.rng(30))
     corrupted = dict(clients=LaplaceClients("M1", epsilon=None), adversary=Adversary(0.05, "constant", 1e6))
@@ -257,7 +262,7 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
 
 def private_linucb(context: DemoContext) -> StepResult:
     """Job 3: shuffle-private LinUCB (C&Z 2022) against its central and local versions, with certificates."""
-    from dpcert.bandits.linucb import figure_runs
+    from dpcert.bandits.figures.linucb import figure_runs
 
     results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed, index_dtype="float64")
     payload: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from scipy import stats
 
 from dpcert import _validation as check
 from dpcert.audits.exact import DiscretePair
-from dpcert.bandits.mab import (
+from dpcert.bandits.algorithms.mab import (
     RUN_NOTE,
     BatchSchedule,
     BatchSummation,
@@ -170,13 +170,12 @@ class ShuffledViewCount:
 class UserPopulation:
     """Users of batched arm elimination: ``rewards[i, a]`` is user ``i``'s bit on arm ``a``.
 
-    Used as the environment of :func:`dpcert.bandits.mab.batched_arm_elimination`: the engine serves the
-    viable arms in ascending order, each to the next ``m`` users in arrival order (its documented
-    schedule), so a batch of arm ``a`` sums the column ``a`` over exactly those users.  The table is the
-    data: two populations that differ in one row are replace-one neighbours of the whole run.  The
-    object is stateful (the next arriving user of each repetition); use a fresh one per run.
-    ``served`` keeps, per call, the ``(runs, arms)`` first and one-past-last user of every batch
-    (``-1`` where none).
+    Used as the environment of :func:`dpcert.bandits.algorithms.mab.batched_arm_elimination`: the engine
+    serves the viable arms in ascending order, each to the next ``m`` users in arrival order (its documented
+    schedule), so a batch of arm ``a`` sums the column ``a`` over exactly those users.  The table is the data:
+    two populations that differ in one row are replace-one neighbours of the whole run.  The object is
+    stateful (the next arriving user of each repetition); use a fresh one per run. ``served`` keeps, per call,
+    the ``(runs, arms)`` first and one-past-last user of every batch (``-1`` where none).
 
     ``means`` (column means) only feed the pseudo-regret and good-event diagnostics of the engine.
     """
@@ -261,7 +260,7 @@ class EliminationPipeline:
     ``summation`` and fixed batches of ``batch_size`` users (seed 001 Alg. 1 schedule), and returns
     :func:`released_statistic` of each.  ``certificate`` is the run's: the summation's, since every
     user's reward enters exactly one summation (seed 001 spec §1.2), as
-    :func:`~dpcert.bandits.mab.batched_arm_elimination` reports it.
+    :func:`~dpcert.bandits.algorithms.mab.batched_arm_elimination` reports it.
     """
 
     summation: BatchSummation

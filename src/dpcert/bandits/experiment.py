@@ -5,8 +5,8 @@
   ledger before each release and derives the worst user's composed guarantee.
 * :func:`run_repetitions` runs R independent repetitions in this process or in forked worker
   processes, with a progress bar on stderr (tqdm when installed).
-* :func:`combine_runs` builds the :class:`~dpcert.bandits.registry.BanditRun` of R repetitions and
-  verifies the final certificate against the requested budget.
+* :func:`certified_run` (and :func:`combine_runs` for R separate repetitions) builds the
+  :class:`~dpcert.bandits.registry.BanditRun` whose certificate is the worst user's composition.
 * :func:`save_results` writes a JSON summary and an NPZ of the regret curves; :func:`plot_regret`
   draws mean ± standard error (matplotlib, optional ``plot`` extra).
 """
@@ -48,16 +48,18 @@ def _progress(total: int, show: bool, label: str):
 
         return tqdm(total=total, desc=label, file=sys.stderr, unit="run")
     except ImportError:
-        return _PlainProgress(total, label)
+        return PlainProgress(total, label)
 
 
-class _PlainProgress:
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label, self.done = total, label, 0
+class PlainProgress:
+    """``LABEL: done/total UNIT`` on stderr after every update."""
+
+    def __init__(self, total: int, label: str, unit: str = "runs") -> None:
+        self.total, self.label, self.unit, self.done = total, label, unit, 0
 
     def update(self, count: int = 1) -> None:
         self.done += count
-        sys.stderr.write(f"{self.label}: {self.done}/{self.total} runs\n")
+        sys.stderr.write(f"{self.label}: {self.done}/{self.total} {self.unit}\n")
 
     def close(self) -> None:
         pass
@@ -136,30 +138,30 @@ def target_of(config: Any) -> Guarantee | None:
     return Guarantee(config.epsilon, 0.0 if config.delta is None else config.delta)
 
 
-def combine_runs(
+def certified_run(
     algorithm: str,
-    cumulative_regret: Sequence[np.ndarray],
+    cumulative_regret: np.ndarray,
     sessions: Sequence[PrivacySession],
-    users: Sequence[int],
+    users: int,
     *,
     seconds: float,
     target: Guarantee | None,
     privacy: str = "none",
     extras: Mapping[str, Any] | None = None,
 ) -> BanditRun:
-    """One :class:`BanditRun` from R repetitions; the certificate is the worst user's over all runs.
+    """The :class:`BanditRun` of curves ``(runs, T)`` whose users were charged through ``sessions``.
 
-    With a ``target`` the worst user's guarantee is composed at δ = target.delta; the run's
-    ``target_met`` compares it with the target through its profile.
+    The certificate is the worst user's over all sessions, composed at δ = target.delta (``None``
+    without a ``target``); the run's ``target_met`` compares it with the target through its profile.
     """
     extras = dict(extras or {})
     certificate = None if target is None else worst_certificate(sessions, target.delta)
     extras["max_charges_per_user"] = max((s.max_charges_per_user() for s in sessions), default=0)
     return BanditRun(
         algorithm=algorithm,
-        cumulative_regret=np.stack(cumulative_regret),
+        cumulative_regret=cumulative_regret,
         certificate=certificate,
-        users=int(max(users)),
+        users=int(users),
         max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
         seconds=float(seconds),
         extras=extras,
@@ -168,13 +170,34 @@ def combine_runs(
     )
 
 
-def _json_ready(value: Any) -> Any:
+def combine_runs(
+    algorithm: str,
+    cumulative_regret: Sequence[np.ndarray],
+    sessions: Sequence[PrivacySession],
+    users: Sequence[int],
+    **run: Any,
+) -> BanditRun:
+    """One :class:`BanditRun` from R repetitions (one session each): :func:`certified_run` of their stack."""
+    return certified_run(algorithm, np.stack(cumulative_regret), sessions, max(users), **run)
+
+
+def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
+    """Mean and standard error of the mean along ``axis`` (standard error 0 for a single value)."""
+    values = np.asarray(values, dtype=float)
+    count = values.shape[axis]
+    mean = values.mean(axis=axis)
+    stderr = values.std(axis=axis, ddof=1) / math.sqrt(count) if count > 1 else 0.0 * mean
+    return mean, stderr
+
+
+def json_ready(value: Any) -> Any:
+    """JSON-safe copy: arrays inside mappings dropped, numpy scalars as Python numbers, NaN/inf as None."""
     if isinstance(value, Mapping):
-        return {str(k): _json_ready(v) for k, v in value.items() if not isinstance(v, np.ndarray)}
+        return {str(k): json_ready(v) for k, v in value.items() if not isinstance(v, np.ndarray)}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -185,7 +208,7 @@ def summary(run: BanditRun, *, include_phases: bool = False) -> dict[str, Any]:
     mean, stderr = run.final_regret()
     extras = {k: v for k, v in run.extras.items() if include_phases or k != "phases"}
     return {
-        **_json_ready(extras),
+        **json_ready(extras),
         "algorithm": run.algorithm,
         "privacy": run.privacy,
         "target": None if run.target is None else run.target.to_dict(),
@@ -247,8 +270,7 @@ def plot_curves(
         return None
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for label, (rounds, values) in curves.items():
-        mean = values.mean(axis=0)
-        stderr = values.std(axis=0, ddof=1) / math.sqrt(values.shape[0]) if values.shape[0] > 1 else 0 * mean
+        mean, stderr = mean_stderr(values)
         for axis, scale in ((left, 1.0), (right, 1.0 / rounds)):
             (line,) = axis.plot(rounds, mean * scale, label=label)
             axis.fill_between(

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -59,11 +60,10 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.bandits.calibration import paper_gaussian_sigma
+from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums
 from dpcert.mechanisms.secure_noise import SecureGaussianMechanism, secure_gaussian
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
@@ -137,6 +137,14 @@ class Privatizer(ABC):
 
     def __init__(self, reward_bound: float) -> None:
         self.reward_bound = check.positive_finite("reward_bound", reward_bound)
+
+    def _set_budget(self, epsilon: float, delta: float, calibration: str) -> None:
+        """Validate and keep each release's target (ε, δ) and the calibration (``paper`` | ``tight``)."""
+        self.epsilon = check.epsilon(epsilon)
+        self.delta = check.positive_delta(delta)
+        if calibration not in CALIBRATIONS:
+            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        self.calibration = calibration
 
     @abstractmethod
     def release_average(
@@ -219,13 +227,9 @@ class _GaussianPrivatizer(Privatizer):
         secure: bool = False,
     ) -> None:
         super().__init__(reward_bound)
-        self.epsilon = check.epsilon(epsilon)
-        self.delta = check.positive_delta(delta)
-        if calibration not in CALIBRATIONS:
-            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        self._set_budget(epsilon, delta, calibration)
         if not isinstance(secure, (bool, np.bool_)):
             raise InvalidParameter("secure", secure, "true or false")
-        self.calibration = calibration
         self.secure = bool(secure)
         self._cache: dict[float, tuple[float, Certificate]] = {}
         self._secure_cache: dict[tuple[float, str], tuple[SecureGaussianMechanism, Certificate]] = {}
@@ -257,15 +261,7 @@ class _GaussianPrivatizer(Privatizer):
                     f"delta={self.delta:g}); the discrete Gaussian profile gives epsilon={exact.epsilon:.6g} "
                     f"at delta={self.delta:g}, which is what is certified ({theorem})"
                 )
-                certificate = Certificate(
-                    exact.mechanism,
-                    exact.guarantee,
-                    exact.trust_model,
-                    exact.neighbouring,
-                    dict(exact.parameters),
-                    exact.basis,
-                    exact.notes + (note,),
-                ).verify()
+                certificate = with_notes(exact, note)
         self._secure_cache[key] = (mechanism, certificate)
         return mechanism, certificate
 
@@ -274,6 +270,21 @@ class _GaussianPrivatizer(Privatizer):
             raise InvalidParameter(
                 "secure", True, f"false for releases of {size} coordinates (secure noise: scalar releases)"
             )
+
+    def noise_adder(
+        self, sensitivity: float, theorem: str, size: int = 1
+    ) -> tuple[Certificate, Callable[[np.ndarray, np.random.Generator], np.ndarray], float]:
+        """Certificate, noise-adding function and noise variance per value for one release.
+
+        Float Gaussian noise of :meth:`noise`, or with ``secure=True`` (scalar releases only) the
+        integer-exact noise of :meth:`secure_noise` on its grid (variance ``real_sigma**2``).
+        """
+        if self.secure:
+            self._scalar_only(size)
+            mechanism, certificate = self.secure_noise(sensitivity, theorem)
+            return certificate, lambda x, rng: _secure_add(mechanism, x, rng), mechanism.real_sigma**2
+        sigma, certificate = self.noise(sensitivity, theorem)
+        return certificate, lambda x, rng: x + rng.normal(0.0, sigma, size=np.shape(x)), sigma**2
 
     def noise(self, sensitivity: float, theorem: str) -> tuple[float, Certificate]:
         """σ and its certificate for one Gaussian release of ℓ2-sensitivity ``sensitivity``."""
@@ -296,29 +307,22 @@ class _GaussianPrivatizer(Privatizer):
         return value
 
     def _paper_certificate(self, sigma: float, sensitivity: float, theorem: str) -> Certificate:
-        common = dict(
+        unmet = (
+            f"the paper's sigma does not give the requested (epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}): the classical bound needs epsilon < 1; the exact profile gives "
+            "epsilon={epsilon:.6g}" + f" at delta={self.delta:g}, which is what is certified"
+        )
+        certificate, _ = earned_gaussian_certificate(
+            sigma,
+            self.epsilon,
+            self.delta,
+            unmet_note=unmet,
             sensitivity=sensitivity,
             basis=PAPER_BASIS.format(theorem=theorem),
             trust_model=self.trust_model,
             neighbouring=Neighbouring.REPLACE_ONE,
         )
-        exact = gaussian_certificate(sigma, delta=self.delta, **common)
-        if exact.epsilon <= self.epsilon:
-            return gaussian_certificate(sigma, epsilon=self.epsilon, delta=self.delta, **common)
-        note = (
-            f"the paper's sigma does not give the requested (epsilon={self.epsilon:g}, "
-            f"delta={self.delta:g}): the classical bound needs epsilon < 1; the exact profile gives "
-            f"epsilon={exact.epsilon:.6g} at delta={self.delta:g}, which is what is certified"
-        )
-        return Certificate(
-            exact.mechanism,
-            exact.guarantee,
-            exact.trust_model,
-            exact.neighbouring,
-            dict(exact.parameters),
-            exact.basis,
-            (note,),
-        ).verify()
+        return certificate
 
 
 class CentralGaussian(_GaussianPrivatizer):
@@ -331,32 +335,18 @@ class CentralGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size) / users  # eq. 19
-        if self.secure:
-            self._scalar_only(size)
-            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.2")
-            _charge(ledger, user_ids, users, certificate, run_id)
-            estimate = _secure_add(mechanism, values.mean(axis=0), rng)
-            return Release(estimate, np.full(size, mechanism.real_sigma**2), certificate, size)
-        sigma, certificate = self.noise(sensitivity, "Thm 4.2")
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size)
         _charge(ledger, user_ids, users, certificate, run_id)
-        estimate = values.mean(axis=0) + rng.normal(0.0, sigma, size=size)
-        return Release(estimate, np.full(size, sigma**2), certificate, size)
+        return Release(add_noise(values.mean(axis=0), rng), np.full(size, variance), certificate, size)
 
     def release_sums(
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
-        if self.secure:
-            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.1")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
-            estimate = _secure_add(mechanism, sums, rng)
-            return Release(estimate, np.full(group_count, mechanism.real_sigma**2), certificate, 1)
-        sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.1")
+        certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.1")
         _charge(ledger, user_ids, values.shape[0], certificate, run_id)
         sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
-        estimate = sums + rng.normal(0.0, sigma, size=group_count)
-        return Release(estimate, np.full(group_count, sigma**2), certificate, 1)
+        return Release(add_noise(sums, rng), np.full(group_count, variance), certificate, 1)
 
 
 class LocalGaussian(_GaussianPrivatizer):
@@ -369,35 +359,22 @@ class LocalGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size)  # eq. 21
-        if self.secure:
-            self._scalar_only(size)
-            mechanism, certificate = self.secure_noise(sensitivity, "Thm 4.4")
-            _charge(ledger, user_ids, users, certificate, run_id)
-            messages = _secure_add(mechanism, values, rng)  # R: what each user sends, on the grid
-            variance = np.full(size, mechanism.real_sigma**2 / users)
-            return Release(messages.mean(axis=0), variance, certificate, size)
-        sigma, certificate = self.noise(sensitivity, "Thm 4.4")
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.4", size)
         _charge(ledger, user_ids, users, certificate, run_id)
-        messages = values + rng.normal(0.0, sigma, size=values.shape)  # R: what each user sends
-        return Release(messages.mean(axis=0), np.full(size, sigma**2 / users), certificate, size)
+        messages = add_noise(values, rng)  # R: what each user sends
+        return Release(messages.mean(axis=0), np.full(size, variance / users), certificate, size)
 
     def release_sums(
         self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
     ) -> Release:
         values = _check_values(values, self.reward_bound, 1)
-        if self.secure:
-            mechanism, certificate = self.secure_noise(2.0 * self.reward_bound, "Thm C.3")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            messages = _secure_add(mechanism, values, rng)  # each user's message, on the grid
-            sigma = mechanism.real_sigma
-        else:
-            sigma, certificate = self.noise(2.0 * self.reward_bound, "Thm C.3")
-            _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-            messages = values + rng.normal(0.0, sigma, size=values.shape)
+        certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.3")
+        _charge(ledger, user_ids, values.shape[0], certificate, run_id)
+        messages = add_noise(values, rng)  # each user's message
         groups = np.asarray(groups)
         sums = np.bincount(groups, weights=messages, minlength=group_count)
         counts = np.bincount(groups, minlength=group_count)
-        return Release(sums, counts * sigma**2, certificate, 1)
+        return Release(sums, counts * variance, certificate, 1)
 
 
 SIZE_GRID_STEPS = 4  # grid sizes per doubling for the tight calibration of DP-PE's per-arm sums
@@ -469,11 +446,7 @@ class ShuffleBitSum(Privatizer):
         size_grid: int | None = SIZE_GRID_STEPS,
     ) -> None:
         super().__init__(reward_bound)
-        self.epsilon = check.epsilon(epsilon)
-        self.delta = check.positive_delta(delta)
-        if calibration not in CALIBRATIONS:
-            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-        self.calibration = calibration
+        self._set_budget(epsilon, delta, calibration)
         self.size_grid = None if size_grid is None else check.positive_int("size_grid", size_grid)
         self._calibrate = calibrate_binomial_sum
         self._cache: dict[tuple[int, int], Any] = {}
@@ -499,15 +472,7 @@ class ShuffleBitSum(Privatizer):
         """The certificate for ``size`` users with :data:`GRID_NOTE` (re-verified; one per grid size)."""
         if size not in self._grid_certificates:
             base = self._protocol(size, 1).certificate
-            self._grid_certificates[size] = Certificate(
-                base.mechanism,
-                base.guarantee,
-                base.trust_model,
-                base.neighbouring,
-                dict(base.parameters),
-                base.basis,
-                base.notes + (GRID_NOTE,),
-            ).verify()
+            self._grid_certificates[size] = with_notes(base, GRID_NOTE)
         return self._grid_certificates[size]
 
     def group_protocol(self, users: int) -> GroupProtocol:
@@ -546,11 +511,8 @@ class ShuffleBitSum(Privatizer):
     ) -> Release:
         """Alg. 4 for every group at once: one protocol run per arm (disjoint users).
 
-        Each user of group k encodes y ∈ [−B, B] as (y + B)·g_k/(2B), rounds it at random (unbiased)
-        and adds Bin(b_k, p_k) ones out of g_k + b_k bits; after shuffling the analyzer sees the count
-        C_k = Σ x̂_i + Bin(n_k b_k, p_k) and outputs (2B/g_k)(C_k − n_k b_k p_k) − n_k B, an unbiased
-        estimate of the group's sum (the same law as
-        :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate`).
+        Group k runs the protocol with its own (g_k, b_k, p_k) (:meth:`group_protocol`); all groups
+        are simulated at once by :func:`dpcert.mechanisms.binomial_sum.simulate_group_sums`.
         """
         values = _check_values(values, self.reward_bound, 1)
         groups = np.asarray(groups)
@@ -578,15 +540,8 @@ class ShuffleBitSum(Privatizer):
         p = np.full(group_count, 0.5)
         for k, protocol in protocols.items():
             g[k], b[k], p[k] = protocol.g, protocol.b, protocol.p
-        bound = self.reward_bound
-        scaled = np.clip((values + bound) * (g[groups] / (2.0 * bound)), 0.0, g[groups])
-        floor = np.floor(scaled)
-        encoded = floor + (rng.random(scaled.shape) < scaled - floor)
-        trials = counts * b
-        ones = np.bincount(groups, weights=encoded, minlength=group_count) + rng.binomial(trials, p)
-        unit = 2.0 * bound / g
-        estimate = np.where(counts > 0, unit * (ones - trials * p) - counts * bound, 0.0)
-        variance = unit**2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy of each sum's error
+        estimate = simulate_group_sums(values, groups, g, b, p, self.reward_bound, rng)
+        variance = (2.0 * self.reward_bound / g) ** 2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy
         bits_per_user = (g + b).astype(np.int64)
         total_bits = int(np.sum(counts * bits_per_user))
         bits = int(bits_per_user[present].max()) if present.size else 0

@@ -1,8 +1,9 @@
 """Registry of bandit algorithms and figure reproductions behind ``dpcert bandit run`` / ``dpcert reproduce``.
 
-Each algorithm family module registers itself with :func:`register_algorithm` and
-:func:`register_reproduction` at import; :data:`ALGORITHM_MODULES` lists the modules the command line
-imports.  A run returns a :class:`BanditRun`, the common result shape of every algorithm.
+:mod:`dpcert.bandits.runner` registers every algorithm with :func:`register_algorithm` and each
+module of :mod:`dpcert.bandits.figures` its reproductions with :func:`register_reproduction`, at
+import; :data:`ALGORITHM_MODULES` lists the modules the command line imports.  A run returns a
+:class:`BanditRun`, the common result shape of every algorithm.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
 
 ALGORITHM_MODULES: tuple[str, ...] = (
-    "dpcert.bandits.elimination",
-    "dpcert.bandits.figures_dpdpe",
-    "dpcert.bandits.figures_mab",
-    "dpcert.bandits.linucb",
-    "dpcert.bandits.ldp_linear",
+    "dpcert.bandits.runner",
+    "dpcert.bandits.figures.dpdpe",
+    "dpcert.bandits.figures.mab",
+    "dpcert.bandits.figures.linucb",
+    "dpcert.bandits.figures.robust_elimination",
+    "dpcert.bandits.figures.ldp_linear",
 )
 
 
@@ -88,20 +90,26 @@ class BanditRun:
 
     def final_regret(self) -> tuple[float, float]:
         """Mean and standard error over runs of the final cumulative regret."""
-        final = np.asarray(self.cumulative_regret)[:, -1]
-        stderr = float(final.std(ddof=1) / np.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
+        from dpcert.bandits.experiment import mean_stderr
+
+        mean, stderr = mean_stderr(np.asarray(self.cumulative_regret)[:, -1])
+        return float(mean), float(stderr)
 
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them)."""
+    """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them).
+
+    ``distributable``: its repetitions run one by one and may go to a Dask scheduler (option
+    ``scheduler``); the others are vectorised in one pass.
+    """
 
     name: str
     description: str
     privacy_models: tuple[str, ...]
     run: Callable[[RunConfig], BanditRun]
     options: frozenset[str] | None = None
+    distributable: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ numbers equal the local reproduction's.
 
 from __future__ import annotations
 
-import json
-import sys
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from dpcert import _validation as check
 from dpcert.bandits import registry
+from dpcert.bandits.experiment import PlainProgress
 from dpcert.bandits.scheduler import check_scheduler, map_items, require_distributed
 from dpcert.errors import InvalidParameter
 
@@ -34,20 +34,10 @@ class SweepPoint:
 
 
 def _progress_printer(total: int, label: str, show: bool) -> Callable[[int], None] | None:
-    if not show:
-        return None
-    done = [0]
-
-    def update(count: int) -> None:
-        done[0] += count
-        sys.stderr.write(f"{label}: {done[0]}/{total} tasks\n")
-
-    return update
+    return PlainProgress(total, label, "tasks").update if show else None
 
 
 def _run_config(config: registry.RunConfig) -> registry.BanditRun:
-    import dpcert.bandits  # noqa: F401  (registers every algorithm in a fresh worker)
-
     return registry.algorithm(config.algorithm).run(config)
 
 
@@ -71,8 +61,6 @@ def sweep(
     ``dpcert bandit run a --epsilon ε --seed s`` with the same settings, bit for bit.
     ``progress=True`` prints ``done/total`` tasks on stderr.
     """
-    import dpcert.bandits  # noqa: F401  (registers every algorithm)
-
     scheduler = check_scheduler(scheduler)
     if scheduler == "dask":
         require_distributed()
@@ -111,33 +99,6 @@ def sweep(
     ]
 
 
-@dataclass(frozen=True)
-class FigurePanels:
-    """The panels of a C&Z (2022) figure reproduction, as registered in :mod:`dpcert.bandits.linucb`."""
-
-    epsilons: tuple[float, ...]
-    dimensions: tuple[int, ...]
-    horizon: int = 20_000
-    runs: int = 50
-    delta: float = 0.1
-
-
-SPLIT_REPRODUCTIONS: dict[str, FigurePanels] = {
-    "cz2022-figure1": FigurePanels((0.2, 1.0, 10.0), (5,)),
-    "cz2022-figure2": FigurePanels((1.0,), (10, 15)),
-}
-"""Reproductions split into one task per (dimension, ε, calibration) panel."""
-
-
-def _figure_panel(task: tuple[float, int, str, int, int, int]) -> dict[str, registry.BanditRun]:
-    from dpcert.bandits import linucb
-
-    epsilon, dimension, calibration, runs, horizon, seed = task
-    return linucb.figure_runs(
-        epsilon, runs=runs, horizon=horizon, dimension=dimension, calibration=calibration, seed=seed
-    )
-
-
 def reproduce(
     name: str,
     runs: int | None = None,
@@ -151,53 +112,28 @@ def reproduce(
     """``dpcert reproduce NAME`` on ``scheduler``.
 
     With ``"local"`` the registered reproduction runs unchanged.  Otherwise ``name`` must be one of
-    :data:`SPLIT_REPRODUCTIONS`: every (dimension, ε, calibration) panel is one task, seeded as the
-    local run seeds it, and the summary (and the curves written to ``out``) equal the local ones.
+    :data:`dpcert.bandits.figures.linucb.FIGURES`: every (dimension, ε, calibration) panel is one
+    task, seeded as the local run seeds it, and the summary (and the curves written to ``out``) equal
+    the local ones.
     ``horizon`` shortens the panels (tests and benchmarks; the figure's own T otherwise).
     """
-    import dpcert.bandits  # noqa: F401  (registers every reproduction)
-
     scheduler = check_scheduler(scheduler)
     if scheduler == "local" and horizon is None:
         return dict(registry.reproduction(name).run(runs, out, seed))
     if scheduler == "dask":
         require_distributed()
-    if name not in SPLIT_REPRODUCTIONS:
-        raise InvalidParameter(
-            "scheduler", scheduler, f"'local' for {name} (Dask runs: {', '.join(SPLIT_REPRODUCTIONS)})"
-        )
-    from dpcert.bandits.linucb import CALIBRATIONS, run_summary
+    from dpcert.bandits.figures.linucb import FIGURES, reproduce_panels
 
-    panels = SPLIT_REPRODUCTIONS[name]
+    if name not in FIGURES:
+        raise InvalidParameter(
+            "scheduler", scheduler, f"'local' for {name} (Dask runs: {', '.join(FIGURES)})"
+        )
+    panels = FIGURES[name][1]
+    if horizon is not None:
+        panels = dataclasses.replace(panels, horizon=check.positive_int("horizon", horizon))
     runs = check.positive_int("runs", runs or panels.runs)
-    horizon = check.positive_int("horizon", horizon or panels.horizon)
-    tasks = [
-        (epsilon, dimension, calibration, runs, horizon, seed)
-        for dimension in panels.dimensions
-        for epsilon in panels.epsilons
-        for calibration in CALIBRATIONS
-    ]
-    results = map_items(
-        _figure_panel, tasks, scheduler, on_done=_progress_printer(len(tasks), name, progress)
-    )
-    summary: dict[str, Any] = {
-        "name": name,
-        "runs": runs,
-        "horizon": horizon,
-        "delta": panels.delta,
-        "panels": [],
-    }
-    by_task = dict(zip(tasks, results, strict=True))
-    for dimension in panels.dimensions:
-        for epsilon in panels.epsilons:
-            panel: dict[str, Any] = {"epsilon": epsilon, "dimension": dimension, "algorithms": {}}
-            for calibration in CALIBRATIONS:
-                for algorithm, run in by_task[(epsilon, dimension, calibration, runs, horizon, seed)].items():
-                    entry = panel["algorithms"].setdefault(algorithm, {})
-                    entry[calibration] = run_summary(
-                        run, out, f"{name}_d{dimension}_eps{epsilon}_{calibration}_{algorithm}"
-                    )
-            summary["panels"].append(panel)
-    if out is not None:
-        (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
-    return summary
+
+    def map_tasks(function: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
+        return map_items(function, tasks, scheduler, on_done=_progress_printer(len(tasks), name, progress))
+
+    return reproduce_panels(name, panels, runs, out, seed, map_tasks)

@@ -117,8 +117,7 @@ def plumb_scheduler(args: argparse.Namespace, spec: Any, options: dict[str, Any]
         raise InvalidParameter(
             "--scheduler", args.scheduler, "local with --ledger (charged from this process)"
         )
-    defaults = getattr(sys.modules.get(getattr(spec.run, "__module__", "")), "OPTION_DEFAULTS", {})
-    if spec.options is not None or "scheduler" not in defaults:
+    if not spec.distributable:
         raise InvalidParameter(
             "--scheduler", args.scheduler, f"local for {args.algorithm} (its runs are vectorised in one pass)"
         )

@@ -203,13 +203,17 @@ class BinarySum:
 
     def simulate(self, bits: Any, rng: np.random.Generator) -> np.ndarray:
         """Debiased sums ``Σx + Bin(N, 1/2) − N/2`` over the last axis, exact in distribution."""
-        array = self._bits(bits)
+        return self.release_sums(self._bits(bits).sum(axis=-1), rng)
+
+    def release_sums(self, sums: Any, rng: np.random.Generator) -> np.ndarray:
+        """The analyzer's output for batches whose reward bits sum to ``sums``: ``sums + Bin(N, 1/2) − N/2``.
+
+        The view depends on the bits only through their count (module docstring), so this is the
+        protocol's exact law given each batch's sum; one independent run per entry of ``sums``.
+        """
         rng = check.generator(rng)
-        return (
-            array.sum(axis=-1)
-            + rng.binomial(self.noise_bits, 0.5, size=array.shape[:-1])
-            - self.noise_bits / 2
-        )
+        sums = np.asarray(sums, dtype=float)
+        return sums + rng.binomial(self.noise_bits, 0.5, size=sums.shape) - self.noise_bits / 2
 
     def materialize(self, bits: Any, rng: np.random.Generator) -> np.ndarray:
         """Shuffled messages ``(..., m + N)``: each user's bit plus its ``ℓ_i`` coin bits, permuted."""

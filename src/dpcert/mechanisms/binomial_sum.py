@@ -417,16 +417,13 @@ class BinomialSumMechanism:
         rng = check.generator(rng)
         flat, _ = self._flatten(data)
         q = self.parameters
-        scaled = np.clip((flat + q.bound) * (q.g / (2.0 * q.bound)), 0.0, q.g)
-        floor = np.floor(scaled)
-        return (floor + (rng.random(scaled.shape) < scaled - floor)).astype(np.int64)
+        return encode_values(flat, q.g, q.bound, rng).astype(np.int64)
 
     def analyze_counts(self, counts: Any) -> np.ndarray:
         """Analyzer on per-coordinate counts of ones (shape ``(..., coordinates)``): the estimated sum."""
         q = self.parameters
         counts = np.asarray(counts, dtype=float)
-        flat = q.scale * (counts - q.noise_trials * q.p) - q.users * q.bound  # re-centre by n·B
-        return self._unflatten(flat)
+        return self._unflatten(analyze_count(counts, q.g, q.noise_trials, q.p, q.users, q.bound))
 
     def analyze_bits(self, bits: Any) -> np.ndarray:
         """Analyzer on shuffled bit multisets of shape ``(..., coordinates, n(g + b))``."""
@@ -483,6 +480,46 @@ class BinomialSumMechanism:
         frac = scaled - np.floor(scaled)
         rounding = (frac * (1.0 - frac)).sum(axis=-2)
         return q.scale**2 * (rounding + q.noise_trials * q.p * (1.0 - q.p))
+
+
+def encode_values(values: np.ndarray, g: Any, bound: float, rng: np.random.Generator) -> np.ndarray:
+    """The randomizer's encodings ``⌊u⌋ + Ber(u − ⌊u⌋)``, ``u = (v + B)·g/(2B)`` clipped to ``[0, g]``.
+
+    ``g`` is the precision, a number or an array broadcasting against ``values`` (one per user).
+    """
+    scaled = np.clip((values + bound) * (g / (2.0 * bound)), 0.0, g)
+    floor = np.floor(scaled)
+    return floor + (rng.random(scaled.shape) < scaled - floor)
+
+
+def analyze_count(count: Any, g: Any, trials: Any, p: Any, users: Any, bound: float) -> Any:
+    """The analyzer ``(2B/g)·(count − n·b·p) − n·B`` (re-centred by ``n·B``, one shift per user)."""
+    return (2.0 * bound / g) * (count - trials * p) - users * bound
+
+
+def simulate_group_sums(
+    values: np.ndarray,
+    groups: np.ndarray,
+    g: np.ndarray,
+    b: np.ndarray,
+    p: np.ndarray,
+    bound: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One run of the scalar protocol per group, all groups at once (disjoint users).
+
+    User ``i`` holds ``values[i] ∈ [−bound, bound]`` and belongs to group ``groups[i]``; group ``k``
+    of ``n_k`` users runs :class:`BinomialSumMechanism` with precision ``g[k]``, ``b[k]`` noise bits
+    per user and bit probability ``p[k]``, so the analyzer sees ``C_k = Σ x̂_i + Bin(n_k b_k, p_k)``
+    and returns :func:`analyze_count` of it (the law of :meth:`BinomialSumMechanism.simulate` for
+    each group; no loop over groups or users).  Empty groups give 0.  Inputs are the caller's to
+    validate (the mechanism's own checks are per batch).
+    """
+    counts = np.bincount(groups, minlength=g.size)
+    encoded = encode_values(values, g[groups], bound, rng)
+    trials = counts * b
+    ones = np.bincount(groups, weights=encoded, minlength=g.size) + rng.binomial(trials, p)
+    return np.where(counts > 0, analyze_count(ones, g, trials, p, counts, bound), 0.0)
 
 
 # --------------------------------------------------------------------------- calibration

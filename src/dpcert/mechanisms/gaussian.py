@@ -189,12 +189,13 @@ def gaussian_certificate(
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
     participations: int | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Certificate:
     """Certificate of a (k-fold) Gaussian mechanism at a point of its exact profile.
 
     Give ``delta`` (the least ε is computed), ``epsilon`` (the least δ is computed) or both (the
     claim is verified).  A ``user-level`` certificate states ``participations``: how many of a user's
-    participations ``sensitivity`` covers.
+    participations ``sensitivity`` covers.  ``notes`` are stated on the certificate.
     """
     parameters: dict[str, Any] = {
         "sigma": check.positive_finite("sigma", sigma),
@@ -209,7 +210,9 @@ def gaussian_certificate(
     elif delta is not None:
         check.positive_delta(delta)
     guarantee = point_on_profile(GaussianProfile(parameters), epsilon, delta)
-    return Certificate("gaussian", guarantee, trust_model, neighbouring, parameters, basis).verify()
+    return Certificate(
+        "gaussian", guarantee, trust_model, neighbouring, parameters, basis, tuple(notes)
+    ).verify()
 
 
 @dataclass(frozen=True)

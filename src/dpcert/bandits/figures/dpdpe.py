@@ -20,8 +20,9 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits import registry
-from dpcert.bandits.elimination import match_fixed_users, run_config
-from dpcert.bandits.experiment import plot_curves, regret_curve, save_results, summary
+from dpcert.bandits.algorithms.elimination import match_fixed_users
+from dpcert.bandits.experiment import json_ready, plot_curves, regret_curve, save_results, summary
+from dpcert.bandits.runner import run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
 
@@ -46,7 +47,7 @@ def _run(privacy: str, calibration: str, runs: int, seed: int, epsilon=EPSILON, 
         calibration=calibration,
         options={**SETTING, "progress": True, **extra},
     )
-    return run_config(config)
+    return run_elimination_config(config)
 
 
 def _finals(run: registry.BanditRun) -> np.ndarray:
@@ -66,17 +67,6 @@ def _verify_all(curves: dict[str, Any]) -> bool:
         if entry.get("certificate") is not None:
             Certificate.from_dict(entry["certificate"])  # raises CertificateMismatch if it fails
     return True
-
-
-def _finite(value: Any) -> Any:
-    """JSON-safe copy: NaN/inf become None."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
@@ -132,7 +122,7 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "skipped": skipped,
         "all_certificates_verified": _verify_all(curves),
     }
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2b.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -163,7 +153,7 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     plot = _plot_fig2a(table, out / "fig2a.png")
     result = {"name": "dpdpe-fig2a", "runs": runs, "out": str(out), "plot": plot, "final_regret": table}
     result["skipped"] = skipped
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2a.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -196,7 +186,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     """Fig. 2(c): DPE against DPE-FixedU with U matched to DPE's mean communication cost.
 
     U is the integer whose mean C(T) over the same runs (same seeds) is closest to DPE's, found by
-    bisection (:func:`~dpcert.bandits.elimination.match_fixed_users`, spec §2.8), starting from
+    bisection (:func:`~dpcert.bandits.algorithms.elimination.match_fixed_users`, spec §2.8), starting from
     DPE's C(T) divided by its mean Σ_l s_l.
     """
     runs = runs or RUNS
@@ -240,7 +230,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "DPE-FixedU": summary(fixed_run),
         "p_FixedU_gt_DPE": _greater(_finals(fixed_run), _finals(dpe)),
     }
-    result = _finite(result)
+    result = json_ready(result)
     (out / "fig2c.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 

@@ -34,22 +34,17 @@ the final phase, truncated at T, releases nothing and sends nothing (spec S4, S8
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting.returning_users import split_budget
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits import registry
 from dpcert.bandits.design import near_g_optimal_design, support_bound
-from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
-from dpcert.bandits.experiment import combine_runs, open_sessions, run_repetitions, target_of
-from dpcert.bandits.privatizers import PRIVACY_MODELS, Privatizer, make_privatizer
-from dpcert.certificates import Guarantee
+from dpcert.bandits.environments.linear import LinearBandit, UserPool
+from dpcert.bandits.privatizers import Privatizer
 from dpcert.errors import InvalidParameter
 
 WIDTHS = ("paper", "exact")
@@ -459,154 +454,3 @@ def match_fixed_users(
             high = middle
     chosen = low if low >= 1 and target - cost(low) <= cost(high) - target else high
     return FixedUsersMatch(chosen, cost(chosen), target, (low, high), dict(evaluations))
-
-
-# --------------------------------------------------------------------------- registry glue
-ALGORITHMS = {
-    "dp-dpe": ("Li, Zhou & Ji 2022 Alg. 1: DPE (privacy none) or CDP/LDP/SDP-DPE", PRIVACY_MODELS),
-    "dpe-fixedu": ("Li, Zhou & Ji 2022 §7: DPE with U users per phase (option fixed_users)", ("none",)),
-    "dp-pe": ("Li, Zhou & Ji 2022 Alg. 3 (App. C): PE or CDP/LDP/SDP-PE", PRIVACY_MODELS),
-}
-OPTION_DEFAULTS: dict[str, Any] = {
-    "dimension": 20,
-    "arms": 1000,
-    "heterogeneity": 0.1,
-    "alpha": 0.8,
-    "beta": None,
-    "width": None,  # default: "paper" with the paper calibration, "exact" with the tight one
-    "fixed_users": None,
-    "user_mode": "unique",
-    "population": None,
-    "heterogeneity_kind": "sphere",
-    "noise_kind": "rademacher",
-    "reward_bound": None,
-    "workers": 1,
-    "progress": None,
-    "scheduler": "local",
-    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers (scalar releases)
-}
-
-
-def max_released_phases(horizon: int) -> int:
-    """Most phases that release in T rounds: phase l plays at least 2^l times (sum of ⌈π(x) 2^l⌉), so
-    released phases 1..L need 2^{L+1} − 2 <= T.  A returning user joins each phase at most once."""
-    horizon = check.positive_int("horizon", horizon)
-    return max(1, (horizon + 2).bit_length() - 2)
-
-
-def release_budget(
-    target: Guarantee | None, settings: EliminationSettings, calibration: str
-) -> Guarantee | None:
-    """Each release's (ε, δ) so that every user's total over the run stays within ``target``.
-
-    Unique users release once: the target itself.  Returning users (DP-DPE, a finite population) join
-    at most :func:`max_released_phases` releases; the target is split over them
-    (:func:`~dpcert.accounting.returning_users.split_budget`: the tight split, or the paper's with
-    ``calibration="paper"``, Chowdhury & Zhou 2022 Thm E.2).
-    """
-    if target is None or settings.user_mode == "unique":
-        return target
-    participations = max_released_phases(settings.horizon)
-    if participations == 1:
-        return target
-    split = split_budget(target, participations)
-    chosen = split.paper if calibration == "paper" else split.tight
-    return Guarantee(chosen.epsilon, chosen.delta)
-
-
-def _options(config: registry.RunConfig) -> dict[str, Any]:
-    unknown = set(config.options) - set(OPTION_DEFAULTS)
-    if unknown:
-        raise InvalidParameter("option", sorted(unknown)[0], "one of " + ", ".join(sorted(OPTION_DEFAULTS)))
-    return {**OPTION_DEFAULTS, **dict(config.options)}
-
-
-def run_config(config: registry.RunConfig) -> registry.BanditRun:
-    """Run R repetitions of one algorithm of this family as configured by ``dpcert bandit run``."""
-    started = time.perf_counter()
-    options = _options(config)
-    spec_privacy = ALGORITHMS[config.algorithm][1]
-    if config.privacy not in spec_privacy:
-        raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
-    if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
-        raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
-    if options["secure"] and config.algorithm != "dp-pe":
-        raise InvalidParameter(
-            "secure",
-            options["secure"],
-            "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
-        )
-    width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
-    settings = EliminationSettings(
-        horizon=config.horizon,
-        variant="pe" if config.algorithm == "dp-pe" else "dpe",
-        alpha=options["alpha"],
-        beta=options["beta"],
-        width=width,
-        fixed_users=options["fixed_users"],
-        user_mode=options["user_mode"],
-        population=options["population"],
-    )
-    runs = check.positive_int("runs", config.runs)
-    heterogeneity = 0.0 if settings.variant == "pe" else options["heterogeneity"]
-    instances = sample_instances(
-        options["dimension"],
-        options["arms"],
-        runs,
-        np.random.default_rng([config.seed, 0]),
-        heterogeneity=heterogeneity,
-        heterogeneity_kind=options["heterogeneity_kind"],
-        noise_kind=options["noise_kind"],
-        reward_bound=options["reward_bound"],
-    )
-    target = target_of(config)
-    per_release = release_budget(target, settings, config.calibration)
-    privatizer = make_privatizer(
-        config.privacy,
-        reward_bound=instances[0].reward_bound,
-        epsilon=None if per_release is None else per_release.epsilon,
-        delta=None if per_release is None else per_release.delta,
-        calibration=config.calibration,
-        secure=options["secure"],
-    )
-    sessions = open_sessions(config, runs)
-
-    def one_run(index: int) -> EliminationRun:
-        rng = np.random.default_rng([config.seed, 1, index])
-        return run_elimination(instances[index], privatizer, settings, rng, session=sessions[index])
-
-    results = run_repetitions(
-        one_run,
-        runs,
-        workers=1 if config.ledger_path is not None else options["workers"],
-        progress=options["progress"],
-        label=config.algorithm,
-        scheduler="local" if config.ledger_path is not None else options["scheduler"],
-    )
-    return combine_runs(
-        config.algorithm,
-        [r.cumulative_regret for r in results],
-        [r.session for r in results],
-        [r.users for r in results],
-        seconds=time.perf_counter() - started,
-        target=target,
-        privacy=config.privacy,
-        extras={
-            "calibration": config.calibration,
-            "secure": bool(options["secure"]),
-            "per_release": None if per_release is None else per_release.to_dict(),
-            "width": width,
-            "settings": asdict(settings),
-            "communication": {
-                "mean": float(np.mean([r.communication for r in results])),
-                "per_run": [int(r.communication) for r in results],
-                "unit": results[0].extras["unit"],
-            },
-            "realised_regret": np.stack([r.realised_regret for r in results]),
-            "phases": [[asdict(p) for p in r.phases] for r in results],
-        },
-    )
-
-
-for _name, (_description, _models) in ALGORITHMS.items():
-    registry.register_algorithm(registry.AlgorithmSpec(_name, _description, _models, run_config))

@@ -34,8 +34,8 @@ is exactly as private as one summation: the run's certificate *is* the summation
 composition over batches, phases or arms.
 
 The shuffle binary summation ``M_sum`` (spec 001 §3.2) is simulated exactly at the level of its sufficient
-statistic: the analyzer's output is ``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3,
-Step 1), the same law as :meth:`dpcert.mechanisms.binary_sum.BinarySum.simulate`.  Its least ``N`` for a
+statistic by :meth:`dpcert.mechanisms.binary_sum.BinarySum.release_sums`: the analyzer's output is
+``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3, Step 1).  Its least ``N`` for a
 target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
 """
 
@@ -51,10 +51,12 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.experiment import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binary_sum import calibrate_binary_sum
+from dpcert.mechanisms.binary_sum import BinarySum, calibrate_binary_sum
 from dpcert.mechanisms.laplace import laplace_certificate
 
 SCHEDULES = ("fixed", "doubling")
@@ -63,15 +65,6 @@ RUN_NOTE = (
     "post-processing or independent of it, so the run is as private as one summation (no composition "
     "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
 )
-
-
-def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:
-    """The same certificate (re-verified) with ``notes`` appended."""
-    if certificate is None:
-        return None
-    data = certificate.to_dict()
-    data["notes"] = [*data["notes"], *notes]
-    return Certificate.from_dict(data)
 
 
 # =========================================================================== batch summations
@@ -123,14 +116,17 @@ class ShuffleBinarySum:
         object.__setattr__(self, "noise_bits", check.positive_int("noise_bits", self.noise_bits, minimum=0))
 
     @property
+    def mechanism(self) -> BinarySum:
+        """The protocol itself (:class:`dpcert.mechanisms.binary_sum.BinarySum`)."""
+        return BinarySum(self.noise_bits, self.certificate)
+
+    @property
     def sigma(self) -> float:
         """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (spec 001 §8.1 item 9)."""
-        return math.sqrt(self.noise_bits / 4.0)
+        return self.mechanism.sigma
 
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-        sums = np.asarray(sums, dtype=float)
-        noise = rng.binomial(self.noise_bits, 0.5, size=sums.shape)
-        return sums + noise - self.noise_bits / 2.0
+        return self.mechanism.release_sums(sums, rng)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # Σ of `batches` independent SG(N/4) errors is SG(batches·N/4); the deviation
@@ -289,9 +285,8 @@ class RegretCurves:
 
     def regret(self) -> tuple[float, float]:
         """Mean and standard error of the final pseudo-regret over runs."""
-        final = self.final_regret
-        stderr = float(final.std(ddof=1) / math.sqrt(final.size)) if final.size > 1 else 0.0
-        return float(final.mean()), stderr
+        mean, stderr = mean_stderr(self.final_regret)
+        return float(mean), float(stderr)
 
     def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
         """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""

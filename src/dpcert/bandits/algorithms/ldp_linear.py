@@ -11,12 +11,12 @@ spec §6.2), and turns its predictions into a confidence ellipsoid by the online
 conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``, ``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t``
 (Lemma 3.3, with the +I of the proof).  The action maximises ``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
 
-The online learner is chosen by ``learner``: ``"ogd"`` (default) is projected online gradient descent,
-which the paper says "has the same empirical performance" as its Maler (§5); ``"maler"`` is Maler
-(Wang, Lu & Zhang 2019, the paper's Algorithm 3, not in the provided text; :mod:`dpcert.bandits.maler`)
-told the horizon T, and ``"anytime-maler"`` its doubling-trick variant (the paper's Algorithm 7).  Both
-Maler variants get ``G`` = the engine's clip constant of their base learner and ``D`` = the domain
-radius.  The learner only post-processes the releases, so it never changes the certificate.
+The online learner is chosen by ``learner``: ``"ogd"`` (default) is projected online gradient descent, which
+the paper says "has the same empirical performance" as its Maler (§5); ``"maler"`` is Maler (Wang, Lu & Zhang
+2019, the paper's Algorithm 3, not in the provided text; :mod:`dpcert.bandits.algorithms.maler`) told the
+horizon T, and ``"anytime-maler"`` its doubling-trick variant (the paper's Algorithm 7).  Both Maler variants
+get ``G`` = the engine's clip constant of their base learner and ``D`` = the domain radius.  The learner only
+post-processes the releases, so it never changes the certificate.
 
 Privacy (Thm 3.2 and spec §6.1 erratum).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε`` for x̃ and ỹ
 *separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the *pair*, whose
@@ -32,101 +32,29 @@ its putative upper bound and learners whose regret test fails are eliminated.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from dpcert.bandits.calibration.ldp_linear import LocalCalibration
 from dpcert import _validation as check
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.calibration import paper_gaussian_sigma
-from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
-from dpcert.bandits.experiment import open_sessions
-from dpcert.bandits.linucb import figure_runs as linucb_figure_runs
-from dpcert.bandits.linucb import gaussian_guarantee, run_summary
-from dpcert.bandits.maler import AnytimeMaler, Maler
-from dpcert.bandits.registry import (
-    AlgorithmSpec,
-    BanditRun,
-    ReproductionSpec,
-    RunConfig,
-    register_algorithm,
-    register_reproduction,
-)
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
+from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
+from dpcert.bandits.environments.contextual import ContextualLinearBandit
+from dpcert.bandits.experiment import certified_run
+from dpcert.bandits.registry import BanditRun
+from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
 
-PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
-CALIBRATIONS = ("analytic_joint", "paper")
 RADII = ("log", "theory")
 STEPS = ("strongly_convex", "convex")
 
 
 # ----------------------------------------------------------------------------- privacy
-def paper_sigma(epsilon: float, delta: float) -> float:
-    """Algorithm 1's ``σ = 2 √(2 ln(1.25/δ)) / ε`` (classical Gaussian, sensitivity 2, ε < 1)."""
-    return paper_gaussian_sigma(epsilon, delta, 2.0)
-
-
-@dataclass(frozen=True)
-class LocalCalibration:
-    """Noise σ of the user's randomizer and the local guarantee it earns for the pair (x̃, ỹ)."""
-
-    sigma: float
-    certificate: Certificate
-    claim: Guarantee
-    claim_met: bool
-    calibration: str
-
-
-def calibrate_randomizer(
-    epsilon: float, delta: float, calibration: str = "analytic_joint", *, sigma: float | None = None
-) -> LocalCalibration:
-    """σ for the claimed (ε, δ)-LDP and the certificate of what that σ guarantees.
-
-    ``analytic_joint``: least σ with the exact profile at sensitivity 2√2 meeting (ε, δ).
-    ``paper``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the pair, which fails
-    the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (spec §5.2 table).  ``sigma`` overrides both.
-    """
-    epsilon = check.epsilon(epsilon)
-    delta = check.positive_delta(delta)
-    notes = [
-        "pair (x~, y~) released with one Gaussian each: l2 sensitivity 2*sqrt(2) for ||x|| <= 1, |y| <= 1",
-        "the deliberate feature perturbation zeta is not counted (it only adds noise)",
-    ]
-    if sigma is not None:
-        noise = check.positive_finite("sigma", sigma)
-        notes.append("user-supplied noise level")
-        used = "user"
-    elif calibration == "analytic_joint":
-        noise = analytic_gaussian_sigma(epsilon, delta, PAIR_SENSITIVITY)
-        used = calibration
-    elif calibration == "paper":
-        noise = paper_sigma(epsilon, delta)
-        notes.append(
-            f"paper noise (Alg. 1; {CLASSICAL_BASIS}) treats x~ and y~ separately with sensitivity 2"
-        )
-        used = calibration
-    else:
-        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-    certificate, met = gaussian_guarantee(
-        noise,
-        sensitivity=PAIR_SENSITIVITY,
-        compositions=1,
-        epsilon=epsilon,
-        delta=delta,
-        trust_model=TrustModel.LOCAL,
-        neighbouring=Neighbouring.REPLACE_ONE,
-        notes=tuple(notes),
-    )
-    return LocalCalibration(noise, certificate, Guarantee(epsilon, delta), met, used)
 
 
 def randomize(
@@ -345,9 +273,10 @@ def run_ldp_linear(
     ``r·T + t``) is charged through the session before her noise is drawn.
 
     ``learner`` picks each base learner's online learner: ``"ogd"`` (default, the step rule of its
-    :class:`BaseLearner`), ``"maler"`` (:class:`~dpcert.bandits.maler.Maler` told T) or ``"anytime-maler"``
-    (:class:`~dpcert.bandits.maler.AnytimeMaler`), with ``gradient_bound`` = that base learner's clip
-    constant and ``radius`` = ``domain``; each is updated only in the runs that chose its base learner.
+    :class:`BaseLearner`), ``"maler"`` (:class:`~dpcert.bandits.algorithms.maler.Maler` told T) or
+    ``"anytime-maler"`` (:class:`~dpcert.bandits.algorithms.maler.AnytimeMaler`), with ``gradient_bound`` =
+    that base learner's clip constant and ``radius`` = ``domain``; each is updated only in the runs that chose
+    its base learner.
     """
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
@@ -512,87 +441,10 @@ def _online_learner(
     return None
 
 
-# ----------------------------------------------------------------------------- registry entries
 ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0)  # spec §4.2 prototype: OGD step 1/(0.2 t)
 
 
-def _learners(name: str, horizon: int, options: dict[str, Any]) -> list[BaseLearner]:
-    radius = options.get("radius", "log")
-    scale = float(options.get("radius_scale", 0.5))
-    if name == "ldp-linear":
-        lam = float(options.get("lambda_min", ONLINE_UCB.lambda_min))
-        threshold = float(options.get("threshold", horizon ** (-0.25)))  # Cor 3.6: λ̄ = T^{-1/4}
-        explicit = options.get("perturbation_variance")
-        p2 = perturbation_variance(lam, threshold) if explicit is None else float(explicit)
-        return [BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
-    return [
-        BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
-        for lr in default_learner_grid(horizon)
-    ]
-
-
-def run_algorithm(config: RunConfig) -> BanditRun:
-    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
-
-    Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
-    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
-    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
-    ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
-    """
-    known = {
-        "dimension",
-        "arms",
-        "fixed_arms",
-        "lambda_min",
-        "threshold",
-        "perturbation_variance",
-        "radius",
-        "radius_scale",
-        "sigma",
-        "learner",
-    }
-    options = dict(config.options)
-    if set(options) - known:
-        raise InvalidParameter("options", sorted(set(options) - known), "any of " + ", ".join(sorted(known)))
-    if config.privacy not in ("local",):
-        raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
-    calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
-    local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
-    rng = np.random.default_rng(config.seed)
-    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
-    env = vaswani_instance(
-        config.runs,
-        dimension,
-        check.positive_int("arms", options.get("arms", 100)),
-        rng,
-        fixed_arms=bool(options.get("fixed_arms", True)),
-    )
-    start = time.perf_counter()
-    (session,) = open_sessions(config, 1)
-    result = run_ldp_linear(
-        env,
-        _learners(config.algorithm, config.horizon, options),
-        horizon=config.horizon,
-        sigma=local.sigma,
-        epsilon=local.claim.epsilon,
-        delta=local.claim.delta,
-        rng=rng,
-        session=session,
-        certificate=local.certificate,
-        learner=str(options.get("learner", "ogd")),
-    )
-    extras = {
-        "learner": str(options.get("learner", "ogd")),
-        "calibration": local.calibration,
-        "noise": {"sigma": local.sigma},
-        "clipped_fraction": result.clipped_fraction,
-        "plays_per_learner": result.plays.mean(axis=0).tolist(),
-        "active_per_learner": result.active.mean(axis=0).tolist(),
-    }
-    return _bandit_run(config.algorithm, result, session, local, time.perf_counter() - start, extras)
-
-
-def _bandit_run(
+def bandit_run(
     name: str,
     result: LDPLinearResult,
     session: PrivacySession,
@@ -601,103 +453,8 @@ def _bandit_run(
     extras: dict[str, Any],
 ) -> BanditRun:
     """The run's certificate: the worst user's composition of her charges (one report each)."""
-    certificate = session.worst_user_certificate(local.claim.delta)
-    return BanditRun(
-        name,
-        result.cumulative_regret,
-        certificate,
-        int(result.cumulative_regret.shape[1]),
-        float(certificate.epsilon_for(local.claim.delta)),
-        seconds,
-        {**extras, "max_charges_per_user": session.max_charges_per_user()},
-        privacy="local",
-        target=local.claim,
-    )
-
-
-def figure_runs(
-    epsilon: float,
-    *,
-    runs: int = 50,
-    horizon: int = 20_000,
-    dimension: int = 5,
-    arms: int = 100,
-    delta: float = 0.1,
-    calibration: str = "analytic_joint",
-    seed: int = 0,
-    combiner: bool = False,
-) -> dict[str, BanditRun]:
-    """Seed 004, Figure 1: OnlineUCB against the four LinUCB baselines on the same instances.
-
-    The baselines come from :mod:`dpcert.bandits.linucb` (tight calibrations); δ = 0.1 and B = 20 as in
-    the C&Z script (spec §4.1).
-    """
-    baseline = linucb_figure_runs(
-        epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed
-    )
-    rng = np.random.default_rng([seed, 2])
-    env = vaswani_instance(runs, dimension, arms, rng)  # the same instances as the baselines
-    local = calibrate_randomizer(epsilon, delta, calibration)
-    names = {"online-ucb": [ONLINE_UCB]}
-    if combiner:
-        names["online-ucb-combiner"] = default_learner_grid(horizon)
-    for name, learners in names.items():
-        start = time.perf_counter()
-        session = PrivacySession(f"{name}/r")
-        result = run_ldp_linear(
-            env, learners, horizon=horizon, sigma=local.sigma, epsilon=epsilon, delta=delta, rng=rng,
-            session=session, certificate=local.certificate,
-        )  # fmt: skip
-        extras = {
-            "calibration": local.calibration,
-            "noise": {"sigma": local.sigma},
-            "clipped_fraction": result.clipped_fraction,
-        }
-        baseline[name] = _bandit_run(name, result, session, local, time.perf_counter() - start, extras)
-    return baseline
-
-
-def reproduce(
-    runs: int | None = None, out: Path | None = None, seed: int = 0, horizon: int = 20_000
-) -> dict[str, Any]:
-    """``dpcert reproduce seed004-figure1``: the three panels; JSON summary and mean curves to ``out``."""
-    summary: dict[str, Any] = {
-        "name": "seed004-figure1",
-        "runs": runs or 50,
-        "horizon": horizon,
-        "panels": [],
-    }
-    for epsilon in (0.2, 1.0, 10.0):
-        results = figure_runs(epsilon, runs=runs or 50, seed=seed, horizon=horizon)
-        panel = {"epsilon": epsilon, "delta": 0.1, "algorithms": {}}
-        for name, run in results.items():
-            panel["algorithms"][name] = run_summary(run, out, f"seed004_eps{epsilon}_{name}")
-        summary["panels"].append(panel)
-    if out is not None:
-        (out / "seed004-figure1.json").write_text(json.dumps(summary, indent=2))
-    return summary
-
-
-register_algorithm(
-    AlgorithmSpec(
-        "ldp-linear",
-        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
-        ("local",),
-        run_algorithm,
-    )
-)
-register_algorithm(
-    AlgorithmSpec(
-        "ldp-linear-combiner",
-        "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
-        ("local",),
-        run_algorithm,
-    )
-)
-register_reproduction(
-    ReproductionSpec(
-        "seed004-figure1",
-        "seed 004, Figure 1: OnlineUCB vs LinUCB, JDP, SDP, LDP; d=5, K=100, T=20000, delta=0.1",
-        reproduce,
-    )
-)
+    users = result.cumulative_regret.shape[1]
+    return certified_run(
+        name, result.cumulative_regret, [session], users, seconds=seconds, target=local.claim,
+        privacy="local", extras=extras,
+    )  # fmt: skip

@@ -18,16 +18,16 @@ the server only through client-side Laplace reports (two client models, §2.3 of
 Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1``
 (mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
 
-An adversary then replaces each received value independently with probability α (seed 003 eq. 3; by
-default after privatization, the stronger reading, spec §1.3), with ``random`` (±magnitude), ``targeted``
-(−magnitude on the best arm's rows, +magnitude elsewhere) or ``sign-flip`` (−magnitude × the value)
-strategies, or any adversary with the same ``corrupt`` call, such as the in-range adversaries of
-:mod:`dpcert.bandits.corruption`.  θ is estimated by
-:func:`dpcert.bandits.spectral_filter.robust_estimate`: the spectral-filter robust least squares with a
-clean-side variance proxy (never the corrupted sample as printed in eq. 13), clipping only, or plain
-least squares, and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the
-widths ``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a
-documented ``width_scale``.
+An adversary then replaces each received value independently with probability α (seed 003 eq. 3; by default
+after privatization, the stronger reading, spec §1.3), with ``random`` (±magnitude), ``targeted`` (−magnitude
+on the best arm's rows, +magnitude elsewhere) or ``sign-flip`` (−magnitude × the value) strategies, or any
+adversary with the same ``corrupt`` call, such as the in-range adversaries of
+:mod:`dpcert.bandits.algorithms.corruption`.  θ is estimated by
+:func:`dpcert.bandits.algorithms.spectral_filter.robust_estimate`: the spectral-filter robust least squares
+with a clean-side variance proxy (never the corrupted sample as printed in eq. 13), clipping only, or plain
+least squares, and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the widths
+``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a documented
+``width_scale``.
 
 The near-G-optimal design (Def. 1.6: ``max_a ‖a‖²_{M(π)^{-1}} <= 2·rank`` with a small support) is
 :func:`dpcert.bandits.design.near_g_optimal_design`, computed in the span of the active arms (spec §2.1).
@@ -45,10 +45,11 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.corruption import InRangeAdversary
+from dpcert.bandits.algorithms.corruption import InRangeAdversary
+from dpcert.bandits.algorithms.mab import RegretCurves
+from dpcert.bandits.algorithms.spectral_filter import robust_estimate
+from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
-from dpcert.bandits.mab import RegretCurves, with_notes
-from dpcert.bandits.spectral_filter import robust_estimate
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -59,6 +60,9 @@ ESTIMATORS = ("filter", "clip-only", "least-squares")
 ESTIMATOR_ALIASES = {"robust": "filter"}  # the earlier name of the filter estimator
 VARIANCE_SOURCES = ("arm-moment", "trimmed", "bound")
 REWARD_MODELS = ("signed-bernoulli", "gaussian")
+
+SEED003_SETTING = {"arms": 50, "dimension": 5, "failure_probability": 0.05, "width_scale": 0.05}
+"""The experiment setting of spec 003 §4: d, K, the failure probability δ' and the width scale c_γ."""
 
 
 # =========================================================================== instance
@@ -337,10 +341,11 @@ def robust_elimination(
         Client model and privacy (default M1 at ε = 1, c_r = 1).
     adversary
         Corruption model (default none): an :class:`Adversary` or an
-        :class:`~dpcert.bandits.corruption.InRangeAdversary` (corruptions inside the clean range ``[−Ȳ, Ȳ]``,
-        where clipping cannot help; M1 only, whose Ȳ it shares).
+        :class:`~dpcert.bandits.algorithms.corruption.InRangeAdversary` (corruptions inside the clean range
+        ``[−Ȳ, Ȳ]``, where clipping cannot help; M1 only, whose Ȳ it shares).
     estimator
-        The phase estimate (:func:`~dpcert.bandits.spectral_filter.robust_estimate`): ``"filter"`` (default;
+        The phase estimate (:func:`~dpcert.bandits.algorithms.spectral_filter.robust_estimate`):
+        ``"filter"`` (default;
         received values clipped to ±Ȳ, then the spectral filter, Alg. 2), ``"clip-only"`` (clipped to ±Ȳ,
         then plain least squares) or ``"least-squares"`` (plain least squares on the received values, no
         clipping).  All three use the same widths, so they differ only in the estimator.  ``"robust"`` is

@@ -14,8 +14,9 @@ adversaries never leave ``[−Ȳ, Ȳ]``:
 
 Both accept a ``scale`` in (0, 1] (values ``±scale·Ȳ``): an adversary that knows the filter's stopping
 threshold can stay below it with a smaller scale.  The call shape is the engine's
-(:class:`dpcert.bandits.robust_elimination.Adversary`): ``corrupt(values, arm_indices, best_arm, rng)``
-returns ``(observed values, corruption mask)``, with attributes ``alpha``, ``strategy`` and ``magnitude``.
+(:class:`dpcert.bandits.algorithms.robust_elimination.Adversary`): ``corrupt(values, arm_indices, best_arm,
+rng)`` returns ``(observed values, corruption mask)``, with attributes ``alpha``, ``strategy`` and
+``magnitude``.
 """
 
 from __future__ import annotations

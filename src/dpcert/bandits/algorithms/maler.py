@@ -15,7 +15,7 @@ every gradient (``‖g_t‖ ≤ G``; the LDP linear bandit guarantees it by clip
 gradient, spec ``004_ldp_linear.md`` §2.5).
 
 Every learner here is vectorised over independent *runs* (rows) and follows one narrow protocol,
-that of the online learner of :mod:`dpcert.bandits.ldp_linear`:
+that of the online learner of :mod:`dpcert.bandits.algorithms.ldp_linear`:
 
 * ``predict()`` returns the current points θ_t, shape ``(runs, d)``;
 * ``update(gradient, rows=None)`` takes ``g_t`` at those points (shape ``(runs, d)``) and advances the
@@ -154,7 +154,7 @@ class _Protocol:
         ``g = clip_G(2 x̃ (⟨x̃, θ_t⟩ − ỹ) − 2σ² θ_t)`` at the current points θ_t = ``predict()``; returns
         the boolean mask of rows whose gradient was clipped.
         """
-        from dpcert.bandits.ldp_linear import clip_norm, debiased_gradient
+        from dpcert.bandits.algorithms.ldp_linear import clip_norm, debiased_gradient
 
         sigma = check.nonnegative_finite("sigma", sigma)
         noisy_x = check.finite_array("noisy_x", noisy_x)

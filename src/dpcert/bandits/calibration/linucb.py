@@ -1,0 +1,508 @@
+"""Noise for the LinUCB family of Chowdhury & Zhou 2022: the papers' calibrations and tight ones.
+
+``calibrate`` returns, for one algorithm at a claimed per-user (ε, δ), the privatizer's noise and the
+certificate it earns: ``paper`` follows the theorems (C&Z Prop F.1, Thm 3.2 / E.3, Thm 3.5 and the
+advanced-composition split of Thm E.2), ``tight`` the least noise by exact accounting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from dpcert import __version__ as dpcert_version
+from dpcert import _validation as check
+from dpcert.accounting.calibration import analytic_gaussian_sigma
+from dpcert.accounting.composition import compose_counts
+from dpcert.accounting.returning_users import paper_split, split_budget
+from dpcert.accounting.session import meets_target
+from dpcert.bandits.algorithms.linucb import (
+    ALGORITHMS,
+    CALIBRATIONS,
+    JOINT_SENSITIVITY,
+    TRUST,
+    LocalGaussian,
+    NoPrivacy,
+    Privatizer,
+    ShuffleVectorSum,
+    TreeGaussian,
+    tree_levels,
+)
+from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
+from dpcert.certificates import Certificate, Guarantee, Neighbouring
+from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
+from dpcert.mechanisms.binomial_sum import (
+    NOTES,
+    PLD_NOTE,
+    BinomialSumCalibration,
+    BitSumParameters,
+    binomial_sum_certificate,
+    calibrate_binomial_sum,
+    composed_interval,
+    default_precision,
+    least_noise_bits,
+)
+from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A privatizer with the guarantee its noise earns per user, against the claimed (ε, δ).
+
+    ``batch_certificate`` is what one participation (one batch release of a user's data) is charged,
+    an event-level certificate; ``certificate`` is a user's total over her participations, their
+    composition (what actually holds, re-derivable from its parameters); ``claim_met`` says whether it
+    covers the claim through its profile.  ``noise`` lists the noise parameters for reports.
+    """
+
+    algorithm: str
+    privatizer: Privatizer
+    certificate: Certificate | None
+    claim: Guarantee | None
+    claim_met: bool
+    calibration: str
+    noise: dict[str, Any] = field(default_factory=dict)
+    batch_certificate: Certificate | None = None  # one participation's charge
+    interval: float | None = None  # PLD discretisation of the composition (P_Vec with returning users)
+
+
+def classical_pair_sigma(epsilon: float, delta: float) -> float:
+    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
+    each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
+    return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
+
+
+def _amplified_pamp(
+    epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
+) -> PAmpCalibration | None:
+    """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
+
+    ``tight``: least σ by FMT20's numeric bound (Thm 3.2; :func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
+    ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
+    """
+    method = "numeric" if calibration == "tight" else "paper"
+    try:
+        return calibrate_pamp(epsilon, delta, users=batch_size, dimension=dimension, method=method)
+    except PreconditionFailed:
+        return None
+
+
+def calibrate(
+    algorithm: str,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    horizon: int,
+    batch_size: int,
+    dimension: int,
+    calibration: str = "tight",
+    participations: int = 1,
+    sigma: float | None = None,
+    bit_sum: Mapping[str, Any] | None = None,
+) -> Calibrated:
+    """Noise for ``algorithm`` at the claimed (ε, δ) and the certificate that noise earns per user.
+
+    Parameters
+    ----------
+    calibration
+        ``"paper"``: the theorem's noise (C&Z Prop F.1 for LDP; the classical split on the tree for
+        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
+        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile
+        of the joint release (sensitivity 3/√2), composed exactly over a user's participations; for
+        P_Amp the smaller of that and the amplification-by-shuffling calibration (FMT20 numeric bound,
+        unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
+    participations
+        Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
+        Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
+        composes the Gaussian releases exactly (μ adds in quadrature); for P_Vec ``paper`` calibrates each
+        batch by Thm 3.5 at that split and ``tight`` finds the least noise bits whose M-fold composition
+        (pessimistic PLD of the batch's dominating pair) meets (ε, δ).
+    sigma
+        A user-chosen noise level (per user, or per tree node for JDP) replacing the calibration; the
+        certificate then reports what it guarantees.  Not for P_Vec.
+    bit_sum
+        P_Vec only: user-chosen ``{"g": …, "b": …, "p": …}`` (precision, noise bits per user and entry,
+        bit probability) replacing the calibration; the certificate then reports what they guarantee.
+    """
+    if algorithm not in ALGORITHMS:
+        raise InvalidParameter("algorithm", algorithm, "one of " + ", ".join(ALGORITHMS))
+    if algorithm == "linucb":
+        return Calibrated(algorithm, NoPrivacy(), None, None, True, "none")
+    if calibration not in CALIBRATIONS:
+        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    horizon = check.positive_int("horizon", horizon)
+    batch_size = check.positive_int("batch_size", batch_size)
+    participations = check.positive_int("participations", participations)
+    trust = TRUST[algorithm]
+    claim = Guarantee(epsilon, delta)
+    sens = JOINT_SENSITIVITY
+    notes: list[str] = [
+        "sensitivity 3/sqrt(2) of the joint release (phi*y, upper(phi phi^T)) for ||phi|| <= 1, |y| <= 1; "
+        "rewards are clipped to [-1, 1] before release"
+    ]
+    if participations > 1:
+        notes.append(
+            f"returning users: each user in at most {participations} batches, at most once per batch"
+        )
+
+    if algorithm == "linucb-sdp-vec":
+        if sigma is not None:
+            raise InvalidParameter("sigma", sigma, "None for linucb-sdp-vec (give bit_sum g, b, p instead)")
+        return _calibrate_vec(claim, batch_size, dimension, calibration, participations, horizon, bit_sum)
+    if bit_sum is not None:
+        raise InvalidParameter("bit_sum", dict(bit_sum), "None except for linucb-sdp-vec (use sigma)")
+
+    levels = tree_levels(horizon) if algorithm == "linucb-jdp" else 1
+    if algorithm == "linucb-jdp":
+        # one user's P rounds may share a node: node sensitivity up to P·Δ on each of the L levels
+        node_sensitivity, compositions = sens * participations, levels
+        notes.append(f"tree aggregation: each round's data in {levels} nodes (one per level)")
+    else:
+        node_sensitivity, compositions = sens, participations
+    if sigma is not None:
+        noise = check.positive_finite("sigma", sigma)
+        notes.append("user-supplied noise level")
+    elif calibration == "tight":
+        noise = analytic_gaussian_sigma(epsilon, delta, node_sensitivity, compositions)
+        notes.append(
+            "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
+        )
+    else:
+        # C&Z Thm E.2 per-batch budget (Dwork & Roth Cor 3.21, k = M, δ' = δ/2); unchanged for M = 1
+        eps_m, delta_m = (epsilon, delta) if participations == 1 else paper_split(claim, participations)
+        if participations > 1:
+            notes.append(
+                f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"
+            )
+        if algorithm == "linucb-ldp":
+            noise = classical_pair_sigma(eps_m, delta_m)
+            notes.append("paper noise: C&Z Prop F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0")
+        elif algorithm == "linucb-jdp":
+            noise = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
+            notes.append(
+                "paper-style noise (seed 002 gives no formula for its JDP baseline): the classical Gaussian "
+                "of Prop F.1 on each of the L tree levels, i.e. sensitivity 2 sqrt(L) for the vector and the "
+                "matrix with (epsilon/2, delta/2) each (Shariff & Sheffet 2018 construction); variance "
+                "times M0^2 for returning users (C&Z Prop 4.3)"
+            )
+        else:
+            noise = pamp_paper_sigma(eps_m, delta_m, batch_size)
+            eps0 = eps_m * math.sqrt(batch_size / math.log(2.0 / delta_m))
+            fmt_ok = (
+                eps0 <= math.log(batch_size / (16.0 * math.log(4.0 / delta_m))) if batch_size > 1 else False
+            )
+            notes.append(
+                f"paper noise: C&Z Thm 3.2 (Thm E.3 for returning users), local epsilon0 = {eps0:.4g}"
+            )
+            if eps0 > 1.0:
+                notes.append(
+                    f"precondition of Thm 3.2 fails: epsilon0 = {eps0:.4g} > 1 "
+                    "(needs epsilon <= sqrt(ln(2/delta)/B))"
+                )
+            if not fmt_ok:
+                notes.append(
+                    "amplification precondition fails (Feldman, McMillan & Talwar 2020, Thm 3.8): "
+                    "needs B >= 16 e^epsilon0 ln(4/delta) = "
+                    f"{16 * math.exp(eps0) * math.log(4 / delta_m):.4g}"
+                )
+    amplified = None
+    if algorithm == "linucb-sdp-amp":
+        # a short last batch is shuffled with fewer users: amplification is accounted with the smallest
+        # batch actually shuffled (one user alone gets no amplification, only her local guarantee)
+        smallest = horizon - (math.ceil(horizon / batch_size) - 1) * batch_size
+        if smallest < batch_size:
+            notes.append(f"the last batch holds {smallest} users: amplification is accounted for {smallest}")
+        if participations == 1 and sigma is None:
+            amplified = _amplified_pamp(epsilon, delta, smallest, dimension, calibration)
+        if amplified is not None and calibration == "tight" and amplified.sigma < noise:
+            return Calibrated(
+                algorithm,
+                LocalGaussian(amplified.sigma),
+                amplified.certificate,
+                claim,
+                meets_target(amplified.certificate, claim),
+                calibration,
+                {"sigma": amplified.sigma, "epsilon0": amplified.epsilon0, "delta0": amplified.delta0},
+                amplified.certificate,
+            )
+        if amplified is not None and calibration == "tight":
+            notes.append(
+                f"amplification by shuffling (FMT20 numeric bound) would need sigma = {amplified.sigma:.4g} "
+                f"> {noise:.4g}: the local calibration is used"
+            )
+        notes.append(
+            "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
+            "(post-processing)"
+        )
+    if algorithm == "linucb-jdp" and participations > 1:
+        notes.append(
+            f"per-participation charge: sensitivity sqrt({participations}) x 3/sqrt(2) on each of the "
+            f"{levels} levels, so that {participations} charges compose to the node sensitivity "
+            f"{participations} x 3/sqrt(2) of rounds sharing a node"
+        )
+    charge, _ = earned_gaussian_certificate(
+        noise,
+        epsilon,
+        delta,
+        sensitivity=node_sensitivity / math.sqrt(participations) if algorithm == "linucb-jdp" else sens,
+        compositions=levels if algorithm == "linucb-jdp" else 1,
+        trust_model=trust,
+        neighbouring=Neighbouring.REPLACE_ONE,
+        notes=tuple(notes),
+    )
+    certificate = charge if participations == 1 else compose_counts([(charge, participations)], delta=delta)
+    met = meets_target(certificate, claim)
+    privatizer: Privatizer = (
+        TreeGaussian(noise, horizon) if algorithm == "linucb-jdp" else LocalGaussian(noise)
+    )
+    if amplified is not None and not met and meets_target(amplified.certificate, claim):
+        # the paper's σ meets the claim through Lemma B.4 although not locally
+        return Calibrated(
+            algorithm, privatizer, amplified.certificate, claim, True, calibration, {"sigma": noise},
+            amplified.certificate,
+        )  # fmt: skip
+    return Calibrated(algorithm, privatizer, certificate, claim, met, calibration, {"sigma": noise}, charge)
+
+
+CACHE_ENV = "DPCERT_CACHE_DIR"
+
+
+def calibration_cache_dir() -> Path | None:
+    """Directory of the on-disk calibration cache.
+
+    ``$DPCERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpcert``, else ``~/.cache/dpcert``; ``None`` (no disk
+    cache) when ``DPCERT_CACHE_DIR`` is set to the empty string.
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dpcert"
+
+
+def _cache_path(directory: Path, key: Mapping[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return directory / f"calibration-{digest}.json"
+
+
+def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalibration | None:
+    """The cached calibration if the file holds this key and its certificate re-verifies, else ``None``.
+
+    The certificate goes through :meth:`Certificate.from_json` (which re-derives the profile from the
+    parameters and raises if the stated guarantee does not hold) and must be a certificate of exactly
+    the cached parameters; anything else (missing, corrupt, tampered, other version) is a miss.
+    """
+    try:
+        entry = json.loads(path.read_text())
+        if entry.get("key") != key:
+            return None
+        parameters = BitSumParameters(**entry["parameters"])
+        certificate = Certificate.from_json(entry["certificate"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, DPCertError):
+        return None
+    if certificate.parameters != dataclasses.asdict(parameters) or certificate.guarantee != Guarantee(
+        key["epsilon"], key["delta"]
+    ):
+        return None
+    return BinomialSumCalibration(parameters, certificate, entry["method"])
+
+
+def _write_cached_bit_sum(path: Path, key: Mapping[str, Any], result: BinomialSumCalibration) -> None:
+    """Store a calibration (atomic replace); an unwritable cache directory is not an error."""
+    entry = {
+        "key": dict(key),
+        "parameters": dataclasses.asdict(result.parameters),
+        "certificate": result.certificate.to_json(),
+        "method": result.method,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(entry, indent=1))
+        os.replace(temporary, path)
+    except OSError:
+        return
+
+
+@functools.lru_cache(maxsize=32)
+def _bit_sum_calibration(
+    epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
+) -> BinomialSumCalibration:
+    """Bit-sum parameters for P_Vec, cached in memory and on disk (the exact ℓ2 search takes seconds).
+
+    The disk entry is keyed by a hash of every argument and the dpcert version, and is used only if its
+    certificate re-verifies (see :func:`_read_cached_bit_sum`).
+    """
+    key = {
+        "function": "calibrate_binomial_sum",
+        "version": dpcert_version,
+        "epsilon": epsilon,
+        "delta": delta,
+        "users": batch_size,
+        "dimension": dimension,
+        "calibration": calibration,
+    }
+    directory = calibration_cache_dir()
+    path = None if directory is None else _cache_path(directory, key)
+    if path is not None:
+        cached = _read_cached_bit_sum(path, key)
+        if cached is not None:
+            return cached
+    result = calibrate_binomial_sum(
+        epsilon,
+        delta,
+        users=batch_size,
+        dimension=dimension,
+        bound=1.0,
+        shape="vector+matrix",
+        method="paper" if calibration == "paper" else "exact",
+        norm="entry" if calibration == "paper" else "l2",
+    )
+    if path is not None:
+        _write_cached_bit_sum(path, key, result)
+    return result
+
+
+BIT_SUM_KEYS = ("g", "b", "p")
+
+
+RETURNING_VEC_NOTE = (
+    "returning users: the user-level guarantee is the adaptive composition of one batch's bit-sum "
+    "certificate over the user's batches (compose 'best'; with p = 1/2 this includes the pessimistic "
+    "PLD of the batch's dominating pair, self-composed)"
+)
+
+
+def _supplied_bit_sum(bit_sum: Mapping[str, Any], batch_size: int, dimension: int) -> BitSumParameters:
+    """User-chosen (g, b, p) for one full batch; ``g`` defaults to ``max(4, ⌈√B⌉)`` and ``p`` to 1/2."""
+    if not isinstance(bit_sum, Mapping):
+        raise InvalidParameter("bit_sum", bit_sum, "a mapping with keys among g, b, p")
+    unknown = sorted(set(bit_sum) - set(BIT_SUM_KEYS))
+    if unknown:
+        raise InvalidParameter("bit_sum", unknown, "keys among g, b, p")
+    if bit_sum.get("b") is None:
+        raise InvalidParameter("b", None, "an integer >= 1 (noise bits per user and entry)")
+    return BitSumParameters(
+        bit_sum.get("g", default_precision(batch_size)),
+        bit_sum["b"],
+        bit_sum.get("p", 0.5),
+        batch_size,
+        dimension,
+        1.0,
+        "vector+matrix",
+    )
+
+
+def _user_level(batch: Certificate, count: int, delta: float, interval: float) -> Certificate:
+    """A returning user's guarantee: the adaptive composition of ``count`` participations' charges."""
+    total = compose_counts(
+        [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
+    )
+    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_parts", None)) else ()
+    return with_notes(total, RETURNING_VEC_NOTE, *pld_note)
+
+
+@functools.lru_cache(maxsize=16)
+def _tight_returning_vec(
+    epsilon: float, delta: float, batch_size: int, dimension: int, participations: int
+) -> tuple[BitSumParameters, Certificate]:
+    """Least b (p = 1/2, g = max(4, ⌈√B⌉)) whose ``participations``-fold composition meets (ε, δ).
+
+    The batch certificate is stated at the paper's per-batch δ_m = δ/(2M) (any point of its profile
+    is valid; the composition uses the whole PLD).
+    """
+    template = BitSumParameters(
+        default_precision(batch_size), 1, 0.5, batch_size, dimension, 1.0, "vector+matrix"
+    )
+    b = least_noise_bits(epsilon, delta, template, compositions=participations)
+    parameters = replace(template, b=b)
+    batch = binomial_sum_certificate(
+        parameters,
+        delta=delta / (2.0 * participations),
+        notes=NOTES
+        + (
+            f"tight returning-user split: least b whose {participations}-fold PLD composition "
+            f"meets ({epsilon:g}, {delta:g})",
+        ),
+    )
+    return parameters, batch
+
+
+def _calibrate_vec(
+    claim: Guarantee,
+    batch_size: int,
+    dimension: int,
+    calibration: str,
+    participations: int,
+    horizon: int,
+    bit_sum: Mapping[str, Any] | None = None,
+) -> Calibrated:
+    """P_Vec through :mod:`dpcert.mechanisms.binomial_sum` (shape vector+matrix); full batches only.
+
+    Unique users: ``paper`` is Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the
+    binomial counts; ``tight`` is p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using
+    that each user's vector part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).
+
+    Returning users (C&Z §4, Thm E.5), each in at most M batches: ``paper`` calibrates each batch by
+    Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
+    (:func:`dpcert.accounting.returning_users.split_budget`); ``tight`` takes p = 1/2 and the least b
+    whose M-fold composition, by the batch's pessimistic PLD, meets (ε, δ).  Either way the run's
+    certificate is the user-level composition of the batch certificate (compose ``best``), i.e. what
+    the noise actually earns.
+
+    ``bit_sum`` (user-chosen g, b, p) replaces the calibration; the certificate reports what holds.
+    """
+    if horizon % batch_size:
+        raise InvalidParameter(
+            "horizon", horizon, f"a multiple of batch_size={batch_size} for linucb-sdp-vec (no partial batch)"
+        )
+    notes: list[str] = []
+    if bit_sum is not None:
+        q = _supplied_bit_sum(bit_sum, batch_size, dimension)
+        delta_batch = claim.delta if participations == 1 else claim.delta / (2.0 * participations)
+        try:
+            batch = binomial_sum_certificate(q, delta=delta_batch, notes=NOTES + ("user-supplied (g, b, p)",))
+        except InvalidParameter as exc:
+            raise InvalidParameter(
+                "b", q.b, f"enough noise bits for a finite epsilon at delta = {delta_batch:g}"
+            ) from exc
+        notes.append("user-supplied (g, b, p)")
+    elif participations == 1:
+        result = _bit_sum_calibration(claim.epsilon, claim.delta, batch_size, dimension, calibration)
+        q, batch = result.parameters, result.certificate
+    elif calibration == "paper":
+        split = split_budget(claim, participations)
+        eps_m, delta_m = split.paper.epsilon, split.paper.delta
+        result = _bit_sum_calibration(eps_m, delta_m, batch_size, dimension, "paper")
+        q, batch = result.parameters, result.certificate
+        advanced = split.paper.total_certificate.epsilon
+        notes.append(
+            f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g}); "
+            f"advanced composition (Dwork & Roth Thm 3.20) gives epsilon = {advanced:.6g}"
+            + ("" if split.paper_meets_target else " > the claim")
+        )
+    else:
+        q, batch = _tight_returning_vec(claim.epsilon, claim.delta, batch_size, dimension, participations)
+    noise = {"g": q.g, "b": q.b, "p": q.p}
+    privatizer = ShuffleVectorSum(q, batch)
+    if participations == 1:
+        met = meets_target(batch, claim)
+        return Calibrated("linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise, batch)
+    interval = composed_interval(claim.epsilon, q.coordinates, participations)
+    certificate = _user_level(batch, participations, claim.delta, interval)
+    if notes:
+        certificate = with_notes(certificate, *notes)
+    met = meets_target(certificate, claim)
+    return Calibrated(
+        "linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch, interval
+    )

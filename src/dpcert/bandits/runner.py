@@ -1,0 +1,524 @@
+"""One runner for ``dpcert bandit run``: a :class:`~dpcert.bandits.registry.RunConfig` becomes
+privacy session(s) → engine → :class:`~dpcert.bandits.registry.BanditRun`.
+
+Each ``run_*_config`` validates its family's ``--option`` keys, splits the per-user target over a
+returning user's participations where the family needs it (:mod:`dpcert.bandits.calibration`), opens
+the run's sessions (:func:`dpcert.bandits.experiment.open_sessions`: the ledger is charged before every
+release), runs the engine of :mod:`dpcert.bandits.algorithms` and derives the run's certificate as the
+worst user's composition.  Every algorithm is registered here (:data:`FAMILIES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.accounting.session import PrivacySession
+from dpcert.bandits import registry
+from dpcert.bandits.algorithms import corruption, elimination, ldp_linear, linucb, mab, robust_elimination
+from dpcert.bandits.calibration.elimination import release_budget
+from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
+from dpcert.bandits.environments.contextual import vaswani_instance
+from dpcert.bandits.environments.linear import sample_instances
+from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions, run_repetitions, target_of
+from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
+from dpcert.bandits.registry import BanditRun, RunConfig
+from dpcert.errors import InvalidParameter
+
+# =========================================================================== DP-DPE / DP-PE (seed 000)
+ELIMINATION_ALGORITHMS = {
+    "dp-dpe": ("Li, Zhou & Ji 2022 Alg. 1: DPE (privacy none) or CDP/LDP/SDP-DPE", PRIVACY_MODELS),
+    "dpe-fixedu": ("Li, Zhou & Ji 2022 §7: DPE with U users per phase (option fixed_users)", ("none",)),
+    "dp-pe": ("Li, Zhou & Ji 2022 Alg. 3 (App. C): PE or CDP/LDP/SDP-PE", PRIVACY_MODELS),
+}
+
+
+ELIMINATION_OPTIONS: dict[str, Any] = {
+    "dimension": 20,
+    "arms": 1000,
+    "heterogeneity": 0.1,
+    "alpha": 0.8,
+    "beta": None,
+    "width": None,  # default: "paper" with the paper calibration, "exact" with the tight one
+    "fixed_users": None,
+    "user_mode": "unique",
+    "population": None,
+    "heterogeneity_kind": "sphere",
+    "noise_kind": "rademacher",
+    "reward_bound": None,
+    "workers": 1,
+    "progress": None,
+    "scheduler": "local",
+    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers (scalar releases)
+}
+
+
+def _elimination_options(config: registry.RunConfig) -> dict[str, Any]:
+    unknown = set(config.options) - set(ELIMINATION_OPTIONS)
+    if unknown:
+        raise InvalidParameter(
+            "option", sorted(unknown)[0], "one of " + ", ".join(sorted(ELIMINATION_OPTIONS))
+        )
+    return {**ELIMINATION_OPTIONS, **dict(config.options)}
+
+
+def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
+    """Run R repetitions of one algorithm of this family as configured by ``dpcert bandit run``."""
+    started = time.perf_counter()
+    options = _elimination_options(config)
+    spec_privacy = ELIMINATION_ALGORITHMS[config.algorithm][1]
+    if config.privacy not in spec_privacy:
+        raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
+    if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
+        raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
+    if options["secure"] and config.algorithm != "dp-pe":
+        raise InvalidParameter(
+            "secure",
+            options["secure"],
+            "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
+        )
+    width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
+    settings = elimination.EliminationSettings(
+        horizon=config.horizon,
+        variant="pe" if config.algorithm == "dp-pe" else "dpe",
+        alpha=options["alpha"],
+        beta=options["beta"],
+        width=width,
+        fixed_users=options["fixed_users"],
+        user_mode=options["user_mode"],
+        population=options["population"],
+    )
+    runs = check.positive_int("runs", config.runs)
+    heterogeneity = 0.0 if settings.variant == "pe" else options["heterogeneity"]
+    instances = sample_instances(
+        options["dimension"],
+        options["arms"],
+        runs,
+        np.random.default_rng([config.seed, 0]),
+        heterogeneity=heterogeneity,
+        heterogeneity_kind=options["heterogeneity_kind"],
+        noise_kind=options["noise_kind"],
+        reward_bound=options["reward_bound"],
+    )
+    target = target_of(config)
+    per_release = release_budget(target, settings, config.calibration)
+    privatizer = make_privatizer(
+        config.privacy,
+        reward_bound=instances[0].reward_bound,
+        epsilon=None if per_release is None else per_release.epsilon,
+        delta=None if per_release is None else per_release.delta,
+        calibration=config.calibration,
+        secure=options["secure"],
+    )
+    sessions = open_sessions(config, runs)
+
+    def one_run(index: int) -> elimination.EliminationRun:
+        rng = np.random.default_rng([config.seed, 1, index])
+        return elimination.run_elimination(
+            instances[index], privatizer, settings, rng, session=sessions[index]
+        )
+
+    results = run_repetitions(
+        one_run,
+        runs,
+        workers=1 if config.ledger_path is not None else options["workers"],
+        progress=options["progress"],
+        label=config.algorithm,
+        scheduler="local" if config.ledger_path is not None else options["scheduler"],
+    )
+    return combine_runs(
+        config.algorithm,
+        [r.cumulative_regret for r in results],
+        [r.session for r in results],
+        [r.users for r in results],
+        seconds=time.perf_counter() - started,
+        target=target,
+        privacy=config.privacy,
+        extras={
+            "calibration": config.calibration,
+            "secure": bool(options["secure"]),
+            "per_release": None if per_release is None else per_release.to_dict(),
+            "width": width,
+            "settings": asdict(settings),
+            "communication": {
+                "mean": float(np.mean([r.communication for r in results])),
+                "per_run": [int(r.communication) for r in results],
+                "unit": results[0].extras["unit"],
+            },
+            "realised_regret": np.stack([r.realised_regret for r in results]),
+            "phases": [[asdict(p) for p in r.phases] for r in results],
+        },
+    )
+
+
+# ========================================================================= MAB (seed 001), robust (seed 003)
+def _require(value: float | None, name: str, privacy: str) -> float:
+    if value is None:
+        raise InvalidParameter(name, None, f"a value (privacy={privacy!r} needs --{name})")
+    return value
+
+
+def _to_bandit_run(
+    config: registry.RunConfig,
+    result: mab.EliminationResult | robust_elimination.RobustEliminationResult,
+    users: int,
+    session: PrivacySession,
+    extras: Mapping[str, Any],
+) -> registry.BanditRun:
+    """The run's certificate is the worst user's composition of her charges at the target's δ."""
+    curves = result.cumulative_regret()
+    if curves.size > 20_000_000:
+        curves = curves.astype(np.float32)
+    return certified_run(
+        config.algorithm, curves, [session], users, seconds=result.seconds, target=target_of(config),
+        privacy=config.privacy, extras=extras,
+    )  # fmt: skip
+
+
+MAB_OPTIONS = frozenset({"means", "batch_size"})
+ROBUST_OPTIONS = frozenset(
+    {"model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
+     "failure_probability", "arms", "dimension", "reward_model", "scale"}
+)  # fmt: skip
+
+
+def run_mab(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
+    bandit = MultiArmedBandit(np.asarray(config.options.get("means", SPEC_001_MEANS), dtype=float))
+    rng = np.random.default_rng(config.seed)
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
+    common = dict(runs=config.runs, session=session)
+    privacy = config.privacy
+    certified = True
+    if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
+        raise InvalidParameter(
+            "privacy", privacy, f"'shuffle' for {config.algorithm} (pass --privacy shuffle)"
+        )
+    if privacy == "shuffle":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        delta = _require(config.delta, "delta", privacy)
+        summation = mab.shuffle_binary_sum(epsilon, delta)
+        certified = summation.certificate is not None
+        if config.algorithm == "sdp-ae":
+            size = int(config.options.get("batch_size", max(1, math.ceil(summation.noise_bits / 4))))
+            schedule = mab.BatchSchedule("fixed", size)
+        else:
+            schedule = mab.BatchSchedule("doubling")
+        name = "sdp-ae" if config.algorithm == "sdp-ae" else "vb-sdp-ae"
+        result = mab.batched_arm_elimination(
+            bandit, config.horizon, summation, schedule, rng, algorithm=name, **common
+        )
+    elif privacy == "none":
+        size = int(config.options.get("batch_size", 1))
+        result = mab.successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
+    elif privacy == "central":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+    elif privacy == "local":
+        epsilon = _require(config.epsilon, "epsilon", privacy)
+        result = mab.local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+    else:
+        raise InvalidParameter("privacy", privacy, "none, central, local or shuffle")
+    extras = {
+        "noise_bits": result.parameters.get("noise_bits"),
+        "certified": certified,
+        "phases": result.phases,
+        "good_event_violations": int(result.good_event_violated.sum()),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
+        "(spec 001 §1.2), with no composition over batches, phases or arms",
+    }
+    return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
+
+
+def _linear_instance(options: Mapping[str, Any], seed: int) -> robust_elimination.LinearArms:
+    return robust_elimination.LinearArms.random_sphere(
+        int(options.get("arms", robust_elimination.SEED003_SETTING["arms"])),
+        int(options.get("dimension", robust_elimination.SEED003_SETTING["dimension"])),
+        np.random.default_rng([seed, 3]),
+        str(options.get("reward_model", "signed-bernoulli")),
+    )
+
+
+IN_RANGE_PREFIX = "in-range-"
+
+
+def _robust_adversary(
+    options: Mapping[str, Any],
+    instance: robust_elimination.LinearArms,
+    clients: robust_elimination.LaplaceClients,
+    horizon: int,
+    failure_probability: float,
+) -> robust_elimination.Adversary | corruption.InRangeAdversary:
+    """The ``strategy`` option's adversary: the engine's (random | constant | targeted | sign-flip, with
+    ``magnitude``) or an in-range one (in-range-targeted | in-range-coordinated, values ``±scale·Ȳ`` inside
+    the engine's M1 clean range Ȳ at the engine's per-event δ = δ'/(K T²))."""
+    strategy = str(options.get("strategy", "random"))
+    alpha = float(options.get("alpha", 0.0))
+    if not strategy.startswith(IN_RANGE_PREFIX):
+        if "scale" in options:
+            raise InvalidParameter(
+                "scale", options["scale"], "only with strategy=in-range-targeted|coordinated"
+            )
+        return robust_elimination.Adversary(alpha, strategy, float(options.get("magnitude", 1e6)))
+    if "magnitude" in options:
+        raise InvalidParameter("magnitude", options["magnitude"], "not with an in-range strategy (use scale)")
+    allowed = ", ".join(IN_RANGE_PREFIX + name for name in corruption.IN_RANGE_STRATEGIES)
+    if strategy[len(IN_RANGE_PREFIX) :] not in corruption.IN_RANGE_STRATEGIES:
+        raise InvalidParameter(
+            "strategy", strategy, "one of random, constant, targeted, sign-flip, " + allowed
+        )
+    if clients.model != "M1":
+        raise InvalidParameter("strategy", strategy, "an in-range strategy with model=M1 only")
+    return corruption.InRangeAdversary(
+        alpha,
+        instance.arms,
+        instance.means,
+        strategy[len(IN_RANGE_PREFIX) :],
+        clip=clients.clip,
+        laplace_scale=clients.scale(),
+        delta=failure_probability / (instance.arms.shape[0] * horizon**2),
+        scale=float(options.get("scale", 1.0)),
+    )
+
+
+def run_robust(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
+    ``strategy`` (random | constant | targeted | sign-flip | in-range-targeted | in-range-coordinated),
+    ``magnitude``, ``scale`` (in-range only, fraction of Ȳ), ``width_scale``, ``estimator``
+    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``)."""
+    options = config.options
+    if config.privacy not in ("none", "local"):
+        raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
+    epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
+    model = str(options.get("model", "M1"))
+    batches = options.get("batches")
+    batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
+    reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
+    per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
+    clients = robust_elimination.LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
+    instance = _linear_instance(options, config.seed)
+    failure_probability = float(
+        options.get("failure_probability", robust_elimination.SEED003_SETTING["failure_probability"])
+    )
+    adversary = _robust_adversary(options, instance, clients, config.horizon, failure_probability)
+    result = robust_elimination.robust_elimination(
+        instance,
+        config.horizon,
+        np.random.default_rng(config.seed),
+        clients=clients,
+        adversary=adversary,
+        estimator=str(options.get("estimator", "filter")),
+        variance=None if options.get("variance") is None else str(options["variance"]),
+        width_scale=float(options.get("width_scale", robust_elimination.SEED003_SETTING["width_scale"])),
+        failure_probability=failure_probability,
+        batches=batches,
+        runs=config.runs,
+        session=session,
+    )
+    extras = {
+        "event_level_certificate": None if result.certificate is None else result.certificate.to_dict(),
+        "batches": result.batches.tolist(),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        **{key: value for key, value in result.parameters.items() if key != "delta_per_event"},
+    }
+    extras["epsilon_per_report"] = per_report
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
+
+
+# =========================================================================== LinUCB family (seed 002)
+LINUCB_DESCRIPTIONS = {
+    "linucb": "non-private LinUCB (Abbasi-Yadkori et al. 2011), C&Z 2022 batched framework",
+    "linucb-ldp": "LDP-LinUCB (Zheng et al. 2020): Gaussian local randomizer",
+    "linucb-jdp": "JDP-LinUCB (Shariff & Sheffet 2018): tree-based aggregation, central model",
+    "linucb-sdp-amp": "SDP-LinUCB with P_Amp (C&Z 2022, Thm 3.2): Gaussian randomizer + shuffler",
+    "linucb-sdp-vec": "SDP-LinUCB with P_Vec (C&Z 2022, Thm 3.5): Cheu et al. bit summation",
+}
+
+
+LINUCB_OPTIONS = frozenset(
+    {"dimension", "arms", "batch_size", "radius", "alpha", "participations", "sigma", "fixed_arms", "reward"}
+) | frozenset(BIT_SUM_KEYS)
+LDP_LINEAR_OPTIONS = frozenset(
+    {"dimension", "arms", "fixed_arms", "lambda_min", "threshold", "perturbation_variance", "radius",
+     "radius_scale", "sigma", "learner"}
+)  # fmt: skip
+
+
+def _contextual_instance(
+    config: RunConfig, options: Mapping[str, Any], dimension: int, rng: np.random.Generator, **kwargs: Any
+) -> Any:
+    """The C&Z instance of the LinUCB and LDP-linear runs (options ``arms`` = 100, ``fixed_arms``)."""
+    arms = check.positive_int("arms", options.get("arms", 100))
+    fixed = bool(options.get("fixed_arms", True))
+    return vaswani_instance(config.runs, dimension, arms, rng, fixed_arms=fixed, **kwargs)
+
+
+def _known_options(config: RunConfig, known: frozenset[str]) -> dict[str, Any]:
+    """The run's ``--option`` settings, refused (naming them) unless every key is in ``known``."""
+    unknown = set(config.options) - known
+    if unknown:
+        raise InvalidParameter("options", sorted(unknown), "any of " + ", ".join(sorted(known)))
+    return dict(config.options)
+
+
+def run_linucb_config(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
+    batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
+    options = _known_options(config, LINUCB_OPTIONS)
+    algorithm = config.algorithm
+    batch_size = check.positive_int("batch_size", options.get("batch_size", linucb.DEFAULT_BATCH[algorithm]))
+    participations = check.positive_int("participations", options.get("participations", 1))
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
+    if config.privacy != expected:
+        raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
+    calibrated = calibrate(
+        algorithm,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        horizon=config.horizon,
+        batch_size=batch_size,
+        dimension=dimension,
+        calibration=config.calibration,
+        participations=participations,
+        sigma=options.get("sigma"),
+        bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
+    )
+    rng = np.random.default_rng(config.seed)
+    env = _contextual_instance(config, options, dimension, rng, reward=options.get("reward", "bernoulli"))
+    start = time.perf_counter()
+    (run,) = linucb.run_group(
+        env,
+        [calibrated],
+        horizon=config.horizon,
+        batch_size=batch_size,
+        rng=rng,
+        radius=options.get("radius", "experiment"),
+        alpha=options.get("alpha", 0.05),
+        participations=participations,
+        sessions=open_sessions(config, 1),
+    )
+    return dataclasses.replace(run, seconds=time.perf_counter() - start)
+
+
+# =========================================================================== LDP linear bandits (seed 004)
+def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[ldp_linear.BaseLearner]:
+    radius = options.get("radius", "log")
+    scale = float(options.get("radius_scale", 0.5))
+    if name == "ldp-linear":
+        lam = float(options.get("lambda_min", ldp_linear.ONLINE_UCB.lambda_min))
+        threshold = float(options.get("threshold", horizon ** (-0.25)))  # Cor 3.6: λ̄ = T^{-1/4}
+        explicit = options.get("perturbation_variance")
+        p2 = ldp_linear.perturbation_variance(lam, threshold) if explicit is None else float(explicit)
+        return [ldp_linear.BaseLearner(lam, p2, radius=radius, radius_scale=scale)]
+    return [
+        ldp_linear.BaseLearner(lr.lambda_min, lr.perturbation_variance, radius=radius, radius_scale=scale)
+        for lr in ldp_linear.default_learner_grid(horizon)
+    ]
+
+
+def run_ldp_linear_config(config: RunConfig) -> BanditRun:
+    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
+
+    Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
+    perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
+    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
+    ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
+    """
+    options = _known_options(config, LDP_LINEAR_OPTIONS)
+    if config.privacy not in ("local",):
+        raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
+    calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
+    local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
+    rng = np.random.default_rng(config.seed)
+    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    env = _contextual_instance(config, options, dimension, rng)
+    start = time.perf_counter()
+    (session,) = open_sessions(config, 1)
+    result = ldp_linear.run_ldp_linear(
+        env,
+        _ldp_learners(config.algorithm, config.horizon, options),
+        horizon=config.horizon,
+        sigma=local.sigma,
+        epsilon=local.claim.epsilon,
+        delta=local.claim.delta,
+        rng=rng,
+        session=session,
+        certificate=local.certificate,
+        learner=str(options.get("learner", "ogd")),
+    )
+    extras = {
+        "learner": str(options.get("learner", "ogd")),
+        "calibration": local.calibration,
+        "noise": {"sigma": local.sigma},
+        "clipped_fraction": result.clipped_fraction,
+        "plays_per_learner": result.plays.mean(axis=0).tolist(),
+        "active_per_learner": result.active.mean(axis=0).tolist(),
+    }
+    return ldp_linear.bandit_run(
+        config.algorithm, result, session, local, time.perf_counter() - start, extras
+    )
+
+
+# =========================================================================== registration
+MAB_ALGORITHMS = {
+    "sdp-ae": (
+        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (seed 001 Alg. 1)",
+        ("shuffle",),
+    ),
+    "vb-sdp-ae": ("VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)", ("shuffle",)),
+    "mab-se": (
+        "successive elimination on a Bernoulli MAB: none (m=1), central (Laplace), "
+        "local (randomized response), shuffle (VB-SDP-AE)",
+        ("none", "central", "local", "shuffle"),
+    ),
+}
+ROBUST_ALGORITHMS = {
+    "robust-elimination": (
+        "robust locally private batched elimination for linear bandits (seed 003 Alg. 1, clients M1/M2)",
+        ("none", "local"),
+    ),
+}
+LDP_LINEAR_ALGORITHMS = {
+    "ldp-linear": (
+        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
+        ("local",),
+    ),
+    "ldp-linear-combiner": (
+        "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
+        ("local",),
+    ),
+}
+Family = tuple[Mapping[str, tuple[str, tuple[str, ...]]], Callable[..., Any], frozenset[str] | None]
+FAMILIES: tuple[Family, ...] = (
+    (ELIMINATION_ALGORITHMS, run_elimination_config, None),
+    (MAB_ALGORITHMS, run_mab, MAB_OPTIONS),
+    (ROBUST_ALGORITHMS, run_robust, ROBUST_OPTIONS),
+    (
+        {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (linucb.TRUST[name].value,))
+         for name in linucb.ALGORITHMS},
+        run_linucb_config,
+        None,
+    ),
+    (LDP_LINEAR_ALGORITHMS, run_ldp_linear_config, None),
+)  # fmt: skip
+"""Every algorithm of ``dpcert bandit run``, by family: {name: (description, privacy models)}, the
+family's runner and its ``--option`` keys (``None``: the runner checks them)."""
+
+for _algorithms, _run, _options in FAMILIES:
+    for _name, (_description, _models) in _algorithms.items():
+        _distributable = _run is run_elimination_config  # repetitions one by one (option "scheduler")
+        registry.register_algorithm(
+            registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable)
+        )
