@@ -254,6 +254,13 @@ def _reproduce(args: argparse.Namespace) -> int:
         sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
         return EXIT_BAD_INPUT
     spec = registry.reproduction(args.name)
+    try:
+        import matplotlib  # noqa: F401  (every reproduction writes figures: refuse before any work)
+    except ImportError:
+        sys.stderr.write(
+            "dpcert: error: reproduce writes figures and needs matplotlib: pip install 'dpcert[plot]'\n"
+        )
+        return EXIT_BAD_INPUT
     if args.scheduler == "local":
         result = dict(spec.run(args.runs, args.out, args.seed))
     else:
@@ -262,6 +269,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         result = reproduce(
             args.name, args.runs, args.out, args.seed, scheduler=args.scheduler, progress=sys.stderr.isatty()
         )
-    rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool))]
+    rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool)) and k != "table"]
     emit(args, result, rows)
+    if not getattr(args, "json", False) and isinstance(result.get("table"), str):
+        sys.stdout.write("\n" + result["table"])
     return EXIT_OK
