@@ -1,4 +1,4 @@
-"""DP-DPE at T = 10⁶ (seed 000, Fig. 2 setting): regret, certified privacy and wall time per run.
+"""DP-DPE at T = 10⁶ (Li, Zhou & Ji 2022, Fig. 2 setting): regret, certified privacy and wall time per run.
 
 Runs DPE and CDP/LDP/SDP-DPE under the ``paper`` and ``tight`` calibrations at (ε, δ) = (10, 0.25),
 plus a tight-calibration ε sweep, and prints the markdown section for ``benchmarks/RESULTS.md``::
@@ -10,7 +10,8 @@ phase) with every group size calibrated exactly against the size grid of
 :class:`~dpcert.bandits.privatizers.ShuffleBitSum` (``--dppe-runs`` runs each, fresh privatizer
 per configuration so no calibration is reused from another row).
 
-Setting: d = 20, k = 1000, σ = 0.1, α = 0.8, β = 1/(kT), B = 2.1 (spec 000 §5.2).  The ordering
+Setting: d = 20, k = 1000, σ = 0.1, α = 0.8, β = 1/(kT), B = 2.1 (the paper's Fig. 2
+setting; docs/PAPER_NOTES.md, PN-LZJ-2 and PN-LZJ-7).  The ordering
 the paper claims (LDP worst; central ≈ shuffle close to non-private) is checked with one-sided Welch
 t-tests on the final regrets of the tight runs.
 """
@@ -194,7 +195,7 @@ def main() -> None:
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     lines = [
-        "## Bandits: DP-DPE at T = 10⁶ (seed 000, Fig. 2 setting)",
+        "## Bandits: DP-DPE at T = 10⁶ (Li, Zhou & Ji 2022, Fig. 2 setting)",
         "",
         f"Command: `{command.strip()}` (commit {commit}); load average {load[0]:.2f}, {load[1]:.2f}, "
         f"{load[2]:.2f} (2 shared cores, timings under load). d = 20, k = 1000, σ = 0.1, α = 0.8, "

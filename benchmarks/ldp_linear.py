@@ -1,11 +1,14 @@
-"""Benchmark: seed 004 Figure 1 — OnlineUCB (LDP, online-learner confidence set) against the LinUCB family.
+"""Benchmark: Figure 1 of Improved-rate LDP linear bandits — OnlineUCB against the LinUCB family.
+
+OnlineUCB is locally private with an online-learner confidence set.
 
 Run as ``python benchmarks/ldp_linear.py``; prints the markdown section for ``benchmarks/RESULTS.md``.
 
 Setting of the paper (§4.1, "the same exact setting as Chowdhury & Zhou 2022"): d = 5, K = 100 fixed arms,
-T = 20 000, 50 instances, Bernoulli rewards, δ = 0.1 (not stated in the paper; the C&Z script's value),
-ε ∈ {0.2, 1, 10}.  OnlineUCB uses projected OGD (step 1/(0.2 t)), D = 1, Δ = 0 and radius 0.5 √log t
-(spec §4.2: the paper gives none of these).  Its noise is the analytic Gaussian for the joint (x̃, ỹ)
+T = 20 000, 50 instances, Bernoulli rewards, δ = 0.1 (not stated in the paper; the value in the Chowdhury &
+Zhou 2022 script), ε ∈ {0.2, 1, 10}.  OnlineUCB uses projected OGD (step 1/(0.2 t)), D = 1, Δ = 0 and
+radius 0.5 √log t (the paper gives none of these; docs/PAPER_NOTES.md, PN-IRL-4).  Its noise is the
+analytic Gaussian for the joint (x̃, ỹ)
 release; the paper's own calibration is reported separately.  Baselines: ``tight`` calibrations from
 ``dpcert.bandits.algorithms.linucb``.
 """
@@ -21,7 +24,7 @@ from dpcert.bandits.figures.ldp_linear import figure_runs
 
 RUNS, HORIZON, DELTA = 50, 20_000, 0.1
 ORDER = (
-    ("online-ucb", "OnlineUCB (seed 004)"),
+    ("online-ucb", "OnlineUCB"),
     ("online-ucb-combiner", "OnlineUCB + combiner (Alg. 2)"),
     ("linucb", "LinUCB"),
     ("linucb-jdp", "JDP"),
@@ -33,7 +36,7 @@ ORDER = (
 
 def main() -> None:
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    out = ["## LDP linear bandit (seed 004: improved LDP linear bandits)", ""]
+    out = ["## LDP linear bandit (Improved-rate LDP linear bandits, Figure 1)", ""]
     out.append(f"Command: `python benchmarks/ldp_linear.py`; `uptime` at start: `{load}`")
     out.append("")
     finals = {}

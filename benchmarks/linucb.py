@@ -210,7 +210,8 @@ def speed(repeats: int = 2) -> list[str]:
         f"Command: `python benchmarks/linucb.py --speed`; `uptime` at end: `{load}`; machine: 2 cores shared "
         "with other jobs (process CPU time is the steadier number).",
         "",
-        "C&Z 2022 Figure 1, ε = 0.2 panel (5 algorithms × 50 runs × T = 20,000, d = 5, K = 100, tight "
+        "Chowdhury & Zhou 2022, Figure 1, ε = 0.2 panel (5 algorithms × 50 runs × T = 20,000, d = 5, "
+        "K = 100, tight "
         f"calibrations included), each measurement a fresh interpreter; medians of {repeats}, interleaved.",
         "",
         "| engine | wall | process CPU |",
@@ -233,7 +234,7 @@ def main() -> None:
         return
     out = []
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    out.append("## LinUCB family (seed 002: Chowdhury & Zhou 2022, shuffle-private LinUCB)")
+    out.append("## LinUCB family (Chowdhury & Zhou 2022, shuffle-private LinUCB)")
     out.append("")
     out.append(f"Command: `python benchmarks/linucb.py` (LOOP_RUNS={LOOP_RUNS}); `uptime` at start: `{load}`")
     out.append("")
@@ -348,7 +349,7 @@ def main() -> None:
 
 
 def appendix_g() -> list[str]:
-    """C&Z Appendix G (Figure 2): ε = 1 with d = 10 and d = 15, both calibrations."""
+    """Chowdhury & Zhou 2022, Appendix G (Figure 2): ε = 1 with d = 10 and d = 15, both calibrations."""
     out = ["", f"### Appendix G: ε = 1, δ = {DELTA}, d ∈ {{10, 15}} (mean ± s.e. over {RUNS} instances)", ""]
     out.append("| d | calibration | LinUCB | JDP | SDP-Amp | SDP-Vec | LDP | wall (s) | ordering |")
     out.append("|---|---|---|---|---|---|---|---|---|")

@@ -1,6 +1,6 @@
-"""Seed 001 (shuffle-model MAB): SDP-AE and VB-SDP-AE against their baselines, regret and wall time.
+"""Tenenbaum et al. 2021 (shuffle-model MAB): SDP-AE and VB-SDP-AE against baselines, regret, wall time.
 
-Runs the experiment of spec 001 §7 (the paper has none): k = 10 Bernoulli arms with means
+Runs the experiment of docs/PAPER_NOTES.md, PN-TKMS-7 (the paper has none): k = 10 Bernoulli arms with means
 (0.9, 0.8×3, 0.6×3, 0.3×3), T = 10⁶, δ = 1e-6, ε ∈ {2, 1, 0.5, 0.25, 0.1}, and prints the markdown section
 for ``benchmarks/RESULTS.md``::
 
@@ -48,10 +48,11 @@ def main() -> None:
     k = len(SPEC_001_MEANS)
 
     lines = [
-        "## Seed 001: shuffle-model MAB (SDP-AE, VB-SDP-AE)",
+        "## Tenenbaum et al. 2021: shuffle-model MAB (SDP-AE, VB-SDP-AE)",
         "",
         f"Command: `python benchmarks/mab.py --runs {args.runs} --horizon {horizon}` "
-        f"(load average at start: {os.getloadavg()[0]:.2f}; total {total:.0f} s).  Spec 001 §7 setting: "
+        f"(load average at start: {os.getloadavg()[0]:.2f}; total {total:.0f} s).  "
+        "Setting of docs/PAPER_NOTES.md, PN-TKMS-7: "
         f"k = 10, μ = (0.9, 0.8×3, 0.6×3, 0.3×3), T = {horizon:,}, δ = {SEED001_DELTA:g}, {args.runs} runs; "
         "final pseudo-regret mean ± s.e.; wall time for all runs of one cell (vectorised over runs).",
         "",
@@ -77,7 +78,8 @@ def main() -> None:
     lines.append("")
     if not certified:
         lines.append(
-            "N is the least N with δ_N(ε) <= δ from spec 001 §3.4's table (dpcert.mechanisms.binary_sum "
+            "N is the least N with δ_N(ε) <= δ from the table of docs/PAPER_NOTES.md, PN-TKMS-3 "
+            "(dpcert.mechanisms.binary_sum "
             "was not installed, so these runs carry no certificate)."
         )
     else:
@@ -105,7 +107,8 @@ def main() -> None:
         holds_vb &= rows[f"VB-SDP-AE eps={epsilon}"]["regret"]["mean"] <= vb_bound
         bound_rows.append(f"ε={epsilon}: {sdp_bound:,.0f} / {vb_bound:,.0f}")
     lines.append(
-        "- Thm 3.1 / 3.3 with the explicit constants of spec 001 §6.3–6.4 (SDP-AE / VB-SDP-AE bounds: "
+        "- Thm 3.1 / 3.3 with the explicit constants of docs/PAPER_NOTES.md, PN-TKMS-6 "
+        "(SDP-AE / VB-SDP-AE bounds: "
         + "; ".join(bound_rows)
         + f"): mean regret below the bound — SDP-AE **{'holds' if holds_sdp else 'fails'}**, VB-SDP-AE "
         f"**{'holds' if holds_vb else 'fails'}**."
@@ -165,7 +168,8 @@ def main() -> None:
     )
     lines.append(
         "- Privacy: every run's certificate is one summation's (ε, δ), not multiplied by phases or arms "
-        "(each user is in exactly one batch; spec 001 §1.2) — by construction, tested in tests/test_mab.py."
+        "(each user is in exactly one batch; docs/PAPER_NOTES.md, PN-TKMS-4) — by construction, tested in "
+        "tests/test_mab.py."
     )
     lines.append("")
     sys.stdout.write("\n".join(lines) + "\n")

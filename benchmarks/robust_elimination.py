@@ -1,15 +1,15 @@
-"""Seed 003 (robust, locally private batched elimination): spec 003 §4's proposed experiments.
+"""Charisopoulos, Esfandiari & Mirrokni 2023 (robust, locally private batched elimination): experiments.
 
-The paper has no experiments; this runs spec 003's proposals and prints the markdown section for
-``benchmarks/RESULTS.md``::
+The paper has no experiments; this runs those of docs/PAPER_NOTES.md, PN-CEM-7 and prints the markdown
+section for ``benchmarks/RESULTS.md``::
 
     python benchmarks/robust_elimination.py [--runs 10] [--horizon 100000]
 
-* R0 — the single-phase robust least-squares table of spec §4 (λ as printed vs clean-side λ);
+* R0 — the single-phase robust least-squares table (λ as printed vs clean-side λ; PN-CEM-2);
 * E1 — non-private regret vs T (slope); E2 — regret vs α, robust filter vs plain least squares, four
   adversaries; E3 — privacy cost in M1 vs ε; E4 — client model M1 vs M2 across T.
 
-``--horizon`` is the T of E2/E3 (spec: 10⁶; default 10⁵ to keep the run short on two cores); a subset of
+``--horizon`` is the T of E2/E3 (proposed: 10⁶; default 10⁵ to keep the run short on two cores); a subset of
 E2 (constant-10⁶ and targeted-50 adversaries, α ∈ {0.01, 0.05}) also runs at ``--large-horizon`` (10⁶).
 """
 
@@ -42,7 +42,10 @@ def _cell(row: dict) -> str:
 
 
 def robust_regression_table(reps: int = 4) -> list[str]:
-    """Spec 003 §4 single-phase table: d = 5, K = 40, FW design, n ≈ 4000, N(0,1) noise, targeted −c·sign."""
+    """Single-phase table (docs/PAPER_NOTES.md, PN-CEM-7).
+
+    d = 5, K = 40, FW design, n ≈ 4000, N(0,1) noise, targeted −c·sign.
+    """
     rng = np.random.default_rng(0)
     arms = rng.standard_normal((40, 5))
     arms /= np.linalg.norm(arms, axis=1, keepdims=True)
@@ -56,7 +59,7 @@ def robust_regression_table(reps: int = 4) -> list[str]:
     gram_values, gram_vectors = np.linalg.eigh(rows.T @ rows)
     inverse_root = (gram_vectors / np.sqrt(gram_values)) @ gram_vectors.T
     lines = [
-        f"R0 (single phase, spec §4 table; n = {rows.shape[0]}, max_a |⟨a, θ̂ − θ*⟩|, mean of {reps} reps; "
+        f"R0 (single phase, PN-CEM-7 table; n = {rows.shape[0]}, max_a |⟨a, θ̂ − θ*⟩|, mean of {reps} reps; "
         f"Ȳ = 1 + sqrt(2 log(2n/0.01)) = {bound:.2f}):",
         "",
         "| c | α | clean LS | filter, λ as printed | filter, trimmed λ | clip ±Ȳ + filter (trimmed λ) | "
@@ -104,7 +107,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--large-horizon", type=int, default=1_000_000, help="T of the E2 subset (spec: 10⁶)")
+    parser.add_argument(
+        "--large-horizon", type=int, default=1_000_000, help="T of the E2 subset (proposed: 10⁶)"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -122,10 +127,11 @@ def main() -> None:
     total = time.perf_counter() - started
 
     lines = [
-        "## Seed 003: robust, locally private batched elimination",
+        "## Charisopoulos, Esfandiari & Mirrokni 2023: robust, locally private batched elimination",
         "",
         f"Command: `python benchmarks/robust_elimination.py --runs {args.runs} --horizon {args.horizon}` "
-        f"(load average at start: {load:.2f}; total {total:.0f} s).  Spec 003 §4 setting: d = 5, K = 50, "
+        f"(load average at start: {load:.2f}; total {total:.0f} s).  "
+        "Setting of docs/PAPER_NOTES.md, PN-CEM-7: d = 5, K = 50, "
         f"arms "
         "and θ* uniform on the sphere (one instance), rewards 2·Bernoulli((1+⟨a,θ*⟩)/2) − 1, δ' = 0.05 "
         "(δ = δ'/(KT²)), B = ⌈ln T⌉, width scale c_γ = 0.05 frozen, filter λ = Chernoff-trimmed, received "
@@ -165,7 +171,8 @@ def main() -> None:
     e2_seconds = sum(row["seconds"] for row in e2["rows"].values())
     lines += ["", f"E2 wall time: {e2_seconds:.1f} s for {len(e2['rows'])} cells.", ""]
     lines += [
-        f"E2 at the spec's T = {args.large_horizon:,} (subset; robust / plain LS, runs losing a*, seconds):",
+        f"E2 at the proposed T = {args.large_horizon:,} "
+        "(subset; robust / plain LS, runs losing a*, seconds):",
         "",
         "| adversary | α | robust | plain LS |",
         "|---|---|---|---|",
@@ -214,7 +221,8 @@ def main() -> None:
         "Claims:",
         f"- Thm 1.3 / 3.4 at α = 0, ε = ∞ (regret Õ(√(dT))): log–log slope of regret vs T = {slope:.2f} over "
         f"10⁴–10⁶ ({late_slope:.2f} over the last three T).  The theorem is an upper bound: slope <= 0.5 "
-        f"(+0.15 tolerance) **{'holds' if slope <= 0.65 else 'does not hold'}**; the spec's expected band "
+        f"(+0.15 tolerance) **{'holds' if slope <= 0.65 else 'does not hold'}**; "
+        "the expected band of PN-CEM-7 "
         f"0.35–0.65 is {'met' if 0.35 <= slope <= 0.65 else 'not met'} (on one fixed instance the regret "
         f"is gap-dependent and flattens once the near-optimal arms are eliminated); a* survived in "
         f"{survived:.0%} of runs.",
@@ -234,7 +242,7 @@ def main() -> None:
         for a in (0.005, 0.01, 0.02, 0.05)
     )
     lines.append(
-        "- Robustness to large corruptions (spec B6: robust ≥ 10× better than plain LS under the "
+        "- Robustness to large corruptions (PN-CEM-7: robust ≥ 10× better than plain LS under the "
         "constant-10⁶ "
         f"adversary at α = 0.01): ratio {constant_ratio:.1f}×; plain LS loses a* in {lost_plain} of "
         f"{4 * args.runs} runs at α > 0, the robust filter in {lost_robust} — "
@@ -255,10 +263,10 @@ def main() -> None:
     ]
     rho = stats.spearmanr([0.0, 0.005, 0.01, 0.02, 0.05], robust_by_alpha).statistic
     lines.append(
-        "- Regret grows with α (theory: T·max{√(αd), αd} term; spec B6 asks Spearman ρ > 0.8), targeted-50 "
+        "- Regret grows with α (theory: T·max{√(αd), αd} term; PN-CEM-7 asks Spearman ρ > 0.8), targeted-50 "
         f"adversary: ρ = {rho:.2f} — **{'holds' if rho > 0.8 else 'does not hold'}**.  Moderate corruptions "
         "that stay below the filter threshold (c = 5, 50) are not removed; they bias θ̂ by O(α·c), as the "
-        "single-phase table shows (an unavoidable bias, spec §4 take-away 3)."
+        "single-phase table shows (an unavoidable bias, PN-CEM-7)."
     )
     eps_keys = [k for k in e3["rows"] if k != "inf"]
     eps_values = np.array([float(k) for k in eps_keys])
@@ -280,7 +288,7 @@ def main() -> None:
         "- Thm 1.4 vs 1.3 (M2's privacy term does not grow with T, so M2 < M1 for large T and small ε): at "
         f"ε = 0.5, T = 10⁶: M1 {m1_large:,.0f} vs M2 {m2_large:,.0f} — "
         f"**{'holds' if m2_large < m1_large else 'does not hold'}**, but confounded: M1 carries the filter's "
-        "α_eff = log(1/δ)/n width term (spec §2.5) that M2 at α = 0 omits (plain LS, spec §6.6), and most of "
+        "α_eff = log(1/δ)/n width term (PN-CEM-4) that M2 at α = 0 omits (plain LS, PN-CEM-8), and most of "
         "M1's regret is that term (compare E1/E3); with c_γ = 0.05 and no corruption term M2 also loses a* "
         f"in {m2_lost} of {m2_runs} runs (M1: {m1_lost}), i.e. its frozen widths are too narrow at small T.  "
         "M2's guarantee is per reward; a client "
@@ -289,7 +297,7 @@ def main() -> None:
     )
     lines.append(
         "- Privacy: reports are clip(r) + Lap(2c_r/ε) (M1) or mean + Lap(2c_r/(n_a ε)) (M2), pure ε-LDP per "
-        "reward only with the clipping the paper omits (spec §2.3 erratum); the printed λ = μ·mean(y²) on "
+        "reward only with the clipping the paper omits (PN-CEM-1); the printed λ = μ·mean(y²) on "
         "corrupted data gives no robustness (R0 column 2 equals plain LS for c = 10⁶)."
     )
     lines.append("")

@@ -1,9 +1,9 @@
-"""Seed 003: spectral filter vs clipping vs plain least squares under in-range corruptions.
+"""Robust elimination: spectral filter vs clipping vs plain least squares under in-range corruptions.
 
 Clipping received values to the clean range ``[−Ȳ, Ȳ]`` neutralises every large corruption, so the
 filter (Charisopoulos, Esfandiari & Mirrokni 2023, Alg. 2) can only be credited with robustness against
 corruptions that stay inside that range.  This script measures, for the phase estimate of the arms'
-means from corrupted reports (seed 003, Alg. 1 lines 5–8, with the paper's phase sizes ``q^i`` and M1
+means from corrupted reports (Alg. 1 lines 5–8, with the paper's phase sizes ``q^i`` and M1
 Laplace reports), the estimation error ``max_a |⟨a, θ̂ − θ*⟩|`` and whether the best arm survives the
 elimination test ``⟨a*, θ̂⟩ >= max_a ⟨a, θ̂⟩ − 2γ_i`` (Alg. 1 line 10), for each estimator × attack ×
 corruption fraction; then runs the engine end to end with the in-range adversaries.  It prints the
@@ -12,7 +12,7 @@ markdown section for ``benchmarks/RESULTS.md`` and writes the figure::
     python benchmarks/robust_filter.py [--reps 20] [--runs 10] [--figure benchmarks/robust_filter.png]
 
 Estimators (:func:`dpcert.bandits.algorithms.spectral_filter.robust_estimate`): ``filter`` with the per-arm
-whitened λ (``variance="arm-moment"``) and with the Chernoff-trimmed λ of spec 003 §2.4(b)
+whitened λ (``variance="arm-moment"``) and with the Chernoff-trimmed λ of docs/PAPER_NOTES.md, PN-CEM-2
 (``variance="trimmed"``, what the engine uses), each with and without clipping to ``[−Ȳ, Ȳ]`` first,
 ``clip-only`` and ``least-squares``.
 """
@@ -43,8 +43,8 @@ from dpcert.bandits.design import near_g_optimal_design
 
 HORIZON = 100_000
 ARMS, DIMENSION = 50, 5
-FAILURE = 0.05  # δ' of a run; per-event δ = δ'/(K T²) (seed 003, proof of Thm 3.4)
-WIDTH_SCALE = 0.05  # c_γ frozen as in the seed-003 reproduction
+FAILURE = 0.05  # δ' of a run; per-event δ = δ'/(K T²) (proof of Thm 3.4)
+WIDTH_SCALE = 0.05  # c_γ frozen as in the reproduction (PN-CEM-4)
 PHASES = (6, 8, 10)
 ALPHAS = (0.0, 0.01, 0.02, 0.05, 0.1)
 PRIVACY = ((None, "non-private"), (1.0, "ε = 1"))
@@ -225,7 +225,7 @@ def figure(results: dict, path: Path, phase: int) -> None:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
     fig.suptitle(
-        f"Seed 003 phase estimate under corruption (d = {DIMENSION}, K = {ARMS}, phase {phase}, "
+        f"Robust elimination: phase estimate under corruption (d = {DIMENSION}, K = {ARMS}, phase {phase}, "
         f"n = {n} M1 reports; mean ± s.e.)",
         fontsize=11,
     )
@@ -252,26 +252,26 @@ def main() -> None:
 
     gaps = np.sort(instance.gaps)
     lines = [
-        "## Seed 003: filter vs clipping under in-range attacks",
+        "## Charisopoulos, Esfandiari & Mirrokni 2023: filter vs clipping under in-range attacks",
         "",
         f"Command: `python benchmarks/robust_filter.py --reps {args.reps} --runs {args.runs}` (machine: "
         f"{os.cpu_count()} cores shared; load average at start {load[0]:.2f} / {load[1]:.2f} / "
         f"{load[2]:.2f}; estimator study {study_seconds:.0f} s, total {total:.0f} s; figure "
         f"`{args.figure}`).  Instance: d = {DIMENSION}, K = {ARMS}, "
-        f"arms and θ* uniform on the sphere (seed {args.seed}, as the seed-003 "
+        f"arms and θ* uniform on the sphere (seed {args.seed}, as the "
         f"reproduction), smallest gaps {gaps[1]:.3f}, {gaps[2]:.3f}; rewards 2·Bernoulli((1+⟨a,θ*⟩)/2) − 1; "
         f"T = {HORIZON:,}, B = ⌈ln T⌉, phase i plays ⌈q^i π(a)⌉ pulls of each arm of a near-G-optimal design "
         "on all K arms; M1 reports clip(r) + Lap(2/ε); δ = δ'/(KT²), δ' = 0.05; received values clipped to "
         "Ȳ = c_r + (2c_r/ε)·log(2n/δ) (= 1 without privacy), the engine's clean range.",
         "",
-        "Attacks (each received value replaced independently w.p. α, seed 003 eq. 3): targeted ±Ȳ "
+        "Attacks (each received value replaced independently w.p. α, eq. 3): targeted ±Ȳ "
         "(−Ȳ on a*'s rows, +Ȳ elsewhere); coordinated ±Ȳ (−Ȳ·sign⟨a* − a', M⁺a_j⟩, a' the closest rival: "
         "every corrupted row lowers the least-squares estimate of a*'s lead); coordinated ±Ȳ/4 (the same at "
         "a quarter of the range, to stay under the filter's threshold); targeted ±50 (the engine's attack: "
         "out of range without privacy, where clipping removes it, but inside Ȳ ≈ 75–81 at ε = 1).  "
         "Error = max_a |⟨a, θ̂ − θ*⟩| (mean ± s.e. over "
         f"{args.reps} seeded repetitions); kept = share of repetitions where a* passes the elimination test "
-        f"with γ_i = {WIDTH_SCALE}·(spec §2.5 width, α_eff); removed = mean points removed by the filter.",
+        f"with γ_i = {WIDTH_SCALE}·(PN-CEM-4 width, α_eff); removed = mean points removed by the filter.",
         "",
     ]
     for epsilon, privacy_label in PRIVACY:

@@ -50,7 +50,9 @@ def main() -> None:
         result = calibrate_binomial_sum(1.0, 1e-5, users=1000, method=method)
         scalar[method] = result
         q = result.parameters
-        label = "paper (seed 000 Alg. 4, eq. 60)" if method == "paper" else "exact (p = 1/2, least b)"
+        label = (
+            "paper (Li, Zhou & Ji 2022, Alg. 4, eq. 60)" if method == "paper" else "exact (p = 1/2, least b)"
+        )
         epsilon, ms = account(q, 1e-5)
         lines.append(
             f"| {label} | {q.g} | {q.b} | {q.p:.6f} | {q.noise_std:.3f} | {epsilon:.4g} | {ms:.1f} |"
@@ -58,7 +60,10 @@ def main() -> None:
     lines.append("")
     lines.append(f"Noise bits: paper / exact = {scalar['paper'].b / scalar['exact'].b:.1f}x.")
     lines.append("")
-    lines.append("### Seed 002 P_Vec: vector + symmetric matrix, d = 5, B = 20 users per batch, delta = 0.1")
+    lines.append(
+        "### Chowdhury & Zhou 2022, P_Vec: vector + symmetric matrix, d = 5, B = 20 users per batch, "
+        "delta = 0.1"
+    )
     lines.append("")
     lines.append(
         "20 privatised coordinates (5 vector + 15 upper-triangle entries in [-1, 1]); exact accounting "
@@ -101,7 +106,9 @@ def main() -> None:
             row = f"| {users} | {method} | {norm} | {q.g} | {q.b} | {q.noise_std:.3f} | {exact_epsilon:.4g} |"
             lines.append(f"{row} {ms:.1f} |")
     lines.append("")
-    lines.append("### P_Amp (seed 002 Thm 3.2): Gaussian local sigma for the paper's proven guarantee")
+    lines.append(
+        "### P_Amp (Chowdhury & Zhou 2022, Thm 3.2): Gaussian local sigma for the paper's proven guarantee"
+    )
     lines.append("")
     paper = calibrate_pamp(0.05, 1e-5, users=1000, dimension=5, method="paper")
     target = paper.certificate.guarantee
@@ -117,7 +124,7 @@ def main() -> None:
         result = calibrate_pamp(target.epsilon, target.delta, users=1000, dimension=5, method=method)
         lines.append(f"| {method} | {result.sigma:.3f} | {result.epsilon0:.4f} | {result.delta0:.3g} |")
     lines.append("")
-    lines.append("### Seed 001 binary summation: least noise bits N")
+    lines.append("### Tenenbaum et al. 2021, binary summation: least noise bits N")
     lines.append("")
     lines.append("| epsilon | delta | exact N | Hoeffding N_H |")
     lines.append("|---|---|---|---|")

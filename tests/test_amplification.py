@@ -70,7 +70,7 @@ def fmt_pair_delta_by_enumeration(epsilon: float, epsilon0: float, users: int) -
     [(100, 0.1, 0.0883), (100, 0.5, 0.444), (1000, 0.5, 0.1568), (1000, 1.0, 0.3461), (10**4, 1.0, 0.1210)],
 )
 def test_closed_form_reference_values(users, epsilon0, expected):
-    # Reference values computed from Lemma B.4 in the seed 002 notes (§7.1, item 2), delta' = 0.05.
+    # Reference values of Lemma B.4 (Chowdhury & Zhou 2022), docs/PAPER_NOTES.md, PN-CZ-5, delta' = 0.05.
     assert amp.closed_form_epsilon(epsilon0, users, 0.05) == pytest.approx(expected, abs=6e-5)
 
 
@@ -155,7 +155,7 @@ def test_shuffle_protocol_with_randomized_response():
 
 # --------------------------------------------------------------------------- P_Amp
 def test_pamp_paper_constants_and_lemma_b4():
-    # seed 002 notes §7.1 item 1 and item 2
+    # docs/PAPER_NOTES.md, PN-CZ-5
     assert pamp_paper_sigma(0.05, 1e-5, 1000) == pytest.approx(54.97, rel=1e-3)
     assert pamp_paper_sigma(0.1, 1e-5, 1000) == pytest.approx(27.48, rel=1e-3)
     assert pamp_paper_sigma(1.0, 0.1, 20) == pytest.approx(5.458, rel=1e-3)

@@ -65,7 +65,7 @@ def test_exact_delta_equals_enumerated_view_for_every_neighbour_pair(allocation)
     ],
 )
 def test_reference_values(noise, epsilon, expected):
-    # seed 001 notes §3.3 reference table (computed there independently).
+    # reference table of docs/PAPER_NOTES.md, PN-TKMS-2 (computed independently of this code).
     assert binary_sum_delta(epsilon, noise) == pytest.approx(expected, rel=1e-5)
 
 
@@ -103,14 +103,14 @@ def test_monotone_in_noise_and_epsilon():
 )
 def test_least_noise_bits(epsilon, delta, expected):
     noise = least_noise_bits(epsilon, delta)
-    assert noise == expected  # seed 001 notes §3.4 table
+    assert noise == expected  # table of docs/PAPER_NOTES.md, PN-TKMS-3
     assert binary_sum_delta(epsilon, noise) <= delta < binary_sum_delta(epsilon, noise - 1)
     hoeffding = hoeffding_noise_bits(epsilon, delta)
     assert hoeffding >= noise and binary_sum_delta(epsilon, hoeffding) <= delta
 
 
 def test_epsilon_inverse_and_floor():
-    assert binary_sum_epsilon(1e-6, 80) == pytest.approx(0.99857, abs=1e-5)  # notes §3.4
+    assert binary_sum_epsilon(1e-6, 80) == pytest.approx(0.99857, abs=1e-5)  # PN-TKMS-3
     assert binary_sum_delta(binary_sum_epsilon(1e-6, 268), 268) <= 1e-6
     assert binary_sum_epsilon(2.0**-20, 10) == math.inf
 

@@ -141,17 +141,17 @@ def test_delta_is_non_increasing_in_noise_bits_and_epsilon():
 
 # --------------------------------------------------------------------------- calibration
 def test_paper_parameters_reproduce_published_values():
-    alg4, _ = paper_parameters(1.0, 0.1, 100, 1, 1.0)  # seed 000 notes, Appendix A
+    alg4, _ = paper_parameters(1.0, 0.1, 100, 1, 1.0)  # docs/PAPER_NOTES.md, PN-LZJ-4
     assert (alg4.g, alg4.b) == (10, 2157)
     assert alg4.p == pytest.approx(0.4999831, abs=1e-7)
-    alg2, _ = paper_parameters(10.0, 0.25, 200, 5, 1.0)  # seed 000 notes, P9
+    alg2, _ = paper_parameters(10.0, 0.25, 200, 5, 1.0)  # PN-LZJ-3
     assert (alg2.g, alg2.b) == (10, 2658)
     assert alg2.p == pytest.approx(0.49983, abs=1e-5)
-    pvec, _ = paper_parameters(1.0, 0.1, 20, 5, 1.0, "vector+matrix")  # seed 002 notes, §7.1 item 3
+    pvec, _ = paper_parameters(1.0, 0.1, 20, 5, 1.0, "vector+matrix")  # PN-CZ-3
     assert (pvec.g, pvec.b, pvec.p) == (9, 46_909_183, 0.25)
 
 
-def test_exact_calibration_is_least_and_100x_below_seed_000_alg4():
+def test_exact_calibration_is_least_and_100x_below_lzj2022_alg4():
     result = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="exact")
     paper = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="paper")
     q = result.parameters

@@ -1,14 +1,15 @@
 """End-to-end privacy audits: shuffled views of the bit sums, whole bandit runs, coupled transcripts.
 
-Oracles: the exact hockey-stick divergence of the view's count PMFs (spec 001 §8.2 white-box), the
-certificates' own profiles (a second method: closed form δ_N(ε) of spec 001 §3.3, or the exact
+Oracles: the exact hockey-stick divergence of the view's count PMFs (white-box), the certificates' own
+profiles (a second method: closed form δ_N(ε) of docs/PAPER_NOTES.md, PN-TKMS-2, or the exact
 binomial accounting of the bit sum), brute-force enumeration of randomized rounding, chi-square
 goodness of fit of sampled views against the exact PMFs, and seeded black-box audits (Clopper–Pearson
 lower bounds on ε at confidence 1 − α; a correctly calibrated mechanism is reported "violated" with
 probability at most α, so every "consistent" assertion below has false-positive rate α = 1e-3).
 Negative controls ("violated") are seeded and have power by construction: their exact δ at the claimed ε
 is asserted to exceed 0.1 where it is computable, or the outputs on the two inputs are disjoint.  Coupled
-runs with common random numbers (spec 001 §8.2 end-to-end; spec 003 §5.2 A4) are exact comparisons.
+runs with common random numbers (whole runs of Tenenbaum et al. 2021 and of Charisopoulos, Esfandiari &
+Mirrokni 2023) are exact comparisons.
 """
 
 from __future__ import annotations
@@ -66,13 +67,13 @@ def chi_square_p_value(counts_observed: np.ndarray, pmf: np.ndarray, minimum_exp
     return float(stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue)
 
 
-# =========================================================================== seed 001 binary summation
+# =========================================================================== Tenenbaum et al. 2021 binary sum
 @pytest.fixture(scope="module")
 def calibrated_binary_sum() -> BinarySum:
     return calibrate_binary_sum(EPSILON, DELTA).mechanism()
 
 
-BATCH_A = np.zeros(6, dtype=int)  # spec 001 §8.2: x = 0^m and x' = (1, 0^{m-1})
+BATCH_A = np.zeros(6, dtype=int)  # x = 0^m and x' = (1, 0^{m-1})
 BATCH_B = np.array([1, 0, 0, 0, 0, 0])
 
 
@@ -230,8 +231,9 @@ def test_sampled_audit_flags_an_under_noised_bit_sum(calibrated_bit_sum):
 BATCH = 100
 HORIZON = 2000
 # Arm 0: users with index 1..c0 (mod BATCH) have reward 1, the others 0; arm 1 pays 0.  With exact sums
-# the phase-1 elimination test (seed 001 Alg. 1 line 16) keeps arm 1 iff s0 − s1 <= 2·sqrt(2 m log T):
-# c0 is the largest sum that keeps it, so user 0's bit decides phase 1 when there is no noise.
+# the phase-1 elimination test (Tenenbaum et al. 2021, Alg. 1 line 16) keeps arm 1 iff
+# s0 − s1 <= 2·sqrt(2 m log T): c0 is the largest sum that keeps it, so user 0's bit decides
+# phase 1 when there is no noise.
 ELIMINATION_EDGE = math.floor(2.0 * math.sqrt(2.0 * BATCH * math.log(HORIZON)))
 _ARRIVAL = np.arange(HORIZON) % BATCH
 POPULATION_A = np.stack(
@@ -294,14 +296,14 @@ def test_population_serves_the_users_the_ledger_is_charged_for(calibrated_summat
         for run, arm in zip(*np.nonzero(start >= 0), strict=True)
     }
     assert served == ledger.batches
-    # every user is in at most one batch (spec 001 §8.2 end-to-end)
+    # every user is in at most one batch (docs/PAPER_NOTES.md, PN-TKMS-4)
     for run in range(6):
         intervals = sorted((first, last) for r, first, last in served if r == run)
         assert all(previous[1] <= current[0] for previous, current in itertools.pairwise(intervals))
 
 
 def test_coupled_runs_differ_only_in_the_changed_users_batch(calibrated_summation):
-    # spec 003 §5.2 A4 / spec 001 §8.2: common random numbers; only user 0's batch output may differ
+    # common random numbers (PN-TKMS-4): only user 0's batch output may differ
     runs = 200
     results = []
     for population in (POPULATION_A, POPULATION_B):
@@ -377,7 +379,7 @@ def test_central_laplace_run_audit_is_consistent_and_tight():
     report = audit_samples(pair, certificate.epsilon, certificate.delta, confidence=CONFIDENCE)
     assert (certificate.epsilon, certificate.delta) == (EPSILON, 0.0)
     assert report.verdict == "consistent"
-    assert report.epsilon_lower_bound >= 0.8 * EPSILON  # the audit has power here (spec 003 §5.2 A1)
+    assert report.epsilon_lower_bound >= 0.8 * EPSILON  # the audit has power here
 
 
 def test_central_laplace_run_with_too_little_noise_is_caught():
@@ -408,7 +410,7 @@ def test_pipeline_rejects_bad_inputs(calibrated_summation):
         released_statistic(result, "pulls", arm=2)
 
 
-# =========================================================================== seed 003: coupled transcripts
+# =========================================================================== robust elimination: coupled runs
 @dataclass(frozen=True)
 class RewardTable(LinearArms):
     """Linear arms whose rewards come from a fixed table, ``table[i, a]`` for the ``i``-th pull."""
@@ -424,7 +426,7 @@ class RewardTable(LinearArms):
 
 
 def test_robust_elimination_coupled_transcripts_differ_only_through_one_report():
-    # spec 003 §5.2 A4: reward tables R, R' differing at the first pull j* = 0; common random numbers for
+    # reward tables R, R' differing at the first pull j* = 0; common random numbers for
     # every client's Laplace noise.  All reports but j*'s are then bit-identical, so the phase-1 least-
     # squares fit moves by exactly M⁺ a_{j*} (clip(r') − clip(r)) and the phase-1 plays are identical.
     arms = np.array([[1.0, 0.0], [0.0, 1.0], [-0.6, 0.8], [0.6, 0.6]])

@@ -19,8 +19,8 @@ def thm_3_20(epsilon: float, k: int, delta_slack: float) -> float:
 
 
 def test_paper_split_matches_the_spec_example():
-    # Spec 002 §4: M = 100, ε = 0.5, δ = 1e-5 gives ε_m = 0.00506, δ_m = 5e-8 and, by Thm 3.20
-    # with δ' = δ/2, a total of ε_tot = 0.2526.
+    # docs/PAPER_NOTES.md, PN-CZ-6: M = 100, ε = 0.5, δ = 1e-5 gives ε_m = 0.00506, δ_m = 5e-8
+    # and, by Thm 3.20 with δ' = δ/2, a total of ε_tot = 0.2526.
     epsilon_m, delta_m = paper_split(Guarantee(0.5, 1e-5), 100)
     assert epsilon_m == pytest.approx(0.5 / (2 * math.sqrt(200 * math.log(2e5))), rel=1e-14)
     assert epsilon_m == pytest.approx(0.00506, abs=5e-6)
@@ -58,7 +58,7 @@ def test_tight_gaussian_split_is_exact_and_needs_less_noise(total, m):
 
 
 def test_paper_split_is_checked_not_assumed_for_large_epsilon():
-    # Spec 002 §4.2 flag: Cor. 3.21 needs ε < 1 but Thm E.5 claims ε <= 15; the exact Thm 3.20 total
+    # PN-CZ-6: Cor. 3.21 needs ε < 1 but Thm E.5 claims ε <= 15; the exact Thm 3.20 total
     # is ≈ ε/2 + ε²/(8 ln(2/δ)), which exceeds ε for ε = 15 at δ = 0.1.
     total = Guarantee(15.0, 0.1)
     m = 10

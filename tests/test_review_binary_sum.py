@@ -1,4 +1,4 @@
-"""Independent checks of seed 001's binary summation δ_N(ε) (spec 001 §3.3–3.4).
+"""Independent checks of the binary summation δ_N(ε) (Tenenbaum et al. 2021; PAPER_NOTES PN-TKMS-2, -3).
 
 The reference is the hockey-stick divergence of ``Bin(N, 1/2)`` and ``Bin(N, 1/2) + 1`` computed
 in exact integer arithmetic (binomial coefficients) and 60-digit ``mpmath`` for ``e^ε``.
@@ -88,7 +88,7 @@ def test_least_noise_bits_is_least(epsilon: float, delta: float) -> None:
     [(0.1, 1e-3, 1213), (0.5, 1e-6, 268), (1.0, 1e-9, 136), (2.0, 1e-6, 31)],
 )
 def test_least_noise_bits_matches_the_spec_table(epsilon: float, delta: float, published: int) -> None:
-    # Published: seed 001 notes §3.4, calibration table ("N exact").
+    # Published: docs/PAPER_NOTES.md, PN-TKMS-3, calibration table ("N exact").
     assert least_noise_bits(epsilon, delta) == published
 
 

@@ -1,4 +1,4 @@
-"""Brute-force cross-checks of the bit-sum protocol's exact accounting (seed 000 Alg. 2/4, seed 002 P_Vec).
+"""Brute-force cross-checks of the bit-sum protocol's exact accounting (Li, Zhou & Ji 2022, Alg. 2/4; P_Vec).
 
 For tiny instances the exact law of the shuffled view (per coordinate, the count of ones among the
 ``n(g + b)`` bits) is enumerated from the randomizer itself: each user's value ``v ∈ [−B, B]`` is

@@ -186,7 +186,7 @@ def shuffle_model_sum(context: DemoContext) -> StepResult:
             f"bit-sum over 1000 users at (1, 1e-5): exact b = {exact.b} noise bits per user "
             f"(paper: {paper.b}), noise std {exact.noise_std:.3g} (paper: {paper.noise_std:.3g})",
             f"  sum {data.sum():.2f} estimated as {estimate:.2f}; certificate re-verified from {path}",
-            f"binary summation (seed 001) at (1, 1e-6): N = {binary.noise_bits} noise bits",
+            f"binary summation (Tenenbaum et al. 2021) at (1, 1e-6): N = {binary.noise_bits} noise bits",
             f"amplification: 1000 shuffled eps0-LDP reports are (1, 1e-6)-DP for eps0 <= {epsilon0:.3f}",
         ],
     )
@@ -261,7 +261,10 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
 
 
 def private_linucb(context: DemoContext) -> StepResult:
-    """Job 3: shuffle-private LinUCB (C&Z 2022) against its central and local versions, with certificates."""
+    """Job 3: shuffle-private LinUCB (Chowdhury & Zhou 2022) against its central and local versions.
+
+    Every run carries its certificate.
+    """
     from dpcert.bandits.figures.linucb import figure_runs
 
     results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed, index_dtype="float64")

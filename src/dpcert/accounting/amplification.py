@@ -6,12 +6,12 @@ API for bandit algorithms
 ``users`` independent (ε0, δ0)-LDP reports; ``shuffled_delta(epsilon, ...)`` its δ(ε);
 ``largest_local_epsilon(epsilon, delta, users, method=...)`` the largest ε0 of a pure-LDP randomizer
 whose shuffled protocol meets (ε, δ); :func:`amplification_certificate` the checkable certificate.
-``method="closed-form"`` is seed 002's Lemma B.4 (FMT Thm 3.1 / 3.8); ``"numeric"`` the tightest
+``method="closed-form"`` is Lemma B.4 of Chowdhury & Zhou 2022 (FMT Thm 3.1 / 3.8); ``"numeric"`` the tightest
 proven numeric bound for the declared ``randomizer`` (below).  Every function also takes the
 keyword arguments ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"``) and ``categories``.
 
-Closed form (seed 002, Lemma B.4 = FMT20 Thm 3.1 and, for δ0 > 0, Thm 3.8).  For any ``δ' ∈ (0, 1]``
-with the precondition ``ε0 <= ln(n / (16 ln(2/δ')))`` (checked, never assumed), the shuffled
+Closed form (Chowdhury & Zhou 2022, Lemma B.4 = FMT20 Thm 3.1 and, for δ0 > 0, Thm 3.8).  For any
+``δ' ∈ (0, 1]`` with the precondition ``ε0 <= ln(n / (16 ln(2/δ')))`` (checked, never assumed), the shuffled
 protocol is (ε̃, δ̃)-DP with
 
     ε̃ = ln(1 + (e^{ε0} − 1)/(e^{ε0} + 1) · (8 √(e^{ε0} ln(4/δ'))/√n + 8 e^{ε0}/n)),
@@ -95,7 +95,9 @@ from dpcert.errors import InvalidParameter, PreconditionFailed
 METHODS = ("closed-form", "numeric")
 RANDOMIZERS = ("generic", "binary-rr", "k-rr")
 BINARY_RR_EXACT_MAX_USERS = 1000
-CLOSED_FORM_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.1/3.8 (seed 002 Lemma B.4), closed form"
+CLOSED_FORM_BASIS = (
+    "Feldman, McMillan & Talwar 2020, Thm 3.1/3.8 (Chowdhury & Zhou 2022, Lemma B.4), closed form"
+)
 NUMERIC_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.2 (+ Thm 3.8 for delta0 > 0), evaluated exactly"
 STRONGER_CLONE_BASIS = (
     "stronger clone pair, C ~ Bin(n-1, 2/(e^eps0+1)) (Feldman, McMillan & Talwar 2023, Thm 3.1 for "
@@ -134,20 +136,24 @@ def _check_randomizer(randomizer: str, categories: object, method: str, delta0: 
 
 # --------------------------------------------------------------------------- closed form
 def closed_form_precondition(epsilon0: float, users: int, delta_prime: float) -> bool:
-    """``ε0 <= ln(n / (16 ln(2/δ')))`` (seed 002 Lemma B.4)."""
+    """``ε0 <= ln(n / (16 ln(2/δ')))`` (Chowdhury & Zhou 2022, Lemma B.4)."""
     if not 0.0 < delta_prime <= 1.0:
         return False
     return epsilon0 <= math.log(users / (16.0 * math.log(2.0 / delta_prime)))
 
 
 def closed_form_epsilon(epsilon0: float, users: int, delta_prime: float) -> float:
-    """ε̃ of seed 002 Lemma B.4 (FMT Thm 3.1); raises :class:`PreconditionFailed` outside its range."""
+    """ε̃ of Chowdhury & Zhou 2022, Lemma B.4 (FMT Thm 3.1).
+
+    Raises :class:`PreconditionFailed` outside its range.
+    """
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
     users = check.positive_int("users", users)
     delta_prime = check.probability("delta_prime", delta_prime, open_low=True)
     if not closed_form_precondition(epsilon0, users, delta_prime):
         raise PreconditionFailed(
-            f"amplification closed form (seed 002 Lemma B.4) needs epsilon0 <= ln(n / (16 ln(2/delta'))): "
+            f"amplification closed form (Chowdhury & Zhou 2022, Lemma B.4) needs "
+            f"epsilon0 <= ln(n / (16 ln(2/delta'))): "
             f"epsilon0={epsilon0!r}, n={users}, delta'={delta_prime!r} "
             f"(largest allowed epsilon0 is {_largest_closed_form_epsilon0(users, delta_prime):.6g})"
         )

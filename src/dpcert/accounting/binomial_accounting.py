@@ -9,10 +9,10 @@ Bandit code rarely needs this module directly: certificates from
 parameter set;
 ``l2_delta`` / ``l2_epsilon`` the same for ℓ2-bounded data (``p = 1/2``).
 
-In the Cheu et al. bit-sum protocols (seed 000 Alg. 2 and 4, seed 002 Alg. 5–7, seed 001's
-binary summation) the analyzer's view of one coordinate is, after shuffling, exactly the number of
-ones among that coordinate's bits: ``C = Σ_i x̂_i + N`` with ``N ~ Bin(M, p)`` the total noise of all
-users (``M = n·b`` noise bits) and ``x̂_i ∈ {0, …, g}`` the users' encoded values.
+In the Cheu et al. bit-sum protocols (Li, Zhou & Ji 2022, Alg. 2 and 4; Chowdhury & Zhou 2022, Alg. 5–7;
+the binary summation of Tenenbaum et al. 2021) the analyzer's view of one coordinate is, after shuffling,
+exactly the number of ones among that coordinate's bits: ``C = Σ_i x̂_i + N`` with ``N ~ Bin(M, p)`` the
+total noise of all users (``M = n·b`` noise bits) and ``x̂_i ∈ {0, …, g}`` the users' encoded values.
 
 **Worst case of one coordinate (exact).**  Replacing one user's value changes ``x̂`` inside
 ``{0, …, g}``.  The law of the view is a mixture (over every user's randomized rounding) of shifted

@@ -1,18 +1,19 @@
 """Audit whole protocols and bandit pipelines: exact shuffled views and released statistics of a run.
 
-Shuffled views (seed 001 spec §8.2; Cheu et al. bit sum).  Every message of the binary summation and of
-the bit-sum protocol is one bit and the shuffler permutes them uniformly, so the analyzer's view is
-determined by the number of ones (spec 001 §3.3, Step 1): the view's privacy profile is exactly that of
-the count.  :func:`binary_sum_view` and :func:`bit_sum_view` give the two count PMFs on neighbouring
-inputs (as a :class:`~dpcert.audits.exact.DiscretePair`, whose ``delta_for`` is the exact hockey-stick
-divergence); :func:`view_count` reduces materialized shuffled messages to that count.
+Shuffled views (the binary summation of Tenenbaum et al. 2021; the Cheu et al. bit sum).  Every message
+of the binary summation and of the bit-sum protocol is one bit and the shuffler permutes them uniformly,
+so the analyzer's view is determined by the number of ones (docs/PAPER_NOTES.md, PN-TKMS-2): the view's
+privacy profile is exactly that of the count.  :func:`binary_sum_view` and :func:`bit_sum_view` give the
+two count PMFs on neighbouring inputs (as a :class:`~dpcert.audits.exact.DiscretePair`, whose
+``delta_for`` is the exact hockey-stick divergence); :func:`view_count` reduces materialized shuffled
+messages to that count.
 
-Bandit pipelines (issue 5; spec 003 §5.2 A5).  :class:`UserPopulation` is a fixed table of users'
-reward bits, one row per user in arrival order and one column per arm: a user population in the sense
-of the replace-one relation, so that two tables differing in one row are neighbouring inputs of the
-*whole* run.  :func:`elimination_pipeline` wraps seed 001's batched arm elimination into a mechanism
-``f(population, rng, size)`` that runs ``size`` independent repetitions (vectorised in lockstep) and
-releases one statistic of each run's final model, ready for :func:`dpcert.audits.audit`.
+Bandit pipelines.  :class:`UserPopulation` is a fixed table of users' reward bits, one row per user in
+arrival order and one column per arm: a user population in the sense of the replace-one relation, so that
+two tables differing in one row are neighbouring inputs of the *whole* run.  :func:`elimination_pipeline`
+wraps the batched arm elimination of Tenenbaum et al. 2021 into a mechanism ``f(population, rng, size)``
+that runs ``size`` independent repetitions (vectorised in lockstep) and releases one statistic of each
+run's final model, ready for :func:`dpcert.audits.audit`.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def binary_sum_view(bits_a: Any, bits_b: Any, noise_bits: int) -> DiscretePair:
     """PMFs of the count of ones in the shuffled view of the binary summation on two batches.
 
     The view of ``m`` users' bits plus ``N`` fair noise bits, permuted, is determined by its count
-    ``Σx + Bin(N, 1/2)`` (spec 001 §3.3, Step 1); outcome ``c`` of the pair is the count ``c``.
+    ``Σx + Bin(N, 1/2)`` (docs/PAPER_NOTES.md, PN-TKMS-2); outcome ``c`` of the pair is the count ``c``.
 
     Parameters
     ----------
@@ -257,9 +258,9 @@ class EliminationPipeline:
 
     ``rewards`` is a ``(users, arms)`` table of bits (the horizon is the number of users); each call
     runs ``size`` independent repetitions in lockstep (a fresh :class:`UserPopulation`) with
-    ``summation`` and fixed batches of ``batch_size`` users (seed 001 Alg. 1 schedule), and returns
-    :func:`released_statistic` of each.  ``certificate`` is the run's: the summation's, since every
-    user's reward enters exactly one summation (seed 001 spec §1.2), as
+    ``summation`` and fixed batches of ``batch_size`` users (Tenenbaum et al. 2021, Alg. 1 schedule), and
+    returns :func:`released_statistic` of each.  ``certificate`` is the run's: the summation's, since every
+    user's reward enters exactly one summation (docs/PAPER_NOTES.md, PN-TKMS-4), as
     :func:`~dpcert.bandits.algorithms.mab.batched_arm_elimination` reports it.
     """
 

@@ -1,4 +1,4 @@
-"""Seed 001's private binary summation ``M_sum`` (binomial shuffle sum), with its exact δ_N(ε).
+"""The private binary summation ``M_sum`` of Tenenbaum et al. 2021, with its exact δ_N(ε).
 
 API for bandit algorithms
 -------------------------
@@ -10,14 +10,14 @@ API for bandit algorithms
 ``Σx + Bin(N, 1/2) − N/2``; ``materialize(bits, rng)`` emits the shuffled one-bit messages.
 :func:`binary_sum_delta` is the exact δ_N(ε).
 
-Protocol (reconstructed in the seed 001 notes, §3.2 [R]; the paper's Appendix C is missing).  The
+Protocol (reconstructed: the paper's Appendix C is missing; docs/PAPER_NOTES.md, PN-TKMS-1).  The
 server announces ``ℓ_i = ⌊N/m⌋ + [i <= N mod m]`` (so ``Σ ℓ_i = N``); user ``i`` sends its reward bit and
 ``ℓ_i`` fair coin bits; the shuffler permutes all ``m + N`` bits; the analyzer returns
 ``Σ bits − N/2``.  The error ``Bin(N, 1/2) − N/2`` does not depend on the data nor on ``m``
-(properties I1–I4 of the notes, §3.1).
+(the paper's interface properties I1–I4, PN-TKMS-1).
 
-Exact privacy (notes §3.3).  The view is determined by the count of ones, so the protocol's profile is
-that of ``s ↦ s + Bin(N, 1/2)`` with sensitivity 1:
+Exact privacy (docs/PAPER_NOTES.md, PN-TKMS-2).  The view is determined by the count of ones, so the
+protocol's profile is that of ``s ↦ s + Bin(N, 1/2)`` with sensitivity 1:
 ``δ_N(ε) = Σ_{k <= k*} p(k)(1 − e^ε k/(N − k + 1))``, ``p(k) = C(N, k)/2^N``, ``k*`` the largest
 integer below ``(N + 1)/(1 + e^ε)`` — exact, not a bound, and equal in both directions.
 """
@@ -47,7 +47,10 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter
 
-BASIS = "seed 001 (Tenenbaum et al. 2021) M_sum as reconstructed in its notes §3.2, exact delta_N (§3.3)"
+BASIS = (
+    "Tenenbaum et al. 2021, M_sum as reconstructed in docs/PAPER_NOTES.md, PN-TKMS-1 (binomial shuffle sum); "
+    "exact delta_N, PN-TKMS-2"
+)
 MAX_NOISE_BITS = 10**9
 _RELATIVE_SLACK = 5e-13  # times P(count <= k*): log-PMF error (<= 2e-13) and summation rounding
 _SMALLEST_DELTA = math.ulp(0.0)  # a float >= 2^-N for every N > 1074 (δ_N never vanishes)
@@ -113,7 +116,7 @@ def least_noise_bits(epsilon: float, delta: float) -> int:
 def hoeffding_noise_bits(epsilon: float, delta: float) -> int:
     """Closed form ``N_H = ⌈((√(2L) + √(2L + 4α))/(2α))²⌉`` with ``L = ln(1/δ)``, ``α = tanh(ε/2)``.
 
-    Hoeffding's bound on δ_N (seed 001 notes §3.4): valid for any ε > 0, larger than the exact N.
+    Hoeffding's bound on δ_N (docs/PAPER_NOTES.md, PN-TKMS-3): valid for any ε > 0, larger than the exact N.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)

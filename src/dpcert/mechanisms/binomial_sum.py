@@ -12,8 +12,9 @@ data of shape ``(..., n, d)`` (``shape="vector"``; ``d = 1`` for scalars) or ``(
 of the *sum* over the ``n`` users, of shape ``(..., d)`` or ``(..., d, d)``.  Simulation draws the
 per-coordinate counts directly (exact in distribution; no per-bit work);
 ``materialize(data, rng)`` emits the actual shuffled bit multisets for small ``n``.
-``method="paper"`` uses the theorem parameters (scalar: seed 000 Alg. 4 / eq. 60, Thm C.6;
-vector: seed 000 Alg. 2, Thm A.2; symmetric matrix or vector+matrix: seed 002 P_Vec, Thm 3.5 = C.1);
+``method="paper"`` uses the theorem parameters (scalar: Li, Zhou & Ji 2022, Alg. 4 / eq. 60,
+Thm C.6; vector: Li, Zhou & Ji 2022, Alg. 2, Thm A.2; symmetric matrix or vector+matrix: Chowdhury & Zhou
+2022, P_Vec, Thm 3.5 = C.1);
 ``method="exact"`` uses ``p = 1/2``, ``g = max(4, ⌈√n⌉)`` and the least ``b`` meeting the target by
 exact accounting.  Every certificate's claim is re-derived by exact accounting
 (:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
@@ -24,19 +25,20 @@ the pessimistic PLD of a dominating coordinate pair and its count, so that ``com
 method="pld")`` composes several runs (a returning user's batches) tightly, with proven round-off;
 ``least_noise_bits(..., compositions=M)`` calibrates for M runs.
 
-Protocol (seed 000 Alg. 4; seed 002 Alg. 5–7)
----------------------------------------------
+Protocol (Li, Zhou & Ji 2022, Alg. 4; Chowdhury & Zhou 2022, Alg. 5–7)
+----------------------------------------------------------------------
 Randomizer: a value ``v ∈ [−B, B]`` is encoded as ``u = (v + B)·g/(2B) ∈ [0, g]`` and rounded at
 random, ``x̂ = ⌊u⌋ + Ber(u − ⌊u⌋)`` (unbiased); the user sends ``g + b`` bits per coordinate,
-``x̂ + Bin(b, p)`` of them ones.  This is the *safe* encoding range ``2B`` of seed 000 Alg. 2/4 and of
-the P_Vec encoding flag in the seed 002 notes: the encoded value never exceeds ``g`` (seed 002's
+``x̂ + Bin(b, p)`` of them ones.  This is the *safe* encoding range ``2B`` of Li, Zhou & Ji 2022, Alg. 2/4,
+and of docs/PAPER_NOTES.md, PN-CZ-1: the encoded value never exceeds ``g`` (Chowdhury & Zhou 2022's
 printed ``R(w, Δ = 1)`` with ``w ∈ [0, 2]`` could reach ``2g`` and overflow; this module follows the
 safe version).  Shuffler: a uniform permutation of each coordinate's ``n(g + b)`` bits.
 Analyzer: ``(2B/g)·(#ones − n·b·p) − n·B`` — re-centred by ``n·B`` (one shift per user), not by
-``B`` as in Cheu et al. 2021 (the bug noted in seed 002, §3.2).
+``B`` as in Cheu et al. 2021 (the bug noted by Chowdhury & Zhou 2022; docs/PAPER_NOTES.md,
+PN-CZ-2).
 
 Its exact variance per coordinate is ``(2B/g)²·(Σ_i f_i(1 − f_i) + n·b·p(1 − p))`` with ``f_i`` the
-fractional part of ``u_i`` (seed 000 notes §3.4, erratum E3), at most
+fractional part of ``u_i`` (docs/PAPER_NOTES.md, PN-LZJ-5 and PN-CZ-4), at most
 ``(2B/g)²·n·(1/4 + b·p(1 − p))`` (:attr:`BinomialSumMechanism.noise_std`).
 """
 
@@ -72,9 +74,18 @@ L2_NOTE = (
 METHODS = ("exact", "paper")
 EXACT_BASIS = "exact accounting of the shifted binomial count (dpcert), pessimistic PLD across coordinates"
 EXACT_L2_BASIS = "exact accounting of the shifted binomial count (dpcert), l2 shift lattice, pessimistic PLD"
-ALG4_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 4, eq. 60, Thm C.6 (Cheu et al. 2021 Lemma 3.1 at epsilon/2)"
-ALG2_BASIS = "seed 000 (Li, Zhou & Ji 2022) Alg. 2, eq. 22, Thm A.2 (Cheu et al. 2021 vector summation)"
-PVEC_BASIS = "seed 002 (Chowdhury & Zhou 2022) P_Vec, Thm 3.5 = C.1 (p = 1/4, C = 24e4)"
+ALG4_BASIS = (
+    "Li, Zhou & Ji 2022, Alg. 4, eq. 60, Thm C.6 (Cheu et al. 2021 Lemma 3.1 at epsilon/2; "
+    "docs/PAPER_NOTES.md, PN-LZJ-4)"
+)
+ALG2_BASIS = (
+    "Li, Zhou & Ji 2022, Alg. 2, eq. 22, Thm A.2 (Cheu et al. 2021 vector summation; integer g, "
+    "docs/PAPER_NOTES.md, PN-LZJ-3)"
+)
+PVEC_BASIS = (
+    "Chowdhury & Zhou 2022, P_Vec, Thm 3.5 = C.1 (p = 1/4, C = 24e4; encoding range 2, "
+    "docs/PAPER_NOTES.md, PN-CZ-1 and PN-CZ-3)"
+)
 PLD_NOTE = (
     "p = 1/2: the worst pair of one coordinate, (Bin(n b, 1/2), Bin(n b, 1/2) + g), has the same privacy "
     "loss distribution in both directions (reflect the count), so it is a dominating pair for every "
@@ -86,7 +97,7 @@ PLD_NOTE = (
 MAX_MATERIALIZED_BITS = 20_000_000
 MAX_NOISE_BITS = 10**13
 NOTES = (
-    "safe encoding range 2B: the encoded value never exceeds g (no overflow)",
+    "safe encoding range 2B: the encoded value never exceeds g (no overflow; docs/PAPER_NOTES.md, PN-CZ-1)",
     "each coordinate's worst case is the pair Bin(n b, p) vs its shift by g, both directions (exact)",
     "coordinates composed as if every one could shift by g (the l2 bound is not used: conservative)",
     "binomial tails beyond the Chernoff window and all PLD roundings go toward more privacy loss",
@@ -130,7 +141,7 @@ class BitSumParameters:
         Every coordinate of every user's data lies in ``[−bound, bound]`` (implied by an ℓ2 bound).
     shape
         ``"vector"``, ``"symmetric-matrix"`` (upper triangle privatised) or ``"vector+matrix"``
-        (seed 002 P_Vec: both, accounted jointly).
+        (Chowdhury & Zhou 2022, P_Vec: both, accounted jointly).
     norm
         ``"entry"`` (privacy assumes only that every entry lies in ``[−bound, bound]``) or ``"l2"``
         (each user's vector has ℓ2 norm, and matrix Frobenius norm, at most ``bound``: tighter
@@ -568,13 +579,14 @@ def paper_parameters(
 ) -> tuple[BitSumParameters, str]:
     """The theorem parameters ``(g, b, p)`` and the theorem they come from.
 
-    * scalar (``shape="vector"``, ``d = 1``): seed 000 eq. 60 — ``g = ⌈B√n⌉``,
+    * scalar (``shape="vector"``, ``d = 1``): Li, Zhou & Ji 2022, eq. 60 — ``g = ⌈B√n⌉``,
       ``b = ⌈180 g² ln(2/δ)/((ε/2)² n)⌉``, ``p = 90 g² ln(2/δ)/(b (ε/2)² n)``; Thm C.6 (ε < 30,
-      δ < 1/2).  The spec rates ``g`` and ``b`` [R-med] (OCR); this is the version followed.
-    * vector (``d > 1``): seed 000 Alg. 2 — ``ε̂ = ε/(18√ln(2/δ))``,
-      ``g = ⌈max{ε̂√n/(6√(5 ln(4d/δ))), √d, 10}⌉`` (integer g, erratum E7),
+      δ < 1/2).  Eq. 60 is partly illegible in the published text; this is the reading followed
+      (docs/PAPER_NOTES.md, PN-LZJ-4).
+    * vector (``d > 1``): Li, Zhou & Ji 2022, Alg. 2 — ``ε̂ = ε/(18√ln(2/δ))``,
+      ``g = ⌈max{ε̂√n/(6√(5 ln(4d/δ))), √d, 10}⌉`` (integer g, docs/PAPER_NOTES.md, PN-LZJ-3),
       ``b = ⌈180 g² ln(4d/δ)/(ε̂² n)⌉``, ``p = 90 g² ln(4d/δ)/(b ε̂² n)``; Thm 4.6 (ε < 15, δ < 1/2).
-    * symmetric matrix or vector+matrix: seed 002 P_Vec — ``p = 1/4``, ``g = ⌈max{2√n, d, 4}⌉``,
+    * symmetric matrix or vector+matrix: Chowdhury & Zhou 2022, P_Vec — ``p = 1/4``, ``g = ⌈max{2√n, d, 4}⌉``,
       ``b = ⌈24·10⁴ g² ln²(4(d²+1)/δ)/(ε² n)⌉``; Thm 3.5 = C.1 (ε <= 15, δ < 1/2).
     """
     epsilon = check.epsilon(epsilon)

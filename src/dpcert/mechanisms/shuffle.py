@@ -1,23 +1,23 @@
-"""Shuffle protocols built from local randomizers, with amplified certificates; seed 002's P_Amp.
+"""Shuffle protocols from local randomizers, with amplified certificates; P_Amp of Chowdhury & Zhou 2022.
 
 API for bandit algorithms
 -------------------------
-``calibrate_pamp(epsilon, delta, users=B, dimension=d, method=...)`` returns a
-:class:`PAmpCalibration` with the Gaussian local randomizer's ``sigma``, its local (ε0, δ0) and the
-certificate of the shuffled batch; ``.mechanism()`` is a :class:`GaussianShuffleSum` whose
-``simulate(vectors, matrices, rng)`` takes vectors ``(..., B, d)`` (ℓ2 norm <= 1) and symmetric
-matrices ``(..., B, d, d)`` (Frobenius norm <= 1) with any leading repetition axes and returns the
-analyzer's noisy sums ``(..., d)`` and ``(..., d, d)`` (exact in distribution: the sum of B Gaussian
-messages is one Gaussian).  ``method="paper"`` is seed 002 Thm 3.2 = B.1 (its preconditions are
-checked; the certificate states what Lemma B.4 proves, O(ε, δ)); ``"closed-form"`` and ``"numeric"``
+``calibrate_pamp(epsilon, delta, users=B, dimension=d, method=...)`` returns a :class:`PAmpCalibration`
+with the Gaussian local randomizer's ``sigma``, its local (ε0, δ0) and the certificate of the shuffled
+batch; ``.mechanism()`` is a :class:`GaussianShuffleSum` whose ``simulate(vectors, matrices, rng)`` takes
+vectors ``(..., B, d)`` (ℓ2 norm <= 1) and symmetric matrices ``(..., B, d, d)`` (Frobenius norm <= 1)
+with any leading repetition axes and returns the analyzer's noisy sums ``(..., d)`` and ``(..., d, d)``
+(exact in distribution: the sum of B Gaussian messages is one Gaussian).  ``method="paper"`` is
+Chowdhury & Zhou 2022, Thm 3.2 = B.1 (its preconditions are checked; the certificate states what Lemma
+B.4 proves, O(ε, δ); docs/PAPER_NOTES.md, PN-CZ-5); ``"closed-form"`` and ``"numeric"``
 return the least σ meeting (ε, δ) exactly with the closed form or FMT's numeric bound.
 
-P_Amp (seed 002 Alg. 2–4): each user adds N(0, σ²) to every entry of ``φy`` and, symmetrically, to
-every upper-triangle entry of ``φφᵀ``; the shuffler permutes the vector messages and, independently,
-the matrix messages; the analyzer sums them.  One user's pair of messages is a Gaussian mechanism of
-ℓ2-sensitivity ``2√2`` (vector difference <= 2, upper-triangle difference <= Frobenius <= 2), so its
-exact local profile is the analytic Gaussian one (Balle & Wang 2018, Thm 8).  Shuffling the two lists
-separately is post-processing of shuffling the pairs, so amplification of the pair applies.
+P_Amp (Chowdhury & Zhou 2022, Alg. 2–4): each user adds N(0, σ²) to every entry of ``φy`` and,
+symmetrically, to every upper-triangle entry of ``φφᵀ``; the shuffler permutes the vector messages and,
+independently, the matrix messages; the analyzer sums them.  One user's pair of messages is a Gaussian
+mechanism of ℓ2-sensitivity ``2√2`` (vector difference <= 2, upper-triangle difference <= Frobenius <=
+2), so its exact local profile is the analytic Gaussian one (Balle & Wang 2018, Thm 8).  Shuffling the
+two lists separately is post-processing of shuffling the pairs, so amplification of the pair applies.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ from dpcert.mechanisms.gaussian import gaussian_delta
 
 PAMP_METHODS = ("paper", "closed-form", "numeric")
 PAMP_SENSITIVITY = 2.0 * math.sqrt(2.0)
-PAMP_PAPER_BASIS = "seed 002 (Chowdhury & Zhou 2022) Thm 3.2 = B.1 with Lemma B.4 (FMT20 Thm 3.8)"
+PAMP_PAPER_BASIS = (
+    "Chowdhury & Zhou 2022, Thm 3.2 = B.1 with Lemma B.4 (Feldman, McMillan & Talwar 2020, Thm 3.8; "
+    "docs/PAPER_NOTES.md, PN-CZ-5)"
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ class ShuffleProtocol:
 
 # --------------------------------------------------------------------------- P_Amp
 def pamp_paper_sigma(epsilon: float, delta: float, users: int) -> float:
-    """σ = 4√(2 ln(2.5B/δ) ln(2/δ))/(ε√B) of seed 002 Thm 3.2 = B.1."""
+    """σ = 4√(2 ln(2.5B/δ) ln(2/δ))/(ε√B) of Chowdhury & Zhou 2022, Thm 3.2 = B.1."""
     return (
         4.0
         * math.sqrt(2.0 * math.log(2.5 * users / delta) * math.log(2.0 / delta))
@@ -254,7 +257,7 @@ def calibrate_pamp(
 ) -> PAmpCalibration:
     """σ of P_Amp's Gaussian local randomizer for a batch of ``users`` and target (ε, δ).
 
-    ``method="paper"``: σ, ε0 = ε√(B/ln(2/δ)) and δ0 = δ/B of seed 002 Thm 3.2 = B.1; raises
+    ``method="paper"``: σ, ε0 = ε√(B/ln(2/δ)) and δ0 = δ/B of Chowdhury & Zhou 2022, Thm 3.2 = B.1; raises
     :class:`PreconditionFailed` unless ε0 <= 1 and Lemma B.4's precondition hold at δ' = δ/2; the
     certificate states Lemma B.4's (ε̃, δ̃), which is O(ε, δ) but larger than (ε, δ).
     ``"closed-form"`` / ``"numeric"``: half of δ for the amplification bound, half for the local
