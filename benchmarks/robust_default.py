@@ -2,11 +2,11 @@
 
 Charisopoulos, Esfandiari & Mirrokni 2023; docs/PAPER_NOTES.md, PN-CEM-2.
 
-Runs :func:`dpcert.bandits.algorithms.robust_elimination.robust_elimination` (M1, K = 50, d = 5,
-T = 100 000, tuned widths c_γ = 0.05, the instance of the reproduction) with the filter's λ from the pooled trimmed second
-moment (the engine's earlier default) and from the per-arm one (``arm-moment``, the M1 default now), against
-clipping only and plain least squares, without corruption and under the engine's targeted attack and the
-in-range coordinated attack of :mod:`dpcert.bandits.algorithms.corruption`.  Prints a Markdown table.
+Runs :func:`dpcert.bandits.algorithms.robust_elimination.robust_elimination` (M1, K = 50, d = 5, T = 100
+000, tuned widths c_γ = 0.05, the instance of the reproduction) with the filter's λ from the pooled trimmed
+second moment (the engine's earlier default) and from the per-arm one (``arm-moment``, the M1 default now),
+against clipping only and plain least squares, without corruption and under the engine's targeted attack and
+the in-range coordinated attack of :mod:`dpcert.bandits.algorithms.corruption`. Prints a Markdown table.
 
 Usage: ``python benchmarks/robust_default.py --runs 10``
 """
