@@ -27,10 +27,10 @@ Calibrations
     The least σ meeting (ε, δ) by the exact analytic Gaussian profile (Balle & Wang 2018, Thm 8),
     for the same sensitivity and neighbouring relation.
 
-Secure noise (``secure=True``, central and local Gaussian privatizers, scalar releases)
+Secure noise (``secure=True``, central and local Gaussian privatizers)
     Float Gaussian noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` every
-    scalar release (:meth:`Privatizer.release_sums`, and :meth:`Privatizer.release_average` of one
-    coordinate) is drawn by :func:`dpcert.mechanisms.secure_noise.secure_gaussian`: the statistic is
+    release (:meth:`Privatizer.release_sums` and :meth:`Privatizer.release_average`) is drawn by
+    :func:`dpcert.mechanisms.secure_noise.secure_gaussian`: the statistic is
     rounded to the grid g ℤ (g a power of two), integer discrete Gaussian noise N_Z(0, σ_g²) is added
     by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 3) and the release is an exact
     multiple of g.  The certificate charged is that mechanism's: the discrete Gaussian's exact profile
@@ -39,9 +39,10 @@ Secure noise (``secure=True``, central and local Gaussian privatizers, scalar re
     bits come from the run's seeded ``numpy.random.Generator`` (``bits="rng"``), so runs stay
     reproducible; it is not a cryptographic source.  The noise variance reported is σ_g² g² (the
     discrete Gaussian's variance is below σ², CKS 2020); the rounding adds a bias of at most g/2 per
-    rounded value (g ≈ σ·2^-13), which the confidence widths do not include.  Vector releases of s > 1
-    coordinates (DP-DPE's averages) are refused with ``secure=True``: their certificate would be an
-    s-fold discrete Gaussian composition, whose calibration is too slow to run once per phase.
+    rounded value (g ≈ σ·2^-13), which the confidence widths do not include.  A release of s > 1
+    coordinates (DP-DPE's averages) is certified as s discrete Gaussians at the rounded entry-wise
+    shift (each coordinate moves by at most 2B/n, or 2B for a local message), composed by the proven
+    PLD bound; for continuous noise this equals the paper's ℓ2 calibration (μ = Δ√s/σ either way).
 
 Sensitivities (replace-one neighbours, the paper's "differ in a single client", §4):
 central average 2B√s/n (eq. 19); local vector 2B√s (eq. 21); central/local scalar sum 2B (Thms C.1,
@@ -199,12 +200,11 @@ def _secure_add(
     """``g (round(x/g) + Z)`` for every entry x of ``statistic``, Z drawn by ``mechanism``'s sampler."""
     grid = mechanism.grid
     units = grid.to_units(statistic)
-    noise = grid.to_units(mechanism(0.0, rng, size=units.size))  # g·Z exactly, back to the integers Z
-    return grid.from_units(units + noise.reshape(units.shape))
+    return grid.from_units(units + mechanism.noise_units(units.size, rng).reshape(units.shape))
 
 
 class _GaussianPrivatizer(Privatizer):
-    """Gaussian privatizer; ``secure=True`` draws scalar releases with integer-exact noise.
+    """Gaussian privatizer; ``secure=True`` draws every release with integer-exact noise.
 
     Parameters
     ----------
@@ -234,13 +234,23 @@ class _GaussianPrivatizer(Privatizer):
         self._cache: dict[float, tuple[float, Certificate]] = {}
         self._secure_cache: dict[tuple[float, str], tuple[SecureGaussianMechanism, Certificate]] = {}
 
-    def secure_noise(self, sensitivity: float, theorem: str) -> tuple[SecureGaussianMechanism, Certificate]:
-        """The secure mechanism for one scalar release of sensitivity ``sensitivity`` and its certificate."""
-        key = (sensitivity, theorem)
+    def secure_noise(
+        self, sensitivity: float, theorem: str, size: int = 1, entry_sensitivity: float | None = None
+    ) -> tuple[SecureGaussianMechanism, Certificate]:
+        """The secure mechanism for one release of ``size`` coordinates and its certificate.
+
+        ``sensitivity`` is the release's ℓ2-sensitivity (what the paper's σ is computed from) and
+        ``entry_sensitivity`` the bound on each coordinate's change (default: ``sensitivity``); the
+        certificate composes ``size`` discrete Gaussians at the rounded entry-wise shift, which for
+        the continuous Gaussian would be the same as the ℓ2 calibration (μ = Δ√s/σ either way).
+        """
+        entry = sensitivity if entry_sensitivity is None else entry_sensitivity
+        key = (sensitivity, theorem, size, entry)
         if key in self._secure_cache:
             return self._secure_cache[key]
         common = dict(
-            sensitivity=sensitivity,
+            sensitivity=entry,
+            dimension=size,
             bits="rng",
             trust_model=self.trust_model,
             neighbouring=Neighbouring.REPLACE_ONE,
@@ -265,23 +275,16 @@ class _GaussianPrivatizer(Privatizer):
         self._secure_cache[key] = (mechanism, certificate)
         return mechanism, certificate
 
-    def _scalar_only(self, size: int) -> None:
-        if self.secure and size != 1:
-            raise InvalidParameter(
-                "secure", True, f"false for releases of {size} coordinates (secure noise: scalar releases)"
-            )
-
     def noise_adder(
-        self, sensitivity: float, theorem: str, size: int = 1
+        self, sensitivity: float, theorem: str, size: int = 1, entry_sensitivity: float | None = None
     ) -> tuple[Certificate, Callable[[np.ndarray, np.random.Generator], np.ndarray], float]:
         """Certificate, noise-adding function and noise variance per value for one release.
 
-        Float Gaussian noise of :meth:`noise`, or with ``secure=True`` (scalar releases only) the
-        integer-exact noise of :meth:`secure_noise` on its grid (variance ``real_sigma**2``).
+        Float Gaussian noise of :meth:`noise`, or with ``secure=True`` the integer-exact noise of
+        :meth:`secure_noise` on its grid (variance ``real_sigma**2``).
         """
         if self.secure:
-            self._scalar_only(size)
-            mechanism, certificate = self.secure_noise(sensitivity, theorem)
+            mechanism, certificate = self.secure_noise(sensitivity, theorem, size, entry_sensitivity)
             return certificate, lambda x, rng: _secure_add(mechanism, x, rng), mechanism.real_sigma**2
         sigma, certificate = self.noise(sensitivity, theorem)
         return certificate, lambda x, rng: x + rng.normal(0.0, sigma, size=np.shape(x)), sigma**2
@@ -335,7 +338,8 @@ class CentralGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size) / users  # eq. 19
-        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size)
+        entry = 2.0 * self.reward_bound / users  # each coordinate of the average
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size, entry)
         _charge(ledger, user_ids, users, certificate, run_id)
         return Release(add_noise(values.mean(axis=0), rng), np.full(size, variance), certificate, size)
 
@@ -359,7 +363,8 @@ class LocalGaussian(_GaussianPrivatizer):
         values = _check_values(values, self.reward_bound, 2)
         users, size = values.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size)  # eq. 21
-        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.4", size)
+        entry = 2.0 * self.reward_bound  # each coordinate of a user's vector
+        certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.4", size, entry)
         _charge(ledger, user_ids, users, certificate, run_id)
         messages = add_noise(values, rng)  # R: what each user sends
         return Release(messages.mean(axis=0), np.full(size, variance / users), certificate, size)

@@ -58,7 +58,7 @@ ELIMINATION_OPTIONS: dict[str, Any] = {
     "workers": 1,
     "progress": None,
     "scheduler": "local",
-    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers (scalar releases)
+    "secure": False,  # integer-exact noise for the central/local Gaussian privatizers
 }
 
 
@@ -80,12 +80,6 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
         raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
     if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
         raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
-    if options["secure"] and config.algorithm != "dp-pe":
-        raise InvalidParameter(
-            "secure",
-            options["secure"],
-            "false for " + config.algorithm + " (secure noise: dp-pe's scalar sums)",
-        )
     width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
     settings = elimination.EliminationSettings(
         horizon=config.horizon,

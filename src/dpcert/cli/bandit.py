@@ -82,8 +82,8 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument(
         "--secure",
         action="store_true",
-        help="integer-exact noise where the algorithm supports it (dp-pe, central and local; "
-        "same as --option secure=true); refused elsewhere",
+        help="integer-exact noise where the algorithm supports it (dp-dpe, dpe-fixedu, dp-pe; central "
+        "and local; same as --option secure=true); refused elsewhere",
     )
 
     groups.add("bandit", "list", "list the registered bandit algorithms", _list)

@@ -289,13 +289,16 @@ class SecureGaussianMechanism:
     def real_sigma(self) -> float:
         return self.sigma * self.grid.granularity
 
+    def noise_units(self, count: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``count`` integer draws of N_Z(0, σ_g²) (grid units), from the source ``bits`` selects."""
+        return sample_discrete_gaussian(Fraction(self.sigma) ** 2, count, _source(self.bits, rng))
+
     def __call__(self, value: Any, rng: np.random.Generator | None = None, size: int | None = None) -> Any:
         units = self.grid.to_units(value)
         if units.size != self.dimension:
             raise InvalidParameter("value", value, f"{self.dimension} coordinate(s)")
         shape = units.shape if size is None else (check.positive_int("size", size),) + units.shape
-        count = int(np.prod(shape, dtype=np.int64))
-        noise = sample_discrete_gaussian(Fraction(self.sigma) ** 2, count, _source(self.bits, rng))
+        noise = self.noise_units(int(np.prod(shape, dtype=np.int64)), rng)
         return _release(self.grid, np.broadcast_to(units, shape), noise)
 
 
