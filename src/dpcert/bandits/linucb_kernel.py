@@ -47,6 +47,7 @@ ENGINES = ("auto", "numpy", "numba")
 CHUNK_VALUES = 1 << 20  # noise values handed to one compiled call (8 MiB of float64)
 EXACT, LOCAL, TREE, OPAQUE = 0, 1, 2, 3
 BERNOULLI, GAUSSIAN = 0, 1
+ARM_PADDING = 16  # arms per 512-bit register in float32
 
 
 def _compiled(contract: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -84,21 +85,35 @@ def wanted(engine: str, fixed_arms: bool, observed: bool) -> bool:
 
 # ----------------------------------------------------------------------------- compiled steps
 @_compiled(contract=True)
-def _score(mean_weights, width_weights, design, instance, means, widths):
-    """⟨φ_k, θ̂⟩ and ‖φ_k‖²_{V⁻¹} of every arm in the index dtype: one fused multiply-add per entry of
-    the statistic, in order (the order of the NumPy path's ``weights @ design`` in BLAS)."""
-    d, q, arms = mean_weights.shape[0], width_weights.shape[0], design.shape[2]
+def _accumulate(weights, design, instance, first, buffer):
+    """``buffer[k] = Σ_j weights[j] · design[instance, first + j, k]`` as one fused multiply-add per
+    term, in order of j (the order of BLAS's gemm kernel); five terms per pass over the arms."""
+    count, arms = weights.shape[0], design.shape[2]
     for k in range(arms):
-        means[k] = 0
-        widths[k] = 0
-    for i in range(d):
-        w = mean_weights[i]
+        buffer[k] = 0
+    j = 0
+    while j + 5 <= count:
+        w0, w1, w2, w3, w4 = weights[j], weights[j + 1], weights[j + 2], weights[j + 3], weights[j + 4]
+        row = first + j
         for k in range(arms):
-            means[k] += w * design[instance, i, k]
-    for j in range(q):
-        w = width_weights[j]
+            acc = buffer[k] + w0 * design[instance, row, k]
+            acc = acc + w1 * design[instance, row + 1, k]
+            acc = acc + w2 * design[instance, row + 2, k]
+            acc = acc + w3 * design[instance, row + 3, k]
+            buffer[k] = acc + w4 * design[instance, row + 4, k]
+        j += 5
+    while j < count:
+        w = weights[j]
         for k in range(arms):
-            widths[k] += w * design[instance, d + j, k]
+            buffer[k] = buffer[k] + w * design[instance, first + j, k]
+        j += 1
+
+
+@_compiled()
+def _score(mean_weights, width_weights, design, instance, means, widths):
+    """⟨φ_k, θ̂⟩ and ‖φ_k‖²_{V⁻¹} of every arm in the index dtype (the NumPy path's ``weights @ design``)."""
+    _accumulate(mean_weights, design, instance, 0, means)
+    _accumulate(width_weights, design, instance, mean_weights.shape[0], widths)
 
 
 @_compiled()
@@ -130,11 +145,11 @@ def _choose(start, stop, betas, draws, offset, rewards_model, arms, model, scrat
     mean_weights, width_weights, rewards, statistics = model[0], model[1], model[2], model[3]
     means_buffer, widths_buffer, index_buffer = scratch[0], scratch[1], scratch[2]
     runs, d, q = mean_weights.shape[0], mean_weights.shape[1], width_weights.shape[1]
-    users = stop - start
+    users, arm_count = stop - start, arm_means.shape[1]
     for r in range(runs):
         instance = r % block
         _score(mean_weights[r], width_weights[r], design, instance, means_buffer, widths_buffer)
-        arm = _ucb_arm(means_buffer, widths_buffer, betas[r], zero, index_buffer)
+        arm = _ucb_arm(means_buffer[:arm_count], widths_buffer[:arm_count], betas[r], zero, index_buffer)
         mean = arm_means[instance, arm]
         batch_gaps[r] = best_means[instance] - mean
         batch_arms[r] = arm
@@ -228,6 +243,7 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
     mean_weights, width_weights, _, statistics, total, noisy, node_noise, node_ids = model[:8]
     lam, noisy_rows, suspect, upper_rows, upper_cols, symmetric = model[8:]
     work, row, prefix, part = scratch[3], scratch[4], scratch[5], scratch[6]
+    batch_work, batch_row, positive = scratch[7], scratch[8], scratch[9]
     size, d, q = total.shape[1], mean_weights.shape[1], width_weights.shape[1]
     for g in range(kinds.shape[0]):  # tree: refresh the nodes whose dyadic block starts now
         if kinds[g] == TREE:
@@ -273,18 +289,58 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
             else:
                 for p in range(size):
                     noisy[r, p] = external[r, p]
-            _load(noisy[r], lam[r], symmetric, work)
-            if not _eliminate(work, row, d):
-                _load(noisy[r], lam[r], symmetric, work)
-                if not _eliminate_all(work, row, d) and noisy_rows[r]:
-                    suspect[r] = True
-                    repairs = True
-                    continue
             for i in range(d):
-                mean_weights[r, i] = work[i, 2 * d]
-            for j in range(q):
-                width_weights[r, j] = work[upper_rows[j], d + upper_cols[j]]
+                for j in range(d):
+                    batch_work[i, j, r] = noisy[r, d + symmetric[i * d + j]] + (lam[r] if i == j else 0.0)
+                    batch_work[i, d + j, r] = 1.0 if i == j else 0.0
+                batch_work[i, 2 * d, r] = noisy[r, i]
+    _eliminate_runs(batch_work, batch_row, positive, d)
+    for r in range(total.shape[0]):
+        if not positive[r]:  # a pivot not positive and finite: the full elimination, entry for entry
+            _load(noisy[r], lam[r], symmetric, work)
+            if not _eliminate_all(work, row, d) and noisy_rows[r]:
+                suspect[r] = True
+                repairs = True
+                continue
+            batch_work[:, :, r] = work
+        for i in range(d):
+            mean_weights[r, i] = batch_work[i, 2 * d, r]
+        for j in range(q):
+            width_weights[r, j] = batch_work[upper_rows[j], d + upper_cols[j], r]
     return repairs
+
+
+@_compiled()
+def _eliminate_runs(work, row, positive, d):
+    """:func:`_eliminate` for every run at once, runs on the last axis of ``work`` (d, 2d + 1, runs) so
+    that each operation is one vector instruction over the runs; ``positive[r]`` says whether run r's
+    pivots were all positive and finite (where not, its values are not used)."""
+    runs = work.shape[2]
+    for r in range(runs):
+        positive[r] = True
+    for k in range(d):
+        for r in range(runs):
+            pivot = work[k, k, r]
+            if not (pivot > 0.0 and pivot < np.inf):
+                positive[r] = False
+        for j in range(k + 1, d + k + 1):
+            for r in range(runs):
+                row[j, r] = work[k, j, r] / work[k, k, r]
+        for r in range(runs):
+            row[2 * d, r] = work[k, 2 * d, r] / work[k, k, r]
+        for i in range(d):
+            if i == k:
+                continue
+            for j in range(k + 1, d + k + 1):
+                for r in range(runs):
+                    work[i, j, r] = work[i, j, r] - work[i, k, r] * row[j, r]
+            for r in range(runs):
+                work[i, 2 * d, r] = work[i, 2 * d, r] - work[i, k, r] * row[2 * d, r]
+        for j in range(k + 1, d + k + 1):
+            for r in range(runs):
+                work[k, j, r] = row[j, r]
+        for r in range(runs):
+            work[k, 2 * d, r] = row[2 * d, r]
 
 
 @_compiled()
@@ -339,7 +395,10 @@ def run_fixed_arms(
     features = np.ascontiguousarray(env.arms, dtype=np.float64)
     arm_means = np.ascontiguousarray(env.means(features))
     outer = np.ascontiguousarray(features[..., upper_rows] * features[..., upper_cols])
-    arms = (design, arm_means, arm_means.max(axis=1), features, outer)
+    # arms padded with zero columns to a whole number of SIMD registers (scores of the padding unused)
+    padded = np.zeros(design.shape[:2] + (-(-design.shape[2] // ARM_PADDING) * ARM_PADDING,), design.dtype)
+    padded[:, :, : design.shape[2]] = design
+    arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
     kind_of = {engine._ExactSum: EXACT, engine._LocalGaussianSum: LOCAL, engine._TreeSum: TREE}
     kinds = np.array([kind_of.get(type(a), OPAQUE) for _, a, _ in blocks], dtype=np.int64)
     levels = np.array(
@@ -359,10 +418,11 @@ def run_fixed_arms(
         suspect, upper_rows, upper_cols, symmetric,
     )  # fmt: skip
     noisy = model[5]
-    arm_count = design.shape[2]
+    arm_count = padded.shape[2]
     scratch = (
         np.empty(arm_count, dtype=design.dtype), np.empty(arm_count, dtype=design.dtype),
         np.empty(arm_count), np.empty((d, 2 * d + 1)), np.empty(2 * d + 1), np.empty(size), np.empty(size),
+        np.empty((d, 2 * d + 1, runs)), np.empty((2 * d + 1, runs)), np.empty(runs, dtype=np.bool_),
     )  # fmt: skip
     reward_model = BERNOULLI if env.reward == "bernoulli" else GAUSSIAN
     rewards_model = (reward_model, float(env.noise_std), block, design.dtype.type(0))
