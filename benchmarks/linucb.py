@@ -181,6 +181,35 @@ PANEL = (
 )
 
 
+ANCHOR_RUN = (
+    "import importlib.util, sys, time\n"
+    "import numpy as np\n"
+    "spec = importlib.util.spec_from_file_location('authors', sys.argv[1])\n"
+    "authors = importlib.util.module_from_spec(spec); spec.loader.exec_module(authors)\n"
+    "d, K, n = 5, 100, int(sys.argv[2])\n"
+    "authors.d = d  # their script's main block sets the module-level d its algorithms read\n"
+    "np.random.seed(2)  # one instance built as in their main block\n"
+    "basis = np.eye(d); basis[:, -1] = 1\n"
+    "X = np.random.randn(K, d - 1); X /= np.sqrt(np.square(X).sum(axis=1))[:, None]\n"
+    "X = np.hstack((X, np.ones((K, 1)))); X[: basis.shape[0], :] = basis\n"
+    "theta = np.random.randn(d - 1); theta *= 0.5 / np.sqrt(np.square(theta).sum())\n"
+    "theta = np.append(theta, [0.5])\n"
+    "env = authors.LinBandit(X, theta, 0.2, 0.1, 20, seed=0, noise='bernoulli', sigma=0)\n"
+    "for name in ('LinUCB', 'LDPLinUCB', 'JDPLinUCB', 'SDPLinUCBPAmp', 'SDPLinUCBPVec'):\n"
+    "    env.reset_random(); s, c = time.perf_counter(), time.process_time()\n"
+    "    authors.evaluate_one(getattr(authors, name), {}, env, n, 1)\n"
+    "    print(name, time.perf_counter() - s, time.process_time() - c)\n"
+)
+
+
+def _authors_instance(script: str, horizon: int = HORIZON) -> dict[str, tuple[float, float]]:
+    """(wall s, process CPU s) of one instance of each algorithm with the authors' Figure 1 code (their
+    classes and per-run loop ``evaluate_one``), in a fresh interpreter."""
+    command = [sys.executable, "-c", ANCHOR_RUN, script, str(horizon)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split("\n")
+    return {name: (float(w), float(c)) for name, w, c in (line.split() for line in out if line.strip())}
+
+
 def _panel(engine: str, calibration_cache: str, numba_cache: str, horizon: int = HORIZON, runs: int = RUNS):
     """(wall s, process CPU s, import wall s, import CPU s, summed final regret) of the ε = 0.2 panel,
     calibrations included, in a fresh interpreter (``engine`` "numpy" hides numba from it)."""
@@ -190,7 +219,7 @@ def _panel(engine: str, calibration_cache: str, numba_cache: str, horizon: int =
     return tuple(float(x) for x in out.stdout.split())
 
 
-def speed(repeats: int = 3) -> list[str]:
+def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
     """The ε = 0.2 panel with the compiled rounds (numba) and with the NumPy path, side by side with the
     authors' published time; each measurement a fresh interpreter, interleaved, medians."""
     import shutil
@@ -211,6 +240,7 @@ def speed(repeats: int = 3) -> list[str]:
         times["numpy"].append(_panel("numpy", warm_calibrations, warm_numba))
         times["numba"].append(_panel("numba", warm_calibrations, warm_numba))
     shutil.rmtree(work)
+    authors = _authors_instance(authors_script) if authors_script else None
     end_load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     med = {k: [float(np.median([m[i] for m in v])) for i in range(4)] for k, v in times.items()}
     regrets = {round(m[4], 6) for v in times.values() for m in v} | {round(first[4], 6)}
@@ -230,7 +260,8 @@ def speed(repeats: int = 3) -> list[str]:
         "δ = 0.1, `tight` calibrations included (read from the disk cache and re-verified, except in the "
         f"first row); each measurement a fresh interpreter, import of dpcert excluded; medians of {repeats}, "
         "interleaved. Anchor: the authors' published 4.2 s per instance × 50 instances = "
-        f"{anchor:.0f} s (their code is not run here).",
+        f"{anchor:.0f} s"
+        + (" (their code is also run here: below)." if authors else " (their code is not run here)."),
         "",
         "| engine | wall | process CPU | vs authors (wall) | vs authors (CPU) |",
         "|---|---|---|---|---|",
@@ -249,12 +280,29 @@ def speed(repeats: int = 3) -> list[str]:
         "",
         f"Summed final regret over all 250 run-algorithms identical in every measurement: {len(regrets) == 1}"
         f" ({', '.join(f'{r:,.1f}' for r in sorted(regrets))}).",
+    ] + ([] if authors is None else _authors_lines(authors, med))
+
+
+def _authors_lines(authors: dict[str, tuple[float, float]], med: dict[str, list[float]]) -> list[str]:
+    """The authors' code run here on one instance per algorithm, × 50 instances, against the engines."""
+    wall, cpu = (sum(v[i] for v in authors.values()) for i in (0, 1))
+    return [
+        "",
+        "Authors' code run here (their classes and per-run loop `evaluate_one`, one instance of each "
+        "algorithm "
+        f"at T = {HORIZON:,}, in a fresh interpreter after the table above): "
+        + ", ".join(f"{name} {c:.1f} s CPU" for name, (_, c) in authors.items())
+        + f"; {cpu:.1f} s CPU ({wall:.1f} s wall) per instance, × {RUNS} = {RUNS * cpu:,.0f} s CPU. "
+        f"Against it: NumPy path {RUNS * cpu / med['numpy'][1]:.0f}×, compiled rounds "
+        f"{RUNS * cpu / med['numba'][1]:.0f}× (process CPU).",
     ]
 
 
 def main() -> None:
     if "--speed" in sys.argv:
-        print("\n".join(speed()))
+        # --authors PATH: the authors' Figure 1 script, kept outside the repository, run side by side
+        script = sys.argv[sys.argv.index("--authors") + 1] if "--authors" in sys.argv else None
+        print("\n".join(speed(authors_script=script)))
         return
     out = []
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
