@@ -195,36 +195,6 @@ def _eliminate_all(work, row, d):
 
 
 @_compiled()
-def _eliminate(work, row, d):
-    """:func:`_eliminate_all` on the entries that can change; the same values while the pivots are
-    positive and finite, else ``False`` (the caller then runs :func:`_eliminate_all`).
-
-    At step k the columns j < k of V's block are unit vectors already and the columns ``d + m``,
-    m > k, of I's block still are: their entries in the pivot row are 0, so the update subtracts
-    ``factor · 0`` and leaves them as they are.  Column k is not read again.  So only the d + 1
-    columns ``k+1 .. d−1``, ``d .. d+k`` and ``2d`` change.
-    """
-    for k in range(d):
-        pivot = work[k, k]
-        if not (pivot > 0.0 and pivot < np.inf):
-            return False
-        for j in range(k + 1, d + k + 1):
-            row[j] = work[k, j] / pivot
-        row[2 * d] = work[k, 2 * d] / pivot
-        for i in range(d):
-            if i == k:
-                continue
-            factor = work[i, k]
-            for j in range(k + 1, d + k + 1):
-                work[i, j] = work[i, j] - factor * row[j]
-            work[i, 2 * d] = work[i, 2 * d] - factor * row[2 * d]
-        for j in range(k + 1, d + k + 1):
-            work[k, j] = row[j]
-        work[k, 2 * d] = row[2 * d]
-    return True
-
-
-@_compiled()
 def _load(statistic, lam, symmetric, work):
     """``[V | I | u]`` with ``V = λ I + sym(upper)`` (the NumPy path's ``gram += λ I``) and ``u``."""
     d = work.shape[0]
@@ -312,9 +282,16 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
 
 @_compiled()
 def _eliminate_runs(work, row, positive, d):
-    """:func:`_eliminate` for every run at once, runs on the last axis of ``work`` (d, 2d + 1, runs) so
-    that each operation is one vector instruction over the runs; ``positive[r]`` says whether run r's
-    pivots were all positive and finite (where not, its values are not used)."""
+    """:func:`_eliminate_all` on the entries that can change, for every run at once: runs on the last axis
+    of ``work`` (d, 2d + 1, runs), so that each operation is one vector instruction over the runs.
+    ``positive[r]`` says whether run r's pivots were all positive and finite; only then are its values
+    used (they equal :func:`_eliminate_all`'s), else the caller runs :func:`_eliminate_all` for it.
+
+    At step k the columns j < k of V's block are unit vectors already and the columns ``d + m``,
+    m > k, of I's block still are: their entries in the pivot row are 0, so the update subtracts
+    ``factor · 0`` and leaves them as they are.  Column k is not read again.  So only the d + 1
+    columns ``k+1 .. d−1``, ``d .. d+k`` and ``2d`` change.
+    """
     runs = work.shape[2]
     for r in range(runs):
         positive[r] = True
