@@ -8,6 +8,10 @@ Run as ``python benchmarks/linucb.py``; prints the markdown section for ``benchm
 2. For ε ∈ {0.2, 1, 10}: final regret mean ± s.e. of every algorithm under ``tight`` and ``paper``
    calibrations with the certificate each run earned, the paper's ordering LinUCB < JDP < SDP < LDP, and
    the regret saved by ``tight``.
+
+``python benchmarks/linucb.py --speed``: the ε = 0.2 panel with the compiled rounds (numba) and with the
+NumPy path (numba hidden from the interpreter), each in fresh interpreters, next to the authors' published
+time; the numba compilation is timed on its own and included once (the first-run row).
 """
 
 from __future__ import annotations
@@ -157,80 +161,144 @@ def ordering(results: dict) -> str:
     return "; ".join(verdicts)
 
 
-ANCHOR_COMMIT = "7051aee"  # the engine before batched elimination and the disk calibration cache
+AUTHORS_SECONDS_PER_INSTANCE = 4.2  # C&Z 2022's code, published time per instance of Figure 1
 PANEL = (
-    "import time\ntry:\n    from dpcert.bandits.figures.linucb import figure_runs\n"
-    "except ImportError:\n    from dpcert.bandits.linucb import figure_runs\n"
-    "s, c = time.perf_counter(), time.process_time(); "
-    "r = figure_runs(0.2, runs=50, horizon=20000, dimension=5, arms=100, delta=0.1, calibration='tight'); "
-    "print(time.perf_counter() - s, time.process_time() - c, "
+    "import sys, time\n"
+    "if sys.argv[1] == 'numpy': sys.modules['numba'] = None  # the installation without the extra\n"
+    "s, c = time.perf_counter(), time.process_time()\n"
+    "from dpcert.bandits.figures.linucb import figure_runs\n"
+    "i, ic = time.perf_counter() - s, time.process_time() - c\n"
+    "horizon, runs = int(sys.argv[2]), int(sys.argv[3])\n"
+    "s, c = time.perf_counter(), time.process_time()\n"
+    "r = figure_runs(0.2, runs=runs, horizon=horizon, dimension=5, arms=100, delta=0.1, "
+    "calibration='tight')\n"
+    "print(time.perf_counter() - s, time.process_time() - c, i, ic, "
     "sum(float(v.cumulative_regret[:, -1].sum()) for v in r.values()))"
 )
 
 
-def _panel_seconds(pythonpath: str, cache: str) -> tuple[float, float, float]:
-    """(wall s, process CPU s, summed final regret) of the ε = 0.2 panel in a fresh interpreter."""
-    env = dict(os.environ, PYTHONPATH=pythonpath, DPCERT_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, "-c", PANEL], env=env, capture_output=True, text=True, check=True)
-    wall, cpu, regret = (float(x) for x in out.stdout.split())
-    return wall, cpu, regret
+ANCHOR_RUN = (
+    "import importlib.util, sys, time\n"
+    "import numpy as np\n"
+    "spec = importlib.util.spec_from_file_location('authors', sys.argv[1])\n"
+    "authors = importlib.util.module_from_spec(spec); spec.loader.exec_module(authors)\n"
+    "d, K, n = 5, 100, int(sys.argv[2])\n"
+    "authors.d = d  # their script's main block sets the module-level d its algorithms read\n"
+    "np.random.seed(2)  # one instance built as in their main block\n"
+    "basis = np.eye(d); basis[:, -1] = 1\n"
+    "X = np.random.randn(K, d - 1); X /= np.sqrt(np.square(X).sum(axis=1))[:, None]\n"
+    "X = np.hstack((X, np.ones((K, 1)))); X[: basis.shape[0], :] = basis\n"
+    "theta = np.random.randn(d - 1); theta *= 0.5 / np.sqrt(np.square(theta).sum())\n"
+    "theta = np.append(theta, [0.5])\n"
+    "env = authors.LinBandit(X, theta, 0.2, 0.1, 20, seed=0, noise='bernoulli', sigma=0)\n"
+    "for name in ('LinUCB', 'LDPLinUCB', 'JDPLinUCB', 'SDPLinUCBPAmp', 'SDPLinUCBPVec'):\n"
+    "    env.reset_random(); s, c = time.perf_counter(), time.process_time()\n"
+    "    authors.evaluate_one(getattr(authors, name), {}, env, n, 1)\n"
+    "    print(name, time.perf_counter() - s, time.process_time() - c)\n"
+)
 
 
-def speed(repeats: int = 2) -> list[str]:
-    """The ε = 0.2 panel (calibrations included, each in a fresh process) for the engine at
-    ``ANCHOR_COMMIT`` and the current one (cold disk cache, then warm), interleaved, medians."""
+def _authors_instance(script: str, horizon: int = HORIZON) -> dict[str, tuple[float, float]]:
+    """(wall s, process CPU s) of one instance of each algorithm with the authors' Figure 1 code (their
+    classes and per-run loop ``evaluate_one``), in a fresh interpreter."""
+    command = [sys.executable, "-c", ANCHOR_RUN, script, str(horizon)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split("\n")
+    return {name: (float(w), float(c)) for name, w, c in (line.split() for line in out if line.strip())}
+
+
+def _panel(engine: str, calibration_cache: str, numba_cache: str, horizon: int = HORIZON, runs: int = RUNS):
+    """(wall s, process CPU s, import wall s, import CPU s, summed final regret) of the ε = 0.2 panel,
+    calibrations included, in a fresh interpreter (``engine`` "numpy" hides numba from it)."""
+    env = dict(os.environ, DPCERT_CACHE_DIR=calibration_cache, NUMBA_CACHE_DIR=numba_cache)
+    command = [sys.executable, "-c", PANEL, engine, str(horizon), str(runs)]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return tuple(float(x) for x in out.stdout.split())
+
+
+def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
+    """The ε = 0.2 panel with the compiled rounds (numba) and with the NumPy path, side by side with the
+    authors' published time; each measurement a fresh interpreter, interleaved, medians."""
     import shutil
     import tempfile
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
     work = Path(tempfile.mkdtemp())
-    # the whole src tree at the anchor commit (its bandits package predates the algorithms/ layout)
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", ANCHOR_COMMIT, "src"], capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
-    (work / "src").rename(work / "anchor")
-    times: dict[str, list[tuple[float, float, float]]] = {"anchor": [], "cold": [], "warm": []}
-    for i in range(repeats):
-        cache = str(work / f"cache{i}")
-        times["anchor"].append(_panel_seconds(str(work / "anchor"), ""))
-        times["cold"].append(_panel_seconds(str(root / "src"), cache))
-        times["warm"].append(_panel_seconds(str(root / "src"), cache))
+    warm_calibrations, warm_numba = str(work / "calibrations"), str(work / "numba")
+    start_load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    # first ever run: empty calibration cache and empty numba cache (compilation included once)
+    first = _panel("numba", warm_calibrations, warm_numba)
+    # the compilation alone: a tiny panel (same compiled signatures) with an empty numba cache, minus
+    # the same tiny panel once the cache is warm
+    tiny_cold = _panel("numba", warm_calibrations, str(work / "numba-tiny"), horizon=40, runs=2)
+    tiny_warm = _panel("numba", warm_calibrations, str(work / "numba-tiny"), horizon=40, runs=2)
+    times: dict[str, list[tuple[float, ...]]] = {"numpy": [], "numba": []}
+    for _ in range(repeats):
+        times["numpy"].append(_panel("numpy", warm_calibrations, warm_numba))
+        times["numba"].append(_panel("numba", warm_calibrations, warm_numba))
     shutil.rmtree(work)
-    med = {
-        k: (float(np.median([w for w, _, _ in v])), float(np.median([c for _, c, _ in v])))
-        for k, v in times.items()
-    }
-    same = {round(r, 6) for v in times.values() for _, _, r in v}
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    authors = _authors_instance(authors_script) if authors_script else None
+    end_load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    med = {k: [float(np.median([m[i] for m in v])) for i in range(4)] for k, v in times.items()}
+    regrets = {round(m[4], 6) for v in times.values() for m in v} | {round(first[4], 6)}
+    anchor = AUTHORS_SECONDS_PER_INSTANCE * RUNS
+    compile_cpu = tiny_cold[1] - tiny_warm[1]
+
+    def row(label: str, wall: float, cpu: float) -> str:
+        return f"| {label} | {wall:.2f} s | {cpu:.2f} s | {anchor / wall:.0f}× | {anchor / cpu:.0f}× |"
+
     return [
-        "## LinUCB engine speed",
+        "## LinUCB: compiled rounds (numba) vs the NumPy path vs the authors' code",
         "",
-        f"Command: `python benchmarks/linucb.py --speed`; `uptime` at end: `{load}`; machine: 2 cores shared "
-        "with other jobs (process CPU time is the steadier number).",
+        f"Command: `python benchmarks/linucb.py --speed`; `uptime` at start: `{start_load}`; at end: "
+        f"`{end_load}`. Machine: 2 cores shared with other jobs (process CPU time is the steadier number).",
         "",
-        "Chowdhury & Zhou 2022, Figure 1, ε = 0.2 panel (5 algorithms × 50 runs × T = 20,000, d = 5, "
-        "K = 100, tight "
-        f"calibrations included), each measurement a fresh interpreter; medians of {repeats}, interleaved.",
+        f"Chowdhury & Zhou 2022, Figure 1, ε = 0.2 panel: 5 algorithms × {RUNS} runs × T = {HORIZON:,}, "
+        "d = 5, K = 100, δ = 0.1, `tight` calibrations included (read from the disk cache and "
+        "re-verified, except in the first row); each measurement a fresh interpreter, import of dpcert "
+        f"excluded; medians of {repeats}, interleaved. Anchor: the authors' published 4.2 s per "
+        f"instance × 50 instances = {anchor:.0f} s"
+        + (" (their code is also run here: below)." if authors else " (their code is not run here)."),
         "",
-        "| engine | wall | process CPU |",
-        "|---|---|---|",
-        f"| previous engine (commit {ANCHOR_COMMIT}, in-process calibration only) | {med['anchor'][0]:.1f} s "
-        f"| {med['anchor'][1]:.1f} s |",
-        f"| current, empty disk cache (calibrations computed) | {med['cold'][0]:.1f} s "
-        f"| {med['cold'][1]:.1f} s |",
-        f"| current, calibrations read from the disk cache and re-verified | {med['warm'][0]:.1f} s "
-        f"| {med['warm'][1]:.1f} s |",
+        "| engine | wall | process CPU | vs authors (wall) | vs authors (CPU) |",
+        "|---|---|---|---|---|",
+        row("NumPy path (numba not installed)", med["numpy"][0], med["numpy"][1]),
+        row(
+            "compiled rounds (numba), compiled code read from its disk cache",
+            med["numba"][0],
+            med["numba"][1],
+        ),
+        row("compiled rounds, first run: empty numba and calibration caches", first[0], first[1]),
         "",
-        f"Summed final regret over all 250 run-algorithms identical in every measurement: {len(same) == 1}"
-        f" ({', '.join(f'{r:,.1f}' for r in sorted(same))}).",
+        f"numba compilation alone (empty cache, once per installation; cached on disk after): "
+        f"{compile_cpu:.1f} s CPU ({tiny_cold[0] - tiny_warm[0]:.1f} s wall). Import of dpcert: "
+        f"{med['numpy'][3]:.2f} s CPU without numba, {med['numba'][3]:.2f} s with it. Compiled vs NumPy "
+        f"path: {med['numpy'][1] / med['numba'][1]:.1f}× less CPU.",
+        "",
+        f"Summed final regret over all 250 run-algorithms identical in every measurement: {len(regrets) == 1}"
+        f" ({', '.join(f'{r:,.1f}' for r in sorted(regrets))}).",
+    ] + ([] if authors is None else _authors_lines(authors, med))
+
+
+def _authors_lines(authors: dict[str, tuple[float, float]], med: dict[str, list[float]]) -> list[str]:
+    """The authors' code run here on one instance per algorithm, × 50 instances, against the engines."""
+    wall, cpu = (sum(v[i] for v in authors.values()) for i in (0, 1))
+    return [
+        "",
+        "Authors' code run here (their classes and per-run loop `evaluate_one`, one instance of each "
+        "algorithm "
+        f"at T = {HORIZON:,}, in a fresh interpreter after the table above): "
+        + ", ".join(f"{name} {c:.1f} s CPU" for name, (_, c) in authors.items())
+        + f"; {cpu:.1f} s CPU ({wall:.1f} s wall) per instance, × {RUNS} = {RUNS * cpu:,.0f} s CPU. "
+        f"Against it: NumPy path {RUNS * cpu / med['numpy'][1]:.0f}×, compiled rounds "
+        f"{RUNS * cpu / med['numba'][1]:.0f}× (process CPU).",
     ]
 
 
 def main() -> None:
     if "--speed" in sys.argv:
-        print("\n".join(speed()))
+        # --authors PATH: the authors' Figure 1 script, kept outside the repository, run side by side
+        script = sys.argv[sys.argv.index("--authors") + 1] if "--authors" in sys.argv else None
+        print("\n".join(speed(authors_script=script)))
         return
     out = []
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from dpcert.bandits.calibration.linucb import Calibrated
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.algorithms import linucb_kernel
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
@@ -462,6 +463,7 @@ def run_batched_linucb(
     index_dtype: str = "float64",
     on_batch: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
     before_release: Callable[[int, int], None] | None = None,
+    engine: str = "auto",
 ) -> EngineResult:
     """Algorithm 1 of C&Z for every repetition at once.
 
@@ -481,7 +483,12 @@ def run_batched_linucb(
 
     ``index_dtype="float32"`` scores the arms in single precision (about 4× faster on K = 100 arms);
     the model itself (V, θ̂, the noisy sums) is always kept in double precision.
+
+    ``engine``: ``"auto"`` runs the rounds compiled (:mod:`dpcert.bandits.algorithms.linucb_kernel`, same
+    results) when numba is installed, the arms are fixed and ``on_batch`` is unset; ``"numpy"`` or
+    ``"numba"``.
     """
+    compiled = linucb_kernel.wanted(engine, env.fixed_arms, on_batch is not None)
     if index_dtype not in ("float64", "float32"):
         raise InvalidParameter("index_dtype", index_dtype, "'float64' or 'float32'")
     horizon = check.positive_int("horizon", horizon)
@@ -562,6 +569,13 @@ def run_batched_linucb(
         fixed_outer = fixed_features[..., rows] * fixed_features[..., cols]  # upper(φφᵀ) of every arm
     gram_index = d + symmetric
     shift = lam[:, None, None] * identity
+    if compiled:
+        fill = (gaps, actions, clips)
+        batch, beta = linucb_kernel.run_fixed_arms(
+            env, aggregator.blocks, fixed_design, lam, floor, noisy, beta_at, *fill,
+            horizon=horizon, batch_size=batch_size, rng=rng, before_release=before_release,
+        )  # fmt: skip
+        return EngineResult(np.cumsum(gaps, axis=1), actions, batch, clips, lam, beta)
     start, batch, beta = 0, 0, beta_at(0)
     while start < horizon:
         stop = min(start + batch_size, horizon)
