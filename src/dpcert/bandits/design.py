@@ -60,7 +60,7 @@ class Design:
 
 
 def support_bound(dimension: int) -> int:
-    """S = ⌈4 d ln ln d + 16⌉ for d ≥ 3 and 16 for d ≤ 2 (natural logarithm; spec §2.1).
+    """S = ⌈4 d ln ln d + 16⌉ for d ≥ 3 and 16 for d ≤ 2 (natural logarithm; Li, Zhou & Ji 2022, Alg. 1).
 
     The paper writes 4d log log d + 16 without naming the base; ln ln d is negative or undefined for
     d ≤ 2, where 16 is used.  For d = 20 this gives 104.
@@ -133,7 +133,7 @@ def near_g_optimal_design(
     max_support
         Support bound to enforce (default :func:`support_bound` of d = arms.shape[1]).  If Frank–Wolfe
         ends with a larger support, the smallest weights are dropped and Frank–Wolfe is rerun from the
-        pruned design (spec §2.1); the pruning repeats until both bounds hold.
+        pruned design; the pruning repeats until both bounds hold.
     max_iterations
         Safety bound on Frank–Wolfe iterations.
 

@@ -18,11 +18,11 @@ confidence width).
 Calibrations
 ------------
 ``paper``
-    The seed's formulas: σ = Δ·sqrt(2 ln(1.25/δ))/ε (eqs. 5/7/18/20, Thms 4.2, 4.4, C.1, C.3, all
-    by the classical Gaussian mechanism, Dwork & Roth 2014 Thm A.1).  That bound is only proven for
-    ε < 1 (spec erratum E1); the certificate is therefore re-derived from the exact Gaussian profile
-    (Balle & Wang 2018, Thm 8) and claims the requested (ε, δ) only when it holds — otherwise it
-    claims the ε that the noise really gives at δ, and says so in its notes.
+    The paper's formulas: σ = Δ·sqrt(2 ln(1.25/δ))/ε (eqs. 5/7/18/20, Thms 4.2, 4.4, C.1, C.3, all by the
+    classical Gaussian mechanism, Dwork & Roth 2014 Thm A.1).  That bound is only proven for ε < 1
+    (docs/PAPER_NOTES.md, PN-LZJ-1); the certificate is therefore re-derived from the exact Gaussian profile
+    (Balle & Wang 2018, Thm 8) and claims the requested (ε, δ) only when it holds — otherwise it claims the
+    ε that the noise really gives at δ, and says so in its notes.
 ``tight``
     The least σ meeting (ε, δ) by the exact analytic Gaussian profile (Balle & Wang 2018, Thm 8),
     for the same sensitivity and neighbouring relation.
@@ -423,8 +423,8 @@ class ShuffleBitSum(Privatizer):
     lies there, so the encoding never overflows).  The privacy-error variance reported for the
     confidence width is the sub-Gaussian proxy of the estimate's error, (2Δ/g)²·n·(1 + b)/4 for a
     sum of n users (Hoeffding for the rounding bits, b/4 for Bin(b, p)); divided by n² for an
-    average this is the rigorous Δ₂²(1 + b)/(g²n) of spec §2.3 (the paper's 360-constant form drops
-    the ceiling in b).
+    average this is the rigorous Δ₂²(1 + b)/(g²n) (docs/PAPER_NOTES.md, PN-LZJ-5; the paper's
+    360-constant form drops the ceiling in b).
 
     DP-PE's per-arm sums (``release_sums``) have a different group size n for almost every arm and
     phase.  With the ``tight`` calibration and ``size_grid`` steps per doubling, a group of n users

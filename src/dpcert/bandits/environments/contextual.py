@@ -2,9 +2,9 @@
 
 Every repetition ``r`` has its own parameter ``θ*_r`` and, per round, a set of K feature vectors
 ``x_{r,t,1..K}``; the mean reward of arm ``a`` is ``⟨θ*_r, x_{r,t,a}⟩``.  Arms are either fixed for the
-whole run (the experiments of Chowdhury & Zhou 2022, §5, and of seed 004, §4: a stochastic linear
-bandit with a fixed action set) or redrawn each round from the same distribution (time-varying
-contexts).  Rewards are Bernoulli (means must lie in [0, 1]) or Gaussian.
+whole run (the experiments of Chowdhury & Zhou 2022, §5, and of Improved-rate LDP linear bandits, §4: a
+stochastic linear bandit with a fixed action set) or redrawn each round from the same distribution
+(time-varying contexts).  Rewards are Bernoulli (means must lie in [0, 1]) or Gaussian.
 
 The instance generator follows Chowdhury & Zhou 2022, §5 ("similar to Vaswani et al. 2020"): θ* and
 every arm are a (d − 1)-dimensional vector of norm 1/√2, uniform on that sphere, with the entry 1/√2

@@ -6,7 +6,8 @@ parameter θ* (‖θ*‖ ≤ 1), and users u with local parameters θ_u = θ* + 
 analysis requires |y| ≤ B, so every released reward (or per-arm average) is clipped to [−B, B]
 before it reaches a privatizer.
 
-Defaults follow the reproduction protocol of spec §5.2: arms and θ* uniform on the unit sphere,
+Defaults follow dpcert's reproduction of Li, Zhou & Ji 2022, Fig. 2, whose paper leaves the instance
+unspecified (docs/PAPER_NOTES.md, PN-LZJ-7): arms and θ* uniform on the unit sphere,
 ξ_u = σ·r_u with r_u uniform on the sphere, Rademacher η, hence B = 2 + σ and clipping never binds.
 Users are either *unique* (an unbounded population: every draw is a fresh user) or *returning* (a
 finite population from which each phase samples without replacement, so a user may take part in
@@ -163,7 +164,7 @@ def sample_instances(
     noise_kind: str = "rademacher",
     reward_bound: float | None = None,
 ) -> list[LinearBandit]:
-    """``instances`` independent bandits with arms and θ* uniform on the unit sphere (spec §5.2).
+    """``instances`` independent bandits with arms and θ* uniform on the unit sphere (module docstring).
 
     Parameters
     ----------
