@@ -197,5 +197,5 @@ def test_console_script_prints_table(tmp_path):
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "| client model M1, α = 0 | ε = 1 | (1, 0) | 2 |" in done.stdout
+    assert "| client model M1, α = 0 | target ε = 1 | (1, 0) | 2 |" in done.stdout
     assert (tmp_path / "seed003_e3.png").exists() and (tmp_path / "seed003_e3_claims.md").exists()
