@@ -126,7 +126,7 @@ def test_seed004_certified_epsilons_in_table(tmp_path_factory):
     }
     assert [row[2] for row in rows if row[1] == "LinUCB (non-private)"] == ["none (non-private)"] * 3
     thm = [c for c in data["claims"] if c["claim"].startswith("Thm 3.2")]
-    assert thm and "not at ε = 10" in thm[0]["holds"]
+    assert thm and thm[0]["holds"] == "holds at ε = 0.2, 1; fails at ε = 10"
 
 
 def test_radius_study_table_matches_json(capsys, tmp_path):
