@@ -407,7 +407,7 @@ def run_ldp_linear(
                     model.update(np.where(mask[:, None], gradient, 0.0), rows=mask)
         gram[run_index, chosen] += noisy_x[:, :, None] * noisy_x[:, None, :]
         vector[run_index, chosen] += np.einsum("rd,rd->r", theta_t, noisy_x)[:, None] * noisy_x
-        # combiner bookkeeping and elimination test (Alg. 2; "\hat t" read as y~, spec §2.7 [R-low])
+        # combiner bookkeeping and elimination test (Alg. 2; the garbled "\hat t" read as y~)
         before = plays[run_index, chosen]
         previous_mean = np.where(before > 0, reward_sum[run_index, chosen] / np.maximum(before, 1), 0.0)
         test_sum[run_index, chosen] += previous_mean - noisy_y
