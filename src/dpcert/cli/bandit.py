@@ -97,6 +97,13 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--out", type=output_directory, default="dpcert-reproduce", metavar="DIR")
     parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--scheduler", type=scheduler_value, default="local", help=SCHEDULER_HELP)
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting the reproduction reads (e.g. horizon=2000; VALUE read as JSON), repeatable",
+    )
 
 
 def scheduler_value(text: str) -> str:
@@ -242,6 +249,22 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def reproduction_options(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """Refuse ``--option`` keys that are not keyword-only settings of the reproduction ``spec``."""
+    import inspect
+
+    known = sorted(
+        name
+        for name, parameter in inspect.signature(spec.run).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    )
+    for key in options:
+        if key not in known:
+            allowed = ", ".join(known) if known else "none (this reproduction takes no options)"
+            raise InvalidParameter("--option", key, f"a key {spec.name} reads: {allowed}")
+    return options
+
+
 def _reproduce(args: argparse.Namespace) -> int:
     from dpcert.bandits import registry
 
@@ -261,8 +284,11 @@ def _reproduce(args: argparse.Namespace) -> int:
             "dpcert: error: reproduce writes figures and needs matplotlib: pip install 'dpcert[plot]'\n"
         )
         return EXIT_BAD_INPUT
+    options = reproduction_options(spec, parse_options(getattr(args, "option", [])))
+    if options and args.scheduler != "local":
+        raise InvalidParameter("--option", sorted(options)[0], "only with --scheduler local")
     if args.scheduler == "local":
-        result = dict(spec.run(args.runs, args.out, args.seed))
+        result = dict(spec.run(args.runs, args.out, args.seed, **options))
     else:
         from dpcert.bandits.sweep import reproduce
 

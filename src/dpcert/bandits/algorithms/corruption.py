@@ -1,8 +1,8 @@
-"""In-range adversaries for robust private elimination (seed 003: Charisopoulos, Esfandiari & Mirrokni 2023).
+"""In-range adversaries for robust private elimination (Charisopoulos, Esfandiari & Mirrokni 2023).
 
-Seed 003's corruption model (eq. 3) replaces each received value independently with probability α by an
+The paper's corruption model (eq. 3) replaces each received value independently with probability α by an
 *arbitrary* value.  Large values are neutralised by clipping the received values to the clean range
-``[−Ȳ, Ȳ]`` before any estimation, so an experiment that credits the spectral filter (seed 003, Alg. 2)
+``[−Ȳ, Ȳ]`` before any estimation, so an experiment that credits the spectral filter (the paper's Alg. 2)
 must use corruptions that stay **inside** that range, where clipping changes nothing.  This module's
 adversaries never leave ``[−Ȳ, Ȳ]``:
 
@@ -34,7 +34,8 @@ IN_RANGE_STRATEGIES = ("targeted", "coordinated")
 
 def clean_value_bound(clip: float, laplace_scale: float, reports: int, delta: float) -> float:
     """Ȳ = ``c_r + b·log(2n/δ)``: every one of ``n`` clean reports ``clip(r) + Lap(b)`` is at most Ȳ in
-    absolute value w.p. >= 1 − δ (``P(|Lap(b)| > b·t) = e^{−t}``, union over n; spec 003 §2.4 option (a)).
+    absolute value w.p. >= 1 − δ (``P(|Lap(b)| > b·t) = e^{−t}``, union over n;
+    docs/PAPER_NOTES.md, PN-CEM-2, option (a)).
 
     ``laplace_scale = 0`` (no privacy) gives ``c_r``.  This is the range the engine clips received M1
     values to.
@@ -50,15 +51,15 @@ def clean_value_bound(clip: float, laplace_scale: float, reports: int, delta: fl
 
 @dataclass(frozen=True)
 class InRangeAdversary:
-    """Corrupts each received value w.p. α with a value inside ``[−Ȳ, Ȳ]`` (seed 003 eq. 3).
+    """Corrupts each received value w.p. α with a value inside ``[−Ȳ, Ȳ]`` (the paper's eq. 3).
 
     Parameters
     ----------
     alpha
         Corruption probability, ``0 <= alpha < 1/4``.
     arms
-        The instance's arms, shape (K, d) (the adversary knows the instance: seed 003's values are
-        arbitrary, spec 003 §1.3).
+        The instance's arms, shape (K, d) (the adversary knows the instance: the paper's corrupted
+        values are arbitrary).
     means
         The arms' true mean rewards, shape (K,) (to find the best arm's closest rival).
     strategy
@@ -81,7 +82,9 @@ class InRangeAdversary:
     def __post_init__(self) -> None:
         alpha = check.nonnegative_finite("alpha", self.alpha)
         if alpha >= 0.25:
-            raise InvalidParameter("alpha", alpha, "0 <= alpha < 0.25 (seed 003 eq. 3)")
+            raise InvalidParameter(
+                "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
+            )
         object.__setattr__(self, "alpha", alpha)
         arms = check.finite_array("arms", self.arms)
         means = check.finite_array("means", self.means)

@@ -1,15 +1,17 @@
-"""LDP linear contextual bandit with an online-learner confidence set (seed 004).
+"""LDP linear contextual bandit with an online-learner confidence set (Improved-rate LDP linear
+bandits).
 
-"Improved rate for Locally Differentially Private Linear Bandits" (anonymous submission; spec
-``004_ldp_linear.md``).  Each user perturbs her own chosen feature vector and reward,
+"Improved rate for Locally Differentially Private Linear Bandits" (anonymous submission;
+docs/REFERENCES.md).  Each user perturbs her own chosen feature vector and reward,
 
     x̃_t = x_t + ζ_t + η_{x,t},   ỹ_t = y_t + η_{y,t},   ζ ~ N(0, Δ² I), η ~ N(0, σ² I)      (§2.2)
 
 and sends only ``(x̃_t, ỹ_t)``.  The server runs an online learner on the de-biased loss
 ``l_t(θ) = (⟨x̃_t, θ⟩ − ỹ_t)² − ‖θ‖²_Σ`` (Σ = σ² I; the printed ⟨x̃_t, θ_t⟩ inside the square is a typo,
-spec §6.2), and turns its predictions into a confidence ellipsoid by the online-to-confidence-set
-conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``, ``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t``
-(Lemma 3.3, with the +I of the proof).  The action maximises ``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
+docs/PAPER_NOTES.md, PN-IRL-2), and turns its predictions into a confidence ellipsoid by the
+online-to-confidence-set conversion: centre ``θ̂_N = Ṽ_{N−1}^{-1} ũ_{N−1}``, ``Ṽ = I + Σ x̃ x̃ᵀ``,
+``ũ = Σ ⟨θ_t, x̃_t⟩ x̃_t`` (Lemma 3.3, with the +I of the proof).  The action maximises
+``⟨x, θ̂⟩ + rad·‖x‖_{Ṽ^{-1}}``.
 
 The online learner is chosen by ``learner``: ``"ogd"`` (default) is projected online gradient descent, which
 the paper says "has the same empirical performance" as its Maler (§5); ``"maler"`` is Maler (Wang, Lu & Zhang
@@ -18,10 +20,10 @@ horizon T, and ``"anytime-maler"`` its doubling-trick variant (the paper's Algor
 get ``G`` = the engine's clip constant of their base learner and ``D`` = the domain radius.  The learner only
 post-processes the releases, so it never changes the certificate.
 
-Privacy (Thm 3.2 and spec §6.1 erratum).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε`` for x̃ and ỹ
-*separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the *pair*, whose
-ℓ2 sensitivity is ``√(2² + 2²) = 2√2``; the ``analytic_joint`` calibration (default) is the least σ
-meeting (ε, δ) for that pair by the exact Gaussian profile (Balle & Wang 2018, Thm 8).  The
+Privacy (Thm 3.2 and docs/PAPER_NOTES.md, PN-IRL-1).  The paper calibrates ``σ = 2√(2 ln(1.25/δ))/ε``
+for x̃ and ỹ *separately* (sensitivity 2 each, classical Gaussian, ε < 1 only).  The release is the
+*pair*, whose ℓ2 sensitivity is ``√(2² + 2²) = 2√2``; the ``analytic_joint`` calibration (default) is
+the least σ meeting (ε, δ) for that pair by the exact Gaussian profile (Balle & Wang 2018, Thm 8).  The
 deliberate perturbation ζ only adds noise to x̃; it is ignored by the certificate (conservative).
 The clipped gradient and everything the server computes are post-processing.
 
@@ -96,7 +98,8 @@ def perturbation_variance(lambda_min: float, threshold: float) -> float:
 def clip_constant(
     *, radius: float, sigma: float, perturbation: float, horizon: int, failure: float, c: float
 ) -> float:
-    """G of Alg. 1 (spec §2.1, [R-med]: the lost "+" restored; ``c`` ≥ d accounts for ‖η_x‖ ~ σ√d).
+    """G of Alg. 1 (reconstructed; docs/PAPER_NOTES.md, PN-IRL-4: the lost "+" restored; ``c`` ≥ d accounts
+    for ‖η_x‖ ~ σ√d).
 
     ``G = 2√(2 log(2T/β))(2Dσ + 2σ + DΔ + Δ) + 2 log(2T/β)(2DΔ² + 4DΔσ + 4Δσ + 2Dσ² + 2σ² + D c σ²)
     + 2D + 2``.
@@ -115,8 +118,10 @@ def clip_constant(
 class BaseLearner:
     """One instance of Algorithm 1: assumed λ_min, feature perturbation Δ², step rule and radius.
 
-    ``radius="log"`` uses ``rad_t = radius_scale · √log(t + 1)`` ([IMPL]; the theory radius is vacuous at
-    the paper's T, spec §6.6); ``radius="theory"`` uses ``radius_scale · √(M_N + K_N)`` with the Lemma 3.5
+    ``radius="log"`` uses ``rad_t = radius_scale · √log(t + 1)`` (dpcert's choice: the paper states no radius
+    constant, docs/PAPER_NOTES.md, PN-IRL-4, and the theory radius is vacuous at the paper's T; the
+    regret depends strongly on ``radius_scale``: ``dpcert reproduce seed004-radius-study``);
+    ``radius="theory"`` uses ``radius_scale · √(M_N + K_N)`` with the Lemma 3.5
     plug-ins (γ = 1, c = 1).
     """
 
@@ -154,7 +159,7 @@ def theory_radius(
     failure: float,
     noise_scale: float = 1.0,
 ) -> float:
-    """``√(M_N + K_N)`` of Lemma 3.3 with S_N and M_N from Lemma 3.5 (constants 1; spec §2.4)."""
+    """``√(M_N + K_N)`` of Lemma 3.3 with S_N and M_N from Lemma 3.5 (constants 1)."""
     mu = learner.modulus
     if mu <= 0:
         raise InvalidParameter(
@@ -175,9 +180,9 @@ def theory_radius(
 
 
 def default_learner_grid(horizon: int) -> list[BaseLearner]:
-    """Base learners of Alg. 2: i = 1 the worst-case learner (λ_min = 0, Δ² = λ̄ = T^{-1/8}; [IMPL] run
-    with horizon T rather than the doubling Alg. 7), i = 2..M with ``λ_i = 2^{i−1}/T^{1/8}`` and Δ² = 0,
-    ``M = ⌈log₂(T)/8⌉ + 1`` so that λ_M ≥ 1."""
+    """Base learners of Alg. 2: i = 1 the worst-case learner (λ_min = 0, Δ² = λ̄ = T^{-1/8}; dpcert
+    runs it with horizon T rather than the doubling Alg. 7), i = 2..M with ``λ_i = 2^{i−1}/T^{1/8}`` and
+    Δ² = 0, ``M = ⌈log₂(T)/8⌉ + 1`` so that λ_M ≥ 1."""
     threshold = horizon ** (-1.0 / 8.0)
     count = math.ceil(math.log2(horizon) / 8.0) + 1
     grid = [BaseLearner(0.0, perturbation_variance(0.0, threshold))]
@@ -402,7 +407,7 @@ def run_ldp_linear(
                     model.update(np.where(mask[:, None], gradient, 0.0), rows=mask)
         gram[run_index, chosen] += noisy_x[:, :, None] * noisy_x[:, None, :]
         vector[run_index, chosen] += np.einsum("rd,rd->r", theta_t, noisy_x)[:, None] * noisy_x
-        # combiner bookkeeping and elimination test (Alg. 2; "\hat t" read as y~, spec §2.7 [R-low])
+        # combiner bookkeeping and elimination test (Alg. 2; the garbled "\hat t" read as y~)
         before = plays[run_index, chosen]
         previous_mean = np.where(before > 0, reward_sum[run_index, chosen] / np.maximum(before, 1), 0.0)
         test_sum[run_index, chosen] += previous_mean - noisy_y
@@ -441,7 +446,7 @@ def _online_learner(
     return None
 
 
-ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0)  # spec §4.2 prototype: OGD step 1/(0.2 t)
+ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0)  # PN-IRL-4; OGD step 1/(0.2 t)
 
 
 def bandit_run(

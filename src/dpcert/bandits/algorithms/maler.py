@@ -12,7 +12,7 @@ Optimization", UAI 2019 (Algorithms 1-4).  Maler runs, side by side, one convex 
 
 Here ``D`` is the diameter of the domain ``Ω = {‖θ‖ ≤ radius}`` (``D = 2·radius``) and ``G`` bounds
 every gradient (``‖g_t‖ ≤ G``; the LDP linear bandit guarantees it by clipping the de-biased
-gradient, spec ``004_ldp_linear.md`` §2.5).
+gradient, docs/PAPER_NOTES.md, PN-IRL-3).
 
 Every learner here is vectorised over independent *runs* (rows) and follows one narrow protocol,
 that of the online learner of :mod:`dpcert.bandits.algorithms.ldp_linear`:
@@ -22,7 +22,8 @@ that of the online learner of :mod:`dpcert.bandits.algorithms.ldp_linear`:
   rows selected by the boolean mask ``rows`` (all rows if None; the others are left untouched, as a base
   learner of the combiner is updated only in the runs that chose it);
 * ``update_from_release(noisy_x, noisy_y, sigma, rows=None)`` does the same from the users' releases,
-  with the clipped de-biased gradient ``clip_G(2x̃(⟨x̃, θ_t⟩ − ỹ) − 2σ²θ_t)`` of the seed-004 loss.
+  with the clipped de-biased gradient ``clip_G(2x̃(⟨x̃, θ_t⟩ − ỹ) − 2σ²θ_t)`` of the loss of Improved-rate
+  LDP linear bandits.
 
 :class:`Maler` is told the horizon T; :class:`AnytimeMaler` is the doubling trick: epochs of length
 ``2^j`` (j = 0, 1, ...), each a fresh Maler told ``T_j = 2^j``, restarted per run.
@@ -149,7 +150,8 @@ class _Protocol:
     def update_from_release(
         self, noisy_x: np.ndarray, noisy_y: np.ndarray, sigma: float, rows: np.ndarray | None = None
     ) -> np.ndarray:
-        """Update on the clipped de-biased squared-loss gradient of the releases ``(x̃, ỹ)`` (seed 004, §2.2).
+        """Update on the clipped de-biased squared-loss gradient of the releases ``(x̃, ỹ)`` (Improved-rate
+        LDP linear bandits, §2.2).
 
         ``g = clip_G(2 x̃ (⟨x̃, θ_t⟩ − ỹ) − 2σ² θ_t)`` at the current points θ_t = ``predict()``; returns
         the boolean mask of rows whose gradient was clipped.
@@ -362,8 +364,8 @@ class AnytimeMaler(Maler):
     Each run restarts a fresh :class:`Maler` told ``T_j = 2^j`` after ``2^j`` updates of epoch j
     (j = 0, 1, 2, ...), so epoch j covers that run's updates ``2^j .. 2^{j+1} − 1``.  Regret is at most
     the sum of the epochs' regrets: ``O(√T)`` stays ``O(√T)``, an ``O(log T)`` bound becomes
-    ``O(log² T)`` (at most ``(log₂T/2 + 1)`` times the told-T bound).  Seed 004 restarts its whole
-    Algorithm 1 the same way (its Algorithm 7, spec §2.6).
+    ``O(log² T)`` (at most ``(log₂T/2 + 1)`` times the told-T bound).  Improved-rate LDP linear bandits
+    restarts its whole Algorithm 1 the same way (its Algorithm 7; docs/PAPER_NOTES.md, PN-IRL-3).
 
     Parameters
     ----------

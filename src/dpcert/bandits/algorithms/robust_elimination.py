@@ -1,36 +1,38 @@
-"""Robust, locally private batched arm elimination for linear bandits (seed 003).
+"""Robust, locally private batched arm elimination for linear bandits
+(Charisopoulos, Esfandiari & Mirrokni 2023).
 
-Seed 003 is Charisopoulos, Esfandiari & Mirrokni, "Robust and differentially private stochastic linear
-bandits" (arXiv 2304.11741); the implementation follows ``specs/003_robust_private_elimination.md``.
+The paper is Charisopoulos, Esfandiari & Mirrokni 2023, "Robust and differentially private stochastic linear
+bandits" (arXiv 2304.11741; docs/REFERENCES.md); dpcert's completions are docs/PAPER_NOTES.md,
+PN-CEM-1 to PN-CEM-8.
 
 The learner plays ``B`` batches of geometrically growing size ``q^i`` (``q = T^{1/B}``, ``B = ⌈ln T⌉``);
 each batch is a coreset of a near-G-optimal design on the surviving arms (Def. 1.5–1.6).  Rewards reach
-the server only through client-side Laplace reports (two client models, §2.3 of the spec):
+the server only through client-side Laplace reports (two client models):
 
-* **M1** (seed 003 eq. 15): every reward comes from a different client, who reports
+* **M1** (the paper's eq. 15): every reward comes from a different client, who reports
   ``clip(r, −c_r, c_r) + Lap(2c_r/ε)``: pure ε-LDP for one reward.
-* **M2** (seed 003 eq. 20, Lemma 3.5): one client per support action averages its ``n_a`` clipped rewards
+* **M2** (the paper's eq. 20, Lemma 3.5): one client per support action averages its ``n_a`` clipped rewards
   and reports ``mean + Lap(2c_r/(n_a ε))``: ε-DP for any one reward (event level).  A client reporting in
-  several batches composes to ``(#batches reported)·ε`` at client level (spec §1.4, not claimed by the
-  paper); the result states that number.
+  several batches composes to ``(#batches reported)·ε`` at client level (docs/PAPER_NOTES.md, PN-CEM-5; not
+  claimed by the paper); the result states that number.
 
-**Clipping is mandatory** (spec §2.3 erratum): the paper's rewards are sub-Gaussian, hence unbounded, and
-Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1``
-(mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
+**Clipping is mandatory** (docs/PAPER_NOTES.md, PN-CEM-1): the paper's rewards are sub-Gaussian, hence
+unbounded, and Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards
+``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
 
-An adversary then replaces each received value independently with probability α (seed 003 eq. 3; by default
-after privatization, the stronger reading, spec §1.3), with ``random`` (±magnitude), ``targeted`` (−magnitude
+An adversary then replaces each received value independently with probability α (the paper's eq. 3; by default
+after privatization, the stronger reading, PN-CEM-6), with ``random`` (±magnitude), ``targeted`` (−magnitude
 on the best arm's rows, +magnitude elsewhere) or ``sign-flip`` (−magnitude × the value) strategies, or any
 adversary with the same ``corrupt`` call, such as the in-range adversaries of
 :mod:`dpcert.bandits.algorithms.corruption`.  θ is estimated by
 :func:`dpcert.bandits.algorithms.spectral_filter.robust_estimate`: the spectral-filter robust least squares
 with a clean-side variance proxy (never the corrupted sample as printed in eq. 13), clipping only, or plain
 least squares, and arms more than ``2γ_i`` below the best are eliminated (Alg. 1 line 10), with the widths
-``γ_i`` of spec §2.5 (reconstructed from the regret proofs: M1 [R-med], M2 [R-low]) scaled by a documented
+``γ_i`` reconstructed from the regret proofs (docs/PAPER_NOTES.md, PN-CEM-4) scaled by a documented
 ``width_scale``.
 
 The near-G-optimal design (Def. 1.6: ``max_a ‖a‖²_{M(π)^{-1}} <= 2·rank`` with a small support) is
-:func:`dpcert.bandits.design.near_g_optimal_design`, computed in the span of the active arms (spec §2.1).
+:func:`dpcert.bandits.design.near_g_optimal_design`, computed in the span of the active arms.
 """
 
 from __future__ import annotations
@@ -62,16 +64,17 @@ VARIANCE_SOURCES = ("arm-moment", "trimmed", "bound")
 REWARD_MODELS = ("signed-bernoulli", "gaussian")
 
 SEED003_SETTING = {"arms": 50, "dimension": 5, "failure_probability": 0.05, "width_scale": 0.05}
-"""The experiment setting of spec 003 §4: d, K, the failure probability δ' and the width scale c_γ."""
+"""The experiment setting of docs/PAPER_NOTES.md, PN-CEM-7: d, K, the failure probability δ' and the width
+scale c_γ."""
 
 
 # =========================================================================== instance
 @dataclass(frozen=True)
 class LinearArms:
-    """A finite-arm linear bandit: arms (K, d) with ‖a‖ <= 1 and θ* with ‖θ*‖ <= 1 (seed 003 §1.1).
+    """A finite-arm linear bandit: arms (K, d) with ‖a‖ <= 1 and θ* with ‖θ*‖ <= 1 (the paper's §1.1).
 
     ``reward_model``: ``"signed-bernoulli"`` gives ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (bounded, 1-sub-Gaussian,
-    the spec §4 default); ``"gaussian"`` gives ``⟨a,θ*⟩ + N(0, 1)`` (unbounded: clipping biases it).
+    the PN-CEM-7 default); ``"gaussian"`` gives ``⟨a,θ*⟩ + N(0, 1)`` (unbounded: clipping biases it).
     """
 
     arms: np.ndarray
@@ -85,7 +88,7 @@ class LinearArms:
         if arms.ndim != 2 or arms.shape[0] < 2 or theta.shape != (arms.shape[1],):
             raise InvalidParameter("arms", arms.shape, "shape (K, d) with K >= 2 and theta of shape (d,)")
         if np.any(np.linalg.norm(arms, axis=1) > 1.0 + 1e-9) or np.linalg.norm(theta) > 1.0 + 1e-9:
-            raise InvalidParameter("arms", "<norms>", "every ‖a‖ <= 1 and ‖theta‖ <= 1 (seed 003 §1.1)")
+            raise InvalidParameter("arms", "<norms>", "every ‖a‖ <= 1 and ‖theta‖ <= 1 (the paper's §1.1)")
         if self.reward_model not in REWARD_MODELS:
             raise InvalidParameter("reward_model", self.reward_model, "one of " + ", ".join(REWARD_MODELS))
         object.__setattr__(self, "arms", arms)
@@ -96,7 +99,7 @@ class LinearArms:
     def random_sphere(
         cls, arms: int, dimension: int, rng: np.random.Generator, reward_model: str = "signed-bernoulli"
     ) -> LinearArms:
-        """Arms and θ* i.i.d. uniform on the unit sphere (spec 003 §4 defaults)."""
+        """Arms and θ* i.i.d. uniform on the unit sphere (PN-CEM-7 defaults)."""
         points = rng.standard_normal((arms + 1, dimension))
         points /= np.linalg.norm(points, axis=1, keepdims=True)
         return cls(points[:arms], points[arms], reward_model)
@@ -129,13 +132,14 @@ def elimination_width(
     support: int = 1,
     truncation: float = 1.0,
 ) -> float:
-    """γ_i of seed 003 Alg. 1 line 9, as reconstructed in spec 003 §2.5 (the printed line is garbled).
+    """γ_i of the paper's Alg. 1 line 9, as reconstructed in docs/PAPER_NOTES.md, PN-CEM-4 (the printed line
+    is garbled).
 
     M1: ``sqrt(d L/q^i)(1 + sqrt(L)/ε) + √d(√α + α√d)(sqrt(L_i) + L_i/ε) + α``;
     M2: ``sqrt(d L/(ν q^i))(1 + sqrt(L)/(ε sqrt(ν q^i))) + 2d(1 + sqrt(L_k/(ν q^i)) + L_k/(ε ν q^i))
     (sqrt(kα) + sqrt(αL)) + α``, with ``L = log 1/δ``, ``L_i = log(q^i/δ)``, ``L_k = log(k/δ)``, ``k`` the
     support size, ``ν`` the truncation and ``1/ε = 0`` when ``epsilon`` is ``None`` (non-private).
-    ``alpha`` here is the caller's α_eff (spec §2.5: ``max(α, log(1/δ)/n)`` when the filter is used).
+    ``alpha`` here is the caller's α_eff (PN-CEM-4: ``max(α, log(1/δ)/n)`` when the filter is used).
     """
     inverse_epsilon = 0.0 if epsilon is None else 1.0 / epsilon
     big_l = math.log(1.0 / delta)
@@ -163,7 +167,7 @@ def elimination_width(
 # =========================================================================== clients and adversary
 @dataclass(frozen=True)
 class LaplaceClients:
-    """Client-side Laplace privatization (seed 003 §2.3) with mandatory clipping at ``clip`` (c_r).
+    """Client-side Laplace privatization (the paper's eqs. 15 and 20), clipping at ``clip`` (c_r) first.
 
     ``epsilon=None`` means no privacy (reports are the clipped rewards / means).
     """
@@ -194,14 +198,14 @@ class LaplaceClients:
         )
 
     def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (seed 003 eq. 15 with clipping)."""
+        """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (the paper's eq. 15 with clipping)."""
         clipped = np.clip(rewards, -self.clip, self.clip)
         if self.epsilon is None:
             return clipped
         return clipped + rng.laplace(0.0, self.scale(), size=clipped.shape)
 
     def report_means(self, rewards: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (seed 003 eq. 20, Lemma 3.5).
+        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (the paper's eq. 20, Lemma 3.5).
 
         ``rewards`` holds the clients' rewards consecutively, ``counts`` how many each client has.
         """
@@ -215,9 +219,9 @@ class LaplaceClients:
 
 @dataclass(frozen=True)
 class Adversary:
-    """Replaces each received value independently with probability α (seed 003 eq. 3).
+    """Replaces each received value independently with probability α (the paper's eq. 3).
 
-    Strategies: ``random`` (±magnitude with random sign), ``constant`` (+magnitude, spec 003 E2(i)),
+    Strategies: ``random`` (±magnitude with random sign), ``constant`` (+magnitude, PN-CEM-7, E2),
     ``targeted`` (−magnitude on rows of the best arm, +magnitude on every other row: pushes the learner to
     eliminate a*), ``sign-flip`` (−magnitude × value).
     """
@@ -229,7 +233,9 @@ class Adversary:
     def __post_init__(self) -> None:
         alpha = check.nonnegative_finite("alpha", self.alpha)
         if alpha >= 0.25:
-            raise InvalidParameter("alpha", alpha, "0 <= alpha < 0.25 (seed 003 eq. 3)")
+            raise InvalidParameter(
+                "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
+            )
         object.__setattr__(self, "alpha", alpha)
         if self.strategy not in STRATEGIES:
             raise InvalidParameter("strategy", self.strategy, "one of " + ", ".join(STRATEGIES))
@@ -294,7 +300,7 @@ class RobustEliminationResult(RegretCurves):
 
 
 def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> float:
-    """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (spec 003 §2.4 option (a)).
+    """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (docs/PAPER_NOTES.md, PN-CEM-2 (a)).
 
     A clipped report is at most ``c_r + |Lap(b)|`` and ``P(max of n |Lap(b)| > b·log(n/δ)) <= δ``.
     """
@@ -329,7 +335,7 @@ def robust_elimination(
     curve_points: int = 200,
     session: PrivacySession | None = None,
 ) -> RobustEliminationResult:
-    """Robust (private) batched arm elimination (seed 003, Alg. 1), ``runs`` independent repetitions.
+    """Robust (private) batched arm elimination (the paper's Alg. 1), ``runs`` repetitions.
 
     Parameters
     ----------
@@ -350,24 +356,25 @@ def robust_elimination(
         then plain least squares) or ``"least-squares"`` (plain least squares on the received values, no
         clipping).  All three use the same widths, so they differ only in the estimator.  ``"robust"`` is
         accepted as the earlier name of ``"filter"``.  In M2 with α = 0 the filter is replaced by plain
-        least squares and the widths lose their corruption term (spec §6.6).  Ȳ is a bound on every clean
-        received value holding w.p. >= 1 − δ (spec §2.4 "also recommended").  Clipping alone neutralises
+        least squares and the widths lose their corruption term (PN-CEM-8).  Ȳ is a bound on every clean
+        received value holding w.p. >= 1 − δ (PN-CEM-2).  Clipping alone neutralises
         corruptions outside ±Ȳ (the ``random``/``targeted`` attacks of magnitude > Ȳ); only the filter acts
         on corruptions inside the range, and only on those above its stopping threshold (benchmarks/
-        RESULTS.md, "Seed 003: filter vs clipping under in-range attacks").
+        RESULTS.md, "Charisopoulos, Esfandiari & Mirrokni 2023: filter vs clipping
+        under in-range attacks").
     variance
         Source of the filter's λ.  Default (None): chosen by client model, as that study found:
         ``"arm-moment"`` for M1 (the per-arm trimmed second moment, d times tighter than the pooled one,
         the proxy that keeps a* under in-range attacks at ε = 1), ``"trimmed"`` for M2 (one report per
         support arm, so a per-arm trim is void).  Explicitly: ``"arm-moment"`` (M1 only), ``"trimmed"``
-        (the pooled Chernoff-trimmed estimate, spec 003 §2.4(b)) or ``"bound"`` (``λ = μ·Ȳ²``, option (a)).
-        Never the untrimmed corrupted sample (spec §2.4 erratum).
+        (the pooled Chernoff-trimmed estimate, PN-CEM-2 (b)) or ``"bound"`` (``λ = μ·Ȳ²``, option (a)).
+        Never the untrimmed corrupted sample (PN-CEM-2).
     batches
-        B (default ``⌈ln T⌉``, so ``q = T^{1/B} <= e``, seed 003 Thm 3.4).
+        B (default ``⌈ln T⌉``, so ``q = T^{1/B} <= e``, the paper's Thm 3.4).
     failure_probability
-        δ' of the whole run; the per-event δ is ``δ'/(K T²)`` (seed 003, proof of Thm 3.4).
+        δ' of the whole run; the per-event δ is ``δ'/(K T²)`` (the paper's proof of Thm 3.4).
     width_scale
-        c_γ multiplying γ_i (1 = theory widths; the theory widths eliminate nothing at moderate T, spec §2.5).
+        c_γ multiplying γ_i (1 = theory widths; the theory widths eliminate nothing at moderate T, PN-CEM-4).
     truncation
         ν for M2 (default ``1/|supp π|``).
     corrupt_before_privatization
@@ -451,7 +458,7 @@ def robust_elimination(
                 nu = 1.0 / support.size if truncation is None else truncation
                 counts = np.ceil(size * np.maximum(weights, nu)).astype(np.int64)
             if used + counts.sum() > horizon:
-                break  # budget guard (spec §2.2): go to the final phase
+                break  # budget guard: go to the final phase
             batch_count += 1
             arm_rows = np.repeat(support, counts)
             rewards = instance.rewards(arm_rows, rng)
@@ -479,8 +486,8 @@ def robust_elimination(
 
             n_points = rows.shape[0]
             # α_eff = max(α, log(1/δ)/n) inside γ_i: the filter's own log(1/δ)/n error is otherwise not
-            # covered when α is below it (spec §2.5, §6.5).  M2 with α = 0 uses plain least squares and no
-            # corruption term instead (spec §6.6: its k = |supp π| points are far fewer than log(1/δ), so the
+            # covered when α is below it (PN-CEM-4).  M2 with α = 0 uses plain least squares and no
+            # corruption term instead (PN-CEM-8: its k = |supp π| points are far fewer than log(1/δ), so the
             # filter's guarantee is void there).  The plain-LS comparison variant uses the same widths as
             # the robust variant, so the two differ only in the estimator.
             m2_clean = clients.model == "M2" and adversary.alpha == 0.0
@@ -553,7 +560,7 @@ def robust_elimination(
         notes = [
             f"rewards clipped to [-{clients.clip:g}, {clients.clip:g}] before Laplace noise, so one reward "
             "moves a report by at most 2c_r (M1) or 2c_r/n_a (M2); the paper omits the clipping "
-            "(spec 003 §2.3 erratum)",
+            "(docs/PAPER_NOTES.md, PN-CEM-1)",
             "event level (one reward): each reward enters exactly one report; adversarial corruption, "
             "filtering and elimination are post-processing of the reports",
         ]

@@ -1,34 +1,34 @@
-"""Robust least squares by spectral filtering (seed 003: Charisopoulos, Esfandiari & Mirrokni 2023, §2.2).
+"""Robust least squares by spectral filtering (Charisopoulos, Esfandiari & Mirrokni 2023, §2.2).
 
 Fixed-design least squares is reduced to robust mean estimation: with ``M = Σ_j a_j a_jᵀ`` and
 ``W = M^{-1/2}``, the points ``X_j = W a_j y_j`` satisfy ``θ_LS = M^{-1} Σ_j a_j y_j = n·W·mean_j X_j``
-(seed 003, Alg. 1 line 8 / eq. 13), so a robust estimate ``ŵ`` of the mean of the clean ``X_j`` gives
-``θ̂ = n·W·ŵ``.  The mean is estimated by the randomized spectral filter (seed 003, Alg. 2, after
-Prasad et al. 2019, Thm 4 = seed 003 Thm A.2): while the top eigenvalue of the empirical covariance
+(the paper's Alg. 1 line 8 / eq. 13), so a robust estimate ``ŵ`` of the mean of the clean ``X_j`` gives
+``θ̂ = n·W·ŵ``.  The mean is estimated by the randomized spectral filter (the paper's Alg. 2, after
+Prasad et al. 2019, Thm 4 = the paper's Thm A.2): while the top eigenvalue of the empirical covariance
 exceeds ``4λ``, remove one point drawn with probability proportional to its squared projection on the
 top eigenvector.
 
-Choices this module makes explicit (spec 003 §2.4 and §6):
+Choices this module makes explicit (docs/PAPER_NOTES.md, PN-CEM-2 and PN-CEM-3):
 
-* **The variance proxy λ comes from clean-side information** (spec §2.4 erratum, verified there by a
+* **The variance proxy λ comes from clean-side information** (PN-CEM-2, verified by a
   prototype): the printed ``λ = μ·mean(y²)`` computed on the *received* values lets an adversary inflate
   λ with huge values, the stopping test then passes at once and the estimate is plain least squares.
   :func:`robust_least_squares` therefore takes either an a-priori bound ``value_bound`` = Ȳ on the
-  clean ``|y_j|`` (``λ = μ·Ȳ²``, spec option (a)) or, by default, the trimmed estimate of spec option (b):
+  clean ``|y_j|`` (``λ = μ·Ȳ²``, PN-CEM-2 option (a)) or, by default, the trimmed estimate of option (b):
   ``λ = (2/(1−α))·μ·mean(y²)`` after dropping the largest ``τ``-fraction of ``y²``, with
   ``τ = min(1/2, α + sqrt(3α·log(1/δ)/n) + log(1/δ)/n)`` a Chernoff upper bound on the realised
   corrupted fraction (not ``2α``, which fails for small batches).
 * ``variance="arm-moment"`` is a tighter clean-side λ.  In the whitened coordinates the clean covariance
   satisfies ``Σ_{G0} ⪯ (1/|G0|) Σ_{j∈G0} y_j² W a_j a_jᵀ W ⪯ (max_a m_a/|G0|)·W M W = (max_a m_a/|G0|)·I``,
   with ``m_a`` the mean of ``y²`` over the rows equal to arm ``a`` (``Σ_{G0} a aᵀ ⪯ M``).  The paper's
-  bound (seed 003 App. A.2, eq. 33) replaces ``max_a m_a`` by ``μ‖y‖²`` with ``μ = max ‖a‖²_{M^{-1}}``,
+  bound (the paper's App. A.2, eq. 33) replaces ``max_a m_a`` by ``μ‖y‖²`` with ``μ = max ‖a‖²_{M^{-1}}``,
   which for a G-optimal design is ``≈ d·mean(y²)/n``: d times looser, so in-range corruptions that
   inflate the covariance up to ``4·2d`` times the clean level pass the stopping test.  λ is
   ``(2/(1−α))·max_a trimmed_a(y²)/n``, each arm's second moment Chernoff-trimmed as in option (b).
-* The stopping constant 4 of Alg. 2 is the spec's [R-med] reading of the garbled "if © < 4X";
-  ``threshold_factor`` exposes it.
-* A safeguard caps the number of removals at ``max_removed_fraction·n`` (spec default
-  ``2α + 0.05``, at most 1/2); the theory removes ``O((n − |G0|) + log 1/δ)`` points w.h.p.
+* The stopping constant 4 of Alg. 2 is the reconstructed reading (docs/PAPER_NOTES.md, PN-CEM-3) of the
+  garbled "if © < 4X"; ``threshold_factor`` exposes it.
+* A safeguard caps the number of removals at ``max_removed_fraction·n`` (proposed default
+  ``2α + 0.05``, PN-CEM-3, at most 1/2); the theory removes ``O((n − |G0|) + log 1/δ)`` points w.h.p.
 * ``removals_per_step = 1`` is the paper's filter; larger values draw several points per eigen
   decomposition without replacement (a speed-up that deviates from the paper; documented where used).
 
@@ -83,7 +83,7 @@ def _top_direction(centred: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def removal_probabilities(points: np.ndarray) -> tuple[float, np.ndarray]:
-    """Top covariance eigenvalue of ``points`` and the filter's removal law ``τ_j / Σ τ`` (seed 003 Alg. 2).
+    """Top covariance eigenvalue of ``points`` and the filter's removal law ``τ_j / Σ τ`` (paper's Alg. 2).
 
     ``τ_j = ⟨v, X_j − mean⟩²`` with ``v`` the top unit eigenvector of the empirical covariance.
     """
@@ -106,7 +106,7 @@ def spectral_filter(
     max_removed_fraction: float = 0.5,
     removals_per_step: int = 1,
 ) -> FilterResult:
-    """Randomized spectral filter for robust mean estimation (seed 003, Alg. 2; Prasad et al. 2019).
+    """Randomized spectral filter for robust mean estimation (the paper's Alg. 2).
 
     Parameters
     ----------
@@ -209,7 +209,7 @@ def least_squares(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
 def chernoff_trim_fraction(alpha: float, n: int, failure_probability: float) -> float:
     """``τ = min(1/2, α + sqrt(3α·log(1/δ)/n) + log(1/δ)/n)``: a Chernoff upper bound on the realised
     fraction of corrupted points among ``n`` when each is corrupted independently w.p. α
-    (spec 003 §2.4(b))."""
+    (PN-CEM-2 (b))."""
     log_term = math.log(1.0 / failure_probability)
     return min(0.5, alpha + math.sqrt(3.0 * alpha * log_term / n) + log_term / n)
 
@@ -263,7 +263,7 @@ def robust_least_squares(
     max_removed_fraction: float | None = None,
     removals_per_step: int = 1,
 ) -> RobustFit:
-    """Robust fixed-design least squares by spectral filtering (seed 003, Alg. 1 lines 6–8, Alg. 2).
+    """Robust fixed-design least squares by spectral filtering (the paper's Alg. 2).
 
     Parameters
     ----------
@@ -274,12 +274,12 @@ def robust_least_squares(
     rng
         Source of the filter's randomness.
     alpha
-        Upper bound on the corruption probability, ``0 <= alpha < 1/4`` (seed 003 eq. 3).
+        Upper bound on the corruption probability, ``0 <= alpha < 1/4`` (the paper's eq. 3).
     value_bound
         Ȳ, an a-priori high-probability bound on the clean ``|y_j|`` (used by ``variance="bound"`` and by
         ``clip_values``).
     variance
-        Source of λ: ``"bound"`` (spec 003 §2.4 option (a): ``λ = μ·Ȳ²``, needs ``value_bound``) or
+        Source of λ: ``"bound"`` (PN-CEM-2 option (a): ``λ = μ·Ȳ²``, needs ``value_bound``) or
         ``"trimmed"`` (option (b), the Chernoff-trimmed second moment) or ``"arm-moment"`` (the per-arm
         whitened bound of the module docstring: ``(2/(1−α))·max_a trimmed_a(y²)/n``).  Default:
         ``"bound"`` when ``value_bound`` is given, else ``"trimmed"``.  Either way λ never depends on the
@@ -291,10 +291,10 @@ def robust_least_squares(
         values when Ȳ is a high-probability bound, and it removes large-magnitude corruptions.
     reference_arms
         Arms over which μ = max ``‖a‖²_{M^{-1}}`` is taken (default: the design rows; in the bandit, the
-        active arms, spec 003 §1.5).
+        active arms).
     threshold_factor, max_removed_fraction, removals_per_step
         Filter controls, see :func:`spectral_filter`; ``max_removed_fraction`` defaults to
-        ``min(1/2, max(2α + 0.05, 2τ))`` with τ the Chernoff trim fraction (spec 003 §2.4 suggests
+        ``min(1/2, max(2α + 0.05, 2τ))`` with τ the Chernoff trim fraction (PN-CEM-2 suggests
         ``2α + 0.05``; for small n the realised corrupted fraction can exceed it, and the randomized
         filter also removes some clean points, so the cap allows twice the high-probability count).
 
@@ -305,7 +305,9 @@ def robust_least_squares(
     rows, values = _check_design(rows, values)
     alpha = check.nonnegative_finite("alpha", alpha)
     if alpha >= 0.25:
-        raise InvalidParameter("alpha", alpha, "0 <= alpha < 0.25 (seed 003, eq. 3)")
+        raise InvalidParameter(
+            "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
+        )
     failure_probability = check.probability(
         "failure_probability", failure_probability, open_low=True, open_high=True
     )
@@ -393,7 +395,7 @@ def robust_estimate(
     reference_arms: np.ndarray | None = None,
     removals_per_step: int = 1,
 ) -> RobustEstimate:
-    """One phase's estimate of θ from received values, by the chosen estimator (seed 003, Alg. 1 lines 6–8).
+    """One phase's estimate of θ from received values (the paper's Alg. 1 lines 6–8).
 
     Parameters
     ----------

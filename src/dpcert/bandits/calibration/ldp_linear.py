@@ -1,4 +1,5 @@
-"""Noise of the seed 004 local randomizer (the pair (x̃, ỹ)): the paper's σ and the least analytic σ."""
+"""Noise of the local randomizer of Improved-rate LDP linear bandits (the pair (x̃, ỹ)): the paper's σ
+and the least analytic σ."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def calibrate_randomizer(
 
     ``analytic_joint``: least σ with the exact profile at sensitivity 2√2 meeting (ε, δ).
     ``paper``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the pair, which fails
-    the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (spec §5.2 table).  ``sigma`` overrides both.
+    the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (docs/PAPER_NOTES.md, PN-IRL-1).  ``sigma``
+    overrides both.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
