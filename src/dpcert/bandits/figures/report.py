@@ -131,7 +131,10 @@ def plot_panels(
             colour = colours[index % len(colours)]
             label = f"{curve.label} — certified {_certified_text(curve.certified)}"
             axis.plot(curve.rounds, mean, _STYLES[index % len(_STYLES)], color=colour, label=label, lw=1.6)
-            axis.fill_between(curve.rounds, mean - sd, mean + sd, color=colour, alpha=0.15, lw=0)
+            # the band is kept within the runs' range (a skewed regret would otherwise dip below 0)
+            low = np.maximum(mean - sd, curve.regret.min(axis=0))
+            high = np.minimum(mean + sd, curve.regret.max(axis=0))
+            axis.fill_between(curve.rounds, low, high, color=colour, alpha=0.15, lw=0)
         axis.set_xlabel("round t")
         axis.set_ylabel("cumulative pseudo-regret R(t)")
         if log_x:
@@ -139,7 +142,7 @@ def plot_panels(
         axis.grid(alpha=0.3)
         runs = max(curve.regret.shape[0] for curve in members)
         heading = f"{title}: {name}" if name else title
-        axis.set_title(f"{heading}\nmean ± 1 s.d. over {runs} run(s)", fontsize=10)
+        axis.set_title(f"{heading}\nmean ± 1 s.d. over {runs} run(s), within the runs' range", fontsize=10)
         axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         figure.tight_layout()
         path = out / (f"{stem}.png" if len(panels) == 1 else f"{stem}_{_slug(name)}.png")
