@@ -373,11 +373,14 @@ def _known_options(config: RunConfig, known: frozenset[str]) -> dict[str, Any]:
 
 
 def run_linucb_config(config: RunConfig) -> BanditRun:
-    """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
-    batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
+    """``dpcert bandit run linucb*``: R repetitions on the instance of Chowdhury & Zhou 2022 (options:
+    dimension=5, arms=100, batch_size (an integer or ``auto``, the paper's corollary), radius, alpha,
+    participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
     options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
-    batch_size = check.positive_int("batch_size", options.get("batch_size", linucb.DEFAULT_BATCH[algorithm]))
+    batch_size = options.get("batch_size", linucb.DEFAULT_BATCH[algorithm])
+    if batch_size != "auto":  # "auto": the paper's corollary (calibration.linucb.corollary_batch_size)
+        batch_size = check.positive_int("batch_size", batch_size)
     participations = check.positive_int("participations", options.get("participations", 1))
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
@@ -395,6 +398,8 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         sigma=options.get("sigma"),
         bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
     )
+    if calibrated.batch_rule is not None:
+        batch_size = calibrated.batch_rule.batch_size
     rng = np.random.default_rng(config.seed)
     env = _contextual_instance(config, options, dimension, rng, reward=options.get("reward", "bernoulli"))
     start = time.perf_counter()

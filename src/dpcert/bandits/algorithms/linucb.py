@@ -684,6 +684,7 @@ def run_group(
         rows = slice(g * runs, (g + 1) * runs)
         extras: dict[str, Any] = {
             "batch_size": batch_size,
+            "batch_size_rule": None if c.batch_rule is None else c.batch_rule.to_dict(),
             "participations": participations,
             "calibration": c.calibration,
             "noise": c.noise,
