@@ -46,6 +46,28 @@ def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, 
     claims = (out / "cz2022-figure1_claims.md").read_text()
     assert "| claim | holds? | numbers | command |" in claims
     assert "`dpcert reproduce cz2022-figure1 --runs 2 --horizon 120`" in claims
+
+    # the verdicts use paired differences over the same instances, recomputed here from the saved runs
+    def finals(panel, label):
+        index = next(i for i in range(30) if panels[i] == panel and labels[i].startswith(label + " "))
+        return curves[f"{index}_regret"][:, -1]
+
+    panel = "d = 5, target ε = 1, tight calibration"
+    difference = finals(panel, "LinUCB-SDP-Vec") - finals(panel, "LinUCB-LDP")
+    stderr = statistics.stdev(difference) / np.sqrt(difference.size)
+    vec_line = next(
+        line for line in claims.splitlines() if line.startswith(f"| {panel}: LinUCB-SDP-Vec lies")
+    )
+    assert f"LinUCB-SDP-Vec − LDP = {difference.mean():+,.0f} ± {stderr:,.0f}" in vec_line
+    jdp_line = next(
+        line for line in claims.splitlines() if "target ε = 1, paper calibration: LinUCB-SDP-Amp lies" in line
+    )
+    upper = finals("d = 5, target ε = 1, paper calibration", "LinUCB-JDP") - finals(
+        "d = 5, target ε = 1, paper calibration", "LinUCB-SDP-Amp"
+    )
+    upper_se = statistics.stdev(upper) / np.sqrt(upper.size)
+    if upper.mean() > 2 * upper_se:  # JDP above SDP-Amp beyond 2 s.e.: the claim cannot hold
+        assert "| no |" in jdp_line
     amp_line = next(
         line for line in claims.splitlines() if "target ε = 1, tight" in line and "SDP-Amp ≈ LDP" in line
     )

@@ -336,13 +336,16 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
 
-# =========================================================================== LinUCB family (seed 002)
+# ================================================================ LinUCB family (Chowdhury & Zhou 2022)
 LINUCB_DESCRIPTIONS = {
-    "linucb": "non-private LinUCB (Abbasi-Yadkori et al. 2011), C&Z 2022 batched framework",
+    "linucb": (
+        "non-private LinUCB (Abbasi-Yadkori, Pál & Szepesvári 2011) in the batched framework of "
+        "Chowdhury & Zhou 2022"
+    ),
     "linucb-ldp": "LDP-LinUCB (Zheng et al. 2020): Gaussian local randomizer",
     "linucb-jdp": "JDP-LinUCB (Shariff & Sheffet 2018): tree-based aggregation, central model",
-    "linucb-sdp-amp": "SDP-LinUCB with P_Amp (C&Z 2022, Thm 3.2): Gaussian randomizer + shuffler",
-    "linucb-sdp-vec": "SDP-LinUCB with P_Vec (C&Z 2022, Thm 3.5): Cheu et al. bit summation",
+    "linucb-sdp-amp": "SDP-LinUCB, P_Amp (Chowdhury & Zhou 2022, Thm 3.2): Gaussian randomizer + shuffler",
+    "linucb-sdp-vec": "SDP-LinUCB, P_Vec (Chowdhury & Zhou 2022, Thm 3.5): Cheu et al. 2021 bit summation",
 }
 
 
@@ -358,7 +361,8 @@ LDP_LINEAR_OPTIONS = frozenset(
 def _contextual_instance(
     config: RunConfig, options: Mapping[str, Any], dimension: int, rng: np.random.Generator, **kwargs: Any
 ) -> Any:
-    """The C&Z instance of the LinUCB and LDP-linear runs (options ``arms`` = 100, ``fixed_arms``)."""
+    """The instance of Chowdhury & Zhou 2022 for the LinUCB and LDP-linear runs (options ``arms`` = 100,
+    ``fixed_arms``)."""
     arms = check.positive_int("arms", options.get("arms", 100))
     fixed = bool(options.get("fixed_arms", True))
     return vaswani_instance(config.runs, dimension, arms, rng, fixed_arms=fixed, **kwargs)

@@ -1,8 +1,8 @@
 """Noise for the LinUCB family of Chowdhury & Zhou 2022: the papers' calibrations and tight ones.
 
 ``calibrate`` returns, for one algorithm at a claimed per-user (ε, δ), the privatizer's noise and the
-certificate it earns: ``paper`` follows the theorems (C&Z Prop F.1, Thm 3.2 / E.3, Thm 3.5 and the
-advanced-composition split of Thm E.2), ``tight`` the least noise by exact accounting.
+certificate it earns: ``paper`` follows the theorems (Chowdhury & Zhou 2022, Prop. F.1, Thm 3.2 / E.3,
+Thm 3.5 and the advanced-composition split of Thm E.2), ``tight`` the least noise by exact accounting.
 """
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ def corollary_batch_size(
 
 
 def classical_pair_sigma(epsilon: float, delta: float) -> float:
-    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
-    each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
+    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth 2014, Thm A.1) on the vector and the matrix,
+    each with sensitivity 2 and budget (ε/2, δ/2) (Chowdhury & Zhou 2022, proofs of Thm B.1 and Prop. F.1)."""
     return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
 
 
@@ -199,7 +199,8 @@ def _amplified_pamp(
 ) -> PAmpCalibration | None:
     """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
 
-    ``tight``: least σ by FMT20's numeric bound (Thm 3.2; :func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
+    ``tight``: least σ by the numeric bound of Feldman, McMillan & Talwar 2020, Thm 3.2
+    (:func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
     ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
     """
     method = "numeric" if calibration == "tight" else "paper"
@@ -274,15 +275,15 @@ def calibrate_fixed_batch(
     Parameters
     ----------
     calibration
-        ``"paper"``: the theorem's noise (C&Z Prop F.1 for LDP; the classical split on the tree for
-        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
-        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile
-        of the joint release (sensitivity 3/√2), composed exactly over a user's participations; for
-        P_Amp the smaller of that and the amplification-by-shuffling calibration (FMT20 numeric bound,
-        unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
+        ``"paper"``: the theorem's noise (Chowdhury & Zhou 2022, Prop. F.1 for LDP; the classical split on the
+        tree for JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
+        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile of the
+        joint release (sensitivity 3/√2), composed exactly over a user's participations; for P_Amp the smaller
+        of that and the amplification-by-shuffling calibration (Feldman, McMillan & Talwar 2020, numeric
+        bound, unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
     participations
-        Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
-        Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
+        Batches (rounds for B = 1) in which one user may appear, at most once per batch (Chowdhury & Zhou
+        2022, §4, Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
         composes the Gaussian releases exactly (μ adds in quadrature); for P_Vec ``paper`` calibrates each
         batch by Thm 3.5 at that split and ``tight`` finds the least noise bits whose M-fold composition
         (pessimistic PLD of the batch's dominating pair) meets (ε, δ).
@@ -339,22 +340,27 @@ def calibrate_fixed_batch(
             "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
         )
     else:
-        # C&Z Thm E.2 per-batch budget (Dwork & Roth Cor 3.21, k = M, δ' = δ/2); unchanged for M = 1
+        # Chowdhury & Zhou 2022, Thm E.2 per-batch budget (Dwork & Roth 2014, Cor 3.21, k = M,
+        # δ' = δ/2); unchanged for M = 1
         eps_m, delta_m = (epsilon, delta) if participations == 1 else paper_split(claim, participations)
         if participations > 1:
             notes.append(
-                f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"
+                f"paper split (Chowdhury & Zhou 2022, Thm E.2): per-batch (epsilon, delta) = "
+                f"({eps_m:.6g}, {delta_m:.3g})"
             )
         if algorithm == "linucb-ldp":
             noise = classical_pair_sigma(eps_m, delta_m)
-            notes.append("paper noise: C&Z Prop F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0")
+            notes.append(
+                "paper noise: Chowdhury & Zhou 2022, Prop. F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0"
+            )
         elif algorithm == "linucb-jdp":
             noise = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
             notes.append(
-                "paper-style noise (seed 002 gives no formula for its JDP baseline): the classical Gaussian "
-                "of Prop F.1 on each of the L tree levels, i.e. sensitivity 2 sqrt(L) for the vector and the "
-                "matrix with (epsilon/2, delta/2) each (Shariff & Sheffet 2018 construction); variance "
-                "times M0^2 for returning users (C&Z Prop 4.3)"
+                "paper-style noise (Chowdhury & Zhou 2022 give no formula for their JDP baseline): "
+                "the classical Gaussian of Prop. F.1 on each of the L tree levels, i.e. sensitivity "
+                "2 sqrt(L) for the vector and the matrix with (epsilon/2, delta/2) each "
+                "(Shariff & Sheffet 2018 construction); variance "
+                "times M0^2 for returning users (Chowdhury & Zhou 2022, Prop. 4.3)"
             )
         else:
             noise = pamp_paper_sigma(eps_m, delta_m, batch_size)
@@ -363,7 +369,8 @@ def calibrate_fixed_batch(
                 eps0 <= math.log(batch_size / (16.0 * math.log(4.0 / delta_m))) if batch_size > 1 else False
             )
             notes.append(
-                f"paper noise: C&Z Thm 3.2 (Thm E.3 for returning users), local epsilon0 = {eps0:.4g}"
+                "paper noise: Chowdhury & Zhou 2022, Thm 3.2 (Thm E.3 for returning users), "
+                f"local epsilon0 = {eps0:.4g}"
             )
             if eps0 > 1.0:
                 notes.append(
@@ -398,8 +405,8 @@ def calibrate_fixed_batch(
             )
         if amplified is not None and calibration == "tight":
             notes.append(
-                f"amplification by shuffling (FMT20 numeric bound) would need sigma = {amplified.sigma:.4g} "
-                f"> {noise:.4g}: the local calibration is used"
+                "amplification by shuffling (Feldman, McMillan & Talwar 2020, numeric bound) would need "
+                f"sigma = {amplified.sigma:.4g} > {noise:.4g}: the local calibration is used"
             )
         notes.append(
             "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
@@ -679,8 +686,8 @@ def _calibrate_vec(
     binomial counts; ``tight`` is p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using
     that each user's vector part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).
 
-    Returning users (C&Z §4, Thm E.5), each in at most M batches: ``paper`` calibrates each batch by
-    Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
+    Returning users (Chowdhury & Zhou 2022, §4, Thm E.5), each in at most M batches: ``paper``
+    calibrates each batch by Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
     (:func:`dpcert.accounting.returning_users.split_budget`); ``tight`` takes p = 1/2 and the least b
     whose M-fold composition, by the batch's pessimistic PLD, meets (ε, δ).  Either way the run's
     certificate is the user-level composition of the batch certificate (compose ``best``), i.e. what
@@ -713,8 +720,9 @@ def _calibrate_vec(
         q, batch = result.parameters, result.certificate
         advanced = split.paper.total_certificate.epsilon
         notes.append(
-            f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g}); "
-            f"advanced composition (Dwork & Roth Thm 3.20) gives epsilon = {advanced:.6g}"
+            "paper split (Chowdhury & Zhou 2022, Thm E.2): per-batch (epsilon, delta) = "
+            f"({eps_m:.6g}, {delta_m:.3g}); "
+            f"advanced composition (Dwork & Roth 2014, Thm 3.20) gives epsilon = {advanced:.6g}"
             + ("" if split.paper_meets_target else " > the claim")
         )
     else:

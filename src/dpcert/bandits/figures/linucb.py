@@ -83,6 +83,7 @@ def run_summary(run: BanditRun) -> dict[str, Any]:
     mean, stderr = run.final_regret()
     return {
         "regret": {"mean": mean, "stderr": stderr},
+        "final_regret": [round(float(value), 3) for value in np.asarray(run.cumulative_regret)[:, -1]],
         "certificate": run.certificate.to_dict() if run.certificate else None,
         "certified": _certified(run),
         "claim_met": run.target_met,
@@ -218,56 +219,132 @@ def amplification_numbers(epsilon: float, delta: float, dimension: int, calibrat
     return {"holds": bool(holds), "text": text, **numbers}
 
 
-def _mean(panel: dict[str, Any], algorithm: str, calibration: str) -> float:
-    return float(panel["algorithms"][algorithm][calibration]["regret"]["mean"])
+def _finals(panel: dict[str, Any], algorithm: str, calibration: str) -> np.ndarray:
+    return np.asarray(panel["algorithms"][algorithm][calibration]["final_regret"], dtype=float)
+
+
+def _regret(panel: dict[str, Any], algorithm: str, calibration: str) -> str:
+    regret = panel["algorithms"][algorithm][calibration]["regret"]
+    return f"{regret['mean']:,.0f} ± {regret['stderr']:,.0f}"
+
+
+def _short(algorithm: str) -> str:
+    return LABELS[algorithm].split(" ")[0]
+
+
+def paired_difference(first: np.ndarray, second: np.ndarray) -> tuple[float, float]:
+    """Mean and standard error of ``first − second`` over runs on the same instances."""
+    difference = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
+    if difference.size < 2:
+        return float(difference.mean()), 0.0
+    return float(difference.mean()), float(difference.std(ddof=1) / math.sqrt(difference.size))
+
+
+def verdict(difference: float, stderr: float) -> str:
+    """``yes`` if a difference claimed negative is below −2 s.e., ``no`` if above +2 s.e., else
+    ``not resolved`` (about 2.3 % one-sided error each way under a normal approximation)."""
+    if difference < -2.0 * stderr:
+        return "yes"
+    if difference > 2.0 * stderr:
+        return "no"
+    return "not resolved"
+
+
+def _both(first: str, second: str) -> str:
+    if first == second == "yes":
+        return "yes"
+    return "no" if "no" in (first, second) else "not resolved"
 
 
 def claims_table(summary: dict[str, Any], command: str) -> str:
     """``| claim | holds? | numbers | command |`` for every panel of a reproduction.
 
-    Claims: the figure's caption (SDP lies between JDP and LDP, for each shuffle protocol), why
+    The claims of Chowdhury & Zhou 2022, §5 (each shuffle protocol's regret lies between LinUCB-JDP's
+    and LinUCB-LDP's; every private algorithm comes closer to LinUCB as ε grows) are decided on paired
+    differences of the final regret over the same instances (:func:`verdict`: ± 2 s.e.); then why
     SDP-Amp ≈ LDP at B = 20, and whether each calibration's certificates meet the target ε.
     """
     lines = ["| claim | holds? | numbers | command |", "|---|---|---|---|"]
 
-    def row(claim: str, holds: bool, numbers: str) -> None:
-        lines.append(f"| {claim} | {'yes' if holds else 'no'} | {numbers} | `{command}` |")
+    def row(claim: str, holds: str, numbers: str) -> None:
+        lines.append(f"| {claim} | {holds} | {numbers} | `{command}` |")
+
+    def diff_text(first: str, second: str, difference: float, stderr: float) -> str:
+        return f"{first} − {second} = {difference:+,.0f} ± {stderr:,.0f}"
 
     for panel in summary["panels"]:
         for calibration in CALIBRATIONS:
             where = panel_name(panel["dimension"], panel["epsilon"], calibration)
-            jdp, ldp = _mean(panel, "linucb-jdp", calibration), _mean(panel, "linucb-ldp", calibration)
+            jdp, ldp = _finals(panel, "linucb-jdp", calibration), _finals(panel, "linucb-ldp", calibration)
             for algorithm in ("linucb-sdp-amp", "linucb-sdp-vec"):
-                sdp = _mean(panel, algorithm, calibration)
-                name = LABELS[algorithm].split(" ")[0]
+                sdp, name = _finals(panel, algorithm, calibration), _short(algorithm)
+                above_jdp = paired_difference(jdp, sdp)  # claimed negative: JDP < SDP
+                below_ldp = paired_difference(sdp, ldp)  # claimed negative: SDP < LDP
                 row(
-                    f"{where}: {name} lies between LinUCB-JDP and LinUCB-LDP (Figure caption)",
-                    jdp <= sdp <= ldp,
-                    f"final regret JDP {jdp:,.0f}, {name} {sdp:,.0f}, LDP {ldp:,.0f}",
+                    f"{where}: {name} lies between LinUCB-JDP and LinUCB-LDP (§5)",
+                    _both(verdict(*above_jdp), verdict(*below_ldp)),
+                    f"final regret JDP {_regret(panel, 'linucb-jdp', calibration)}, {name} "
+                    f"{_regret(panel, algorithm, calibration)}, "
+                    f"LDP {_regret(panel, 'linucb-ldp', calibration)}; paired: "
+                    f"{diff_text('JDP', name, *above_jdp)}, {diff_text(name, 'LDP', *below_ldp)}",
                 )
             why = panel["amplification"][calibration]
-            amp = _mean(panel, "linucb-sdp-amp", calibration)
-            vec = _mean(panel, "linucb-sdp-vec", calibration)
+            amp_ldp = paired_difference(_finals(panel, "linucb-sdp-amp", calibration), ldp)
             row(
-                f"{where}: SDP-Amp ≈ LDP because amplification needs more noise than the local "
-                "calibration at B = 20 (SDP-Vec does not rely on it)",
-                why["holds"],
-                f"{why['text']}; final regret SDP-Amp {amp:,.0f}, LDP {ldp:,.0f}, SDP-Vec {vec:,.0f}",
+                f"{where}: SDP-Amp ≈ LDP because amplification by shuffling needs more noise than the "
+                "local calibration at B = 20 (SDP-Vec does not rely on it)",
+                "yes" if why["holds"] else "no",
+                f"{why['text']}; final regret SDP-Amp {_regret(panel, 'linucb-sdp-amp', calibration)}, "
+                f"LDP {_regret(panel, 'linucb-ldp', calibration)}, "
+                f"SDP-Vec {_regret(panel, 'linucb-sdp-vec', calibration)}; paired "
+                f"{diff_text('SDP-Amp', 'LDP', *amp_ldp)}",
             )
             certified = {
                 algorithm: entry[calibration]["certified"]
                 for algorithm, entry in panel["algorithms"].items()
                 if entry[calibration]["certified"] is not None
             }
-            missed = {
-                a: c for a, c in certified.items() if not panel["algorithms"][a][calibration]["claim_met"]
-            }
+            met = all(panel["algorithms"][a][calibration]["claim_met"] for a in certified)
             row(
                 f"{where}: every certificate meets the target ε = {panel['epsilon']:g}",
-                not missed,
-                "; ".join(
-                    f"{LABELS[a].split(' ')[0]} certifies ε = {c[0]:.4g}" for a, c in certified.items()
-                ),
+                "yes" if met else "no",
+                "; ".join(f"{_short(a)} certifies ε = {c[0]:.4g}" for a, c in certified.items()),
+            )
+    for dimension in sorted({panel["dimension"] for panel in summary["panels"]}):
+        panels = sorted(
+            (p for p in summary["panels"] if p["dimension"] == dimension), key=lambda p: p["epsilon"]
+        )
+        if len(panels) < 2:
+            continue
+        for calibration in CALIBRATIONS:
+            verdicts, texts = [], []
+            for algorithm in LABELS:
+                if algorithm == "linucb":
+                    continue
+                gaps = [
+                    _finals(p, algorithm, calibration) - _finals(p, "linucb", calibration) for p in panels
+                ]
+                steps = [
+                    paired_difference(later, earlier)
+                    for earlier, later in zip(gaps[:-1], gaps[1:], strict=True)
+                ]
+                verdicts += [verdict(*step) for step in steps]
+                texts.append(
+                    f"{_short(algorithm)} "
+                    + " → ".join(f"{gap.mean():,.0f}" for gap in gaps)
+                    + " (steps "
+                    + ", ".join(f"{d:+,.0f} ± {e:,.0f}" for d, e in steps)
+                    + ")"
+                )
+            holds = (
+                "yes" if all(v == "yes" for v in verdicts) else ("no" if "no" in verdicts else "not resolved")
+            )
+            epsilons = ", ".join(f"{p['epsilon']:g}" for p in panels)
+            row(
+                f"d = {dimension}, {calibration} calibration: every private algorithm comes closer to LinUCB "
+                f"as ε grows (§5; ε = {epsilons})",
+                holds,
+                "excess final regret over LinUCB, paired steps: " + "; ".join(texts),
             )
     return "\n".join(lines) + "\n"
 
