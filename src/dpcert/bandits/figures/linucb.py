@@ -407,8 +407,8 @@ def reproduce_panels(
     summary["claims"] = claims_table(summary, command)
     if out is not None:
         title = (
-            f"{FIGURES[name][0].split(':')[0] if name in FIGURES else name} "
-            f"(T = {panels.horizon}, K = {panels.arms}, δ = {panels.delta:g})"
+            f"{FIGURES[name][0].split(':')[0] if name in FIGURES else name} — "
+            f"T = {panels.horizon}, K = {panels.arms}, δ = {panels.delta:g}"
         )
         summary.update(write_report(curves, out, name, title))
         claims_file = out / f"{name}_claims.md"
