@@ -78,9 +78,13 @@ def figure_runs(
     return {run.algorithm: run for run in results}
 
 
-def run_summary(run: BanditRun) -> dict[str, Any]:
-    """JSON-ready summary of one algorithm's runs."""
+def run_summary(run: BanditRun, out: Path | None = None, stem: str = "") -> dict[str, Any]:
+    """JSON-ready summary of one algorithm's runs; with ``out``, the mean regret curve goes to STEM.npy
+    (the cz2022 reproductions save every run's curve through the report instead)."""
     mean, stderr = run.final_regret()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        np.save(out / f"{stem}.npy", np.asarray(run.cumulative_regret).mean(axis=0))
     return {
         "regret": {"mean": mean, "stderr": stderr},
         "final_regret": [round(float(value), 3) for value in np.asarray(run.cumulative_regret)[:, -1]],
