@@ -509,7 +509,9 @@ def test_reproduction_writes_summary_and_curves(tmp_path):
     assert set(panel["algorithms"]) == set(ALGORITHMS)
     assert panel["algorithms"]["linucb-ldp"]["tight"]["claim_met"]
     assert (tmp_path / "tiny.json").exists()
-    assert len(list(tmp_path.glob("tiny_d3_eps1.0_*.npy"))) == 2 * len(ALGORITHMS)
+    curves = np.load(tmp_path / "tiny_curves.npz")  # every run's curve: 2 calibrations x 5 algorithms
+    assert len(curves["labels"]) == 2 * len(ALGORITHMS) and curves["0_regret"].shape[0] == 2
+    assert len(summary["figures"]) == 2 and (tmp_path / "tiny_claims.md").exists()
 
 
 def test_tight_pamp_uses_amplification_where_it_needs_less_noise():

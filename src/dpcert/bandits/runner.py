@@ -330,13 +330,16 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
 
-# =========================================================================== LinUCB family (seed 002)
+# ================================================================ LinUCB family (Chowdhury & Zhou 2022)
 LINUCB_DESCRIPTIONS = {
-    "linucb": "non-private LinUCB (Abbasi-Yadkori et al. 2011), C&Z 2022 batched framework",
+    "linucb": (
+        "non-private LinUCB (Abbasi-Yadkori, Pál & Szepesvári 2011) in the batched framework of "
+        "Chowdhury & Zhou 2022"
+    ),
     "linucb-ldp": "LDP-LinUCB (Zheng et al. 2020): Gaussian local randomizer",
     "linucb-jdp": "JDP-LinUCB (Shariff & Sheffet 2018): tree-based aggregation, central model",
-    "linucb-sdp-amp": "SDP-LinUCB with P_Amp (C&Z 2022, Thm 3.2): Gaussian randomizer + shuffler",
-    "linucb-sdp-vec": "SDP-LinUCB with P_Vec (C&Z 2022, Thm 3.5): Cheu et al. bit summation",
+    "linucb-sdp-amp": "SDP-LinUCB, P_Amp (Chowdhury & Zhou 2022, Thm 3.2): Gaussian randomizer + shuffler",
+    "linucb-sdp-vec": "SDP-LinUCB, P_Vec (Chowdhury & Zhou 2022, Thm 3.5): Cheu et al. 2021 bit summation",
 }
 
 
@@ -352,7 +355,8 @@ LDP_LINEAR_OPTIONS = frozenset(
 def _contextual_instance(
     config: RunConfig, options: Mapping[str, Any], dimension: int, rng: np.random.Generator, **kwargs: Any
 ) -> Any:
-    """The C&Z instance of the LinUCB and LDP-linear runs (options ``arms`` = 100, ``fixed_arms``)."""
+    """The instance of Chowdhury & Zhou 2022 for the LinUCB and LDP-linear runs (options ``arms`` = 100,
+    ``fixed_arms``)."""
     arms = check.positive_int("arms", options.get("arms", 100))
     fixed = bool(options.get("fixed_arms", True))
     return vaswani_instance(config.runs, dimension, arms, rng, fixed_arms=fixed, **kwargs)
@@ -367,11 +371,14 @@ def _known_options(config: RunConfig, known: frozenset[str]) -> dict[str, Any]:
 
 
 def run_linucb_config(config: RunConfig) -> BanditRun:
-    """``dpcert bandit run linucb*``: R repetitions on the C&Z instance (options: dimension=5, arms=100,
-    batch_size, radius, alpha, participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
+    """``dpcert bandit run linucb*``: R repetitions on the instance of Chowdhury & Zhou 2022 (options:
+    dimension=5, arms=100, batch_size (an integer or ``auto``, the paper's corollary), radius, alpha,
+    participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
     options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
-    batch_size = check.positive_int("batch_size", options.get("batch_size", linucb.DEFAULT_BATCH[algorithm]))
+    batch_size = options.get("batch_size", linucb.DEFAULT_BATCH[algorithm])
+    if batch_size != "auto":  # "auto": the paper's corollary (calibration.linucb.corollary_batch_size)
+        batch_size = check.positive_int("batch_size", batch_size)
     participations = check.positive_int("participations", options.get("participations", 1))
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
@@ -389,6 +396,8 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         sigma=options.get("sigma"),
         bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
     )
+    if calibrated.batch_rule is not None:
+        batch_size = calibrated.batch_rule.batch_size
     rng = np.random.default_rng(config.seed)
     env = _contextual_instance(config, options, dimension, rng, reward=options.get("reward", "bernoulli"))
     start = time.perf_counter()

@@ -31,6 +31,7 @@ from dpcert.errors import InvalidParameter
 PRIVACY_CHOICES = ("none", "central", "local", "shuffle")
 MAX_RUNS = 100_000
 MAX_HORIZON = 10**10
+REPRODUCE_MAX_HORIZON = 20_000  # reproduce --horizon: at most the paper's T (Chowdhury & Zhou 2022, Figure 1)
 BYTES_PER_ROUND = 8 * 4
 """Bytes held per round of each run: the float64 regret curve, its cumulative sum and per-run copies
 made by the engines and by saving."""
@@ -103,6 +104,13 @@ def register(groups: CommandGroups) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="a setting the reproduction reads (e.g. horizon=2000; VALUE read as JSON), repeatable",
+    )
+    parser.add_argument(
+        "--horizon",
+        type=bounded_integer(1, REPRODUCE_MAX_HORIZON),
+        default=None,
+        metavar="T",
+        help="a horizon up to the paper's T = 20000 (cz2022-figure1, cz2022-figure2 only)",
     )
 
 
@@ -287,13 +295,30 @@ def _reproduce(args: argparse.Namespace) -> int:
     options = reproduction_options(spec, parse_options(getattr(args, "option", [])))
     if options and args.scheduler != "local":
         raise InvalidParameter("--option", sorted(options)[0], "only with --scheduler local")
-    if args.scheduler == "local":
+    if args.horizon is not None:
+        from dpcert.bandits.figures.linucb import FIGURES
+
+        if args.name not in FIGURES:
+            sys.stderr.write(
+                f"dpcert: error: argument --horizon: allowed only for {', '.join(FIGURES)} "
+                f"(not {args.name})\n"
+            )
+            return EXIT_BAD_INPUT
+        if options:
+            raise InvalidParameter("--option", sorted(options)[0], "not together with --horizon")
+    if args.scheduler == "local" and args.horizon is None:
         result = dict(spec.run(args.runs, args.out, args.seed, **options))
     else:
         from dpcert.bandits.sweep import reproduce
 
         result = reproduce(
-            args.name, args.runs, args.out, args.seed, scheduler=args.scheduler, progress=sys.stderr.isatty()
+            args.name,
+            args.runs,
+            args.out,
+            args.seed,
+            scheduler=args.scheduler,
+            horizon=args.horizon,
+            progress=sys.stderr.isatty(),
         )
     rows = [(k, v) for k, v in result.items() if isinstance(v, (str, int, float, bool)) and k != "table"]
     emit(args, result, rows)

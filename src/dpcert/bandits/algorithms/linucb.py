@@ -1,14 +1,14 @@
 """The LinUCB family under four trust models, as one batched framework (Chowdhury & Zhou 2022, Alg. 1).
 
-Every algorithm here is Algorithm 1 of Chowdhury & Zhou, "Shuffle Private Linear Contextual Bandits"
-(ICML 2022; spec ``002_shuffle_linucb.md``) with a different *privatizer* for the per-user statistic
+Every algorithm here is Algorithm 1 of Chowdhury & Zhou 2022 ("Shuffle Private Linear Contextual
+Bandits", ICML 2022; docs/REFERENCES.md) with a different *privatizer* for the per-user statistic
 ``z_t = (φ_t y_t, upper(φ_t φ_tᵀ)) ∈ R^{d + d(d+1)/2}``:
 
 ==================  ==========  ====================================================================
 algorithm           batch B     privatizer
 ==================  ==========  ====================================================================
-``linucb``          1 (or any)  none (Abbasi-Yadkori et al. 2011; batched LinUCB of Lemma A.4, σ = 0)
-``linucb-ldp``      1           Gaussian local randomizer (Zheng et al. 2020; C&Z Prop F.1)
+``linucb``          1 (or any)  none (Abbasi-Yadkori, Pál & Szepesvári 2011; Lemma A.4, σ = 0)
+``linucb-ldp``      1           Gaussian local randomizer (Zheng et al. 2020; Prop. F.1)
 ``linucb-jdp``      1           tree-based aggregation of Gaussian-noised sums (Shariff & Sheffet 2018)
 ``linucb-sdp-amp``  20          P_Amp: Gaussian local randomizer amplified by shuffling (Thm 3.2, Alg. 2–4)
 ``linucb-sdp-vec``  20          P_Vec: Cheu et al. bit summation of vector and matrix (Thm 3.5, Alg. 5–7)
@@ -314,11 +314,11 @@ class ShuffleVectorSum:
 # ----------------------------------------------------------------------------- confidence radius
 @dataclass(frozen=True)
 class ConfidenceRadius:
-    """Regulariser λ and radius β_m of the batched UCB index (C&Z §2.2–2.3).
+    """Regulariser λ and radius β_m of the batched UCB index (Chowdhury & Zhou 2022, §2.2–2.3).
 
-    ``theory``: Lemma A.2/A.4 with the spec's concrete constants: for cumulative per-entry noise
-    scale s, ``Σ_N = s(2√d + 2√ln(4M/α))``, ``Σ_n = s(√d + √(2 ln(4M/α)))``, ``λ = max(1, 2Σ_N)``,
-    ``λ_min = λ − Σ_N``, ``λ_max = λ + Σ_N``, ``ν = Σ_n/√λ_min`` and
+    ``theory``: Lemma A.2/A.4 with explicit constants (docs/PAPER_NOTES.md, PN-CZ-7): for cumulative
+    per-entry noise scale s, ``Σ_N = s(2√d + 2√ln(4M/α))``, ``Σ_n = s(√d + √(2 ln(4M/α)))``,
+    ``λ = max(1, 2Σ_N)``, ``λ_min = λ − Σ_N``, ``λ_max = λ + Σ_N``, ``ν = Σ_n/√λ_min`` and
     ``β_m = √(2 ln(2/α) + d ln(1 + t_m/(d λ_min))) + √λ_max + ν`` (‖θ*‖ ≤ 1).
     ``experiment``: the constant radius of the paper's experiment code: ``Γ = s√d`` (1 if s = 0),
     ``λ = 2Γ`` (``1e-4`` without noise), ``β = √Γ S + R √(d ln((1 + T/Γ) T))`` with S = √d, R = 1/2.
@@ -465,7 +465,7 @@ def run_batched_linucb(
     before_release: Callable[[int, int], None] | None = None,
     engine: str = "auto",
 ) -> EngineResult:
-    """Algorithm 1 of C&Z for every repetition at once.
+    """Algorithm 1 of Chowdhury & Zhou 2022 for every repetition at once.
 
     Per batch m (rounds ``t_{m−1}+1 .. min(mB, T)``; a partial last batch is allowed): the index
     ``⟨φ, θ̂_{m−1}⟩ + β_{m−1}‖φ‖_{V_{m−1}^{-1}}`` is maximised over the round's K arms (lowest index
@@ -642,7 +642,7 @@ def users_per_run(horizon: int, batch_size: int, participations: int) -> int:
 def batch_users(batch: int, users: int, batch_size: int, participations: int) -> np.ndarray:
     """Local ids of the ``users`` users of batch ``batch`` (0-based): user ``i`` of group ``k`` sits at
     position ``i`` of batches ``kP .. kP + P − 1``, so each user is in at most P batches and at most once
-    per batch (C&Z Assumption 4.1)."""
+    per batch (Chowdhury & Zhou 2022, Assumption 4.1)."""
     return (batch // participations) * batch_size + np.arange(users, dtype=np.int64)
 
 
@@ -698,6 +698,7 @@ def run_group(
         rows = slice(g * runs, (g + 1) * runs)
         extras: dict[str, Any] = {
             "batch_size": batch_size,
+            "batch_size_rule": None if c.batch_rule is None else c.batch_rule.to_dict(),
             "participations": participations,
             "calibration": c.calibration,
             "noise": c.noise,

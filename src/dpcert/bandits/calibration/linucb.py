@@ -1,8 +1,8 @@
 """Noise for the LinUCB family of Chowdhury & Zhou 2022: the papers' calibrations and tight ones.
 
 ``calibrate`` returns, for one algorithm at a claimed per-user (ε, δ), the privatizer's noise and the
-certificate it earns: ``paper`` follows the theorems (C&Z Prop F.1, Thm 3.2 / E.3, Thm 3.5 and the
-advanced-composition split of Thm E.2), ``tight`` the least noise by exact accounting.
+certificate it earns: ``paper`` follows the theorems (Chowdhury & Zhou 2022, Prop. F.1, Thm 3.2 / E.3,
+Thm 3.5 and the advanced-composition split of Thm E.2), ``tight`` the least noise by exact accounting.
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ from dpcert.bandits.algorithms.linucb import (
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
+from dpcert.mechanisms import binomial_sum
 from dpcert.mechanisms.binomial_sum import (
     NOTES,
     PLD_NOTE,
     BinomialSumCalibration,
+    BinomialSumProfile,
     BitSumParameters,
     binomial_sum_certificate,
     calibrate_binomial_sum,
@@ -72,11 +74,123 @@ class Calibrated:
     noise: dict[str, Any] = field(default_factory=dict)
     batch_certificate: Certificate | None = None  # one participation's charge
     interval: float | None = None  # PLD discretisation of the composition (P_Vec with returning users)
+    batch_rule: BatchSizeChoice | None = None  # set when the batch size came from a corollary (auto)
+    local_epsilon: float | None = None  # P_Vec: one user's messages alone, at the batch's delta (or None)
+
+
+@dataclass(frozen=True)
+class BatchSizeChoice:
+    """A batch size chosen from T, d, ε, δ by a utility-targeted corollary of Chowdhury & Zhou 2022.
+
+    The corollaries balance the batching term dB of the regret against the privacy term and state B
+    up to a constant; ``value`` is their expression with every hidden constant set to 1, and
+    ``batch_size`` that value rounded to an integer in [1, T]; for the shuffle protocols the divisor
+    of T nearest to it (P_Vec runs full batches only, and a short last batch would weaken P_Amp's
+    amplification, which is accounted with the smallest batch).
+    """
+
+    algorithm: str
+    batch_size: int
+    value: float
+    rule: str
+    formula: str
+
+    def note(self) -> str:
+        return (
+            f"batch size B = {self.batch_size} chosen by {self.rule}: B = {self.formula} = "
+            f"{self.value:.4g} (hidden constants set to 1)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "value": self.value,
+            "rule": self.rule,
+            "formula": self.formula,
+        }
+
+
+def _nearest_divisor(horizon: int, value: float) -> int:
+    """The divisor of ``horizon`` nearest to ``value`` (the smaller one on a tie)."""
+    divisors = [k for k in range(1, math.isqrt(horizon) + 1) if horizon % k == 0]
+    divisors += [horizon // k for k in divisors]
+    return min(sorted(set(divisors)), key=lambda k: abs(k - value))
+
+
+def corollary_batch_size(
+    algorithm: str,
+    *,
+    horizon: int,
+    dimension: int,
+    epsilon: float,
+    delta: float,
+    participations: int = 1,
+) -> BatchSizeChoice:
+    """The batch size of Chowdhury & Zhou 2022's utility-targeted corollaries (``--option batch_size=auto``).
+
+    ==================  ===============  ==============================================================
+    algorithm           users            B (every hidden constant 1; T horizon, d dimension)
+    ==================  ===============  ==============================================================
+    ``linucb-sdp-amp``  unique           Cor. B.2: d^(-1/5) ε^(-2/5) T^(3/5) ln^(1/5)(T/δ) ln^(1/5)(2/δ)
+    ``linucb-sdp-amp``  returning        Cor. E.4: d^(-1/6) ε^(-1/3) T^(2/3) ln^(1/2)(T/δ)
+    ``linucb-sdp-vec``  unique           Cor. C.2: d^(-1/5) ε^(-2/5) T^(3/5) ln^(2/5)(d²/δ)
+    ``linucb-sdp-vec``  returning        Cor. E.6: d^(-1/6) ε^(-1/3) T^(2/3) ln^(1/2)(T d²/δ)
+    ``linucb-ldp``      either           Cor. B.3 (the Gaussian local randomizer of Prop. F.1):
+                                         d^(-1/4) T^(3/4) ε^(-1/2) ln^(1/4)(1/δ)
+    ``linucb-jdp``      either           Prop. F.3 balanced (dB against √T d^(3/4) ln^(1/4)(1/δ)/√ε,
+                                         Remark F.4: B = O(√T)): d^(-1/4) T^(1/2) ε^(-1/2) ln^(1/4)(1/δ)
+    ==================  ===============  ==============================================================
+
+    ``participations > 1`` (returning users) selects Cor. E.4 / E.6 for the shuffle protocols; the
+    local and central rules have no returning-user corollary and are used as they are.  Only the batch
+    size is chosen here; the noise is then calibrated for it as usual.
+    """
+    if algorithm not in ALGORITHMS or algorithm == "linucb":
+        raise InvalidParameter(
+            "batch_size",
+            "auto",
+            "an integer >= 1 for linucb ('auto' follows the private algorithms' corollaries)",
+        )
+    horizon = check.positive_int("horizon", horizon)
+    d = check.positive_int("dimension", dimension)
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    participations = check.positive_int("participations", participations)
+    t = float(horizon)
+    returning = participations > 1
+    if algorithm == "linucb-sdp-amp" and not returning:
+        rule, formula = (
+            "Chowdhury & Zhou 2022, Cor. B.2",
+            "d^(-1/5) eps^(-2/5) T^(3/5) ln^(1/5)(T/delta) ln^(1/5)(2/delta)",
+        )
+        value = d**-0.2 * epsilon**-0.4 * t**0.6 * math.log(t / delta) ** 0.2 * math.log(2 / delta) ** 0.2
+    elif algorithm == "linucb-sdp-amp":
+        rule, formula = "Chowdhury & Zhou 2022, Cor. E.4", "d^(-1/6) eps^(-1/3) T^(2/3) ln^(1/2)(T/delta)"
+        value = d ** (-1 / 6) * epsilon ** (-1 / 3) * t ** (2 / 3) * math.log(t / delta) ** 0.5
+    elif algorithm == "linucb-sdp-vec" and not returning:
+        rule, formula = "Chowdhury & Zhou 2022, Cor. C.2", "d^(-1/5) eps^(-2/5) T^(3/5) ln^(2/5)(d^2/delta)"
+        value = d**-0.2 * epsilon**-0.4 * t**0.6 * math.log(d * d / delta) ** 0.4
+    elif algorithm == "linucb-sdp-vec":
+        rule, formula = "Chowdhury & Zhou 2022, Cor. E.6", "d^(-1/6) eps^(-1/3) T^(2/3) ln^(1/2)(T d^2/delta)"
+        value = d ** (-1 / 6) * epsilon ** (-1 / 3) * t ** (2 / 3) * math.log(t * d * d / delta) ** 0.5
+    elif algorithm == "linucb-ldp":
+        rule = "Chowdhury & Zhou 2022, Cor. B.3 (noise of Prop. F.1)"
+        formula = "d^(-1/4) T^(3/4) eps^(-1/2) ln^(1/4)(1/delta)"
+        value = d**-0.25 * t**0.75 * epsilon**-0.5 * math.log(1 / delta) ** 0.25
+    else:
+        rule = "Chowdhury & Zhou 2022, Prop. F.3 and Remark F.4 (dB balanced against the privacy term)"
+        formula = "d^(-1/4) T^(1/2) eps^(-1/2) ln^(1/4)(1/delta)"
+        value = d**-0.25 * t**0.5 * epsilon**-0.5 * math.log(1 / delta) ** 0.25
+    if algorithm in ("linucb-sdp-amp", "linucb-sdp-vec"):
+        size = _nearest_divisor(horizon, value)
+    else:
+        size = min(horizon, max(1, round(value)))
+    return BatchSizeChoice(algorithm, size, value, rule, formula)
 
 
 def classical_pair_sigma(epsilon: float, delta: float) -> float:
-    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth Thm A.1) on the vector and the matrix,
-    each with sensitivity 2 and budget (ε/2, δ/2) (C&Z proof of Thm B.1 and Prop F.1)."""
+    """``4 √(2 ln(2.5/δ)) / ε``: classical Gaussian (Dwork & Roth 2014, Thm A.1) on the vector and the matrix,
+    each with sensitivity 2 and budget (ε/2, δ/2) (Chowdhury & Zhou 2022, proofs of Thm B.1 and Prop. F.1)."""
     return paper_gaussian_sigma(epsilon / 2.0, delta / 2.0, 2.0)
 
 
@@ -85,7 +199,8 @@ def _amplified_pamp(
 ) -> PAmpCalibration | None:
     """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
 
-    ``tight``: least σ by FMT20's numeric bound (Thm 3.2; :func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
+    ``tight``: least σ by the numeric bound of Feldman, McMillan & Talwar 2020, Thm 3.2
+    (:func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
     ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
     """
     method = "numeric" if calibration == "tight" else "paper"
@@ -96,6 +211,53 @@ def _amplified_pamp(
 
 
 def calibrate(
+    algorithm: str,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    horizon: int,
+    batch_size: int | str,
+    dimension: int,
+    calibration: str = "tight",
+    participations: int = 1,
+    sigma: float | None = None,
+    bit_sum: Mapping[str, Any] | None = None,
+) -> Calibrated:
+    """Noise for ``algorithm`` at the claimed (ε, δ) and the certificate that noise earns per user.
+
+    ``batch_size="auto"`` takes B from the paper's utility-targeted corollary
+    (:func:`corollary_batch_size`); the choice is kept in ``batch_rule`` and stated in the
+    certificates' notes.  The other parameters are those of :func:`calibrate_fixed_batch`.
+    """
+    if batch_size != "auto":
+        return calibrate_fixed_batch(
+            algorithm, epsilon=epsilon, delta=delta, horizon=horizon, batch_size=batch_size,
+            dimension=dimension, calibration=calibration, participations=participations, sigma=sigma,
+            bit_sum=bit_sum,
+        )  # fmt: skip
+    if algorithm in ALGORITHMS and algorithm != "linucb":
+        epsilon, delta = check.epsilon(epsilon), check.positive_delta(delta)
+    choice = corollary_batch_size(
+        algorithm, horizon=horizon, dimension=dimension, epsilon=epsilon, delta=delta,
+        participations=participations,
+    )  # fmt: skip
+    result = calibrate_fixed_batch(
+        algorithm, epsilon=epsilon, delta=delta, horizon=horizon, batch_size=choice.batch_size,
+        dimension=dimension, calibration=calibration, participations=participations, sigma=sigma,
+        bit_sum=bit_sum,
+    )  # fmt: skip
+    same = result.batch_certificate is result.certificate
+    batch_certificate = with_notes(result.batch_certificate, choice.note())
+    return replace(
+        result,
+        certificate=batch_certificate if same else with_notes(result.certificate, choice.note()),
+        batch_certificate=batch_certificate,
+        noise={**result.noise, "batch_size": choice.batch_size},
+        batch_rule=choice,
+    )
+
+
+def calibrate_fixed_batch(
     algorithm: str,
     *,
     epsilon: float | None,
@@ -113,15 +275,15 @@ def calibrate(
     Parameters
     ----------
     calibration
-        ``"paper"``: the theorem's noise (C&Z Prop F.1 for LDP; the classical split on the tree for
-        JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
-        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile
-        of the joint release (sensitivity 3/√2), composed exactly over a user's participations; for
-        P_Amp the smaller of that and the amplification-by-shuffling calibration (FMT20 numeric bound,
-        unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
+        ``"paper"``: the theorem's noise (Chowdhury & Zhou 2022, Prop. F.1 for LDP; the classical split on the
+        tree for JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
+        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile of the
+        joint release (sensitivity 3/√2), composed exactly over a user's participations; for P_Amp the smaller
+        of that and the amplification-by-shuffling calibration (Feldman, McMillan & Talwar 2020, numeric
+        bound, unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
     participations
-        Batches (rounds for B = 1) in which one user may appear, at most once per batch (C&Z §4,
-        Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
+        Batches (rounds for B = 1) in which one user may appear, at most once per batch (Chowdhury & Zhou
+        2022, §4, Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
         composes the Gaussian releases exactly (μ adds in quadrature); for P_Vec ``paper`` calibrates each
         batch by Thm 3.5 at that split and ``tight`` finds the least noise bits whose M-fold composition
         (pessimistic PLD of the batch's dominating pair) meets (ε, δ).
@@ -178,22 +340,27 @@ def calibrate(
             "least noise by the exact Gaussian profile (Balle & Wang 2018, Thm 8), exact composition"
         )
     else:
-        # C&Z Thm E.2 per-batch budget (Dwork & Roth Cor 3.21, k = M, δ' = δ/2); unchanged for M = 1
+        # Chowdhury & Zhou 2022, Thm E.2 per-batch budget (Dwork & Roth 2014, Cor 3.21, k = M,
+        # δ' = δ/2); unchanged for M = 1
         eps_m, delta_m = (epsilon, delta) if participations == 1 else paper_split(claim, participations)
         if participations > 1:
             notes.append(
-                f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g})"
+                f"paper split (Chowdhury & Zhou 2022, Thm E.2): per-batch (epsilon, delta) = "
+                f"({eps_m:.6g}, {delta_m:.3g})"
             )
         if algorithm == "linucb-ldp":
             noise = classical_pair_sigma(eps_m, delta_m)
-            notes.append("paper noise: C&Z Prop F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0")
+            notes.append(
+                "paper noise: Chowdhury & Zhou 2022, Prop. F.1, sigma = 4 sqrt(2 ln(2.5/delta0)) / epsilon0"
+            )
         elif algorithm == "linucb-jdp":
             noise = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
             notes.append(
-                "paper-style noise (seed 002 gives no formula for its JDP baseline): the classical Gaussian "
-                "of Prop F.1 on each of the L tree levels, i.e. sensitivity 2 sqrt(L) for the vector and the "
-                "matrix with (epsilon/2, delta/2) each (Shariff & Sheffet 2018 construction); variance "
-                "times M0^2 for returning users (C&Z Prop 4.3)"
+                "paper-style noise (Chowdhury & Zhou 2022 give no formula for their JDP baseline): "
+                "the classical Gaussian of Prop. F.1 on each of the L tree levels, i.e. sensitivity "
+                "2 sqrt(L) for the vector and the matrix with (epsilon/2, delta/2) each "
+                "(Shariff & Sheffet 2018 construction); variance "
+                "times M0^2 for returning users (Chowdhury & Zhou 2022, Prop. 4.3)"
             )
         else:
             noise = pamp_paper_sigma(eps_m, delta_m, batch_size)
@@ -202,7 +369,8 @@ def calibrate(
                 eps0 <= math.log(batch_size / (16.0 * math.log(4.0 / delta_m))) if batch_size > 1 else False
             )
             notes.append(
-                f"paper noise: C&Z Thm 3.2 (Thm E.3 for returning users), local epsilon0 = {eps0:.4g}"
+                "paper noise: Chowdhury & Zhou 2022, Thm 3.2 (Thm E.3 for returning users), "
+                f"local epsilon0 = {eps0:.4g}"
             )
             if eps0 > 1.0:
                 notes.append(
@@ -237,8 +405,8 @@ def calibrate(
             )
         if amplified is not None and calibration == "tight":
             notes.append(
-                f"amplification by shuffling (FMT20 numeric bound) would need sigma = {amplified.sigma:.4g} "
-                f"> {noise:.4g}: the local calibration is used"
+                "amplification by shuffling (Feldman, McMillan & Talwar 2020, numeric bound) would need "
+                f"sigma = {amplified.sigma:.4g} > {noise:.4g}: the local calibration is used"
             )
         notes.append(
             "certified: the exact local guarantee of each user's messages, which the shuffled view inherits "
@@ -334,18 +502,36 @@ def _write_cached_bit_sum(path: Path, key: Mapping[str, Any], result: BinomialSu
         return
 
 
+CACHE_FORMAT = 2
+"""Layout of a disk cache entry; raised whenever what an entry stores changes meaning."""
+
+
+def _cache_basis() -> dict[str, Any]:
+    """What a cached certificate's text depends on besides the arguments: the cache format and the
+    basis and notes texts of :mod:`dpcert.mechanisms.binomial_sum`.  Part of every cache key, so an
+    entry written with other texts (e.g. before certificates cited papers by author and year) is a miss.
+    """
+    return {
+        "format": CACHE_FORMAT,
+        "bases": [binomial_sum.EXACT_BASIS, binomial_sum.EXACT_L2_BASIS, binomial_sum.PVEC_BASIS],
+        "notes": [*binomial_sum.NOTES, binomial_sum.L2_NOTE],
+    }
+
+
 @functools.lru_cache(maxsize=32)
 def _bit_sum_calibration(
     epsilon: float, delta: float, batch_size: int, dimension: int, calibration: str
 ) -> BinomialSumCalibration:
     """Bit-sum parameters for P_Vec, cached in memory and on disk (the exact ℓ2 search takes seconds).
 
-    The disk entry is keyed by a hash of every argument and the dpcert version, and is used only if its
-    certificate re-verifies (see :func:`_read_cached_bit_sum`).
+    The disk entry is keyed by a hash of every argument, the dpcert version and the cache basis
+    (:func:`_cache_basis`: format and certificate texts), and is used only if its certificate
+    re-verifies (see :func:`_read_cached_bit_sum`).
     """
     key = {
         "function": "calibrate_binomial_sum",
         "version": dpcert_version,
+        "basis": _cache_basis(),
         "epsilon": epsilon,
         "delta": delta,
         "users": batch_size,
@@ -438,6 +624,53 @@ def _tight_returning_vec(
     return parameters, batch
 
 
+LOCAL_EPSILON_PROBE = 50.0
+"""ε at which a P_Vec user's local δ is reported when no finite ε reaches the claim's δ."""
+
+
+@functools.lru_cache(maxsize=32)
+def pvec_local_guarantee(
+    parameters: BitSumParameters, epsilon: float, delta: float
+) -> tuple[float | None, str]:
+    """What one user's P_Vec messages alone guarantee against the analyzer (no shuffling), and a note.
+
+    A user's messages are, per label, ``x̂ + Bin(b, p)`` ones among ``g + b`` bits (sent in random
+    order, Chowdhury & Zhou 2022, footnote 9): the bit-sum protocol with a batch of ``n = 1``.  Its
+    exact profile (:func:`~dpcert.mechanisms.binomial_sum.binomial_sum_certificate` with
+    ``users=1``) gives the local ε0 at ``delta``.  With ``b < g`` the counts of an entry at −1 and at
+    +1 have disjoint supports ({0..b} against {g..g+b}): no local guarantee at all (δ = 1 at every ε).
+    Returns ``(ε0 or None, note)``; the note compares ε0 with the O(ε√B, δ)-LDP of the paper's
+    Remark 3.7 and Cor. C.2 (constants omitted there) for the batch's shuffle budget ``epsilon``.
+    """
+    batch = parameters.users
+    single = replace(parameters, users=1)
+    prefix = (
+        "implied local guarantee (each user's messages alone, seen by the analyzer without shuffling; "
+        f"the bit-sum protocol with n = 1 at g = {single.g}, b = {single.b}, p = {single.p:g})"
+    )
+    if single.b < single.g:
+        return None, (
+            f"{prefix}: none, since b = {single.b} noise bits < g = {single.g}: a user's count of ones "
+            "for an entry at -1 and at +1 has disjoint supports, so her messages alone reveal it "
+            "(delta = 1 at every epsilon); the batch's guarantee rests on the shuffler"
+        )
+    try:
+        epsilon0 = binomial_sum_certificate(single, delta=delta).epsilon
+    except InvalidParameter:  # delta below what the single user's counts can reach at any epsilon
+        floor = BinomialSumProfile(single.to_dict()).delta_for(LOCAL_EPSILON_PROBE)
+        return None, (
+            f"{prefix}: none at delta = {delta:.3g}, since with b = {single.b} noise bits against "
+            f"g = {single.g} a user's counts of ones for an entry at -1 and at +1 barely overlap "
+            f"(delta = {floor:.3g} even at epsilon = {LOCAL_EPSILON_PROBE:g}); the batch's guarantee "
+            "rests on the shuffler"
+        )
+    return epsilon0, (
+        f"{prefix}: ({epsilon0:.4g}, {delta:.3g})-LDP per batch; "
+        f"Chowdhury & Zhou 2022, Remark 3.7 and Cor. C.2 state O(epsilon sqrt(B), delta)-LDP, "
+        f"i.e. epsilon sqrt(B) = {epsilon * math.sqrt(batch):.4g} for B = {batch}"
+    )
+
+
 def _calibrate_vec(
     claim: Guarantee,
     batch_size: int,
@@ -453,8 +686,8 @@ def _calibrate_vec(
     binomial counts; ``tight`` is p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using
     that each user's vector part has ℓ2 norm ≤ 1 and her matrix part Frobenius norm ≤ 1 (``norm="l2"``).
 
-    Returning users (C&Z §4, Thm E.5), each in at most M batches: ``paper`` calibrates each batch by
-    Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
+    Returning users (Chowdhury & Zhou 2022, §4, Thm E.5), each in at most M batches: ``paper``
+    calibrates each batch by Thm 3.5 at the split (ε_m, δ_m) = (ε/(2√(2M ln(2/δ))), δ/(2M)) of Thm E.2
     (:func:`dpcert.accounting.returning_users.split_budget`); ``tight`` takes p = 1/2 and the least b
     whose M-fold composition, by the batch's pessimistic PLD, meets (ε, δ).  Either way the run's
     certificate is the user-level composition of the batch certificate (compose ``best``), i.e. what
@@ -487,22 +720,33 @@ def _calibrate_vec(
         q, batch = result.parameters, result.certificate
         advanced = split.paper.total_certificate.epsilon
         notes.append(
-            f"paper split (C&Z Thm E.2): per-batch (epsilon, delta) = ({eps_m:.6g}, {delta_m:.3g}); "
-            f"advanced composition (Dwork & Roth Thm 3.20) gives epsilon = {advanced:.6g}"
+            "paper split (Chowdhury & Zhou 2022, Thm E.2): per-batch (epsilon, delta) = "
+            f"({eps_m:.6g}, {delta_m:.3g}); "
+            f"advanced composition (Dwork & Roth 2014, Thm 3.20) gives epsilon = {advanced:.6g}"
             + ("" if split.paper_meets_target else " > the claim")
         )
     else:
         q, batch = _tight_returning_vec(claim.epsilon, claim.delta, batch_size, dimension, participations)
+    # per batch: the claim itself, or the paper's split of Thm E.2 for returning users
+    eps_m, delta_m = (
+        (claim.epsilon, claim.delta) if participations == 1 else paper_split(claim, participations)
+    )
+    local_epsilon, local_note = pvec_local_guarantee(q, eps_m, delta_m)
+    batch = with_notes(batch, local_note)
     noise = {"g": q.g, "b": q.b, "p": q.p}
     privatizer = ShuffleVectorSum(q, batch)
     if participations == 1:
         met = meets_target(batch, claim)
-        return Calibrated("linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise, batch)
+        return Calibrated(
+            "linucb-sdp-vec", privatizer, batch, claim, met, calibration, noise, batch,
+            local_epsilon=local_epsilon,
+        )  # fmt: skip
     interval = composed_interval(claim.epsilon, q.coordinates, participations)
     certificate = _user_level(batch, participations, claim.delta, interval)
     if notes:
         certificate = with_notes(certificate, *notes)
     met = meets_target(certificate, claim)
     return Calibrated(
-        "linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch, interval
-    )
+        "linucb-sdp-vec", privatizer, certificate, claim, met, calibration, noise, batch, interval,
+        local_epsilon=local_epsilon,
+    )  # fmt: skip
