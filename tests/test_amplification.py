@@ -252,3 +252,22 @@ def test_certificates_at_any_delta_re_verify(method):
                 certificate = amp.amplification_certificate(epsilon0, users, delta=delta, method=method)
                 assert certificate.epsilon <= epsilon0
                 assert amp.shuffled_delta(certificate.epsilon, epsilon0, users, method=method) <= delta
+
+
+def test_numeric_epsilon_with_local_delta_is_the_least_point_of_its_own_profile():
+    """With δ0 > 0 the δ0 term grows with ε: the inverse must search below ε0, not stop at ε0
+    (P_Amp at B = 1000 users, target (0.2, 0.1) once returned ε0 = 3.26 for a profile meeting 0.2)."""
+    from dpcert.accounting.amplification import approximate_term, numeric_delta, numeric_epsilon
+
+    epsilon0, delta0, users, delta = 3.258203333102713, 2.208365970032883e-05, 1000, 0.1
+
+    def total(e):
+        return numeric_delta(e, epsilon0, users) + approximate_term(e, epsilon0, delta0, users)
+
+    found = numeric_epsilon(delta, epsilon0, users, delta0)
+    assert found < 0.21
+    assert total(found) <= delta
+    assert total(found * (1 - 1e-6)) > delta  # the least such point, to the search's tolerance
+    # a grid scan agrees: no smaller grid point meets delta
+    grid = np.linspace(0.0, found, 200, endpoint=False)
+    assert all(total(e) > delta for e in grid)

@@ -425,20 +425,30 @@ def numeric_epsilon(delta: float, epsilon0: float, users: int, delta0: float = 0
     """Least ε (rounded up) with :func:`numeric_delta` ``+ (e^ε+1)(1+e^{−ε0}/2)nδ0 <= delta``.
 
     Also at most ε0 when ``delta >= delta0`` (the reports themselves are (ε0, δ0)-DP); ``inf`` if
-    neither bound reaches ``delta``.
+    neither bound reaches ``delta``.  With δ0 > 0 the sum is not monotone: ``numeric_delta`` falls
+    and the δ0 term grows with ε.  Both are convex in ``e^ε`` (a hockey-stick divergence is a supremum
+    of functions affine in ``e^ε``; the δ0 term is affine in it), so the sum is unimodal: its
+    minimiser on ``[0, ε0]`` is located and the least valid ε searched on the falling branch before
+    it.  Whatever the search finds is re-checked as evaluated (only tightness rests on unimodality).
     """
     best = epsilon0 if delta >= delta0 else math.inf
-    ceiling = epsilon0
-    for _ in range(2 if delta0 > 0 else 1):  # the δ0 term is evaluated at an upper bound of the answer
-        budget = delta - approximate_term(ceiling, epsilon0, delta0, users)
-        if budget <= 0.0:
-            break
-        ceiling = min(
-            ceiling,
-            _least_epsilon(lambda e: numeric_delta(e, epsilon0, users), budget, epsilon0),
-        )
-    if numeric_delta(ceiling, epsilon0, users) + approximate_term(ceiling, epsilon0, delta0, users) <= delta:
-        best = min(best, ceiling)
+    if delta0 == 0.0:
+        if numeric_delta(epsilon0, epsilon0, users) <= delta:
+            best = min(best, _least_epsilon(lambda e: numeric_delta(e, epsilon0, users), delta, epsilon0))
+        return best
+
+    def total(e: float) -> float:
+        return numeric_delta(e, epsilon0, users) + approximate_term(e, epsilon0, delta0, users)
+
+    from scipy.optimize import minimize_scalar
+
+    lowest = minimize_scalar(total, bounds=(0.0, epsilon0), method="bounded", options={"xatol": 1e-6})
+    turning = float(lowest.x)
+    if total(turning) > delta:
+        return best
+    found = smallest_valid(lambda e: total(e) - delta, 0.0, turning, grow=False)
+    if math.isfinite(found) and total(found) <= delta:
+        best = min(best, found)
     return best
 
 
