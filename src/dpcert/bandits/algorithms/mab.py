@@ -45,7 +45,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -111,6 +111,7 @@ class ShuffleBinarySum:
     noise_bits: int
     certificate: Certificate | None = None
     name: str = "shuffle binary sum"
+    needs_bits: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_bits", check.positive_int("noise_bits", self.noise_bits, minimum=0))
@@ -180,6 +181,7 @@ class LocalRandomizedResponse:
     epsilon: float
     name: str = "local randomized response"
     certificate: Certificate | None = field(init=False)
+    needs_bits: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         epsilon = check.epsilon(self.epsilon)
@@ -331,15 +333,22 @@ def batched_arm_elimination(
     session: PrivacySession | None = None,
     record_phases: bool = False,
     curve_points: int = 200,
+    users: int | None = None,
+    id_offset: int = 0,
+    id_stride: int | None = None,
 ) -> EliminationResult:
     """Batched arm elimination (seed 001 Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
 
     Parameters
     ----------
     bandit
-        The environment; summations of bits (shuffle, randomized response) need Bernoulli arms.
+        The environment.  Private summations need rewards in [0, 1] (Bernoulli or Beta arms); the
+        summations of bits (shuffle, randomized response) receive each user's randomized-rounding bit
+        (:meth:`~dpcert.bandits.environments.mab.MultiArmedBandit.rounded_bit_sums`; Tenenbaum et al.
+        2021, footnote 12, extend their algorithms to [0, 1] rewards through a real-valued summation).
     horizon
-        T, the number of users (= pulls) of each run, known in advance (seed 001 footnote 10).
+        T, the horizon the algorithm knows in advance (Tenenbaum et al. 2021, footnote 10); it sets
+        the confidence radius.
     summation
         How each batch's reward sum reaches the server (see :class:`BatchSummation`).
     schedule
@@ -356,6 +365,12 @@ def batched_arm_elimination(
         Keep a :class:`PhaseRecord` per phase (memory grows with the number of phases).
     curve_points
         Number of evenly spaced checkpoints of the stored regret curves.
+    users
+        Users that actually arrive (``<= horizon``; default ``horizon``): the run stops after them.
+        :func:`unknown_horizon_elimination` runs epochs whose last one is cut short this way.
+    id_offset, id_stride
+        Local user ids are ``run·id_stride + id_offset + i`` (defaults ``T`` and 0), so that the
+        epochs of one run charge disjoint ids in one session.
 
     Notes
     -----
@@ -367,12 +382,20 @@ def batched_arm_elimination(
     runs = check.positive_int("runs", runs)
     rng = check.generator(rng)
     curve_points = check.positive_int("curve_points", curve_points, minimum=2)
-    if not bandit.binary and not isinstance(summation, ExactSum):
+    limit = horizon if users is None else check.positive_int("users", users)
+    if limit > horizon:
+        raise InvalidParameter("users", limit, f"at most the horizon {horizon}")
+    id_offset = check.positive_int("id_offset", id_offset, minimum=0)
+    id_stride = horizon if id_stride is None else check.positive_int("id_stride", id_stride)
+    if id_offset + limit > id_stride:
+        raise InvalidParameter("id_stride", id_stride, f"at least id_offset + users = {id_offset + limit}")
+    if not bandit.bounded and not isinstance(summation, ExactSum):
         raise InvalidParameter(
             "bandit",
             bandit.reward_model,
-            f"Bernoulli rewards for the {summation.name} (its privacy needs bits)",
+            f"rewards in [0, 1] (bernoulli or beta) for the {summation.name} (its privacy needs them)",
         )
+    draw_sums = bandit.rounded_bit_sums if getattr(summation, "needs_bits", False) else bandit.reward_sums
     started = time.perf_counter()
     k = bandit.arms
     gaps = bandit.gaps
@@ -400,13 +423,13 @@ def batched_arm_elimination(
         # arms are served in ascending order: the batch of arm a ends at used + m·#(viable arms <= a)
         batch_end = used[:, None] + np.cumsum(active * m, axis=1)
         batch_start = batch_end - m
-        phase_pulls = np.where(active, np.clip(horizon - batch_start, 0, m), 0)
-        complete = active & (batch_end < horizon)  # the T-th user's batch is never aggregated
+        phase_pulls = np.where(active, np.clip(limit - batch_start, 0, m), 0)
+        complete = active & (batch_end < limit)  # the last user's batch is never aggregated
         counts = np.where(complete, m, 0)
         if session is not None and certificate is not None and np.any(complete):
-            starts = (np.arange(runs)[:, None] * horizon + batch_start)[complete]  # disjoint batches
-            session.charge_ranges(starts, m, certificate)  # before the release
-        sums = bandit.reward_sums(arm_index, counts, rng)
+            first_ids = np.arange(runs)[:, None] * id_stride + id_offset + batch_start
+            session.charge_ranges(first_ids[complete], m, certificate)  # disjoint batches, before release
+        sums = draw_sums(arm_index, counts, rng)
         released = summation.release(sums, m, rng)
         estimated_sums += np.where(complete, released, 0.0)
         aggregated_users += counts
@@ -414,18 +437,18 @@ def batched_arm_elimination(
         pulls += phase_pulls
         used += phase_pulls.sum(axis=1)
         regret += phase_pulls @ gaps
-        finished_phase = live & (used < horizon)
-        done |= used >= horizon
+        finished_phase = live & (used < limit)
+        done |= used >= limit
 
         viable_before = viable.copy()
         radius = math.nan
         estimates = np.full((runs, k), np.nan)
         if np.any(finished_phase):
-            users = schedule.users_after(phase)
-            radius = confidence_radius(summation, phase, users, horizon)
+            per_arm = schedule.users_after(phase)
+            radius = confidence_radius(summation, phase, per_arm, horizon)
             rows = finished_phase
             with np.errstate(invalid="ignore", divide="ignore"):
-                estimates[rows] = np.where(viable[rows], estimated_sums[rows] / users, np.nan)
+                estimates[rows] = np.where(viable[rows], estimated_sums[rows] / per_arm, np.nan)
             upper = np.where(viable[rows], estimates[rows] + radius, -np.inf)
             lower = np.where(viable[rows], estimates[rows] - radius, -np.inf)
             best_lower = lower.max(axis=1, keepdims=True)
@@ -435,11 +458,11 @@ def batched_arm_elimination(
             # short cut: a run with one viable arm spends the rest of its horizon on it
             single = rows & (viable.sum(axis=1) == 1)
             if np.any(single):
-                remaining = horizon - used[single]
+                remaining = limit - used[single]
                 last_arm = np.argmax(viable[single], axis=1)
                 pulls[single, last_arm] += remaining
                 regret[single] += remaining * gaps[last_arm]
-                used[single] = horizon
+                used[single] = limit
                 done[single] = True
         times.append(used.astype(float))
         regrets.append(regret.copy())
@@ -448,13 +471,13 @@ def batched_arm_elimination(
                 PhaseRecord(phase, m, radius, viable_before, viable.copy(), phase_pulls, counts, estimates)
             )
 
-    checkpoints = np.linspace(0.0, horizon, curve_points)
+    checkpoints = np.linspace(0.0, limit, curve_points)
     time_table = np.stack(times, axis=1)
     regret_table = np.stack(regrets, axis=1)
     curves = np.stack([np.interp(checkpoints, t, g) for t, g in zip(time_table, regret_table, strict=True)])
     return EliminationResult(
         algorithm=algorithm,
-        horizon=horizon,
+        horizon=limit,
         final_regret=regret,
         checkpoints=checkpoints,
         regret_curve=curves,
@@ -476,6 +499,108 @@ def batched_arm_elimination(
         },
         phase_records=tuple(records),
     )
+
+
+# =========================================================================== unknown horizon
+HORIZON_MODES = ("known", "unknown")
+FIRST_EPOCH = 2
+
+
+def epoch_horizons(horizon: int, first_epoch: int = FIRST_EPOCH) -> list[int]:
+    """Horizons ``T_j = first_epoch·2^j`` of the doubling trick's epochs until ``T`` users have come.
+
+    The last epoch is cut short by the arrivals, not by the algorithm: it still runs with its ``T_j``.
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    first_epoch = check.positive_int("first_epoch", first_epoch, minimum=2)
+    epochs, arrived = [], 0
+    while arrived < horizon:
+        epochs.append(first_epoch * 2 ** len(epochs))
+        arrived += epochs[-1]
+    return epochs
+
+
+def unknown_horizon_elimination(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    summation: BatchSummation,
+    schedule: BatchSchedule,
+    rng: np.random.Generator,
+    *,
+    runs: int = 1,
+    algorithm: str = "batched arm elimination",
+    session: PrivacySession | None = None,
+    curve_points: int = 200,
+    first_epoch: int = FIRST_EPOCH,
+) -> EliminationResult:
+    """Batched arm elimination without knowing T, by the doubling trick (Tenenbaum et al. 2021, footnote 10).
+
+    Epoch ``j`` restarts the known-horizon algorithm with ``T_j = first_epoch·2^j`` and fresh users;
+    ``horizon`` is only when the users stop coming (the last epoch is cut short).  Every user still
+    joins exactly one batch of one epoch and is charged through ``session`` before her batch is
+    released, so the run's certificate is the one summation's, as for a known horizon
+    (docs/PAPER_NOTES.md, PN-TKMS-4).  Regret: the sum over the ``O(log T)`` epochs of the
+    known-horizon bounds, ``O(Σ_a log² T/Δ_a + k·log T·log(1/δ)/ε²)`` for SDP-AE — the "roughly the same
+    results" of the footnote, up to one factor log T.
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    runs = check.positive_int("runs", runs)
+    epochs = epoch_horizons(horizon, first_epoch)
+    started = time.perf_counter()
+    results: list[EliminationResult] = []
+    arrived = 0
+    for epoch_horizon in epochs:
+        arriving = min(epoch_horizon, horizon - arrived)
+        results.append(
+            batched_arm_elimination(
+                bandit, epoch_horizon, summation, schedule, rng, runs=runs, algorithm=algorithm,
+                session=session, curve_points=curve_points, users=arriving, id_offset=arrived,
+                id_stride=horizon,
+            )
+        )  # fmt: skip
+        arrived += arriving
+    offsets = np.cumsum([0] + [r.horizon for r in results[:-1]])
+    carried = np.cumsum([np.zeros(runs)] + [r.final_regret for r in results[:-1]], axis=0)
+    times = np.concatenate([offset + r.checkpoints for offset, r in zip(offsets, results, strict=True)])
+    values = np.concatenate(
+        [base[:, None] + r.regret_curve for base, r in zip(carried, results, strict=True)], axis=1
+    )
+    checkpoints = np.linspace(0.0, horizon, curve_points)
+    curves = np.stack([np.interp(checkpoints, times, row) for row in values])
+    last = results[-1]
+    return EliminationResult(
+        algorithm=algorithm,
+        horizon=horizon,
+        final_regret=sum(r.final_regret for r in results),
+        checkpoints=checkpoints,
+        regret_curve=curves,
+        pulls=sum(r.pulls for r in results),
+        users_aggregated=sum(r.users_aggregated for r in results),
+        summation_calls=sum(r.summation_calls for r in results),
+        phases=sum(r.phases for r in results),
+        best_arm_eliminated=np.any([r.best_arm_eliminated for r in results], axis=0),
+        good_event_violated=np.any([r.good_event_violated for r in results], axis=0),
+        certificate=last.certificate,
+        seconds=time.perf_counter() - started,
+        parameters={**last.parameters, "horizon": "unknown", "epochs": epochs},
+    )
+
+
+def run_engine(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    summation: BatchSummation,
+    schedule: BatchSchedule,
+    rng: np.random.Generator,
+    horizon_mode: str,
+    **engine: Any,
+) -> EliminationResult:
+    """The known-horizon engine or its doubling-trick wrapper, by ``horizon_mode``."""
+    if horizon_mode not in HORIZON_MODES:
+        raise InvalidParameter("horizon", horizon_mode, "known or unknown")
+    if horizon_mode == "known":
+        return batched_arm_elimination(bandit, horizon, summation, schedule, rng, **engine)
+    return unknown_horizon_elimination(bandit, horizon, summation, schedule, rng, **engine)
 
 
 # =========================================================================== algorithms
@@ -501,6 +626,7 @@ def sdp_ae(
     noise_bits: int | None = None,
     batch_size: int | None = None,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
     """SDP-AE (seed 001, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
@@ -511,8 +637,9 @@ def sdp_ae(
     """
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
     size = max(1, math.ceil(summation.noise_bits / 4)) if batch_size is None else batch_size
-    return batched_arm_elimination(
-        bandit, horizon, summation, BatchSchedule("fixed", size), rng, runs=runs, algorithm="sdp-ae", **engine
+    schedule = BatchSchedule("fixed", size)
+    return run_engine(
+        bandit, horizon, summation, schedule, rng, horizon_mode, runs=runs, algorithm="sdp-ae", **engine
     )
 
 
@@ -525,14 +652,16 @@ def vb_sdp_ae(
     delta: float | None = None,
     noise_bits: int | None = None,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
     """VB-SDP-AE (seed 001, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``, one ``N`` for
     every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the √(log T) form of
     Cor. 3.4 is not supported by the theorem, spec §0.3(d))."""
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
-    return batched_arm_elimination(
-        bandit, horizon, summation, BatchSchedule("doubling"), rng, runs=runs, algorithm="vb-sdp-ae", **engine
+    schedule = BatchSchedule("doubling")
+    return run_engine(
+        bandit, horizon, summation, schedule, rng, horizon_mode, runs=runs, algorithm="vb-sdp-ae", **engine
     )
 
 
@@ -544,16 +673,18 @@ def successive_elimination(
     schedule: str = "fixed",
     batch_size: int = 1,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
     """Non-private successive elimination: the same engine with exact sums (spec 001 §8.3 item 16: with
     ``m = 1`` the radius is ``sqrt(2 log T/N)``)."""
-    return batched_arm_elimination(
+    return run_engine(
         bandit,
         horizon,
         ExactSum(),
         BatchSchedule(schedule, batch_size),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="se",
         **engine,
@@ -567,16 +698,18 @@ def central_dp_se(
     *,
     epsilon: float,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
     """Central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches (in the spirit
     of Sajed & Sheffet 2019, reference [24] of seed 001)."""
-    return batched_arm_elimination(
+    return run_engine(
         bandit,
         horizon,
         CentralLaplaceSum(epsilon),
         BatchSchedule("doubling"),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="central-dp-se",
         **engine,
@@ -590,16 +723,18 @@ def local_dp_se(
     *,
     epsilon: float,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
     """Local ε-DP successive elimination: randomized response per user, doubling batches (regret
     ``Θ((1/ε²) Σ log T/Δ_a)``, Ren et al. 2020, reference [22] of seed 001)."""
-    return batched_arm_elimination(
+    return run_engine(
         bandit,
         horizon,
         LocalRandomizedResponse(epsilon),
         BatchSchedule("doubling"),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="local-dp-se",
         **engine,
