@@ -14,8 +14,8 @@ from dpcert.cli import main
 def small_instance(monkeypatch):
     import dpcert.bandits.figures.dpdpe as figure
 
-    monkeypatch.setattr(figure, "HORIZON", 2000)
-    monkeypatch.setattr(figure, "SETTING", {"dimension": 4, "arms": 20, "heterogeneity": 0.1, "alpha": 0.8})
+    monkeypatch.setattr(figure, "HORIZON", 3000)
+    monkeypatch.setattr(figure, "SETTING", {"dimension": 3, "arms": 8, "heterogeneity": 0.1, "alpha": 0.8})
     return figure
 
 

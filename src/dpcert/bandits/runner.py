@@ -160,7 +160,7 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
     )
 
 
-# ========================================================================= MAB (seed 001), robust (seed 003)
+# =================== MAB (Tenenbaum et al. 2021), robust (Charisopoulos, Esfandiari & Mirrokni 2023)
 def _require(value: float | None, name: str, privacy: str) -> float:
     if value is None:
         raise InvalidParameter(name, None, f"a value (privacy={privacy!r} needs --{name})")
@@ -489,13 +489,18 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
 # =========================================================================== registration
 MAB_ALGORITHMS = {
     "sdp-ae": (
-        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (seed 001 Alg. 1)",
+        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (Tenenbaum et al. 2021, "
+        "Alg. 1); options horizon=known|unknown, reward_model=bernoulli|beta",
         ("shuffle",),
     ),
-    "vb-sdp-ae": ("VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)", ("shuffle",)),
+    "vb-sdp-ae": (
+        "VB-SDP-AE: shuffle-model arm elimination, batches 2^t (Tenenbaum et al. 2021, Alg. 2); options "
+        "horizon=known|unknown, reward_model=bernoulli|beta",
+        ("shuffle",),
+    ),
     "mab-se": (
-        "successive elimination on a Bernoulli MAB: none (m=1), central (Laplace), "
-        "local (randomized response), shuffle (VB-SDP-AE)",
+        "successive elimination on a MAB with rewards in [0, 1]: none (m=1), and dpcert's own central "
+        "(Laplace) and local (randomized response) eliminations, shuffle (VB-SDP-AE)",
         ("none", "central", "local", "shuffle"),
     ),
 }

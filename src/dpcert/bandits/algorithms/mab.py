@@ -1,41 +1,49 @@
-"""Batched arm elimination for multi-armed bandits: SDP-AE and VB-SDP-AE (seed 001) and baselines.
+"""Batched arm elimination for multi-armed bandits: SDP-AE and VB-SDP-AE (Tenenbaum et al. 2021), baselines.
 
-Seed 001 is Tenenbaum, Kaplan, Mansour & Stemmer, "Differentially Private Multi-Armed Bandits in the
-Shuffle Model", NeurIPS 2021; the implementation follows ``specs/001_shuffle_mab.md``.
+Tenenbaum, Kaplan, Mansour & Stemmer, "Differentially Private Multi-Armed Bandits in the Shuffle Model",
+NeurIPS 2021 (docs/REFERENCES.md); where the paper leaves a detail open dpcert's choice is recorded in
+docs/PAPER_NOTES.md, PN-TKMS-1 to PN-TKMS-7.
 
 One vectorised engine, :func:`batched_arm_elimination`, runs all algorithms: in phase ``t`` every arm of
 the viable set ``V`` (ascending index) gets one batch of ``m_t`` fresh users, each batch's reward sum goes
 through a :class:`BatchSummation` once, and after the phase every arm with ``UCB_a < max_{a'∈V} LCB_{a'}``
-is removed (seed 001, Alg. 1 lines 13–16 with the spec's fixes: the max is over ``V``, not the undefined
-``S``; removal is strict and simultaneous).  The radius after ``t`` batches and ``n`` aggregated users is
+is removed (Tenenbaum et al. 2021, Alg. 1 lines 13–16, read as in docs/PAPER_NOTES.md, PN-TKMS-5: the
+max is over ``V``, not the undefined ``S``; removal is strict and simultaneous).  The radius after ``t``
+batches and ``n`` aggregated users is
 
     I = (u_t + sqrt(2·n·log T)) / n,
 
 where ``sqrt(2 n log T)`` is Hoeffding's deviation of ``n`` rewards in [0, 1] at probability
 ``2·T^{-4}`` and ``u_t`` is the summation's own deviation at the same probability
 (:meth:`BatchSummation.noise_deviation`).  For the shuffle binary sum (sub-Gaussian proxy ``σ² = N/4``
-per batch) ``u_t = 2·sqrt(t)·σ·sqrt(2 log T)``, which is exactly seed 001's
-``I_a^t = (2√t σ/N_a + 1/√N_a)·√(2 log T)`` (Alg. 1 line 14, natural log, spec §4).
+per batch) ``u_t = 2·sqrt(t)·σ·sqrt(2 log T)``, which is exactly the radius of Tenenbaum et al. 2021,
+``I_a^t = (2√t σ/N_a + 1/√N_a)·√(2 log T)`` (Alg. 1 line 14, natural log, PN-TKMS-5).
 
 Algorithms
 ----------
-* :func:`sdp_ae` — SDP-AE, fixed batches ``m = ⌈σ²⌉`` (seed 001 Alg. 1, Cor. 3.2 with the fix
-  ``m = ⌈σ²⌉`` instead of the printed ``⌈σ⌉``, spec §0.3(a)).
-* :func:`vb_sdp_ae` — VB-SDP-AE, batches ``2^t`` (seed 001 Alg. 2, Thm 3.3).
+* :func:`sdp_ae` — SDP-AE, fixed batches ``m = ⌈σ²⌉`` (Tenenbaum et al. 2021, Alg. 1, Cor. 3.2, which
+  prints ``⌈σ⌉``: only ``m >= σ²`` keeps the privacy term ``2σ/(m√t)`` of the radius within a constant
+  of the sampling term ``1/√(mt)``).
+* :func:`vb_sdp_ae` — VB-SDP-AE, batches ``2^t`` (Tenenbaum et al. 2021, Alg. 2, Thm 3.3).
 * :func:`successive_elimination` — the non-private baseline (same code, exact sums).
-* :func:`central_dp_se` — central-model ε-DP elimination: the server adds Laplace(1/ε) to each batch sum
-  (sensitivity 1 for bits, each user in one batch), doubling batches.
-* :func:`local_dp_se` — local-model ε-DP elimination: each user sends its bit through binary randomized
-  response, the server debiases; doubling batches (batching does not change the local guarantee).
+* :func:`central_dp_se` — dpcert's own central-model ε-DP elimination (not an algorithm of the paper):
+  the server adds Laplace(1/ε) to each batch sum (sensitivity 1 for rewards in [0, 1], each user in one
+  batch), doubling batches.
+* :func:`local_dp_se` — dpcert's own local-model ε-DP elimination (not an algorithm of the paper): each
+  user sends her bit through binary randomized response, the server debiases; doubling batches
+  (batching does not change the local guarantee).
 
-Privacy of a whole run (spec 001 §1.2, [R]): every user is in exactly one batch and contributes one reward
-to one summation; everything else is post-processing or independent of the user's data, so the whole run
-is exactly as private as one summation: the run's certificate *is* the summation's certificate, with no
-composition over batches, phases or arms.
+Every algorithm runs with the horizon known (``horizon_mode="known"``, the paper's setting, footnote 10)
+or unknown (``"unknown"``: the doubling trick of the same footnote, :func:`unknown_horizon_elimination`).
 
-The shuffle binary summation ``M_sum`` (spec 001 §3.2) is simulated exactly at the level of its sufficient
+Privacy of a whole run (reconstructed; docs/PAPER_NOTES.md, PN-TKMS-4): every user is in exactly one
+batch and contributes one reward to one summation; everything else is post-processing or independent of
+the user's data, so the whole run is exactly as private as one summation: the run's certificate *is* the
+summation's certificate, with no composition over batches, phases, arms or doubling epochs.
+
+The shuffle binary summation ``M_sum`` (PN-TKMS-1) is simulated exactly at the level of its sufficient
 statistic by :meth:`dpcert.mechanisms.binary_sum.BinarySum.release_sums`: the analyzer's output is
-``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3, Step 1).  Its least ``N`` for a
+``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (PN-TKMS-2).  Its least ``N`` for a
 target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
 """
 
@@ -63,7 +71,7 @@ SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
     "whole run: every user's reward enters exactly one batch summation and everything else is "
     "post-processing or independent of it, so the run is as private as one summation (no composition "
-    "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
+    "over batches, phases or arms; Tenenbaum et al. 2021, §2.2; docs/PAPER_NOTES.md, PN-TKMS-4)"
 )
 
 
@@ -100,12 +108,13 @@ class ExactSum:
 
 @dataclass(frozen=True)
 class ShuffleBinarySum:
-    """Seed 001's shuffle-model binary summation ``M_sum`` with ``N`` noise bits (spec 001 §3.2).
+    """The shuffle-model binary summation ``M_sum`` of Tenenbaum et al. 2021 with ``N`` noise bits
+    (reconstructed; docs/PAPER_NOTES.md, PN-TKMS-1).
 
     The output for a batch with ``s`` ones is ``s + B − N/2``, ``B ~ Binomial(N, 1/2)``: unbiased, error
-    independent of the input and of the batch size, sub-Gaussian with proxy ``σ² = N/4`` (spec §3.2;
-    interface properties I2–I4 of seed 001 §3).  ``certificate`` is the (ε, δ)-SDP certificate of the
-    protocol with this ``N`` (``None`` only when ``N`` is given without one, e.g. in tests).
+    independent of the input and of the batch size, sub-Gaussian with proxy ``σ² = N/4`` (PN-TKMS-1;
+    interface properties I2–I4 of Tenenbaum et al. 2021, §3).  ``certificate`` is the (ε, δ)-SDP
+    certificate of the protocol with this ``N`` (``None`` only when ``N`` is given without one).
     """
 
     noise_bits: int
@@ -123,7 +132,7 @@ class ShuffleBinarySum:
 
     @property
     def sigma(self) -> float:
-        """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (spec 001 §8.1 item 9)."""
+        """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (PN-TKMS-1)."""
         return self.mechanism.sigma
 
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -131,7 +140,7 @@ class ShuffleBinarySum:
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # Σ of `batches` independent SG(N/4) errors is SG(batches·N/4); the deviation
-        # 2·sqrt(t)·σ·sqrt(2 log T) has probability <= 2 exp(-4 log T) (seed 001, Thm 3.1 proof; spec §6.2).
+        # 2·sqrt(t)·σ·sqrt(2 log T) has probability <= 2 exp(-4 log T) (Tenenbaum et al. 2021, Thm 3.1 proof).
         return 2.0 * math.sqrt(batches) * self.sigma * math.sqrt(2.0 * log_horizon)
 
 
@@ -222,8 +231,8 @@ class LocalRandomizedResponse:
 
 
 def shuffle_binary_sum(epsilon: float, delta: float) -> ShuffleBinarySum:
-    """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (spec 001 §3.4), with its
-    certificate (exact privacy curve of spec §3.3)."""
+    """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (PN-TKMS-3), with its
+    certificate (exact privacy curve, PN-TKMS-2)."""
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     calibration = calibrate_binary_sum(epsilon, delta)
@@ -252,7 +261,7 @@ class BatchSchedule:
 
 
 def confidence_radius(summation: BatchSummation, batches: int, users: int, horizon: int) -> float:
-    """``I = (u_t + sqrt(2 n log T))/n`` (seed 001 Alg. 1 line 14 / Alg. 2 line 15 for ``M_sum``)."""
+    """``I = (u_t + sqrt(2 n log T))/n`` (Tenenbaum et al. 2021, Alg. 1 line 14 / Alg. 2 line 15)."""
     log_horizon = math.log(horizon)
     deviation = summation.noise_deviation(batches, users, log_horizon)
     return (deviation + math.sqrt(2.0 * users * log_horizon)) / users
@@ -337,7 +346,7 @@ def batched_arm_elimination(
     id_offset: int = 0,
     id_stride: int | None = None,
 ) -> EliminationResult:
-    """Batched arm elimination (seed 001 Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
+    """Batched arm elimination (Tenenbaum et al. 2021, Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
 
     Parameters
     ----------
@@ -375,8 +384,8 @@ def batched_arm_elimination(
     Notes
     -----
     A run stops as soon as its T-th user has pulled: the batch in progress is never aggregated
-    (seed 001 Alg. 1 lines 6–8).  Once a single arm is viable the rest of the horizon is spent on it
-    (a short cut that does not change the pseudo-regret, spec §4).
+    (Tenenbaum et al. 2021, Alg. 1 lines 6–8; PN-TKMS-5).  Once a single arm is viable the rest of the
+    horizon is spent on it (a short cut that does not change the pseudo-regret).
     """
     horizon = check.positive_int("horizon", horizon, minimum=2)
     runs = check.positive_int("runs", runs)
@@ -629,11 +638,11 @@ def sdp_ae(
     horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """SDP-AE (seed 001, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
+    """SDP-AE (Tenenbaum et al. 2021, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
 
     Either (``epsilon``, ``delta``) — the least ``N`` with ``δ_N(ε) <= δ`` and its certificate — or an
-    explicit ``noise_bits`` (uncertified).  ``batch_size`` defaults to ``m = ⌈σ²⌉ = ⌈N/4⌉`` (Cor. 3.2 with
-    the spec's fix of the printed ``⌈σ⌉``, spec §0.3(a)).  Regret ``O(Σ log T/Δ_a + k log(1/δ)/ε²)``.
+    explicit ``noise_bits`` (uncertified).  ``batch_size`` defaults to ``m = ⌈σ²⌉ = ⌈N/4⌉`` (Cor. 3.2 prints
+    ``⌈σ⌉``; see the module docstring).  Regret ``O(Σ log T/Δ_a + k log(1/δ)/ε²)``.
     """
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
     size = max(1, math.ceil(summation.noise_bits / 4)) if batch_size is None else batch_size
@@ -655,9 +664,9 @@ def vb_sdp_ae(
     horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """VB-SDP-AE (seed 001, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``, one ``N`` for
-    every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the √(log T) form of
-    Cor. 3.4 is not supported by the theorem, spec §0.3(d))."""
+    """VB-SDP-AE (Tenenbaum et al. 2021, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``,
+    one ``N`` for every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the
+    √(log T) form printed in Cor. 3.4 does not follow from the theorem, which gives a factor log T)."""
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
     schedule = BatchSchedule("doubling")
     return run_engine(
@@ -676,8 +685,8 @@ def successive_elimination(
     horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Non-private successive elimination: the same engine with exact sums (spec 001 §8.3 item 16: with
-    ``m = 1`` the radius is ``sqrt(2 log T/N)``)."""
+    """Non-private successive elimination: the same engine with exact sums (with ``m = 1`` the radius is
+    ``sqrt(2 log T/N)``; PN-TKMS-5)."""
     return run_engine(
         bandit,
         horizon,
@@ -701,8 +710,10 @@ def central_dp_se(
     horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches (in the spirit
-    of Sajed & Sheffet 2019, reference [24] of seed 001)."""
+    """dpcert's own central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches.
+
+    A comparator in the spirit of Sajed & Sheffet 2019 (reference [24] of Tenenbaum et al. 2021), not
+    their algorithm nor any algorithm of the paper's Table 1."""
     return run_engine(
         bandit,
         horizon,
@@ -726,8 +737,10 @@ def local_dp_se(
     horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Local ε-DP successive elimination: randomized response per user, doubling batches (regret
-    ``Θ((1/ε²) Σ log T/Δ_a)``, Ren et al. 2020, reference [22] of seed 001)."""
+    """dpcert's own local ε-DP successive elimination: randomized response per user, doubling batches.
+
+    A comparator with the local model's ``Θ((1/ε²) Σ log T/Δ_a)`` regret (Ren et al. 2020, reference [22]
+    of Tenenbaum et al. 2021), not an algorithm of the paper's Table 1."""
     return run_engine(
         bandit,
         horizon,
