@@ -218,8 +218,9 @@ def _fig2b_claims(
         p_ldp = _greater(table["LDP-DPE"], table["CDP-DPE"])
         rows.append(
             (
-                f"§7: LDP-DPE has the largest regret ({calibration} calibration; one-sided Welch p < 0.05)",
-                bool(m["LDP-DPE"] > max(m["CDP-DPE"], m["SDP-DPE"]) and p_ldp < 0.05),
+                f"§7: LDP-DPE has the largest regret ({calibration} calibration; ties allowed, above CDP "
+                "with one-sided Welch p < 0.05)",
+                bool(m["LDP-DPE"] >= max(m["CDP-DPE"], m["SDP-DPE"]) and p_ldp < 0.05),
                 f"LDP {m['LDP-DPE']:,.0f}, CDP {m['CDP-DPE']:,.0f}, SDP {m['SDP-DPE']:,.0f}; p(LDP > CDP) = "
                 f"{p_ldp:.2g}",
             )
@@ -246,14 +247,21 @@ def _fig2b_claims(
         for key, entry in curves.items()
         if key != "DPE" and entry.get("max_user_epsilon") is not None
     }
-    met = [key for key, value in certified.items() if value <= EPSILON * (1 + 1e-9)]
-    rows.append(
-        (
-            f"Thm 4.x / Tables 3–4: the calibrations give (ε, δ) = ({EPSILON:g}, {DELTA:g})-DP",
-            bool(len(met) == len(certified)),
-            "certified ε: " + ", ".join(f"{key} {value:.4g}" for key, value in certified.items()),
+    for calibration in ("paper", "tight"):
+        mine = {key: value for key, value in certified.items() if key.endswith(f"({calibration})")}
+        if not mine:
+            continue
+        rows.append(
+            (
+                (
+                    f"The paper's noise (Tables 3–4, eq. 3) is ({EPSILON:g}, {DELTA:g})-DP (PN-LZJ-1)"
+                    if calibration == "paper"
+                    else f"dpcert's tight noise is ({EPSILON:g}, {DELTA:g})-DP (exact accounting)"
+                ),
+                all(value <= EPSILON * (1 + 1e-9) for value in mine.values()),
+                "certified ε at δ = 0.25: " + ", ".join(f"{key} {value:.4g}" for key, value in mine.items()),
+            )
         )
-    )
     return rows
 
 
