@@ -398,13 +398,16 @@ def batched_arm_elimination(
     id_stride = horizon if id_stride is None else check.positive_int("id_stride", id_stride)
     if id_offset + limit > id_stride:
         raise InvalidParameter("id_stride", id_stride, f"at least id_offset + users = {id_offset + limit}")
-    if not bandit.bounded and not isinstance(summation, ExactSum):
+    # environments without ``bounded`` (e.g. the audits' fixed user tables) are bounded iff binary
+    bounded = bool(getattr(bandit, "bounded", bandit.binary))
+    if not bounded and not isinstance(summation, ExactSum):
         raise InvalidParameter(
             "bandit",
-            bandit.reward_model,
+            getattr(bandit, "reward_model", type(bandit).__name__),
             f"rewards in [0, 1] (bernoulli or beta) for the {summation.name} (its privacy needs them)",
         )
-    draw_sums = bandit.rounded_bit_sums if getattr(summation, "needs_bits", False) else bandit.reward_sums
+    needs_bits = getattr(summation, "needs_bits", False) and not bandit.binary
+    draw_sums = bandit.rounded_bit_sums if needs_bits else bandit.reward_sums
     started = time.perf_counter()
     k = bandit.arms
     gaps = bandit.gaps
