@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits.environments.mab import SPEC_001_MEANS
-from dpcert.bandits.figures.mab import SEED001_DELTA, SEED001_EPSILONS, reproduce_seed001
+from dpcert.bandits.figures.mab import CENTRAL, LOCAL, SEED001_DELTA, SEED001_EPSILONS, reproduce_seed001
 
 
 def _cell(row: dict) -> str:
@@ -60,7 +60,8 @@ def main() -> None:
         f"({rows['non-private SE (m=1)']['seconds']:.1f} s); doubling batches (σ = 0) "
         f"{_cell(rows['non-private VB (sigma=0)'])} ({rows['non-private VB (sigma=0)']['seconds']:.2f} s).",
         "",
-        "| ε | N | σ² = N/4 | SDP-AE (m = ⌈σ²⌉) | VB-SDP-AE | central DP-SE (Laplace) | local DP-SE (RR) | "
+        "| ε | N | σ² = N/4 | SDP-AE (m = ⌈σ²⌉) | VB-SDP-AE | dpcert central elimination (Laplace) "
+        "| dpcert local elimination (RR) | "
         "seconds "
         "(SDP / VB / central / local) |",
         "|---|---|---|---|---|---|---|---|",
@@ -68,7 +69,7 @@ def main() -> None:
     certified = all(rows[f"SDP-AE eps={e}"]["certified"] for e in SEED001_EPSILONS)
     for epsilon in SEED001_EPSILONS:
         sdp, vb = rows[f"SDP-AE eps={epsilon}"], rows[f"VB-SDP-AE eps={epsilon}"]
-        central, local = rows[f"central DP-SE eps={epsilon}"], rows[f"local DP-SE eps={epsilon}"]
+        central, local = rows[f"{CENTRAL} eps={epsilon}"], rows[f"{LOCAL} eps={epsilon}"]
         seconds = " / ".join(f"{r['seconds']:.2f}" for r in (sdp, vb, central, local))
         lines.append(
             f"| {epsilon} | {sdp['noise_bits']} | {sdp['sigma2']:g} | {_cell(sdp)} | {_cell(vb)} | "
@@ -139,28 +140,28 @@ def main() -> None:
         f"54.4·k·log T) — **{verdict}**."
     )
     better_local = [
-        rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] < rows[f"local DP-SE eps={e}"]["regret"]["mean"]
+        rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] < rows[f"{LOCAL} eps={e}"]["regret"]["mean"]
         for e in SEED001_EPSILONS
     ]
     ratios = [
-        rows[f"local DP-SE eps={e}"]["regret"]["mean"] / rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"]
+        rows[f"{LOCAL} eps={e}"]["regret"]["mean"] / rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"]
         for e in SEED001_EPSILONS
     ]
     lines.append(
         "- Table 1 ordering (shuffle beats local, whose cost is multiplicative in 1/ε²): VB-SDP-AE < local "
-        "DP-SE at "
+        "elimination (dpcert) at "
         f"{sum(better_local)}/{len(better_local)} ε values; local/VB ratio "
         + ", ".join(f"{r:.1f}" for r in ratios)
         + f" (ε = {', '.join(str(e) for e in SEED001_EPSILONS)}) — "
         f"**{'holds' if all(better_local) else 'partly holds'}**."
     )
     central_ratio = [
-        rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] / rows[f"central DP-SE eps={e}"]["regret"]["mean"]
+        rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] / rows[f"{CENTRAL} eps={e}"]["regret"]["mean"]
         for e in SEED001_EPSILONS
     ]
     lines.append(
         "- Shuffle approaches central (§1: shuffle summation error Θ̃(1/ε) like central): VB-SDP-AE / "
-        "central DP-SE "
+        "dpcert central elimination "
         "regret ratio "
         + ", ".join(f"{r:.2f}" for r in central_ratio)
         + f" — within {max(abs(r - 1) for r in central_ratio):.0%} "

@@ -326,10 +326,14 @@ def test_seed001_reproduction_writes_its_table(tmp_path):
 
     summary = reproduce_seed001(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
     assert (tmp_path / "seed001_shuffle_mab.json").exists() and (
-        tmp_path / "seed001_shuffle_mab.npz"
+        tmp_path / "seed001_shuffle_mab_curves.npz"
     ).exists()
     assert summary["rows"]["SDP-AE eps=1.0"]["noise_bits"] == 80
-    assert set(summary["rows"]) >= {"non-private SE (m=1)", "VB-SDP-AE eps=1.0", "local DP-SE eps=1.0"}
+    assert set(summary["rows"]) >= {
+        "non-private SE (m=1)",
+        "VB-SDP-AE eps=1.0",
+        "dpcert local elimination (RR) eps=1.0",
+    }
 
 
 def test_certified_shuffle_runs_with_binary_sum():

@@ -154,7 +154,7 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
     )
 
 
-# ========================================================================= MAB (seed 001), robust (seed 003)
+# =================== MAB (Tenenbaum et al. 2021), robust (Charisopoulos, Esfandiari & Mirrokni 2023)
 def _require(value: float | None, name: str, privacy: str) -> float:
     if value is None:
         raise InvalidParameter(name, None, f"a value (privacy={privacy!r} needs --{name})")
@@ -178,7 +178,7 @@ def _to_bandit_run(
     )  # fmt: skip
 
 
-MAB_OPTIONS = frozenset({"means", "batch_size"})
+MAB_OPTIONS = frozenset({"means", "batch_size", "horizon", "reward_model"})
 ROBUST_OPTIONS = frozenset(
     {"model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
      "failure_probability", "arms", "dimension", "reward_model", "scale"}
@@ -186,11 +186,25 @@ ROBUST_OPTIONS = frozenset(
 
 
 def run_mab(config: registry.RunConfig) -> registry.BanditRun:
-    """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se`` (options: ``means``, ``batch_size``)."""
-    bandit = MultiArmedBandit(np.asarray(config.options.get("means", SPEC_001_MEANS), dtype=float))
+    """``dpcert bandit run sdp-ae | vb-sdp-ae | mab-se``.
+
+    Options: ``means``, ``batch_size``, ``horizon=known|unknown`` (``unknown``: the doubling trick of
+    Tenenbaum et al. 2021, footnote 10; ``--horizon`` is then only when users stop arriving) and
+    ``reward_model=bernoulli|beta`` (``beta``: rewards valued in [0, 1], sent as randomized-rounding bits
+    to the bit summations).
+    """
+    reward_model = str(config.options.get("reward_model", "bernoulli"))
+    if reward_model not in ("bernoulli", "beta"):
+        raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
+    horizon_mode = str(config.options.get("horizon", "known"))
+    if horizon_mode not in mab.HORIZON_MODES:
+        raise InvalidParameter("horizon", horizon_mode, "known or unknown")
+    bandit = MultiArmedBandit(
+        np.asarray(config.options.get("means", SPEC_001_MEANS), dtype=float), reward_model
+    )
     rng = np.random.default_rng(config.seed)
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
-    common = dict(runs=config.runs, session=session)
+    common = dict(runs=config.runs, session=session, horizon_mode=horizon_mode)
     privacy = config.privacy
     certified = True
     if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
@@ -208,9 +222,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         else:
             schedule = mab.BatchSchedule("doubling")
         name = "sdp-ae" if config.algorithm == "sdp-ae" else "vb-sdp-ae"
-        result = mab.batched_arm_elimination(
-            bandit, config.horizon, summation, schedule, rng, algorithm=name, **common
-        )
+        result = mab.run_engine(bandit, config.horizon, summation, schedule, rng, algorithm=name, **common)
     elif privacy == "none":
         size = int(config.options.get("batch_size", 1))
         result = mab.successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
@@ -228,8 +240,11 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "phases": result.phases,
         "good_event_violations": int(result.good_event_violated.sum()),
         "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        "horizon_mode": horizon_mode,
+        "epochs": result.parameters.get("epochs"),
+        "reward_model": reward_model,
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
-        "(spec 001 §1.2), with no composition over batches, phases or arms",
+        "(docs/PAPER_NOTES.md, PN-TKMS-4), with no composition over batches, phases, arms or epochs",
     }
     return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
 
@@ -477,13 +492,18 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
 # =========================================================================== registration
 MAB_ALGORITHMS = {
     "sdp-ae": (
-        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (seed 001 Alg. 1)",
+        "SDP-AE: shuffle-model arm elimination, fixed batches m = ceil(sigma^2) (Tenenbaum et al. 2021, "
+        "Alg. 1); options horizon=known|unknown, reward_model=bernoulli|beta",
         ("shuffle",),
     ),
-    "vb-sdp-ae": ("VB-SDP-AE: shuffle-model arm elimination, batches 2^t (seed 001 Alg. 2)", ("shuffle",)),
+    "vb-sdp-ae": (
+        "VB-SDP-AE: shuffle-model arm elimination, batches 2^t (Tenenbaum et al. 2021, Alg. 2); options "
+        "horizon=known|unknown, reward_model=bernoulli|beta",
+        ("shuffle",),
+    ),
     "mab-se": (
-        "successive elimination on a Bernoulli MAB: none (m=1), central (Laplace), "
-        "local (randomized response), shuffle (VB-SDP-AE)",
+        "successive elimination on a MAB with rewards in [0, 1]: none (m=1), and dpcert's own central "
+        "(Laplace) and local (randomized response) eliminations, shuffle (VB-SDP-AE)",
         ("none", "central", "local", "shuffle"),
     ),
 }

@@ -1,41 +1,49 @@
-"""Batched arm elimination for multi-armed bandits: SDP-AE and VB-SDP-AE (seed 001) and baselines.
+"""Batched arm elimination for multi-armed bandits: SDP-AE and VB-SDP-AE (Tenenbaum et al. 2021), baselines.
 
-Seed 001 is Tenenbaum, Kaplan, Mansour & Stemmer, "Differentially Private Multi-Armed Bandits in the
-Shuffle Model", NeurIPS 2021; the implementation follows ``specs/001_shuffle_mab.md``.
+Tenenbaum, Kaplan, Mansour & Stemmer, "Differentially Private Multi-Armed Bandits in the Shuffle Model",
+NeurIPS 2021 (docs/REFERENCES.md); where the paper leaves a detail open dpcert's choice is recorded in
+docs/PAPER_NOTES.md, PN-TKMS-1 to PN-TKMS-7.
 
 One vectorised engine, :func:`batched_arm_elimination`, runs all algorithms: in phase ``t`` every arm of
 the viable set ``V`` (ascending index) gets one batch of ``m_t`` fresh users, each batch's reward sum goes
 through a :class:`BatchSummation` once, and after the phase every arm with ``UCB_a < max_{a'∈V} LCB_{a'}``
-is removed (seed 001, Alg. 1 lines 13–16 with the spec's fixes: the max is over ``V``, not the undefined
-``S``; removal is strict and simultaneous).  The radius after ``t`` batches and ``n`` aggregated users is
+is removed (Tenenbaum et al. 2021, Alg. 1 lines 13–16, read as in docs/PAPER_NOTES.md, PN-TKMS-5: the
+max is over ``V``, not the undefined ``S``; removal is strict and simultaneous).  The radius after ``t``
+batches and ``n`` aggregated users is
 
     I = (u_t + sqrt(2·n·log T)) / n,
 
 where ``sqrt(2 n log T)`` is Hoeffding's deviation of ``n`` rewards in [0, 1] at probability
 ``2·T^{-4}`` and ``u_t`` is the summation's own deviation at the same probability
 (:meth:`BatchSummation.noise_deviation`).  For the shuffle binary sum (sub-Gaussian proxy ``σ² = N/4``
-per batch) ``u_t = 2·sqrt(t)·σ·sqrt(2 log T)``, which is exactly seed 001's
-``I_a^t = (2√t σ/N_a + 1/√N_a)·√(2 log T)`` (Alg. 1 line 14, natural log, spec §4).
+per batch) ``u_t = 2·sqrt(t)·σ·sqrt(2 log T)``, which is exactly the radius of Tenenbaum et al. 2021,
+``I_a^t = (2√t σ/N_a + 1/√N_a)·√(2 log T)`` (Alg. 1 line 14, natural log, PN-TKMS-5).
 
 Algorithms
 ----------
-* :func:`sdp_ae` — SDP-AE, fixed batches ``m = ⌈σ²⌉`` (seed 001 Alg. 1, Cor. 3.2 with the fix
-  ``m = ⌈σ²⌉`` instead of the printed ``⌈σ⌉``, spec §0.3(a)).
-* :func:`vb_sdp_ae` — VB-SDP-AE, batches ``2^t`` (seed 001 Alg. 2, Thm 3.3).
+* :func:`sdp_ae` — SDP-AE, fixed batches ``m = ⌈σ²⌉`` (Tenenbaum et al. 2021, Alg. 1, Cor. 3.2, which
+  prints ``⌈σ⌉``: only ``m >= σ²`` keeps the privacy term ``2σ/(m√t)`` of the radius within a constant
+  of the sampling term ``1/√(mt)``).
+* :func:`vb_sdp_ae` — VB-SDP-AE, batches ``2^t`` (Tenenbaum et al. 2021, Alg. 2, Thm 3.3).
 * :func:`successive_elimination` — the non-private baseline (same code, exact sums).
-* :func:`central_dp_se` — central-model ε-DP elimination: the server adds Laplace(1/ε) to each batch sum
-  (sensitivity 1 for bits, each user in one batch), doubling batches.
-* :func:`local_dp_se` — local-model ε-DP elimination: each user sends its bit through binary randomized
-  response, the server debiases; doubling batches (batching does not change the local guarantee).
+* :func:`central_dp_se` — dpcert's own central-model ε-DP elimination (not an algorithm of the paper):
+  the server adds Laplace(1/ε) to each batch sum (sensitivity 1 for rewards in [0, 1], each user in one
+  batch), doubling batches.
+* :func:`local_dp_se` — dpcert's own local-model ε-DP elimination (not an algorithm of the paper): each
+  user sends her bit through binary randomized response, the server debiases; doubling batches
+  (batching does not change the local guarantee).
 
-Privacy of a whole run (spec 001 §1.2, [R]): every user is in exactly one batch and contributes one reward
-to one summation; everything else is post-processing or independent of the user's data, so the whole run
-is exactly as private as one summation: the run's certificate *is* the summation's certificate, with no
-composition over batches, phases or arms.
+Every algorithm runs with the horizon known (``horizon_mode="known"``, the paper's setting, footnote 10)
+or unknown (``"unknown"``: the doubling trick of the same footnote, :func:`unknown_horizon_elimination`).
 
-The shuffle binary summation ``M_sum`` (spec 001 §3.2) is simulated exactly at the level of its sufficient
+Privacy of a whole run (reconstructed; docs/PAPER_NOTES.md, PN-TKMS-4): every user is in exactly one
+batch and contributes one reward to one summation; everything else is post-processing or independent of
+the user's data, so the whole run is exactly as private as one summation: the run's certificate *is* the
+summation's certificate, with no composition over batches, phases, arms or doubling epochs.
+
+The shuffle binary summation ``M_sum`` (PN-TKMS-1) is simulated exactly at the level of its sufficient
 statistic by :meth:`dpcert.mechanisms.binary_sum.BinarySum.release_sums`: the analyzer's output is
-``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (spec §3.3, Step 1).  Its least ``N`` for a
+``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (PN-TKMS-2).  Its least ``N`` for a
 target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
 """
 
@@ -45,7 +53,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -63,7 +71,7 @@ SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
     "whole run: every user's reward enters exactly one batch summation and everything else is "
     "post-processing or independent of it, so the run is as private as one summation (no composition "
-    "over batches, phases or arms; seed 001 §2.2, spec 001 §1.2)"
+    "over batches, phases or arms; Tenenbaum et al. 2021, §2.2; docs/PAPER_NOTES.md, PN-TKMS-4)"
 )
 
 
@@ -100,17 +108,19 @@ class ExactSum:
 
 @dataclass(frozen=True)
 class ShuffleBinarySum:
-    """Seed 001's shuffle-model binary summation ``M_sum`` with ``N`` noise bits (spec 001 §3.2).
+    """The shuffle-model binary summation ``M_sum`` of Tenenbaum et al. 2021 with ``N`` noise bits
+    (reconstructed; docs/PAPER_NOTES.md, PN-TKMS-1).
 
     The output for a batch with ``s`` ones is ``s + B − N/2``, ``B ~ Binomial(N, 1/2)``: unbiased, error
-    independent of the input and of the batch size, sub-Gaussian with proxy ``σ² = N/4`` (spec §3.2;
-    interface properties I2–I4 of seed 001 §3).  ``certificate`` is the (ε, δ)-SDP certificate of the
-    protocol with this ``N`` (``None`` only when ``N`` is given without one, e.g. in tests).
+    independent of the input and of the batch size, sub-Gaussian with proxy ``σ² = N/4`` (PN-TKMS-1;
+    interface properties I2–I4 of Tenenbaum et al. 2021, §3).  ``certificate`` is the (ε, δ)-SDP
+    certificate of the protocol with this ``N`` (``None`` only when ``N`` is given without one).
     """
 
     noise_bits: int
     certificate: Certificate | None = None
     name: str = "shuffle binary sum"
+    needs_bits: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "noise_bits", check.positive_int("noise_bits", self.noise_bits, minimum=0))
@@ -122,7 +132,7 @@ class ShuffleBinarySum:
 
     @property
     def sigma(self) -> float:
-        """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (spec 001 §8.1 item 9)."""
+        """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (PN-TKMS-1)."""
         return self.mechanism.sigma
 
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -130,7 +140,7 @@ class ShuffleBinarySum:
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # Σ of `batches` independent SG(N/4) errors is SG(batches·N/4); the deviation
-        # 2·sqrt(t)·σ·sqrt(2 log T) has probability <= 2 exp(-4 log T) (seed 001, Thm 3.1 proof; spec §6.2).
+        # 2·sqrt(t)·σ·sqrt(2 log T) has probability <= 2 exp(-4 log T) (Tenenbaum et al. 2021, Thm 3.1 proof).
         return 2.0 * math.sqrt(batches) * self.sigma * math.sqrt(2.0 * log_horizon)
 
 
@@ -180,6 +190,7 @@ class LocalRandomizedResponse:
     epsilon: float
     name: str = "local randomized response"
     certificate: Certificate | None = field(init=False)
+    needs_bits: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         epsilon = check.epsilon(self.epsilon)
@@ -220,8 +231,8 @@ class LocalRandomizedResponse:
 
 
 def shuffle_binary_sum(epsilon: float, delta: float) -> ShuffleBinarySum:
-    """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (spec 001 §3.4), with its
-    certificate (exact privacy curve of spec §3.3)."""
+    """The least-noise ``M_sum`` that is (ε, δ)-SDP: ``N = min{N : δ_N(ε) <= δ}`` (PN-TKMS-3), with its
+    certificate (exact privacy curve, PN-TKMS-2)."""
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     calibration = calibrate_binary_sum(epsilon, delta)
@@ -250,7 +261,7 @@ class BatchSchedule:
 
 
 def confidence_radius(summation: BatchSummation, batches: int, users: int, horizon: int) -> float:
-    """``I = (u_t + sqrt(2 n log T))/n`` (seed 001 Alg. 1 line 14 / Alg. 2 line 15 for ``M_sum``)."""
+    """``I = (u_t + sqrt(2 n log T))/n`` (Tenenbaum et al. 2021, Alg. 1 line 14 / Alg. 2 line 15)."""
     log_horizon = math.log(horizon)
     deviation = summation.noise_deviation(batches, users, log_horizon)
     return (deviation + math.sqrt(2.0 * users * log_horizon)) / users
@@ -331,15 +342,22 @@ def batched_arm_elimination(
     session: PrivacySession | None = None,
     record_phases: bool = False,
     curve_points: int = 200,
+    users: int | None = None,
+    id_offset: int = 0,
+    id_stride: int | None = None,
 ) -> EliminationResult:
-    """Batched arm elimination (seed 001 Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
+    """Batched arm elimination (Tenenbaum et al. 2021, Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
 
     Parameters
     ----------
     bandit
-        The environment; summations of bits (shuffle, randomized response) need Bernoulli arms.
+        The environment.  Private summations need rewards in [0, 1] (Bernoulli or Beta arms); the
+        summations of bits (shuffle, randomized response) receive each user's randomized-rounding bit
+        (:meth:`~dpcert.bandits.environments.mab.MultiArmedBandit.rounded_bit_sums`; Tenenbaum et al.
+        2021, footnote 12, extend their algorithms to [0, 1] rewards through a real-valued summation).
     horizon
-        T, the number of users (= pulls) of each run, known in advance (seed 001 footnote 10).
+        T, the horizon the algorithm knows in advance (Tenenbaum et al. 2021, footnote 10); it sets
+        the confidence radius.
     summation
         How each batch's reward sum reaches the server (see :class:`BatchSummation`).
     schedule
@@ -356,23 +374,40 @@ def batched_arm_elimination(
         Keep a :class:`PhaseRecord` per phase (memory grows with the number of phases).
     curve_points
         Number of evenly spaced checkpoints of the stored regret curves.
+    users
+        Users that actually arrive (``<= horizon``; default ``horizon``): the run stops after them.
+        :func:`unknown_horizon_elimination` runs epochs whose last one is cut short this way.
+    id_offset, id_stride
+        Local user ids are ``run·id_stride + id_offset + i`` (defaults ``T`` and 0), so that the
+        epochs of one run charge disjoint ids in one session.
 
     Notes
     -----
     A run stops as soon as its T-th user has pulled: the batch in progress is never aggregated
-    (seed 001 Alg. 1 lines 6–8).  Once a single arm is viable the rest of the horizon is spent on it
-    (a short cut that does not change the pseudo-regret, spec §4).
+    (Tenenbaum et al. 2021, Alg. 1 lines 6–8; PN-TKMS-5).  Once a single arm is viable the rest of the
+    horizon is spent on it (a short cut that does not change the pseudo-regret).
     """
     horizon = check.positive_int("horizon", horizon, minimum=2)
     runs = check.positive_int("runs", runs)
     rng = check.generator(rng)
     curve_points = check.positive_int("curve_points", curve_points, minimum=2)
-    if not bandit.binary and not isinstance(summation, ExactSum):
+    limit = horizon if users is None else check.positive_int("users", users)
+    if limit > horizon:
+        raise InvalidParameter("users", limit, f"at most the horizon {horizon}")
+    id_offset = check.positive_int("id_offset", id_offset, minimum=0)
+    id_stride = horizon if id_stride is None else check.positive_int("id_stride", id_stride)
+    if id_offset + limit > id_stride:
+        raise InvalidParameter("id_stride", id_stride, f"at least id_offset + users = {id_offset + limit}")
+    # environments without ``bounded`` (e.g. the audits' fixed user tables) are bounded iff binary
+    bounded = bool(getattr(bandit, "bounded", bandit.binary))
+    if not bounded and not isinstance(summation, ExactSum):
         raise InvalidParameter(
             "bandit",
-            bandit.reward_model,
-            f"Bernoulli rewards for the {summation.name} (its privacy needs bits)",
+            getattr(bandit, "reward_model", type(bandit).__name__),
+            f"rewards in [0, 1] (bernoulli or beta) for the {summation.name} (its privacy needs them)",
         )
+    needs_bits = getattr(summation, "needs_bits", False) and not bandit.binary
+    draw_sums = bandit.rounded_bit_sums if needs_bits else bandit.reward_sums
     started = time.perf_counter()
     k = bandit.arms
     gaps = bandit.gaps
@@ -400,13 +435,13 @@ def batched_arm_elimination(
         # arms are served in ascending order: the batch of arm a ends at used + m·#(viable arms <= a)
         batch_end = used[:, None] + np.cumsum(active * m, axis=1)
         batch_start = batch_end - m
-        phase_pulls = np.where(active, np.clip(horizon - batch_start, 0, m), 0)
-        complete = active & (batch_end < horizon)  # the T-th user's batch is never aggregated
+        phase_pulls = np.where(active, np.clip(limit - batch_start, 0, m), 0)
+        complete = active & (batch_end < limit)  # the last user's batch is never aggregated
         counts = np.where(complete, m, 0)
         if session is not None and certificate is not None and np.any(complete):
-            starts = (np.arange(runs)[:, None] * horizon + batch_start)[complete]  # disjoint batches
-            session.charge_ranges(starts, m, certificate)  # before the release
-        sums = bandit.reward_sums(arm_index, counts, rng)
+            first_ids = np.arange(runs)[:, None] * id_stride + id_offset + batch_start
+            session.charge_ranges(first_ids[complete], m, certificate)  # disjoint batches, before release
+        sums = draw_sums(arm_index, counts, rng)
         released = summation.release(sums, m, rng)
         estimated_sums += np.where(complete, released, 0.0)
         aggregated_users += counts
@@ -414,18 +449,18 @@ def batched_arm_elimination(
         pulls += phase_pulls
         used += phase_pulls.sum(axis=1)
         regret += phase_pulls @ gaps
-        finished_phase = live & (used < horizon)
-        done |= used >= horizon
+        finished_phase = live & (used < limit)
+        done |= used >= limit
 
         viable_before = viable.copy()
         radius = math.nan
         estimates = np.full((runs, k), np.nan)
         if np.any(finished_phase):
-            users = schedule.users_after(phase)
-            radius = confidence_radius(summation, phase, users, horizon)
+            per_arm = schedule.users_after(phase)
+            radius = confidence_radius(summation, phase, per_arm, horizon)
             rows = finished_phase
             with np.errstate(invalid="ignore", divide="ignore"):
-                estimates[rows] = np.where(viable[rows], estimated_sums[rows] / users, np.nan)
+                estimates[rows] = np.where(viable[rows], estimated_sums[rows] / per_arm, np.nan)
             upper = np.where(viable[rows], estimates[rows] + radius, -np.inf)
             lower = np.where(viable[rows], estimates[rows] - radius, -np.inf)
             best_lower = lower.max(axis=1, keepdims=True)
@@ -435,11 +470,11 @@ def batched_arm_elimination(
             # short cut: a run with one viable arm spends the rest of its horizon on it
             single = rows & (viable.sum(axis=1) == 1)
             if np.any(single):
-                remaining = horizon - used[single]
+                remaining = limit - used[single]
                 last_arm = np.argmax(viable[single], axis=1)
                 pulls[single, last_arm] += remaining
                 regret[single] += remaining * gaps[last_arm]
-                used[single] = horizon
+                used[single] = limit
                 done[single] = True
         times.append(used.astype(float))
         regrets.append(regret.copy())
@@ -448,13 +483,13 @@ def batched_arm_elimination(
                 PhaseRecord(phase, m, radius, viable_before, viable.copy(), phase_pulls, counts, estimates)
             )
 
-    checkpoints = np.linspace(0.0, horizon, curve_points)
+    checkpoints = np.linspace(0.0, limit, curve_points)
     time_table = np.stack(times, axis=1)
     regret_table = np.stack(regrets, axis=1)
     curves = np.stack([np.interp(checkpoints, t, g) for t, g in zip(time_table, regret_table, strict=True)])
     return EliminationResult(
         algorithm=algorithm,
-        horizon=horizon,
+        horizon=limit,
         final_regret=regret,
         checkpoints=checkpoints,
         regret_curve=curves,
@@ -476,6 +511,108 @@ def batched_arm_elimination(
         },
         phase_records=tuple(records),
     )
+
+
+# =========================================================================== unknown horizon
+HORIZON_MODES = ("known", "unknown")
+FIRST_EPOCH = 2
+
+
+def epoch_horizons(horizon: int, first_epoch: int = FIRST_EPOCH) -> list[int]:
+    """Horizons ``T_j = first_epoch·2^j`` of the doubling trick's epochs until ``T`` users have come.
+
+    The last epoch is cut short by the arrivals, not by the algorithm: it still runs with its ``T_j``.
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    first_epoch = check.positive_int("first_epoch", first_epoch, minimum=2)
+    epochs, arrived = [], 0
+    while arrived < horizon:
+        epochs.append(first_epoch * 2 ** len(epochs))
+        arrived += epochs[-1]
+    return epochs
+
+
+def unknown_horizon_elimination(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    summation: BatchSummation,
+    schedule: BatchSchedule,
+    rng: np.random.Generator,
+    *,
+    runs: int = 1,
+    algorithm: str = "batched arm elimination",
+    session: PrivacySession | None = None,
+    curve_points: int = 200,
+    first_epoch: int = FIRST_EPOCH,
+) -> EliminationResult:
+    """Batched arm elimination without knowing T, by the doubling trick (Tenenbaum et al. 2021, footnote 10).
+
+    Epoch ``j`` restarts the known-horizon algorithm with ``T_j = first_epoch·2^j`` and fresh users;
+    ``horizon`` is only when the users stop coming (the last epoch is cut short).  Every user still
+    joins exactly one batch of one epoch and is charged through ``session`` before her batch is
+    released, so the run's certificate is the one summation's, as for a known horizon
+    (docs/PAPER_NOTES.md, PN-TKMS-4).  Regret: the sum over the ``O(log T)`` epochs of the
+    known-horizon bounds, ``O(Σ_a log² T/Δ_a + k·log T·log(1/δ)/ε²)`` for SDP-AE — the "roughly the same
+    results" of the footnote, up to one factor log T.
+    """
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    runs = check.positive_int("runs", runs)
+    epochs = epoch_horizons(horizon, first_epoch)
+    started = time.perf_counter()
+    results: list[EliminationResult] = []
+    arrived = 0
+    for epoch_horizon in epochs:
+        arriving = min(epoch_horizon, horizon - arrived)
+        results.append(
+            batched_arm_elimination(
+                bandit, epoch_horizon, summation, schedule, rng, runs=runs, algorithm=algorithm,
+                session=session, curve_points=curve_points, users=arriving, id_offset=arrived,
+                id_stride=horizon,
+            )
+        )  # fmt: skip
+        arrived += arriving
+    offsets = np.cumsum([0] + [r.horizon for r in results[:-1]])
+    carried = np.cumsum([np.zeros(runs)] + [r.final_regret for r in results[:-1]], axis=0)
+    times = np.concatenate([offset + r.checkpoints for offset, r in zip(offsets, results, strict=True)])
+    values = np.concatenate(
+        [base[:, None] + r.regret_curve for base, r in zip(carried, results, strict=True)], axis=1
+    )
+    checkpoints = np.linspace(0.0, horizon, curve_points)
+    curves = np.stack([np.interp(checkpoints, times, row) for row in values])
+    last = results[-1]
+    return EliminationResult(
+        algorithm=algorithm,
+        horizon=horizon,
+        final_regret=sum(r.final_regret for r in results),
+        checkpoints=checkpoints,
+        regret_curve=curves,
+        pulls=sum(r.pulls for r in results),
+        users_aggregated=sum(r.users_aggregated for r in results),
+        summation_calls=sum(r.summation_calls for r in results),
+        phases=sum(r.phases for r in results),
+        best_arm_eliminated=np.any([r.best_arm_eliminated for r in results], axis=0),
+        good_event_violated=np.any([r.good_event_violated for r in results], axis=0),
+        certificate=last.certificate,
+        seconds=time.perf_counter() - started,
+        parameters={**last.parameters, "horizon": "unknown", "epochs": epochs},
+    )
+
+
+def run_engine(
+    bandit: MultiArmedBandit,
+    horizon: int,
+    summation: BatchSummation,
+    schedule: BatchSchedule,
+    rng: np.random.Generator,
+    horizon_mode: str,
+    **engine: Any,
+) -> EliminationResult:
+    """The known-horizon engine or its doubling-trick wrapper, by ``horizon_mode``."""
+    if horizon_mode not in HORIZON_MODES:
+        raise InvalidParameter("horizon", horizon_mode, "known or unknown")
+    if horizon_mode == "known":
+        return batched_arm_elimination(bandit, horizon, summation, schedule, rng, **engine)
+    return unknown_horizon_elimination(bandit, horizon, summation, schedule, rng, **engine)
 
 
 # =========================================================================== algorithms
@@ -501,18 +638,20 @@ def sdp_ae(
     noise_bits: int | None = None,
     batch_size: int | None = None,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """SDP-AE (seed 001, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
+    """SDP-AE (Tenenbaum et al. 2021, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
 
     Either (``epsilon``, ``delta``) — the least ``N`` with ``δ_N(ε) <= δ`` and its certificate — or an
-    explicit ``noise_bits`` (uncertified).  ``batch_size`` defaults to ``m = ⌈σ²⌉ = ⌈N/4⌉`` (Cor. 3.2 with
-    the spec's fix of the printed ``⌈σ⌉``, spec §0.3(a)).  Regret ``O(Σ log T/Δ_a + k log(1/δ)/ε²)``.
+    explicit ``noise_bits`` (uncertified).  ``batch_size`` defaults to ``m = ⌈σ²⌉ = ⌈N/4⌉`` (Cor. 3.2 prints
+    ``⌈σ⌉``; see the module docstring).  Regret ``O(Σ log T/Δ_a + k log(1/δ)/ε²)``.
     """
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
     size = max(1, math.ceil(summation.noise_bits / 4)) if batch_size is None else batch_size
-    return batched_arm_elimination(
-        bandit, horizon, summation, BatchSchedule("fixed", size), rng, runs=runs, algorithm="sdp-ae", **engine
+    schedule = BatchSchedule("fixed", size)
+    return run_engine(
+        bandit, horizon, summation, schedule, rng, horizon_mode, runs=runs, algorithm="sdp-ae", **engine
     )
 
 
@@ -525,14 +664,16 @@ def vb_sdp_ae(
     delta: float | None = None,
     noise_bits: int | None = None,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """VB-SDP-AE (seed 001, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``, one ``N`` for
-    every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the √(log T) form of
-    Cor. 3.4 is not supported by the theorem, spec §0.3(d))."""
+    """VB-SDP-AE (Tenenbaum et al. 2021, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``,
+    one ``N`` for every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the
+    √(log T) form printed in Cor. 3.4 does not follow from the theorem, which gives a factor log T)."""
     summation = _summation_for_shuffle(epsilon, delta, noise_bits)
-    return batched_arm_elimination(
-        bandit, horizon, summation, BatchSchedule("doubling"), rng, runs=runs, algorithm="vb-sdp-ae", **engine
+    schedule = BatchSchedule("doubling")
+    return run_engine(
+        bandit, horizon, summation, schedule, rng, horizon_mode, runs=runs, algorithm="vb-sdp-ae", **engine
     )
 
 
@@ -544,16 +685,18 @@ def successive_elimination(
     schedule: str = "fixed",
     batch_size: int = 1,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Non-private successive elimination: the same engine with exact sums (spec 001 §8.3 item 16: with
-    ``m = 1`` the radius is ``sqrt(2 log T/N)``)."""
-    return batched_arm_elimination(
+    """Non-private successive elimination: the same engine with exact sums (with ``m = 1`` the radius is
+    ``sqrt(2 log T/N)``; PN-TKMS-5)."""
+    return run_engine(
         bandit,
         horizon,
         ExactSum(),
         BatchSchedule(schedule, batch_size),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="se",
         **engine,
@@ -567,16 +710,20 @@ def central_dp_se(
     *,
     epsilon: float,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches (in the spirit
-    of Sajed & Sheffet 2019, reference [24] of seed 001)."""
-    return batched_arm_elimination(
+    """dpcert's own central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches.
+
+    A comparator in the spirit of Sajed & Sheffet 2019 (reference [24] of Tenenbaum et al. 2021), not
+    their algorithm nor any algorithm of the paper's Table 1."""
+    return run_engine(
         bandit,
         horizon,
         CentralLaplaceSum(epsilon),
         BatchSchedule("doubling"),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="central-dp-se",
         **engine,
@@ -590,16 +737,20 @@ def local_dp_se(
     *,
     epsilon: float,
     runs: int = 1,
+    horizon_mode: str = "known",
     **engine: Any,
 ) -> EliminationResult:
-    """Local ε-DP successive elimination: randomized response per user, doubling batches (regret
-    ``Θ((1/ε²) Σ log T/Δ_a)``, Ren et al. 2020, reference [22] of seed 001)."""
-    return batched_arm_elimination(
+    """dpcert's own local ε-DP successive elimination: randomized response per user, doubling batches.
+
+    A comparator with the local model's ``Θ((1/ε²) Σ log T/Δ_a)`` regret (Ren et al. 2020, reference [22]
+    of Tenenbaum et al. 2021), not an algorithm of the paper's Table 1."""
+    return run_engine(
         bandit,
         horizon,
         LocalRandomizedResponse(epsilon),
         BatchSchedule("doubling"),
         rng,
+        horizon_mode,
         runs=runs,
         algorithm="local-dp-se",
         **engine,

@@ -1,0 +1,164 @@
+"""Tenenbaum et al. 2021 reproduction, unknown-horizon variant and [0, 1] rewards."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpcert.accounting.session import PrivacySession
+from dpcert.bandits.algorithms.mab import (
+    BatchSchedule,
+    batched_arm_elimination,
+    epoch_horizons,
+    sdp_ae,
+    shuffle_binary_sum,
+    unknown_horizon_elimination,
+    vb_sdp_ae,
+)
+from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.cli import main
+
+BANDIT = MultiArmedBandit(np.asarray(SPEC_001_MEANS))
+
+
+class RecordingLedger:
+    def __init__(self) -> None:
+        self.charges: list[tuple[list[str], object]] = []
+
+    def charge(self, user_ids, certificate, run_id=None):
+        self.charges.append((list(user_ids), certificate))
+
+
+def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monkeypatch, capsys):
+    """``dpcert reproduce seed001-shuffle-mab --runs 2`` writes PNGs, tables, NPZ and JSON, and every
+    private row carries the certificate its ``certified`` flag claims (T shortened for speed)."""
+    import dpcert.bandits.figures.mab as figure
+
+    monkeypatch.setattr(figure, "SEED001_HORIZON", 3000)
+    monkeypatch.setattr(figure, "SEED001_EPSILONS", (1.0, 0.5))
+    monkeypatch.setattr(figure.reproduce_seed001, "__kwdefaults__", {"horizon": None, "epsilons": (1.0, 0.5)})
+    assert main(["reproduce", "seed001-shuffle-mab", "--runs", "2", "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    files = {path.name for path in tmp_path.iterdir()}
+    assert {"seed001_shuffle_mab.json", "seed001_shuffle_mab.md", "seed001_shuffle_mab_claims.md"} <= files
+    assert "seed001_shuffle_mab_curves.npz" in files
+    assert sum(name.endswith(".png") for name in files) == 3  # non-private panel + one per ε
+    for label, row in summary["rows"].items():
+        if "epsilon" in row:
+            assert row["certified"] and row["certificate"] is not None, label
+            assert row["certified_epsilon"] <= row["epsilon"] * (1 + 1e-9), label
+        else:
+            assert not row["certified"] and row["certificate"] is None, label
+    assert "dpcert central elimination (Laplace) eps=1.0" in summary["rows"]
+    assert not any("DP-SE" in label for label in summary["rows"])
+    claims = (tmp_path / "seed001_shuffle_mab_claims.md").read_text()
+    assert "| claim | holds? | numbers | command |" in claims and "Footnote 10" in claims
+    npz = np.load(tmp_path / "seed001_shuffle_mab_curves.npz")
+    assert npz["0_regret"].shape[0] == 2
+
+
+def test_zero_spread_rows_are_explained_by_identical_pulls(tmp_path):
+    from dpcert.bandits.figures.mab import reproduce_seed001
+
+    summary = reproduce_seed001(3, tmp_path, 0, horizon=3000, epsilons=(0.1,))
+    for label, row in summary["rows"].items():
+        # pseudo-regret is a function of the pull counts: identical pulls => zero spread
+        if row["distinct_pull_vectors"] == 1:
+            assert row["zero_spread"], label
+        if row["zero_spread"]:
+            assert row["regret"]["sd"] <= 1e-9 * row["regret"]["mean"], label
+        else:
+            assert row["regret"]["sd"] > 0, label
+    assert summary["zero_spread_rows"]  # at T = 3000 and ε = 0.1 nothing is eliminated
+    assert "s.d. 0 are exact" in (tmp_path / "seed001_shuffle_mab.md").read_text()
+
+
+def test_epochs_double_and_cover_the_horizon():
+    assert epoch_horizons(2) == [2]
+    assert epoch_horizons(7) == [2, 4, 8]  # 2 + 4 < 7 <= 2 + 4 + 8
+    assert epoch_horizons(14) == [2, 4, 8]
+
+
+def test_unknown_horizon_charges_every_user_once_with_the_summations_certificate():
+    """Doubling epochs restart the algorithm with fresh users: every aggregated user is charged exactly
+    once, before release, with the one summation certificate (no composition over epochs)."""
+    ledger = RecordingLedger()
+    session = PrivacySession("mab-doubling", ledger)
+    horizon, runs = 20_000, 2
+    result = sdp_ae(
+        BANDIT, horizon, np.random.default_rng(3), epsilon=1.0, delta=1e-6, runs=runs,
+        horizon_mode="unknown", session=session,
+    )  # fmt: skip
+    users = [user for ids, _ in ledger.charges for user in ids]
+    assert len(users) == len(set(users)) == int(result.users_aggregated.sum())
+    assert session.max_charges_per_user() == 1
+    summation = shuffle_binary_sum(1.0, 1e-6)
+    assert all(c.guarantee == summation.certificate.guarantee for _, c in ledger.charges)
+    assert result.certificate.epsilon_for(1e-6) == pytest.approx(summation.certificate.epsilon_for(1e-6))
+    assert int(result.pulls.sum()) == runs * horizon
+
+
+def test_unknown_horizon_is_the_sum_of_known_horizon_epochs():
+    """Each epoch is the known-horizon algorithm with T_j, fed by the same generator in sequence."""
+    horizon = 5000
+    summation = shuffle_binary_sum(2.0, 1e-6)
+    schedule = BatchSchedule("fixed", 8)
+    doubled = unknown_horizon_elimination(
+        BANDIT, horizon, summation, schedule, np.random.default_rng(5), runs=2
+    )
+    rng = np.random.default_rng(5)
+    total, arrived = np.zeros(2), 0
+    for epoch in epoch_horizons(horizon):
+        users = min(epoch, horizon - arrived)
+        part = batched_arm_elimination(BANDIT, epoch, summation, schedule, rng, runs=2, users=users)
+        total += part.final_regret
+        arrived += users
+    np.testing.assert_allclose(doubled.final_regret, total)
+    np.testing.assert_allclose(doubled.regret_curve[:, -1], doubled.final_regret)
+    assert np.all(np.diff(doubled.regret_curve, axis=1) >= -1e-9)  # cumulative regret never decreases
+
+
+def test_unknown_horizon_regret_is_sublinear_and_near_the_known_horizon():
+    """Regret sanity: the doubling variant keeps learning (4× the horizon costs far less than 4× the
+    regret) and costs at most a log T factor over the known-horizon algorithm (the bound's extra factor)."""
+
+    def regret(horizon: int, mode: str) -> float:
+        rng = np.random.default_rng(1)
+        result = vb_sdp_ae(BANDIT, horizon, rng, epsilon=2.0, delta=1e-6, runs=4, horizon_mode=mode)
+        assert result.best_arm_eliminated.sum() == 0
+        return float(result.final_regret.mean())
+
+    short, long = regret(100_000, "unknown"), regret(400_000, "unknown")
+    assert long < 2.5 * short  # linear regret would give 4×
+    assert long < np.log(400_000) * regret(400_000, "known")
+
+
+def test_rounded_bit_sums_of_beta_rewards_are_unbiased():
+    """E[Σ rounded bits] = m·μ_a.  With 200 entries of 500 rewards each the mean of the sums has s.d.
+    sqrt(500·μ(1−μ)/200) <= 0.8; a 5-s.d. tolerance gives a false-positive rate below 1e-6 (seeded)."""
+    bandit = MultiArmedBandit(np.array([0.15, 0.5, 0.9]), "beta")
+    rng = np.random.default_rng(11)
+    arms = np.broadcast_to(np.arange(3), (200, 3))
+    counts = np.full((200, 3), 500)
+    bits = bandit.rounded_bit_sums(arms, counts, rng)
+    rewards = bandit.reward_sums(arms, counts, rng)
+    assert set(np.unique(bits % 1)) == {0.0} and np.all(bits <= 500)
+    sd = np.sqrt(500 * bandit.means * (1 - bandit.means) / 200)
+    np.testing.assert_array_less(np.abs(bits.mean(axis=0) - 500 * bandit.means), 5 * sd)
+    np.testing.assert_array_less(np.abs(rewards.mean(axis=0) - 500 * bandit.means), 5 * sd)
+    assert np.all((rewards >= 0) & (rewards <= 500))
+
+
+def test_beta_rewards_run_through_the_cli_and_gaussian_rewards_are_refused(capsys):
+    argv = ["bandit", "run", "vb-sdp-ae", "--privacy", "shuffle", "--epsilon", "1", "--delta", "1e-6",
+            "--horizon", "4000", "--runs", "2", "--json"]  # fmt: skip
+    assert main([*argv, "--option", "reward_model=beta", "--option", "horizon=unknown"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["reward_model"] == "beta" and payload["horizon_mode"] == "unknown"
+    assert payload["epochs"] == [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert payload["max_charges_per_user"] == 1
+    assert main([*argv, "--option", "reward_model=gaussian"]) == 2
+    assert "reward_model" in capsys.readouterr().err
+    assert main([*argv, "--option", "horizon=maybe"]) == 2
