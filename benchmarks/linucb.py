@@ -161,7 +161,7 @@ def ordering(results: dict) -> str:
     return "; ".join(verdicts)
 
 
-AUTHORS_SECONDS_PER_INSTANCE = 4.2  # C&Z 2022's code, published time per instance of Figure 1
+AUTHORS_SECONDS_PER_INSTANCE = 4.2  # Chowdhury & Zhou 2022's code, published time per instance of Figure 1
 PANEL = (
     "import sys, time\n"
     "if sys.argv[1] == 'numpy': sys.modules['numba'] = None  # the installation without the extra\n"

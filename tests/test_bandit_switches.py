@@ -1,5 +1,6 @@
-"""The estimator / in-range adversary switches of robust elimination (seed 003) and the online-learner switch
-of the LDP linear bandit (seed 004), through ``dpcert bandit run ... --option`` and the Python API.
+"""The estimator / in-range adversary switches of robust elimination (Charisopoulos et al. 2023) and the
+online-learner switch of the LDP linear bandit (Improved-rate LDP linear bandits paper), through ``dpcert
+bandit run ... --option`` and the Python API.
 
 Every run is seeded and small (a few hundred to a few thousand rounds); no statistical assertion is made.
 """
@@ -41,7 +42,7 @@ def exit_code(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
     return code, capsys.readouterr().err
 
 
-# ----------------------------------------------------------------------------- seed 003 estimator switch
+# --------------------------------------------------------------- Charisopoulos et al. 2023 estimator switch
 @pytest.mark.parametrize(
     ("estimator", "strategy"),
     [("filter", "in-range-coordinated"), ("clip-only", "in-range-targeted"), ("least-squares", "targeted")],
@@ -49,7 +50,7 @@ def exit_code(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]
 def test_robust_estimator_and_strategy_run_through_the_cli(capsys, estimator, strategy):
     """Each estimator runs under each kind of attack (ε = 1, M1).  The in-range adversary's recorded magnitude
     is the engine's clean range for one report, Ȳ(1) = c_r + (2c_r/ε)·log(2/δ) with δ = δ'/(K T²)
-    (spec 003 §2.4(a)), recomputed here from its definition."""
+    (PN-CEM-2)), recomputed here from its definition."""
     out = run_json(
         capsys,
         *ROBUST,
@@ -144,7 +145,7 @@ def test_estimators_agree_without_corruption_or_privacy():
     assert runs["robust"].parameters["estimator"] == "filter"
 
 
-# ----------------------------------------------------------------------------- seed 004 learner switch
+# ---------------------------------------------------------- Improved-rate LDP linear bandits learner switch
 def test_ldp_learner_ogd_is_the_default_and_maler_keeps_the_certificate(capsys):
     """learner=ogd gives the default run's numbers exactly; Maler and its anytime variant run, their regret is
     finite and at most T·max gap (means in [−1, 1]), and the certificate is the same object: the learner only

@@ -1,4 +1,4 @@
-"""Seed 001's binary summation: exact δ_N(ε) against enumeration, calibration, unbiasedness."""
+"""Tenenbaum et al. 2021's binary summation: exact δ_N(ε) against enumeration, calibration, unbiasedness."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Near-G-optimal design (spec 000 §6.1, properties D1–D6)."""
+"""Near-G-optimal design (docs/PAPER_NOTES.md, properties D1–D6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DP-DPE / DP-PE: schedule, widths, privatizers, per-user charging, regret (spec 000 §6)."""
+"""DP-DPE / DP-PE: schedule, widths, privatizers, per-user charging, regret (PN-LZJ-7)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_paper_noise_scales_match_spec_golden_values():
 
 
 def test_paper_calibration_at_eps10_is_certified_honestly():
-    # spec erratum E1: the classical σ at (ε, δ) = (10, 0.25) really has δ(10) = 0.789
+    # PN-LZJ-1: the classical σ at (ε, δ) = (10, 0.25) really has δ(10) = 0.789
     central = CentralGaussian(2.1, 10, 0.25, "paper")
     release = central.release_average(np.zeros((1000, 44)), np.random.default_rng(0))
     sensitivity = 2 * 2.1 * math.sqrt(44) / 1000
@@ -311,7 +311,7 @@ def test_match_fixed_users_needs_only_the_bracket_not_monotonicity():
 
 
 def test_dpe_fixedu_communication_matches_dpe_by_bisection():
-    # spec §2.8: U such that mean C(T) of DPE-FixedU equals DPE's; checked against a brute-force table
+    # PN-LZJ-8: U such that mean C(T) of DPE-FixedU equals DPE's; checked against a brute-force table
     options = {"dimension": 4, "arms": 30, "progress": False}
 
     def mean_communication(algorithm, **extra):

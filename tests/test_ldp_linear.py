@@ -1,4 +1,5 @@
-"""Seed 004: LDP linear bandit (randomizer, de-biased learner, confidence set, combiner, certificates).
+"""Improved-rate LDP linear bandits: LDP linear bandit (randomizer, de-biased learner, confidence set,
+combiner, certificates).
 
 Statistical tests are seeded; each states its false-positive rate under a correct implementation.
 """
@@ -31,7 +32,7 @@ from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta
 
 
-# ----------------------------------------------------------------------------- privacy (spec §5.2)
+# ----------------------------------------------------------------------------- privacy (PN-IRL-1)
 @pytest.mark.parametrize(
     "epsilon, delta, paper, analytic",
     [(0.2, 0.1, 22.47, 6.50), (1.0, 0.1, 4.495, 3.07), (10.0, 0.1, 0.450, 0.797), (1.0, 1e-5, 9.690, 10.55)],
@@ -54,14 +55,14 @@ def test_analytic_joint_meets_every_claim_exactly(epsilon, delta):
     "epsilon, delta, holds", [(0.2, 0.1, True), (1.0, 0.1, True), (10.0, 0.1, False), (1.0, 1e-5, False)]
 )
 def test_paper_calibration_fails_where_the_spec_says(epsilon, delta, holds):
-    # spec §5.2 P1: exact δ(ε) of the joint release at the paper's σ; fails at ε = 10 and at (1, 1e-5)
+    # PN-IRL-1: exact δ(ε) of the joint release at the paper's σ; fails at ε = 10 and at (1, 1e-5)
     c = calibrate_randomizer(epsilon, delta, "paper")
     assert c.claim_met is holds
     if not holds:
         assert c.certificate.epsilon > epsilon
         assert gaussian_delta(c.certificate.epsilon, PAIR_SENSITIVITY / c.sigma) <= delta
     if (epsilon, delta) == (10.0, 0.1):
-        assert c.certificate.epsilon == pytest.approx(27.0, abs=0.1)  # spec §5.2 P2
+        assert c.certificate.epsilon == pytest.approx(27.0, abs=0.1)  # PN-IRL-1
 
 
 def test_joint_privacy_loss_by_monte_carlo_matches_the_profile():
@@ -85,7 +86,7 @@ def test_joint_privacy_loss_by_monte_carlo_matches_the_profile():
 
 
 def test_feature_perturbation_only_helps():
-    # spec §5.2 P4: with Δ > 0, the x-part noise std is √(σ² + Δ²) ≥ σ, so δ(ε) can only decrease
+    # PN-IRL-1: with Δ > 0, the x-part noise std is √(σ² + Δ²) ≥ σ, so δ(ε) can only decrease
     sigma, p = 2.0, 0.7
     mu_with = math.sqrt(4 / (sigma**2 + p**2) + 4 / sigma**2)
     assert gaussian_delta(1.0, mu_with) <= gaussian_delta(1.0, PAIR_SENSITIVITY / sigma)
@@ -93,7 +94,7 @@ def test_feature_perturbation_only_helps():
 
 # ----------------------------------------------------------------------------- randomizer and learner (§5.1)
 def test_randomizer_moments():
-    # spec §5.1-1: mean x, Cov (σ² + Δ²) I, mean y, Var σ²; z / chi-square tests, family FPR < 1e-3
+    # PN-IRL-1: mean x, Cov (σ² + Δ²) I, mean y, Var σ²; z / chi-square tests, family FPR < 1e-3
     rng = np.random.default_rng(1)
     n, sigma, p = 200_000, 0.8, 0.5
     x = np.array([0.6, -0.8, 0.0])
@@ -108,7 +109,7 @@ def test_randomizer_moments():
 
 
 def test_debiased_gradient_is_unbiased():
-    # spec §5.1-2: E[g | x, y, θ] = 2(xxᵀ + Δ²I)θ − 2xy; z-test per coordinate at 5 s.e. (FPR < 1e-5)
+    # PN-IRL-2: E[g | x, y, θ] = 2(xxᵀ + Δ²I)θ − 2xy; z-test per coordinate at 5 s.e. (FPR < 1e-5)
     rng = np.random.default_rng(2)
     n, sigma, p = 400_000, 0.7, 0.3
     x = np.array([0.5, 0.5, -0.5])
@@ -121,7 +122,7 @@ def test_debiased_gradient_is_unbiased():
 
 
 def test_population_minimiser_is_theta_star_without_perturbation():
-    # spec §5.1-3: with Δ = 0 the expected loss E[(⟨x̃,θ⟩−ỹ)² − σ²‖θ‖²] equals E(⟨x,θ⟩−y)² + const
+    # PN-IRL-2: with Δ = 0 the expected loss E[(⟨x̃,θ⟩−ỹ)² − σ²‖θ‖²] equals E(⟨x,θ⟩−y)² + const
     rng = np.random.default_rng(3)
     d, n, sigma = 2, 300_000, 0.5
     theta_star = np.array([0.6, -0.3])
@@ -162,7 +163,7 @@ def test_parameter_rules():
 
 
 def test_clipping_rate_with_theory_constant_is_below_failure_probability():
-    # spec §5.1-7: with C = d the clipped fraction must be ≤ β
+    # PN-IRL-4: with C = d the clipped fraction must be ≤ β
     env = vaswani_instance(10, 5, 20, np.random.default_rng(4))
     sigma = calibrate_randomizer(1.0, 0.1).sigma
     result = run_ldp_linear(
@@ -223,7 +224,7 @@ def test_online_iterates_stay_in_the_domain_and_ucb_matches_brute_force():
 
 
 def test_regret_is_sublinear_on_a_well_conditioned_instance():
-    """Fresh well-spread arms every round (spec §4.3 X1), ε = 10: regret over [T, 4T] grows by < 3.2×
+    """Fresh well-spread arms every round (PN-IRL-4), ε = 10: regret over [T, 4T] grows by < 3.2×
     (slope < 0.84; theory 1/2).  Mean over 16 runs; a linear-regret bug gives ≈ 4×."""
     env = vaswani_instance(16, 3, 10, np.random.default_rng(9), fixed_arms=False)
     sigma = calibrate_randomizer(10.0, 0.1).sigma
@@ -243,7 +244,7 @@ def test_regret_is_sublinear_on_a_well_conditioned_instance():
 
 
 def test_combiner_mechanics():
-    # spec §5.1-11: every learner is tried, plays add up to T, eliminated learners stay out, I_t never empty
+    # Alg. 2: every learner is tried, plays add up to T, eliminated learners stay out, I_t never empty
     env = vaswani_instance(6, 3, 10, np.random.default_rng(11))
     grid = default_learner_grid(600)
     result = run_ldp_linear(

@@ -52,7 +52,7 @@ from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
 # ----------------------------------------------------------------------------- constants of the paper
 @pytest.mark.parametrize("epsilon, expected", [(1.0, 5.458), (0.2, 27.29)])
 def test_paper_pamp_noise_is_theorem_3_2(epsilon, expected):
-    # spec 002 §7.1 item 1 and §3.1 table: σ(1, 0.1, 20) = 5.458, σ(0.2, 0.1, 20) = 27.29
+    # PN-CZ-5 and §3.1 table: σ(1, 0.1, 20) = 5.458, σ(0.2, 0.1, 20) = 27.29
     c = calibrate(
         "linucb-sdp-amp",
         epsilon=epsilon,
@@ -86,7 +86,7 @@ def test_pvec_paper_parameters_match_theorem_3_5():
 
 
 def test_advanced_split_composes_within_budget():
-    # spec 002 §7.1 item 4: M = 100, ε = 0.5, δ = 1e-5 → ε_m = 0.00506, exact Thm 3.20 total 0.2526
+    # PN-CZ-6: M = 100, ε = 0.5, δ = 1e-5 → ε_m = 0.00506, exact Thm 3.20 total 0.2526
     eps_m, delta_m = paper_split(Guarantee(0.5, 1e-5), 100)  # the split LinUCB's paper calibration uses
     assert eps_m == pytest.approx(0.00506, abs=5e-6)
     assert delta_m == pytest.approx(5e-8)
@@ -159,7 +159,7 @@ def test_local_gaussian_aggregate_has_batch_variance():
 
 # ----------------------------------------------------------------------------- P_Vec
 def test_pvec_sums_are_unbiased_with_the_predicted_variance():
-    """E[o] = Σ v and Var[o] = (2/g)²(Σ f(1−f) + B b p(1−p)) (spec 002 §3.2); z-test and chi-square."""
+    """E[o] = Σ v and Var[o] = (2/g)²(Σ f(1−f) + B b p(1−p)) (PN-CZ-4); z-test and chi-square."""
     rng = np.random.default_rng(4)
     c = calibrate(
         "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=2, calibration="tight"
@@ -565,7 +565,7 @@ def test_ledger_holds_each_users_composed_guarantee(tmp_path):
 
 
 def test_theory_radius_covers_theta_star():
-    """spec 002 §7.4-17: ‖θ* − θ̂_m‖_{V_m} ≤ β_m for all m in ≥ 1 − α of runs (α = 0.05).
+    """PN-CZ-7: ‖θ* − θ̂_m‖_{V_m} ≤ β_m for all m in ≥ 1 − α of runs (α = 0.05).
 
     40 runs; if the true coverage is ≥ 0.95 the chance of seeing fewer than 34 covered runs is < 1%.
     """

@@ -55,7 +55,8 @@ def _distinct_norms(
     env: ContextualLinearBandit, seed: int, reward: str = "bernoulli"
 ) -> ContextualLinearBandit:
     """The same instance with every arm shortened by its own factor in [0.6, 1]: no two arms tie in the
-    first round (on the C&Z instances every ‖φ‖ is 1 up to rounding, so the first round's argmax is a
+    first round (on the Chowdhury & Zhou 2022 instances every ‖φ‖ is 1 up to rounding, so the first round's
+    argmax is a
     tie decided by the last bit of the scores)."""
     scale = np.random.default_rng(seed).uniform(0.6, 1.0, env.arms.shape[:2])
     return ContextualLinearBandit(env.theta, env.arms * scale[..., None], reward=reward)

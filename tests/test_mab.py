@@ -1,7 +1,7 @@
-"""Seed 001: SDP-AE / VB-SDP-AE and the MAB baselines (checkable properties of spec 001 §8.3).
+"""Tenenbaum et al. 2021: SDP-AE / VB-SDP-AE and the MAB baselines (docs/PAPER_NOTES.md, PN-TKMS-7).
 
 Statistical tests are seeded and state their false-positive rate.  Regret bounds are the explicit
-constants derived in spec 001 §6.3–6.4, computed here from the formulas, not from the code under test.
+constants derived in PN-TKMS-6, computed here from the formulas, not from the code under test.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ class RecordingLedger:
         self.charges.append((list(user_ids), certificate))
 
 
-# --------------------------------------------------------------------------- radius (spec §8.3 item 14, 16)
+# --------------------------------------------------------------------------- radius (PN-TKMS-7)
 def test_radius_golden_values_from_spec():
-    """Spec 001 §8.3 item 14: SDP-AE t=3, m=20, σ=√20, T=1e6 → 2.03584; VB t=3 (N_a=14), σ=√80/2 → 7.22156."""
+    """PN-TKMS-7: SDP-AE t=3, m=20, σ=√20, T=1e6 → 2.03584; VB t=3 (N_a=14), σ=√80/2 → 7.22156."""
     shuffle = ShuffleBinarySum(80)
     assert shuffle.sigma == pytest.approx(math.sqrt(20.0))
     assert confidence_radius(shuffle, 3, 60, 10**6) == pytest.approx(2.03584, abs=5e-6)
@@ -64,7 +64,7 @@ def test_non_private_radius_is_hoeffding():
 # --------------------------------------------------------------------------- schedule and bookkeeping
 @pytest.mark.parametrize("doubling", [False, True])
 def test_schedule_bookkeeping_and_partial_batch(doubling):
-    """Spec §8.3 items 12–13: batch sizes m or 2^t in ascending arm order, N_a = m·t or 2^{t+1} − 2 with t
+    """PN-TKMS-7 items 12–13: batch sizes m or 2^t in ascending arm order, N_a = m·t or 2^{t+1} − 2 with t
     summation calls, total pulls = T, the batch in progress at T is never aggregated."""
     horizon = 4321
     if doubling:
@@ -98,7 +98,7 @@ def test_schedule_bookkeeping_and_partial_batch(doubling):
 
 
 def test_elimination_rule_matches_recomputation():
-    """Spec §8.3 item 15: arm removed iff UCB < max LCB over V (strict, simultaneous); V never empty; the
+    """PN-TKMS-7: arm removed iff UCB < max LCB over V (strict, simultaneous); V never empty; the
     argmax of the estimates always survives."""
     result = sdp_ae(SPEC_BANDIT, 60_000, np.random.default_rng(4), noise_bits=30, runs=4, record_phases=True)
     checked = 0
@@ -120,7 +120,7 @@ def test_elimination_rule_matches_recomputation():
 
 
 def test_estimates_are_not_clipped():
-    """Spec §8.3 item 13: μ̂ = Ŝ/N_a may leave [0, 1] with a large N and a small batch."""
+    """PN-TKMS-7: μ̂ = Ŝ/N_a may leave [0, 1] with a large N and a small batch."""
     result = sdp_ae(
         SPEC_BANDIT, 2000, np.random.default_rng(0), noise_bits=5000, batch_size=2, record_phases=True
     )
@@ -130,7 +130,7 @@ def test_estimates_are_not_clipped():
 
 # --------------------------------------------------------------------------- good event, regret
 def test_good_event_and_best_arm_survive():
-    """Spec §8.3 item 17: P(G^c) <= 4k/T³ = 4e-11 per run here, so over 200 runs any violation has
+    """PN-TKMS-7: P(G^c) <= 4k/T³ = 4e-11 per run here, so over 200 runs any violation has
     probability <= 1e-8 (the false-positive rate of asserting zero)."""
     bandit = MultiArmedBandit(np.array([0.7, 0.5, 0.45, 0.2, 0.6]))
     for algorithm in (sdp_ae, vb_sdp_ae):
@@ -140,7 +140,7 @@ def test_good_event_and_best_arm_survive():
 
 
 def test_regret_below_explicit_bounds():
-    """Spec §6.3/§6.4 [R] constants on the spec §7 instance (T = 1e5, N = 80 so σ² = 20, m = 20):
+    """PN-TKMS-6 constants on the PN-TKMS-7 instance (T = 1e5, N = 80 so σ² = 20, m = 20):
     SDP-AE R <= Σ_a (128 lnT/Δ + 512σ² lnT/(mΔ) + mΔ) + 4k/T²; VB R <= Σ_a (256 lnT/Δ + 54.4 σ lnT + 2Δ)."""
     horizon, sigma2, m = 100_000, 20.0, 20
     log_t = math.log(horizon)
@@ -169,15 +169,15 @@ def test_regret_is_sublinear(algorithm):
 
 
 def test_vb_regret_non_increasing_in_epsilon_via_noise():
-    """Spec §8.3 item 18: more noise bits (smaller ε) never helps VB-SDP-AE (modulo noise: 20 runs, common
-    seeds, N = 31 vs 958, the spec §7 values for ε = 2 and 0.25)."""
+    """PN-TKMS-7: more noise bits (smaller ε) never helps VB-SDP-AE (modulo noise: 20 runs, common
+    seeds, N = 31 vs 958, the PN-TKMS-7 values for ε = 2 and 0.25)."""
     low = vb_sdp_ae(SPEC_BANDIT, 200_000, np.random.default_rng(5), noise_bits=31, runs=20).final_regret
     high = vb_sdp_ae(SPEC_BANDIT, 200_000, np.random.default_rng(5), noise_bits=958, runs=20).final_regret
     assert stats.mannwhitneyu(high, low, alternative="greater").pvalue < 0.01
 
 
 def test_private_shortcut_matches_plain_elimination_without_noise():
-    """Spec §8.3 item 16: with N = 0 and m = 1, SDP-AE is successive elimination (same trajectory)."""
+    """PN-TKMS-7: with N = 0 and m = 1, SDP-AE is successive elimination (same trajectory)."""
     a = sdp_ae(SPEC_BANDIT, 20_000, np.random.default_rng(6), noise_bits=0, batch_size=1, runs=3)
     b = successive_elimination(SPEC_BANDIT, 20_000, np.random.default_rng(6), runs=3)
     np.testing.assert_array_equal(a.pulls, b.pulls)
@@ -216,7 +216,7 @@ def test_summations_are_unbiased(summation):
 
 
 def test_shuffle_error_is_binomial_and_input_independent():
-    """Spec §8.1 items 4–5: the error s + B − N/2 − s has the centred Binomial(N, 1/2) law whatever the
+    """PN-TKMS-7 items 4–5: the error s + B − N/2 − s has the centred Binomial(N, 1/2) law whatever the
     input: exact chi-square goodness of fit for s = 0 and s = m (false-positive rate 0.1% each)."""
     summation = ShuffleBinarySum(12)
     rng = np.random.default_rng(13)
@@ -252,7 +252,7 @@ def test_laplace_deviation_bound_holds():
 
 # --------------------------------------------------------------------------- privacy accounting
 def test_run_certificate_is_the_summations_and_each_user_charged_once():
-    """Spec §8.3 item 19 and §8.2 end-to-end: the run reports exactly the per-batch (ε, δ) (no composition
+    """PN-TKMS-7 and §8.2 end-to-end: the run reports exactly the per-batch (ε, δ) (no composition
     over phases or arms) and every aggregated user is charged exactly once."""
     ledger = RecordingLedger()
     session = PrivacySession("mab", ledger)
@@ -337,8 +337,8 @@ def test_seed001_reproduction_writes_its_table(tmp_path):
 
 
 def test_certified_shuffle_runs_with_binary_sum():
-    """With dpcert.mechanisms.binary_sum installed: the least N matches spec 001 §8.1 item 8 reference values
-    and an SDP-AE / VB-SDP-AE run's certificate is exactly the summation's (ε, δ) (spec §8.3 item 19)."""
+    """With dpcert.mechanisms.binary_sum installed: the least N matches PN-TKMS-7 reference values
+    and an SDP-AE / VB-SDP-AE run's certificate is exactly the summation's (ε, δ) (PN-TKMS-7)."""
     pytest.importorskip("dpcert.mechanisms.binary_sum")
     from dpcert.bandits.algorithms.mab import shuffle_binary_sum
     from dpcert.certificates import Certificate

@@ -47,7 +47,7 @@ def linear_regret(learner, vectors: np.ndarray, radius: float = 1.0) -> np.ndarr
 
 # ----------------------------------------------------------------------------- exact pieces
 def test_expert_count_is_half_log2_horizon_plus_one():
-    # k = ⌈½ log₂ T⌉, k + 1 rates: T = 20000 gives k = 8 (spec §2.5: 17 experts in all)
+    # k = ⌈½ log₂ T⌉, k + 1 rates: T = 20000 gives k = 8 (PN-IRL-3: 17 experts in all)
     assert expert_count(20000) == 9
     assert expert_count(1024) == 6
     assert expert_count(1025) == 7

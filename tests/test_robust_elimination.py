@@ -1,4 +1,5 @@
-"""Seed 003: spectral-filter robust least squares, Laplace client models, corruption, robust elimination.
+"""Charisopoulos et al. 2023: spectral-filter robust least squares, Laplace client models, corruption,
+robust elimination.
 
 Statistical tests are seeded; each states its false-positive rate.  Robustness claims are checked against
 an independently computed reference (plain least squares on the clean data, ``numpy.linalg.lstsq``).
@@ -29,7 +30,7 @@ def _unit_rows(rng: np.random.Generator, count: int, dimension: int) -> np.ndarr
 
 
 def _phase(seed: int, dimension: int = 5, arms: int = 40, repeats: int = 100):
-    """One phase of spec 003 §4's single-phase setup: unit arms, each played ``repeats`` times,
+    """One phase of the single-phase setup (PN-CEM-7): unit arms, each played ``repeats`` times,
     rewards ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (mean ⟨a,θ*⟩, bounded by 1)."""
     rng = np.random.default_rng(seed)
     arm_vectors = _unit_rows(rng, arms, dimension)
@@ -46,7 +47,7 @@ def _max_arm_error(arm_vectors: np.ndarray, estimate: np.ndarray, theta: np.ndar
 
 # --------------------------------------------------------------------------- robust least squares
 def test_least_squares_identity_when_filter_does_not_fire():
-    """Spec 003 §5.1(4): with no corruption and a huge λ, n·W·mean(X) is the least-squares solution."""
+    """PN-CEM-7: with no corruption and a huge λ, n·W·mean(X) is the least-squares solution."""
     _, arm_vectors, _, _, rows, rewards = _phase(0)
     reference = np.linalg.lstsq(rows, rewards, rcond=None)[0]
     fit = robust_least_squares(rows, rewards, np.random.default_rng(1), alpha=0.0, value_bound=1e6)
@@ -71,7 +72,7 @@ def test_least_squares_on_rank_deficient_design_is_minimum_norm():
 def test_robust_error_within_factor_three_of_clean_at_alpha_0_1(strategy, seed):
     """α = 0.1 corruption of large magnitude: the robust estimate's worst-arm error stays within 3× the
     error of least squares on the *clean* data, while plain least squares on the corrupted data is at
-    least 100× worse (spec 003 §4 prototype: 0.05–0.08 vs 1e3–1e4)."""
+    least 100× worse (PN-CEM-7 prototype: 0.05–0.08 vs 1e3–1e4)."""
     rng, arm_vectors, theta, index, rows, rewards = _phase(seed)
     clean_error = _max_arm_error(arm_vectors, least_squares(rows, rewards), theta)
     corrupted = rng.random(rewards.size) < 0.1
@@ -89,7 +90,7 @@ def test_robust_error_within_factor_three_of_clean_at_alpha_0_1(strategy, seed):
 
 
 def test_printed_variance_proxy_gives_no_robustness():
-    """Spec 003 §2.4 erratum (B7): λ = μ·mean(y_obs²) on the corrupted sample lets the stopping test pass
+    """PN-CEM-2 erratum (B7): λ = μ·mean(y_obs²) on the corrupted sample lets the stopping test pass
     at once, so the filter returns plain least squares; the module's clean-side λ does not."""
     rng, arm_vectors, theta, _, rows, rewards = _phase(7)
     observed = np.where(rng.random(rewards.size) < 0.05, 1e6, rewards)
@@ -151,7 +152,7 @@ def test_removal_law_is_proportional_to_scores():
 
 @pytest.mark.parametrize("distance", [10.0, 1e2, 1e4, 1e6])
 def test_filter_error_is_magnitude_invariant(distance):
-    """Spec 003 B2: Gaussian inliers (covariance I, so λ = 1 is a clean-side bound) with a 10% cluster of
+    """PN-CEM-3: Gaussian inliers (covariance I, so λ = 1 is a clean-side bound) with a 10% cluster of
     outliers at distance s: the filter's error ≤ 3·sqrt(λ(α + log(1/δ)/n)) for every s (δ = 0.01), while
     the plain mean's error grows like α·s."""
     rng = np.random.default_rng(11)
@@ -194,7 +195,7 @@ def test_robust_least_squares_validates_inputs():
         robust_least_squares(rows, np.ones(3), 0, alpha=0.1)
 
 
-# =========================================================================== robust elimination (seed 003)
+# =========================================================== robust elimination (Charisopoulos et al. 2023)
 from dpcert.bandits.algorithms.robust_elimination import (  # noqa: E402
     Adversary,
     LaplaceClients,
@@ -208,7 +209,7 @@ INSTANCE = LinearArms.random_sphere(30, 4, np.random.default_rng(0))
 
 
 def test_coreset_leverage_bound():
-    """Seed 003 Lemma 3.2 for the design the algorithm uses: with n_a = ⌈q^i π(a)⌉,
+    """Charisopoulos et al. 2023 Lemma 3.2 for the design the algorithm uses: with n_a = ⌈q^i π(a)⌉,
     max_a ‖a‖²_{M^{-1}} <= 2d/q^i (M computed independently from the repeated rows)."""
     design = near_g_optimal_design(INSTANCE.arms)
     for size in (20.0, 137.5, 4000.0):
@@ -220,7 +221,7 @@ def test_coreset_leverage_bound():
 
 
 def test_width_golden_values_and_monotonicity():
-    """Spec 003 §2.5: d = 5, K = 50, T = 1e6, δ' = 0.01 (δ = δ'/(K T²)), α = 0 (α_eff = log(1/δ)/q^i), ε = ∞
+    """PN-CEM-4: d = 5, K = 50, T = 1e6, δ' = 0.01 (δ = δ'/(K T²)), α = 0 (α_eff = log(1/δ)/q^i), ε = ∞
     gives γ ≈ 1.16 at q^i = 1e4 and ≈ 0.11 at q^i = 1e6."""
     delta = 0.01 / (50 * 1e12)
     for size, expected in ((1e4, 1.16), (1e6, 0.11)):
@@ -242,7 +243,7 @@ def test_width_golden_values_and_monotonicity():
 
 
 def test_client_reports_are_laplace_with_the_stated_scale():
-    """Spec 003 §5.1(8): KS test of (report − clipped value) against Laplace(2c_r/ε) for M1 and against
+    """PN-CEM-7: KS test of (report − clipped value) against Laplace(2c_r/ε) for M1 and against
     Laplace(2c_r/(n_a ε)) for M2 (false-positive rate 1% each); certificates claim exactly ε."""
     rng = np.random.default_rng(21)
     clients = LaplaceClients("M1", epsilon=0.7, clip=1.5)
@@ -261,7 +262,7 @@ def test_client_reports_are_laplace_with_the_stated_scale():
 
 
 def test_clipping_makes_out_of_range_rewards_indistinguishable_from_the_bound():
-    """Spec 003 A2(b): without clipping, rewards 1 and 5 under Lap(2/ε) have privacy loss 2ε; the client
+    """PN-CEM-1: without clipping, rewards 1 and 5 under Lap(2/ε) have privacy loss 2ε; the client
     clips, so with common noise the report of 5 equals the report of the bound 1 (loss <= ε)."""
     clients = LaplaceClients("M1", epsilon=1.0, clip=1.0)
     high = clients.report_rewards(np.array([5.0, -7.0]), np.random.default_rng(3))
@@ -270,7 +271,7 @@ def test_clipping_makes_out_of_range_rewards_indistinguishable_from_the_bound():
 
 
 def test_corruption_mask_is_bernoulli_and_action_independent():
-    """Spec 003 B1: the corrupted count ~ Binomial(n, α) (two-sided exact test) and the mask is independent
+    """PN-CEM-6: the corrupted count ~ Binomial(n, α) (two-sided exact test) and the mask is independent
     of the action (chi-square contingency test); false-positive rate 0.1% each."""
     rng = np.random.default_rng(4)
     adversary = Adversary(0.1, "targeted", 50.0)
@@ -284,7 +285,7 @@ def test_corruption_mask_is_bernoulli_and_action_independent():
 
 
 def test_elimination_bookkeeping():
-    """Spec 003 §5.1(2, 6) and E5: Σ pulls = T, #batches <= ⌈ln T⌉, survivors are exactly
+    """PN-CEM-7, 6) and E5: Σ pulls = T, #batches <= ⌈ln T⌉, survivors are exactly
     {a : ⟨a, θ̂⟩ >= max − 2γ}, the argmax is kept, active sets are nested."""
     horizon = 30_000
     result = robust_elimination(
@@ -314,8 +315,9 @@ def test_elimination_bookkeeping():
 
 @pytest.mark.parametrize("strategy", ["random", "targeted"])
 def test_best_arm_survives_theory_widths_unless_plain_least_squares(strategy):
-    """Spec 003 B4 (Fact 1): with c_γ = 1 the best arm survives every phase under α = 0.05 corruption of
-    magnitude 1e6 in all 10 seeded runs (theory failure probability <= δ' = 0.05 per run, so P(any loss)
+    """Charisopoulos et al. 2023, Fact 1: with c_γ = 1 the best arm survives every phase under α = 0.05
+    corruption of magnitude 1e6 in all 10 seeded runs (theory failure probability <= δ' = 0.05 per run, so
+    P(any loss)
     would be <= 0.4); plain least squares on the same data loses it."""
     adversary = Adversary(0.05, strategy, 1e6)
     common = dict(clients=LaplaceClients(epsilon=None), adversary=adversary, runs=10)
@@ -328,7 +330,7 @@ def test_best_arm_survives_theory_widths_unless_plain_least_squares(strategy):
 
 
 def test_robust_beats_plain_least_squares_fivefold():
-    """Spec 003 B6 (which proposes 10×): under the constant-1e6 adversary at α = 0.01 the robust variant's
+    """PN-CEM-7 (which proposes 10×): under the constant-1e6 adversary at α = 0.01 the robust variant's
     regret is at least 5× smaller than plain least squares' (c_γ = 0.03, T = 1e5, 6 seeded runs; measured
     ratio ≈ 11, see benchmarks/RESULTS.md), and plain least squares loses the best arm in every run."""
     instance = LinearArms.random_sphere(50, 5, np.random.default_rng(0))
@@ -373,10 +375,11 @@ def test_robust_regret_is_sublinear(model, epsilon, alpha):
 
 def test_private_moderate_corruption_defeats_pooled_lambda_not_arm_moment():
     """With ε = 1 in M1 the clean reports have Laplace(2) noise, so the targeted corruption clipped to the
-    clean-side bound Ȳ is in range.  With the pooled trimmed λ (spec 003 §2.4(b)) it hides under the filter
+    clean-side bound Ȳ is in range.  With the pooled trimmed λ (PN-CEM-2)) it hides under the filter
     threshold and, with tuned widths (c_γ = 0.05), the best arm is lost in some of 4 seeded runs while the
     theory widths (c_γ = 1) keep it; the default per-arm λ of M1 (``arm-moment``, d times tighter) keeps it
-    with the tuned widths too (benchmarks/RESULTS.md, "Seed 003: filter vs clipping under in-range
+    with the tuned widths too (benchmarks/RESULTS.md, "Charisopoulos et al. 2023: filter vs clipping under
+    in-range
     attacks": 6/10 vs 0/10 runs losing a* at α = 0.02)."""
     common = dict(
         clients=LaplaceClients("M1", epsilon=1.0), adversary=Adversary(0.02, "targeted", 1e6), runs=4

@@ -1,4 +1,5 @@
-"""Spectral filter (seed 003, Alg. 2 / Thm A.2), the estimator switch and the in-range adversaries."""
+"""Spectral filter (Charisopoulos et al. 2023, Alg. 2 / Thm A.2), the estimator switch and the in-range
+adversaries."""
 
 from __future__ import annotations
 
@@ -42,11 +43,11 @@ def _whitened_covariance_top(rows: np.ndarray, values: np.ndarray) -> float:
 # ------------------------------------------------------------------ the filter's guarantee (Thm A.2)
 @pytest.mark.parametrize("distance", [10.0, 1e2, 1e4, 1e6])
 def test_filter_error_within_theorem_a2_bound_for_every_outlier_distance(distance):
-    # Seed 003 Thm A.2 (Prasad et al. 2019, Thm 4): with λ >= ‖Σ_G0‖_op the filter returns ŵ with
-    # ‖ŵ − θ_G0‖ <= C·sqrt(λ·((n − |G0|)/n + log(1/δ)/n)) w.p. >= 1 − δ.  The theorem gives no C; the
-    # spec's robustness audit (spec 003 §5.3 B2) freezes C = 3.  Here λ is the exact clean covariance norm,
-    # so the hypothesis holds by construction; the plain mean's error is (n − |G0|)/n·distance up to the
-    # clean spread, so it grows without bound while the filter's must not.
+    # Charisopoulos et al. 2023 Thm A.2 (Prasad et al. 2019, Thm 4): with λ >= ‖Σ_G0‖_op the filter returns
+    # ŵ with ‖ŵ − θ_G0‖ <= C·sqrt(λ·((n − |G0|)/n + log(1/δ)/n)) w.p. >= 1 − δ.  The theorem gives no C; the
+    # the robustness audit (PN-CEM-3 B2) freezes C = 3.  Here λ is the exact clean covariance norm, so the
+    # hypothesis holds by construction; the plain mean's error is (n − |G0|)/n·distance up to the clean
+    # spread, so it grows without bound while the filter's must not.
     dimension, n, alpha, delta = 10, 2000, 0.05, 0.01
     for rep in range(3):
         rng = np.random.default_rng([1, rep, int(math.log10(distance))])
@@ -145,7 +146,7 @@ def test_arm_moment_filter_beats_clipping_under_in_range_attack_within_its_guara
     # sum is the attack's bias (closed form given the mask, and ≈ −α·Σ_j |infl_j|·(Ȳ + sign·E y_j) on
     # average), the second is clean noise of s.d. <= sqrt(Var y·Σ infl_j²) = 3·‖a* − a'‖_{M⁻¹}.  The filter's
     # error must stay within the Thm A.2 rate n·‖W(a* − a')‖·3·sqrt(4λ(α + log(1/δ)/n)) (4λ: its stopping
-    # level; C = 3 as in spec 003 §5.3 B2) and below half of clipping's.
+    # level; C = 3 as in PN-CEM-3 B2) and below half of clipping's.
     rng = np.random.default_rng(5)
     table, index, theta = _design(rng, arms=10, dimension=4, per_arm=200)
     means = table @ theta
@@ -213,7 +214,7 @@ def test_in_range_adversaries_never_leave_the_clean_range(strategy, laplace_scal
     assert np.all(np.abs(observed[mask]) <= scale * bound * (1 + 1e-12))
     assert np.all(np.abs(np.abs(observed[mask]) - scale * bound) <= 1e-9 * bound)  # full level used
     np.testing.assert_array_equal(observed[~mask], values[~mask])
-    # corruption positions are Bernoulli(α) (seed 003 eq. 3): two-sided exact binomial test,
+    # corruption positions are Bernoulli(α) (Charisopoulos et al. 2023 eq. 3): two-sided exact binomial test,
     # false-positive rate 1e-3 per parametrisation
     assert stats.binomtest(int(mask.sum()), mask.size, 0.2).pvalue > 1e-3
 
@@ -263,7 +264,7 @@ def test_in_range_adversary_rejects_bad_input():
 def test_arm_moment_filter_without_clipping_survives_the_large_targeted_attack():
     # Without clipping, a targeted ±50 attack (−50 on a*'s rows, +50 elsewhere; non-private ±1 rewards) is
     # what the trimmed λ lets through (its λ ≈ μn·mean(y²)/n is ≈ d times the clean whitened covariance).
-    # With the arm-moment λ the filter's error must be within the Thm A.2 rate (C = 3, spec 003 §5.3 B2),
+    # With the arm-moment λ the filter's error must be within the Thm A.2 rate (C = 3, PN-CEM-3 B2),
     # n·max_a ‖Wa‖·3·sqrt(4λ(α + log(1/δ)/n)), while least squares moves by ≈ α·50.  The trimmed-λ filter
     # also meets its own rate, which is ≈ sqrt(d) times wider: its failure is a loose λ, not a broken theorem.
     rng = np.random.default_rng(8)

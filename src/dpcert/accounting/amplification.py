@@ -600,7 +600,7 @@ class AmplificationProfile:
         )
 
     def reference_bounds(self) -> dict[str, Any]:
-        """The paper's closed form (seed 002 Lemma B.4) for comparison, unless it is this profile."""
+        """The closed form (Chowdhury & Zhou 2022, Lemma B.4) for comparison, unless it is this profile."""
         if self.method == "closed-form" or self.randomizer != "generic":
             return {}
         return {"closed form (Feldman, McMillan & Talwar 2020, Thm 3.1)": ClosedFormCurve(self)}

@@ -34,7 +34,7 @@ from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
 from dpcert.bandits.registry import BanditRun, RunConfig
 from dpcert.errors import InvalidParameter
 
-# =========================================================================== DP-DPE / DP-PE (seed 000)
+# ============================================================ DP-DPE / DP-PE (Li, Zhou & Ji 2022)
 ELIMINATION_ALGORITHMS = {
     "dp-dpe": ("Li, Zhou & Ji 2022 Alg. 1: DPE (privacy none) or CDP/LDP/SDP-DPE", PRIVACY_MODELS),
     "dpe-fixedu": ("Li, Zhou & Ji 2022 §7: DPE with U users per phase (option fixed_users)", ("none",)),
@@ -430,7 +430,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
 
-# =========================================================================== LDP linear bandits (seed 004)
+# ============================================================ Improved-rate LDP linear bandits
 def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[ldp_linear.BaseLearner]:
     radius = options.get("radius", "log")
     scale = float(options.get("radius_scale", 0.5))
@@ -447,7 +447,7 @@ def _ldp_learners(name: str, horizon: int, options: dict[str, Any]) -> list[ldp_
 
 
 def run_ldp_linear_config(config: RunConfig) -> BanditRun:
-    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the C&Z instance (seed 004, §4.1).
+    """``dpcert bandit run ldp-linear | ldp-linear-combiner`` on the instance of §4.1.
 
     Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
     perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
@@ -509,17 +509,20 @@ MAB_ALGORITHMS = {
 }
 ROBUST_ALGORITHMS = {
     "robust-elimination": (
-        "robust locally private batched elimination for linear bandits (seed 003 Alg. 1, clients M1/M2)",
+        "robust locally private batched elimination for linear bandits "
+        "(Charisopoulos, Esfandiari & Mirrokni 2023, Alg. 1; clients M1/M2)",
         ("none", "local"),
     ),
 }
 LDP_LINEAR_ALGORITHMS = {
     "ldp-linear": (
-        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion (seed 004, Alg. 1)",
+        "LDP linear bandit: de-biased online learner, online-to-confidence-set conversion "
+        "(Improved-rate LDP linear bandits, Alg. 1)",
         ("local",),
     ),
     "ldp-linear-combiner": (
-        "seed 004, Alg. 2: private bandits combiner over base learners with different lambda_min",
+        "Improved-rate LDP linear bandits, Alg. 2: private bandits combiner over base learners "
+        "with different lambda_min",
         ("local",),
     ),
 }

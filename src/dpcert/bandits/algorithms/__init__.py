@@ -5,5 +5,5 @@
 * :mod:`.robust_elimination` — robust locally private batched elimination, with :mod:`.spectral_filter`
   (its robust estimate) and :mod:`.corruption` (in-range adversaries).
 * :mod:`.linucb` — the batched LinUCB family of Chowdhury & Zhou 2022.
-* :mod:`.ldp_linear` — the seed 004 LDP linear bandits, with :mod:`.maler` (their online learners).
+* :mod:`.ldp_linear` — the Improved-rate LDP linear bandits, with :mod:`.maler` (their online learner).
 """

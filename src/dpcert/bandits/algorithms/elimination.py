@@ -10,7 +10,7 @@ Li, Zhou & Ji 2022, "Differentially Private Linear Bandits with Partial Distribu
   DPE is the non-private privatizer; CDP/LDP/SDP-DPE the central, local and shuffle ones.
 * **DPE-FixedU** (§7): DPE with a constant number U of users per phase, U chosen "such that the
   communication cost is the same under DPE and DPE-FixedU" — by integer bisection on the mean C(T)
-  over runs (spec §2.8 [I], §5.3 item 5), :func:`match_fixed_users`.
+  over runs (docs/PAPER_NOTES.md, PN-LZJ-8), :func:`match_fixed_users`.
 * **DP-PE** (App. C, Alg. 3): standard linear bandit (θ_u = θ*), h_1 = S = ⌈4d ln ln d + 16⌉,
   h_l = S·2^{l−1}; every play is made by a fresh user whose single reward enters a private per-arm
   sum; θ̂_l = V_l⁻¹ Σ_x x ŷ_l(x) (eq. 53).
@@ -24,7 +24,7 @@ Confidence widths (β = 1/(kT) by default):
 paper's worst-case constants (Thms 5.3–5.5: 2σ_nc√(Sd), 2σ_nl√(Sd/|U_l|), 2σ_ns√(Sd); Thms C.2,
 C.4, C.7: 2dσ√s_l/h_l, 2dσ_nl√(2s_l/h_l)).  ``width="exact"`` uses the exact standard deviation
 of that error, max_{x'∈D_l} sqrt(Σ_x w_x² ⟨x', V_l⁻¹x⟩² Var γ(x)) with w_x = T_l(x) (DP-DPE) or 1
-(DP-PE) — the quantity the paper bounds in the proof of Thm B.2 (spec §2.3), so the concentration
+(DP-PE) — the quantity the paper bounds in the proof of Thm B.2 (PN-LZJ-5), so the concentration
 argument holds unchanged; it is the default with the ``tight`` calibration.
 
 Communication (eq. 2): C(T) = Σ_l |U_l|·N_l with N_l = s_l reals per user (DP-DPE) or 1 (DP-PE);
@@ -119,7 +119,7 @@ class EliminationSettings:
 
 @dataclass(frozen=True)
 class PhaseRecord:
-    """Bookkeeping of one phase (spec Appendix C), enough to check every property of spec §6."""
+    """Bookkeeping of one phase (Li, Zhou & Ji 2022, Appendix C), enough to check each phase's invariants."""
 
     phase: int
     start: int
@@ -384,7 +384,7 @@ def match_fixed_users(
     guess: int = 1,
     max_users: int = 10**9,
 ) -> FixedUsersMatch:
-    """The number U of users per phase for which DPE-FixedU's mean C(T) matches ``target`` (spec §2.8).
+    """The number U of users per phase for which DPE-FixedU's mean C(T) matches ``target`` (PN-LZJ-8).
 
     Li, Zhou & Ji 2022 §7 choose U "such that the communication cost is the same under DPE and
     DPE-FixedU"; C(T) = U·Σ_l s_l (eq. 2) depends on the realised supports s_l, so U is found by

@@ -1,11 +1,12 @@
 """Compiled rounds of the batched LinUCB engine on fixed arm sets (numba; optional extra ``fast``).
 
 :func:`dpcert.bandits.algorithms.linucb.run_batched_linucb` runs Algorithm 1 of Chowdhury & Zhou (2022),
-"Shuffle Private Linear Contextual Bandits", for many runs at once.  Its rounds are sequential: with
-batch size B = 1 (LinUCB, LDP, JDP) the T = 20 000 rounds of C&Z Figure 1 each cost a few dozen small
-NumPy calls (arm scores, argmax, rewards, noise, the Gauss–Jordan solve), so call overhead, not
-arithmetic, dominates.  This module runs the same rounds as compiled loops over the runs.  The engine
-uses it when numba is installed and the arm set is fixed (the setting of C&Z §5); otherwise, or with
+"Shuffle Private Linear Contextual Bandits", for many runs at once.  Its rounds are sequential: with batch
+size B = 1 (LinUCB, LDP, JDP) the T = 20 000 rounds of Chowdhury & Zhou 2022, Figure 1, each cost a few
+dozen small NumPy calls (arm scores, argmax, rewards, noise, the Gauss–Jordan solve), so call overhead, not
+arithmetic, dominates.  This module runs the same rounds as compiled loops over the runs.  The engine uses
+it when numba is installed and the arm set is fixed (the setting of Chowdhury & Zhou 2022, §5); otherwise,
+or with
 ``engine="numpy"``, the NumPy path runs.
 
 Same values as the NumPy path.  Every quantity is computed by the same floating-point operations in

@@ -1,4 +1,5 @@
-"""Helpers shared by the seed 001 and seed 003 reproductions: mean ± s.e., rows and saved summaries."""
+"""Helpers shared by the reproductions of Tenenbaum et al. 2021 and Charisopoulos, Esfandiari & Mirrokni
+2023."""
 
 from __future__ import annotations
 
