@@ -56,8 +56,7 @@ def _distinct_norms(
 ) -> ContextualLinearBandit:
     """The same instance with every arm shortened by its own factor in [0.6, 1]: no two arms tie in the
     first round (on the Chowdhury & Zhou 2022 instances every ‖φ‖ is 1 up to rounding, so the first round's
-    argmax is a
-    tie decided by the last bit of the scores)."""
+    argmax is a tie decided by the last bit of the scores)."""
     scale = np.random.default_rng(seed).uniform(0.6, 1.0, env.arms.shape[:2])
     return ContextualLinearBandit(env.theta, env.arms * scale[..., None], reward=reward)
 
@@ -203,3 +202,33 @@ def test_without_numba_the_numpy_path_runs():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(sorted(ALGORITHMS))
+
+
+@pytest.mark.parametrize("batch_size", [7, 20])
+def test_jdp_tree_over_batches_matches_the_numpy_path_and_has_fewer_levels(batch_size):
+    """Chowdhury & Zhou 2022, Prop. F.3: the JDP tree's leaves are the ⌈T/B⌉ batches (a partial last batch
+    a leaf of its own), so one batch's data enter ⌊log₂⌈T/B⌉⌋ + 1 nodes instead of ⌊log₂ T⌋ + 1."""
+    horizon = 400
+    env = vaswani_instance(3, 5, 40, np.random.default_rng(2))
+    calibrated = calibrate(
+        "linucb-jdp", epsilon=1.0, delta=0.1, horizon=horizon, dimension=5, batch_size=batch_size
+    )
+    batches = -(-horizon // batch_size)
+    levels = len(bin(batches)) - 2  # ⌊log₂ m⌋ + 1 counted from the binary expansion of m
+    assert calibrated.certificate.parameters["compositions"] == levels < len(bin(horizon)) - 2
+    a, b, same_state = _both(
+        env, [calibrated.privatizer], horizon=horizon, batch_size=batch_size, radius="experiment"
+    )
+    _assert_same(a, b, same_state)
+
+
+def test_every_release_of_the_batch_tree_has_fresh_leaf_noise():
+    """A partial last batch must not reuse the previous batch's leaf (its data would then be released
+    with no noise of its own): with B = 3 and releases after rounds 3, 6 and 7, every prefix noise differs
+    from the one before, and the tree has ⌊log₂ 3⌋ + 1 = 2 levels."""
+    tree = TreeGaussian(1.0, 7, batch_size=3).start(runs=1, size=2)
+    assert tree.levels == 2
+    rng = np.random.default_rng(0)
+    outputs = [tree.add_batch(np.zeros((1, 3, 2)), done, rng).copy() for done in (3, 6, 7)]
+    for before, after in zip(outputs[:-1], outputs[1:], strict=True):
+        assert not np.array_equal(before, after)

@@ -217,9 +217,13 @@ class LocalGaussian:
         return _LocalGaussianSum(self.sigma, np.zeros((runs, size)))
 
 
-def tree_levels(horizon: int) -> int:
-    """Number of tree nodes containing any one round's data: ``⌊log₂ T⌋ + 1``."""
-    return int(horizon).bit_length()
+def tree_levels(horizon: int, batch_size: int = 1) -> int:
+    """Number of tree nodes containing any one batch's data: ``⌊log₂ ⌈T/B⌉⌋ + 1``.
+
+    The tree's leaves are the ``⌈T/B⌉`` batches (Chowdhury & Zhou 2022, Prop. F.3), a partial last batch
+    being a leaf of its own; with ``B = 1`` they are the rounds.
+    """
+    return (-(-int(horizon) // int(batch_size))).bit_length()
 
 
 @dataclass
@@ -231,18 +235,20 @@ class _TreeSum:
     node_ids: np.ndarray  # (levels,): block index t >> level of the current node, −1 if none yet
     level_index: np.ndarray  # (levels,): 0, 1, …, levels − 1
     pool: _NormalPool | None = None
+    leaf: int = 1  # rounds per leaf (the batch size): leaf index = batches released so far
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
         self.total += statistics.sum(axis=1)
         levels = self.level_index
-        ids = rounds_done >> levels
+        index = -(-rounds_done // self.leaf)  # a partial last batch is a leaf of its own (never shares one)
+        ids = index >> levels
         # a new dyadic block starts at the levels whose block index changed: always levels 0..k − 1
         count = int((ids != self.node_ids).sum())
         if count:
             self.pool = _pool(self.pool, rng)
             self.node_noise[:count] = self.sigma * self.pool.standard_normal((count,) + self.total.shape)
             self.node_ids = ids
-        used = ((rounds_done >> levels) & 1).astype(float)  # binary decomposition of the prefix [1, t]
+        used = ((index >> levels) & 1).astype(float)  # binary decomposition of the prefix of leaves
         return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
 
 
@@ -250,20 +256,22 @@ class _TreeSum:
 class TreeGaussian:
     """Tree-based aggregation (Dwork et al. 2010; Chan et al. 2011) with N(0, σ²) on every node.
 
-    The prefix sum of rounds ``1..t`` is the sum of the nodes of the binary decomposition of ``t``;
-    each node covers a dyadic block and carries its own noise, reused by every prefix that contains
-    the block.  One round's data enter ``⌊log₂ T⌋ + 1`` nodes (one per level).
+    The leaves are the batches (Chowdhury & Zhou 2022, Prop. F.3: the tree is built over the ``⌈T/B⌉``
+    batches, so a batch of B rounds costs one leaf): the prefix sum of batches ``1..m`` is the sum of the
+    nodes of the binary decomposition of ``m``; each node covers a dyadic block and carries its own noise,
+    reused by every prefix that contains the block.  One batch's data enter ``⌊log₂ ⌈T/B⌉⌋ + 1`` nodes.
     """
 
     sigma: float
     horizon: int
     name: str = "tree-gaussian"
+    batch_size: int = 1
 
     def cumulative_std(self, horizon: int, batch_size: int) -> float:
-        return self.sigma * math.sqrt(tree_levels(horizon))
+        return self.sigma * math.sqrt(tree_levels(horizon, batch_size))
 
     def start(self, runs: int, size: int) -> Aggregator:
-        levels = tree_levels(self.horizon)
+        levels = tree_levels(self.horizon, self.batch_size)
         return _TreeSum(
             self.sigma,
             levels,
@@ -271,6 +279,7 @@ class TreeGaussian:
             np.zeros((levels, runs, size)),
             np.full(levels, -1),
             np.arange(levels),
+            leaf=self.batch_size,
         )
 
 

@@ -218,17 +218,18 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
     size, d, q = total.shape[1], mean_weights.shape[1], width_weights.shape[1]
     for g in range(kinds.shape[0]):  # tree: refresh the nodes whose dyadic block starts now
         if kinds[g] == TREE:
+            leaf = (stop + levels[g, 1] - 1) // levels[g, 1]  # batches released: the tree's leaf index
             count = 0
-            for level in range(levels[g]):
-                if (stop >> level) != node_ids[g, level]:
+            for level in range(levels[g, 0]):
+                if (leaf >> level) != node_ids[g, level]:
                     count += 1
             for level in range(count):
                 for b in range(block):
                     for p in range(size):
                         node_noise[g, level, b, p] = tree_values[tree_cursor[g]]
                         tree_cursor[g] += 1
-            for level in range(levels[g]):
-                node_ids[g, level] = stop >> level
+            for level in range(levels[g, 0]):
+                node_ids[g, level] = leaf >> level
     repairs = False
     for g in range(kinds.shape[0]):
         kind = kinds[g]
@@ -246,11 +247,12 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
                 for p in range(size):
                     total[r, p] += statistics[r, p]
                     prefix[p] = 0.0
-                for first in range(0, levels[g], 4):
+                leaf = (stop + levels[g, 1] - 1) // levels[g, 1]
+                for first in range(0, levels[g, 0], 4):
                     for p in range(size):
                         part[p] = 0.0
-                    for level in range(first, min(first + 4, levels[g])):
-                        if (stop >> level) & 1:
+                    for level in range(first, min(first + 4, levels[g, 0])):
+                        if (leaf >> level) & 1:
                             for p in range(size):
                                 part[p] = part[p] + node_noise[g, level, b, p]
                     for p in range(size):
@@ -381,10 +383,12 @@ def run_fixed_arms(
     arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
     kind_of = {engine._ExactSum: EXACT, engine._LocalGaussianSum: LOCAL, engine._TreeSum: TREE}
     kinds = np.array([kind_of.get(type(a), OPAQUE) for _, a, _ in blocks], dtype=np.int64)
+    # per block: the tree's levels and its rounds per leaf (the batch size), (0, 1) for other kinds
     levels = np.array(
-        [a.levels if isinstance(a, engine._TreeSum) else 0 for _, a, _ in blocks], dtype=np.int64
-    )
-    node_noise = np.zeros((len(blocks), max(1, int(levels.max())), block, size))
+        [(a.levels, a.leaf) if isinstance(a, engine._TreeSum) else (0, 1) for _, a, _ in blocks],
+        dtype=np.int64,
+    ).reshape(len(blocks), 2)
+    node_noise = np.zeros((len(blocks), max(1, int(levels[:, 0].max())), block, size))
     node_ids = np.full(node_noise.shape[:2], -1, dtype=np.int64)
     mean_weights = np.zeros((runs, d), dtype=design.dtype)
     width_weights = np.zeros((runs, q), dtype=design.dtype)
@@ -510,10 +514,11 @@ def _draw_noise(
             values = aggregator.pool.standard_normal((chunk, rows.stop - rows.start, size))
             local_noise[:, rows] = values * scale[:, None, None]
         elif kinds[g] == TREE:
-            ids = bounds[1:, None] >> np.arange(levels[g])
-            previous = np.vstack([tree_ids[g, None, : levels[g]], ids[:-1]])
+            leaves = -(-bounds[1:, None] // levels[g, 1])  # batches released: the tree's leaf index
+            ids = leaves >> np.arange(levels[g, 0])
+            previous = np.vstack([tree_ids[g, None, : levels[g, 0]], ids[:-1]])
             count = int((ids != previous).sum())
-            tree_ids[g, : levels[g]] = ids[-1]
+            tree_ids[g, : levels[g, 0]] = ids[-1]
             aggregator.pool = engine._pool(aggregator.pool, stream)
             tree_parts.append(
                 aggregator.sigma * aggregator.pool.standard_normal((count * (rows.stop - rows.start) * size,))

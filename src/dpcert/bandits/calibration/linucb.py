@@ -324,11 +324,14 @@ def calibrate_fixed_batch(
     if bit_sum is not None:
         raise InvalidParameter("bit_sum", dict(bit_sum), "None except for linucb-sdp-vec (use sigma)")
 
-    levels = tree_levels(horizon) if algorithm == "linucb-jdp" else 1
+    levels = tree_levels(horizon, batch_size) if algorithm == "linucb-jdp" else 1
     if algorithm == "linucb-jdp":
         # one user's P rounds may share a node: node sensitivity up to P·Δ on each of the L levels
         node_sensitivity, compositions = sens * participations, levels
-        notes.append(f"tree aggregation: each round's data in {levels} nodes (one per level)")
+        notes.append(
+            f"tree aggregation over the batches (Chowdhury & Zhou 2022, Prop. F.3): each batch's data in "
+            f"{levels} nodes (one per level)"
+        )
     else:
         node_sensitivity, compositions = sens, participations
     if sigma is not None:
@@ -431,7 +434,9 @@ def calibrate_fixed_batch(
     certificate = charge if participations == 1 else compose_counts([(charge, participations)], delta=delta)
     met = meets_target(certificate, claim)
     privatizer: Privatizer = (
-        TreeGaussian(noise, horizon) if algorithm == "linucb-jdp" else LocalGaussian(noise)
+        TreeGaussian(noise, horizon, batch_size=batch_size)
+        if algorithm == "linucb-jdp"
+        else LocalGaussian(noise)
     )
     if amplified is not None and not met and meets_target(amplified.certificate, claim):
         # the paper's σ meets the claim through Lemma B.4 although not locally
@@ -502,7 +507,7 @@ def _write_cached_bit_sum(path: Path, key: Mapping[str, Any], result: BinomialSu
         return
 
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: the JDP tree is built over batches
 """Layout of a disk cache entry; raised whenever what an entry stores changes meaning."""
 
 
