@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcert.bandits.experiment import mean_stderr
+
 MAX_CURVES = 8
 _STYLES = ("-", "--", "-.", ":")
 
@@ -71,11 +73,9 @@ def _certified_text(certified: tuple[float, float] | None) -> str:
 
 
 def _spread(values: np.ndarray) -> tuple[float, float, float]:
-    mean = float(np.mean(values))
-    if values.size < 2:
-        return mean, 0.0, 0.0
-    sd = float(np.std(values, ddof=1))
-    return mean, sd, sd / float(np.sqrt(values.size))
+    """Mean, standard deviation and standard error (both 0 for a single run)."""
+    mean, stderr = mean_stderr(values)
+    return float(mean), float(stderr) * float(np.sqrt(values.size)), float(stderr)
 
 
 def markdown_table(curves: Sequence[Curve]) -> str:
