@@ -109,29 +109,27 @@ def certificate_from_dp_event(
     if sampled is not None:
         from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
 
-        if neighbouring is not Neighbouring.ADD_REMOVE:
-            raise InvalidParameter(
-                "neighbouring",
-                neighbouring.value,
-                "add/remove (Poisson subsampling amplifies under add/remove)",
-            )
-        if delta is None or delta == 0.0:
-            raise InvalidParameter("delta", delta, "0 < delta < 1 for a subsampled Gaussian event")
+        _require_relation_and_delta(
+            neighbouring,
+            Neighbouring.ADD_REMOVE,
+            "add/remove (Poisson subsampling amplifies under add/remove)",
+            delta,
+            "a subsampled Gaussian event",
+        )
         q, sigma, steps = sampled
         return poisson_sampled_gaussian_certificate(sigma, q, steps, delta=delta, trust_model=trust_model)
     without_replacement = _sampled_without_replacement_gaussian(event)
     if without_replacement is not None:
         from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
 
-        if neighbouring is not Neighbouring.REPLACE_ONE:
-            raise InvalidParameter(
-                "neighbouring",
-                neighbouring.value,
-                "replace-one (sampling a fixed-size batch without replacement is accounted with the "
-                "dataset size public)",
-            )
-        if delta is None or delta == 0.0:
-            raise InvalidParameter("delta", delta, "0 < delta < 1 for a subsampled Gaussian event")
+        _require_relation_and_delta(
+            neighbouring,
+            Neighbouring.REPLACE_ONE,
+            "replace-one (sampling a fixed-size batch without replacement is accounted with the "
+            "dataset size public)",
+            delta,
+            "a subsampled Gaussian event",
+        )
         n, m, sigma, steps = without_replacement
         return sampled_without_replacement_certificate(
             sigma, m, n, steps, delta=delta, trust_model=trust_model
@@ -140,15 +138,14 @@ def certificate_from_dp_event(
     if tree is not None:
         from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
 
-        if neighbouring is not Neighbouring.REPLACE_ONE:
-            raise InvalidParameter(
-                "neighbouring",
-                neighbouring.value,
-                "replace-one (a tree aggregation's steps are fixed positions: a record is replaced, "
-                "not added or removed)",
-            )
-        if delta is None or delta == 0.0:
-            raise InvalidParameter("delta", delta, "0 < delta < 1 for a tree aggregation event")
+        _require_relation_and_delta(
+            neighbouring,
+            Neighbouring.REPLACE_ONE,
+            "replace-one (a tree aggregation's steps are fixed positions: a record is replaced, "
+            "not added or removed)",
+            delta,
+            "a tree aggregation event",
+        )
         sigma, counts, epochs = tree
         return tree_aggregation_certificate(
             sigma, counts, epochs=epochs, delta=delta, trust_model=trust_model
@@ -280,6 +277,17 @@ def _tree_aggregation(event: Any) -> tuple[float, list[int], int] | None:
         counts = [counts] if isinstance(counts, int) else list(counts)
         return check.positive_finite("noise_multiplier", event.noise_multiplier), counts, epochs
     return None
+
+
+def _require_relation_and_delta(
+    neighbouring: Neighbouring, required: Neighbouring, allowed: str, delta: float | None, event: str
+) -> None:
+    """Refuse a subsampled or tree event under another relation than the one its accounting assumes,
+    or without a positive δ at which to state it."""
+    if neighbouring is not required:
+        raise InvalidParameter("neighbouring", neighbouring.value, allowed)
+    if delta is None or delta == 0.0:
+        raise InvalidParameter("delta", delta, f"0 < delta < 1 for {event}")
 
 
 def _poisson_sampled_gaussian(event: Any) -> tuple[float, float, int] | None:
