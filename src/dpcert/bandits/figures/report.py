@@ -126,8 +126,8 @@ def plot_panels(
     for name, members in panels:
         figure, axis = plt.subplots(figsize=(9.5, 4.6))
         for index, curve in enumerate(members):
-            mean = curve.regret.mean(axis=0)
-            sd = curve.regret.std(axis=0, ddof=1) if curve.regret.shape[0] > 1 else np.zeros_like(mean)
+            mean, stderr = mean_stderr(curve.regret)
+            sd = stderr * np.sqrt(curve.regret.shape[0])
             colour = colours[index % len(colours)]
             label = f"{curve.label} — certified {_certified_text(curve.certified)}"
             axis.plot(curve.rounds, mean, _STYLES[index % len(_STYLES)], color=colour, label=label, lw=1.6)
