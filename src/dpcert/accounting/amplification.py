@@ -8,7 +8,8 @@ API for bandit algorithms
 whose shuffled protocol meets (ε, δ); :func:`amplification_certificate` the checkable certificate.
 ``method="closed-form"`` is Lemma B.4 of Chowdhury & Zhou 2022 (FMT Thm 3.1 / 3.8); ``"numeric"`` the tightest
 proven numeric bound for the declared ``randomizer`` (below).  Every function also takes the
-keyword arguments ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"``) and ``categories``.
+keyword arguments ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"``, ``"matrix"``),
+``categories`` and ``matrix``.
 
 Closed form (Chowdhury & Zhou 2022, Lemma B.4 = FMT20 Thm 3.1 and, for δ0 > 0, Thm 3.8).  For any
 ``δ' ∈ (0, 1]`` with the precondition ``ε0 <= ln(n / (16 ln(2/δ')))`` (checked, never assumed), the shuffled
@@ -45,6 +46,10 @@ see below).
   enumeration exhibits ε0-LDP randomizers (and k-ary RR with k >= 4) whose shuffled δ exceeds Wang
   et al.'s pair at their own variation parameter (tests/test_amplification_clone.py).  So the
   generic ``"numeric"`` bound stays FMT20 Thm 3.2.
+* A randomizer stated by its matrix (``randomizer="matrix"``): ``c = c(R)``, the largest clone
+  probability for which the same decomposition holds for that matrix,
+  ``min_y 2 min_x R(x, y)/(sum of the two largest R(·, y))``, between ``e^{−ε0}`` and ``2/(e^{ε0} + 1)``
+  (:mod:`dpcert.accounting.randomizer_matrix`); certificates store the rows and recompute ``c``.
 * A smaller clone probability or a larger victim bias is also a valid decomposition (the leftover
   ``LO_i`` stays a distribution; ``Q1``, ``Q0`` stay non-negative), so rounding them that way is safe.
 
@@ -80,6 +85,7 @@ from scipy.optimize import brentq
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import binomial_window, log_binomial_pmf
+from dpcert.accounting.randomizer_matrix import RandomizerMatrix, randomizer_matrix
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -93,7 +99,7 @@ from dpcert.certificates import (
 from dpcert.errors import InvalidParameter, PreconditionFailed
 
 METHODS = ("closed-form", "numeric")
-RANDOMIZERS = ("generic", "binary-rr", "k-rr")
+RANDOMIZERS = ("generic", "binary-rr", "k-rr", "matrix")
 BINARY_RR_EXACT_MAX_USERS = 1000
 CLOSED_FORM_BASIS = (
     "Feldman, McMillan & Talwar 2020, Thm 3.1/3.8 (Chowdhury & Zhou 2022, Lemma B.4), closed form"
@@ -102,6 +108,11 @@ NUMERIC_BASIS = "Feldman, McMillan & Talwar 2020, Thm 3.2 (+ Thm 3.8 for delta0 
 STRONGER_CLONE_BASIS = (
     "stronger clone pair, C ~ Bin(n-1, 2/(e^eps0+1)) (Feldman, McMillan & Talwar 2023, Thm 3.1 for "
     "randomizers meeting the clone condition; Wang et al. 2024, Thm 4.8), evaluated exactly"
+)
+MATRIX_BASIS = (
+    "clone pair with C ~ Bin(n-1, c(R)), c(R) the clone probability of the stated randomizer matrix "
+    "(Feldman, McMillan & Talwar 2020, Thm 3.2 argument; dpcert.accounting.randomizer_matrix), "
+    "evaluated exactly"
 )
 BINARY_RR_BASIS = (
     "exact shuffled binary randomized response (count of ones, worst case over the other users' bits)"
@@ -120,7 +131,7 @@ def _check_randomizer(randomizer: str, categories: object, method: str, delta0: 
     """Validated ``(randomizer, categories)``; k-ary RR with two categories is binary RR."""
     if randomizer not in RANDOMIZERS:
         raise InvalidParameter("randomizer", randomizer, "one of " + ", ".join(RANDOMIZERS))
-    if randomizer == "generic":
+    if randomizer in ("generic", "matrix"):
         return randomizer, 2
     if method != "numeric":
         raise InvalidParameter("method", method, f"numeric (the only method for randomizer {randomizer})")
@@ -132,6 +143,23 @@ def _check_randomizer(randomizer: str, categories: object, method: str, delta0: 
         return randomizer, 2
     k = check.positive_int("categories", categories, minimum=2)
     return ("binary-rr", 2) if k == 2 else ("k-rr", k)
+
+
+def _check_matrix(
+    randomizer: str, matrix: object, epsilon0: float, method: str, delta0: float
+) -> RandomizerMatrix | None:
+    """The validated matrix of ``randomizer="matrix"`` (declared ``epsilon0`` checked against it)."""
+    if randomizer != "matrix":
+        if matrix is not None:
+            raise InvalidParameter("matrix", "(given)", 'only with randomizer="matrix"')
+        return None
+    if matrix is None:
+        raise InvalidParameter("matrix", None, 'a randomizer matrix (rows = inputs) for randomizer="matrix"')
+    if method != "numeric":
+        raise InvalidParameter("method", method, "numeric (the only method for randomizer matrix)")
+    if delta0 != 0.0:
+        raise InvalidParameter("delta0", delta0, "0 (a randomizer matrix is pure epsilon0-LDP)")
+    return randomizer_matrix(matrix, epsilon0)
 
 
 # --------------------------------------------------------------------------- closed form
@@ -366,8 +394,16 @@ def binary_rr_delta(epsilon: float, epsilon0: float, users: int) -> float:
 
 # --------------------------------------------------------------------------- profile and API
 def _amplified_delta(
-    epsilon: float, epsilon0: float, users: int, delta0: float, method: str, randomizer: str
+    epsilon: float,
+    epsilon0: float,
+    users: int,
+    delta0: float,
+    method: str,
+    randomizer: str,
+    stated: RandomizerMatrix | None = None,
 ) -> float:
+    if stated is not None:
+        return clone_pair_delta(epsilon, stated.epsilon0, users, stated.clone_probability)
     if randomizer == "binary-rr" and users <= BINARY_RR_EXACT_MAX_USERS:
         return binary_rr_delta(epsilon, epsilon0, users)
     if randomizer != "generic":
@@ -386,12 +422,15 @@ def shuffled_delta(
     *,
     randomizer: str = "generic",
     categories: int | None = None,
+    matrix: object = None,
 ) -> float:
     """δ(ε) of the shuffled protocol of ``users`` (ε0, δ0)-LDP reports (replace-one, shuffler's view).
 
     ``randomizer``: ``"generic"`` (any (ε0, δ0)-LDP randomizer), ``"binary-rr"`` (exact up to
-    ``BINARY_RR_EXACT_MAX_USERS`` users, then the stronger clone bound) or ``"k-rr"`` with
-    ``categories`` values (stronger clone bound); the last two need ``method="numeric"``, ``δ0 = 0``.
+    ``BINARY_RR_EXACT_MAX_USERS`` users, then the stronger clone bound), ``"k-rr"`` with
+    ``categories`` values (stronger clone bound) or ``"matrix"`` with the randomizer's ``matrix`` (rows
+    = inputs; the clone pair at the matrix's own clone probability,
+    :mod:`dpcert.accounting.randomizer_matrix`); all but the first need ``method="numeric"``, ``δ0 = 0``.
     """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
@@ -399,10 +438,13 @@ def shuffled_delta(
     users = check.positive_int("users", users)
     _check_method(method)
     randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
+    stated = _check_matrix(randomizer, matrix, epsilon0, method, delta0)
+    if stated is not None:
+        epsilon0 = stated.epsilon0  # the declared level, or the matrix's own if a hair above it
     local = delta0 if epsilon >= epsilon0 else 1.0
     if local <= delta0 and epsilon >= epsilon0:
         return min(1.0, local)
-    return min(1.0, local, _amplified_delta(epsilon, epsilon0, users, delta0, method, randomizer))
+    return min(1.0, local, _amplified_delta(epsilon, epsilon0, users, delta0, method, randomizer, stated))
 
 
 def _least_epsilon(delta_of: Callable[[float], float], target: float, ceiling: float) -> float:
@@ -461,6 +503,7 @@ def shuffled_epsilon(
     *,
     randomizer: str = "generic",
     categories: int | None = None,
+    matrix: object = None,
 ) -> float:
     """Least ε with :func:`shuffled_delta` ``<= delta`` (rounded up); ``inf`` if none."""
     delta = check.delta(delta)
@@ -469,9 +512,12 @@ def shuffled_epsilon(
     users = check.positive_int("users", users)
     _check_method(method)
     randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
+    stated = _check_matrix(randomizer, matrix, epsilon0, method, delta0)
+    if stated is not None:
+        epsilon0 = stated.epsilon0
     if randomizer != "generic":
         return _least_epsilon(
-            lambda e: _amplified_delta(e, epsilon0, users, 0.0, method, randomizer), delta, epsilon0
+            lambda e: _amplified_delta(e, epsilon0, users, 0.0, method, randomizer, stated), delta, epsilon0
         )
     if method == "numeric":
         return numeric_epsilon(delta, epsilon0, users, delta0)
@@ -514,6 +560,10 @@ def largest_local_epsilon(
     _check_method(method)
     delta0 = check.delta(delta0, "delta0")
     randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
+    if randomizer == "matrix":
+        raise InvalidParameter(
+            "randomizer", randomizer, "generic, binary-rr or k-rr (a stated matrix fixes its own epsilon0)"
+        )
 
     def excess(epsilon0: float) -> float:
         # aim a hair below epsilon, so that shuffled_epsilon (rounded up by at most 1e-9 epsilon0)
@@ -550,6 +600,7 @@ AMPLIFICATION_PARAMETERS = {
     "local_mechanism": ParameterSpec("string", required=False),
     "randomizer": ParameterSpec("string", required=False),
     "categories": ParameterSpec("integer", required=False),
+    "matrix": ParameterSpec("list", required=False),
 }
 
 
@@ -564,8 +615,9 @@ class AmplificationProfile:
 
     Parameters: ``epsilon0`` (number >= 0), ``delta0`` (number in [0, 1), default 0), ``users``
     (integer >= 1), ``method`` (``"closed-form"`` or ``"numeric"``, default ``"numeric"``),
-    ``randomizer`` (``"generic"``, ``"binary-rr"`` or ``"k-rr"``, default ``"generic"``) and
-    ``categories`` (integer >= 2, the k of ``"k-rr"``; default 2).
+    ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"`` or ``"matrix"``, default ``"generic"``),
+    ``categories`` (integer >= 2, the k of ``"k-rr"``; default 2) and ``matrix`` (the randomizer's rows,
+    with ``"matrix"``: its clone probability is recomputed from them, never read from the certificate).
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
@@ -575,6 +627,9 @@ class AmplificationProfile:
         self.method = _check_method(parameters.get("method", "numeric"))
         self.randomizer, self.categories = _check_randomizer(
             parameters.get("randomizer", "generic"), parameters.get("categories", 2), self.method, self.delta0
+        )
+        self.matrix = _check_matrix(
+            self.randomizer, parameters.get("matrix"), self.epsilon0, self.method, self.delta0
         )
 
     def delta_for(self, epsilon: float) -> float:
@@ -586,6 +641,7 @@ class AmplificationProfile:
             self.method,
             randomizer=self.randomizer,
             categories=self.categories,
+            matrix=None if self.matrix is None else self.matrix.rows,
         )
 
     def epsilon_for(self, delta: float) -> float:
@@ -597,6 +653,7 @@ class AmplificationProfile:
             self.method,
             randomizer=self.randomizer,
             categories=self.categories,
+            matrix=None if self.matrix is None else self.matrix.rows,
         )
 
     def reference_bounds(self) -> dict[str, Any]:
@@ -621,6 +678,8 @@ class ClosedFormCurve:
 
 
 def _basis(method: str, randomizer: str, users: int) -> str:
+    if randomizer == "matrix":
+        return MATRIX_BASIS
     if randomizer == "binary-rr" and users <= BINARY_RR_EXACT_MAX_USERS:
         return BINARY_RR_BASIS
     if randomizer != "generic":
@@ -641,22 +700,27 @@ def amplification_certificate(
     notes: tuple[str, ...] = (),
     randomizer: str = "generic",
     categories: int | None = None,
+    matrix: object = None,
 ) -> Certificate:
     """Certificate of ``users`` shuffled (ε0, δ0)-LDP reports at ``delta`` (least ε) or ``epsilon``.
 
-    ``randomizer``/``categories`` as in :func:`shuffled_delta`; recorded in the parameters only when
-    the randomizer is not generic.
+    ``randomizer``/``categories``/``matrix`` as in :func:`shuffled_delta`; recorded in the parameters
+    only when the randomizer is not generic (a matrix as its normalised rows).
     """
     _check_method(method)
     delta0 = check.delta(delta0, "delta0")
     randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
+    stated = _check_matrix(randomizer, matrix, check.nonnegative_finite("epsilon0", epsilon0), method, delta0)
     parameters: dict[str, Any] = {
         "epsilon0": check.nonnegative_finite("epsilon0", epsilon0),
         "delta0": delta0,
         "users": check.positive_int("users", users),
         "method": method,
     }
-    if randomizer != "generic":
+    if stated is not None:
+        parameters["randomizer"] = randomizer
+        parameters["matrix"] = stated.as_list()
+    elif randomizer != "generic":
         parameters["randomizer"] = randomizer
         parameters["categories"] = categories
     parameters.update(dict(extra_parameters or {}))
@@ -671,6 +735,13 @@ def amplification_certificate(
             "numeric bound: tail of C ~ Bin(n-1, e^-eps0) outside a Chernoff window counted in full"
             if method == "numeric"
             else "closed form used only where its precondition holds (checked)"
+        )
+    elif stated is not None:
+        randomizer_note = (
+            f"each user runs the stated {len(stated.rows)}-input randomizer matrix: clone probability "
+            f"c = {stated.clone_probability:.6g} (FMT 2020's generic e^-eps0 = {math.exp(-epsilon0):.6g}, "
+            f"randomized response's 2/(e^eps0+1) = {2.0 / (math.exp(epsilon0) + 1.0):.6g}); binomial "
+            "tails outside a Chernoff window counted in full"
         )
     else:
         randomizer_note = (

@@ -89,15 +89,37 @@ def _add_randomizer_arguments(parser: argparse.ArgumentParser) -> None:
         choices=RANDOMIZERS,
         default="generic",
         help="generic: any epsilon0-LDP randomizer (default); binary-rr: exact for small N, else the "
-        "stronger clone bound; k-rr: the stronger clone bound (needs --categories)",
+        "stronger clone bound; k-rr: the stronger clone bound (needs --categories); matrix: the clone "
+        "bound of a stated randomizer (needs --matrix)",
         metavar="NAME",
     )
     parser.add_argument("--categories", type=integer, default=None, help="k of k-rr (k >= 2)")
+    parser.add_argument(
+        "--matrix",
+        default=None,
+        metavar="FILE",
+        help="JSON file: the randomizer's probabilities, one row per input (with --randomizer matrix)",
+    )
+
+
+def _read_matrix(path: str | None) -> object:
+    if path is None:
+        return None
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise InvalidParameter("--matrix", path, "a readable JSON file holding a list of rows") from error
 
 
 def _randomizer_options(args: argparse.Namespace) -> dict:
-    if args.randomizer == "generic":
+    matrix = _read_matrix(getattr(args, "matrix", None))
+    if args.randomizer == "generic" and matrix is None:
         return {}
+    if args.randomizer == "matrix" or matrix is not None:
+        return {"randomizer": args.randomizer, "matrix": matrix}
     return {"randomizer": args.randomizer, "categories": args.categories}
 
 
