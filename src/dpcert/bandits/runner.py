@@ -178,11 +178,30 @@ def _to_bandit_run(
     )  # fmt: skip
 
 
-MAB_OPTIONS = frozenset({"means", "batch_size", "horizon", "reward_model"})
+MAB_OPTIONS = frozenset({"means", "batch_size", "horizon", "reward_model", "secure"})
 ROBUST_OPTIONS = frozenset(
     {"model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
-     "failure_probability", "arms", "dimension", "reward_model", "scale"}
+     "failure_probability", "arms", "dimension", "reward_model", "scale", "secure"}
 )  # fmt: skip
+SECURE_REFUSALS = {
+    "none": "no noise is added without privacy",
+    "shuffle": "the shuffle binary sum's noise is already integer (Binomial noise bits on integer bit "
+    "sums): no floating-point noise to replace",
+    "local": "randomized response releases bits (no secure variant)",
+}
+
+
+def _secure_option(options: Mapping[str, Any], privacy: str, supported: str, algorithm: str) -> bool:
+    """The ``secure`` option as a bool, refused (naming why) unless ``privacy == supported``."""
+    secure = options.get("secure", False)
+    if not isinstance(secure, (bool, np.bool_)):
+        raise InvalidParameter("secure", secure, "true or false")
+    if secure and privacy != supported:
+        reason = SECURE_REFUSALS.get(privacy, "not supported")
+        raise InvalidParameter(
+            "secure", True, f"only with --privacy {supported} for {algorithm}; {privacy}: {reason}"
+        )
+    return bool(secure)
 
 
 def run_mab(config: registry.RunConfig) -> registry.BanditRun:
@@ -191,8 +210,10 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     Options: ``means``, ``batch_size``, ``horizon=known|unknown`` (``unknown``: the doubling trick of
     Tenenbaum et al. 2021, footnote 10; ``--horizon`` is then only when users stop arriving) and
     ``reward_model=bernoulli|beta`` (``beta``: rewards valued in [0, 1], sent as randomized-rounding bits
-    to the bit summations).
+    to the bit summations) and ``secure`` (``--secure``, privacy ``central`` only: integer-exact noise,
+    :class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`).
     """
+    secure = _secure_option(config.options, config.privacy, "central", config.algorithm)
     reward_model = str(config.options.get("reward_model", "bernoulli"))
     if reward_model not in ("bernoulli", "beta"):
         raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
@@ -228,7 +249,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         result = mab.successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
     elif privacy == "central":
         epsilon = _require(config.epsilon, "epsilon", privacy)
-        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, secure=secure, **common)
     elif privacy == "local":
         epsilon = _require(config.epsilon, "epsilon", privacy)
         result = mab.local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
@@ -243,6 +264,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "horizon_mode": horizon_mode,
         "epochs": result.parameters.get("epochs"),
         "reward_model": reward_model,
+        "secure": secure,
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
         "(docs/PAPER_NOTES.md, PN-TKMS-4), with no composition over batches, phases, arms or epochs",
     }
