@@ -315,7 +315,7 @@ def _robust_adversary(
         instance.arms,
         instance.means,
         strategy[len(IN_RANGE_PREFIX) :],
-        clip=clients.clip,
+        clip=float(clients.report_clip(1)),  # c_r, or its grid rounding with secure noise
         laplace_scale=clients.scale(),
         delta=failure_probability / (instance.arms.shape[0] * horizon**2),
         scale=float(options.get("scale", 1.0)),
@@ -326,17 +326,22 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
     ``strategy`` (random | constant | targeted | sign-flip | in-range-targeted | in-range-coordinated),
     ``magnitude``, ``scale`` (in-range only, fraction of Ȳ), ``width_scale``, ``estimator``
-    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``)."""
+    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``,
+    ``secure`` (``--secure``, privacy ``local`` only: integer-exact client noise,
+    :class:`~dpcert.bandits.algorithms.robust_elimination.LaplaceClients`))."""
     options = config.options
     if config.privacy not in ("none", "local"):
         raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
+    secure = _secure_option(options, config.privacy, "local", config.algorithm)
     epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
     model = str(options.get("model", "M1"))
     batches = options.get("batches")
     batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
     reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
     per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
-    clients = robust_elimination.LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    clients = robust_elimination.LaplaceClients(
+        model, per_report, float(options.get("clip", 1.0)), secure=secure
+    )
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     instance = _linear_instance(options, config.seed)
     failure_probability = float(
