@@ -189,9 +189,10 @@ class LaplaceClients:
         Confidence widths: the discrete Laplace's moment generating function is at most that of
         Laplace(1/a) (:class:`dpcert.bandits.algorithms.mab.CentralLaplaceSum`, "Secure noise"), its
         variance ``2e^{−a}/(1 − e^{−a})² = 1/(2 sinh²(a/2))`` (grid units) is at most the Laplace's
-        ``2/a²``, and its tail ``P(|Z| > y) = 2q^{⌊y⌋+1}/(1 + q) <= q^y`` (q = e^{−a}) is at most the
-        Laplace's.  The widths and Ȳ therefore use the continuous scale ``b`` (:attr:`noise_epsilon`
-        = 2c_r/b, slightly below ε), and the rounding error, at most ``g/(2 n_a)`` per report
+        ``2/a²``, and its tail ``P(|Z| > y) = 2q^{⌊y⌋+1}/(1 + q) <= (2/(1 + q))·q^y`` (q = e^{−a}) is at
+        most 2/(1 + q) times the Laplace's.  The widths and Ȳ therefore use the continuous scale ``b``
+        (:attr:`noise_epsilon` = 2c_r/b, slightly below ε); Ȳ's union bound, δ/2 for Laplace noise,
+        becomes δ/(1 + q) <= δ, still the δ it states.  The rounding error, at most ``g/(2 n_a)`` per report
         (:meth:`rounding_error`), enters Ȳ through :meth:`report_clip` and the widths through
         :func:`rounding_bias`.
     """
@@ -403,8 +404,9 @@ def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> f
     """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (docs/PAPER_NOTES.md, PN-CEM-2 (a)).
 
     A clipped report is at most ``report_clip + |noise|`` (``report_clip`` = c_r, or its grid rounding)
-    and ``P(max of n |noise of scale b| > b·log(2n/δ)) <= δ/2`` (Laplace, and the secure discrete Laplace
-    whose tail is no heavier; :class:`LaplaceClients`).  M1 is
+    and ``P(max of n |noise of scale b| > b·log(2n/δ)) <= δ/2`` for Laplace noise, ``<= δ/(1 + e^{−a}) <= δ``
+    for the secure discrete Laplace, whose tail is at most ``2/(1 + e^{−a})`` times the Laplace's
+    (:class:`LaplaceClients`).  M1 is
     :func:`~dpcert.bandits.algorithms.corruption.clean_value_bound`, the in-range adversaries' range.
     """
     if clients.epsilon is None:
