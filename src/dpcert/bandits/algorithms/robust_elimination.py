@@ -16,6 +16,11 @@ the server only through client-side Laplace reports (two client models):
   several batches composes to ``(#batches reported)·ε`` at client level (docs/PAPER_NOTES.md, PN-CEM-5; not
   claimed by the paper); the result states that number.
 
+With ``secure=True`` (:class:`LaplaceClients`, ``--secure`` in the CLI) each client's clipped reward (M1) or
+clipped sum (M2, divided by ``n_a`` after the release) goes through the grid-rounded secure Laplace of
+:mod:`dpcert.mechanisms.secure_noise` (integer-exact discrete Laplace, certificate with
+``"sampler": "integer-exact"`` and the grid); Ȳ and the widths use that noise's scale and rounding.
+
 **Clipping is mandatory** (docs/PAPER_NOTES.md, PN-CEM-1): the paper's rewards are sub-Gaussian, hence
 unbounded, and Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards
 ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
