@@ -191,16 +191,18 @@ SECURE_REFUSALS = {
 }
 
 
-def _secure_option(options: Mapping[str, Any], privacy: str, supported: str, algorithm: str) -> bool:
-    """The ``secure`` option as a bool, refused (naming why) unless ``privacy == supported``."""
+def _secure_option(options: Mapping[str, Any], privacy: str, supported: str | None, algorithm: str) -> bool:
+    """The ``secure`` option as a bool, refused (naming why) unless ``privacy == supported``
+    (``supported=None``: the algorithm has no secure variant)."""
     secure = options.get("secure", False)
     if not isinstance(secure, (bool, np.bool_)):
         raise InvalidParameter("secure", secure, "true or false")
     if secure and privacy != supported:
         reason = SECURE_REFUSALS.get(privacy, "not supported")
-        raise InvalidParameter(
-            "secure", True, f"only with --privacy {supported} for {algorithm}; {privacy}: {reason}"
-        )
+        where = f"false for {algorithm}" if supported is None else (
+            f"only with --privacy {supported} for {algorithm}"
+        )  # fmt: skip
+        raise InvalidParameter("secure", True, f"{where}; {privacy}: {reason}")
     return bool(secure)
 
 
@@ -213,7 +215,8 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     to the bit summations) and ``secure`` (``--secure``, privacy ``central`` only: integer-exact noise,
     :class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`).
     """
-    secure = _secure_option(config.options, config.privacy, "central", config.algorithm)
+    supported = "central" if config.algorithm == "mab-se" else None  # sdp-ae, vb-sdp-ae: shuffle only
+    secure = _secure_option(config.options, config.privacy, supported, config.algorithm)
     reward_model = str(config.options.get("reward_model", "bernoulli"))
     if reward_model not in ("bernoulli", "beta"):
         raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
