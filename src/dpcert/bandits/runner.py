@@ -178,11 +178,32 @@ def _to_bandit_run(
     )  # fmt: skip
 
 
-MAB_OPTIONS = frozenset({"means", "batch_size", "horizon", "reward_model"})
+MAB_OPTIONS = frozenset({"means", "batch_size", "horizon", "reward_model", "secure"})
 ROBUST_OPTIONS = frozenset(
     {"model", "clip", "alpha", "strategy", "magnitude", "estimator", "variance", "width_scale",
-     "failure_probability", "arms", "dimension", "reward_model", "scale"}
+     "failure_probability", "arms", "dimension", "reward_model", "scale", "secure"}
 )  # fmt: skip
+SECURE_REFUSALS = {
+    "none": "no noise is added without privacy",
+    "shuffle": "the shuffle binary sum's noise is already integer (Binomial noise bits on integer bit "
+    "sums): no floating-point noise to replace",
+    "local": "randomized response releases bits (no secure variant)",
+}
+
+
+def _secure_option(options: Mapping[str, Any], privacy: str, supported: str | None, algorithm: str) -> bool:
+    """The ``secure`` option as a bool, refused (naming why) unless ``privacy == supported``
+    (``supported=None``: the algorithm has no secure variant)."""
+    secure = options.get("secure", False)
+    if not isinstance(secure, (bool, np.bool_)):
+        raise InvalidParameter("secure", secure, "true or false")
+    if secure and privacy != supported:
+        reason = SECURE_REFUSALS.get(privacy, "not supported")
+        where = f"false for {algorithm}" if supported is None else (
+            f"only with --privacy {supported} for {algorithm}"
+        )  # fmt: skip
+        raise InvalidParameter("secure", True, f"{where}; {privacy}: {reason}")
+    return bool(secure)
 
 
 def run_mab(config: registry.RunConfig) -> registry.BanditRun:
@@ -191,8 +212,11 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     Options: ``means``, ``batch_size``, ``horizon=known|unknown`` (``unknown``: the doubling trick of
     Tenenbaum et al. 2021, footnote 10; ``--horizon`` is then only when users stop arriving) and
     ``reward_model=bernoulli|beta`` (``beta``: rewards valued in [0, 1], sent as randomized-rounding bits
-    to the bit summations).
+    to the bit summations) and ``secure`` (``--secure``, privacy ``central`` only: integer-exact noise,
+    :class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`).
     """
+    supported = "central" if config.algorithm == "mab-se" else None  # sdp-ae, vb-sdp-ae: shuffle only
+    secure = _secure_option(config.options, config.privacy, supported, config.algorithm)
     reward_model = str(config.options.get("reward_model", "bernoulli"))
     if reward_model not in ("bernoulli", "beta"):
         raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
@@ -228,7 +252,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         result = mab.successive_elimination(bandit, config.horizon, rng, batch_size=size, **common)
     elif privacy == "central":
         epsilon = _require(config.epsilon, "epsilon", privacy)
-        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
+        result = mab.central_dp_se(bandit, config.horizon, rng, epsilon=epsilon, secure=secure, **common)
     elif privacy == "local":
         epsilon = _require(config.epsilon, "epsilon", privacy)
         result = mab.local_dp_se(bandit, config.horizon, rng, epsilon=epsilon, **common)
@@ -243,6 +267,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "horizon_mode": horizon_mode,
         "epochs": result.parameters.get("epochs"),
         "reward_model": reward_model,
+        "secure": secure,
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
         "(docs/PAPER_NOTES.md, PN-TKMS-4), with no composition over batches, phases, arms or epochs",
     }
@@ -293,7 +318,7 @@ def _robust_adversary(
         instance.arms,
         instance.means,
         strategy[len(IN_RANGE_PREFIX) :],
-        clip=clients.clip,
+        clip=float(clients.report_clip(1)),  # c_r, or its grid rounding with secure noise
         laplace_scale=clients.scale(),
         delta=failure_probability / (instance.arms.shape[0] * horizon**2),
         scale=float(options.get("scale", 1.0)),
@@ -304,17 +329,22 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     """``dpcert bandit run robust-elimination --privacy none|local`` (options: ``model`` M1|M2, ``alpha``,
     ``strategy`` (random | constant | targeted | sign-flip | in-range-targeted | in-range-coordinated),
     ``magnitude``, ``scale`` (in-range only, fraction of Ȳ), ``width_scale``, ``estimator``
-    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``)."""
+    (filter | clip-only | least-squares), ``variance`` (default by client model), ``arms``, ``dimension``,
+    ``secure`` (``--secure``, privacy ``local`` only: integer-exact client noise,
+    :class:`~dpcert.bandits.algorithms.robust_elimination.LaplaceClients`))."""
     options = config.options
     if config.privacy not in ("none", "local"):
         raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
+    secure = _secure_option(options, config.privacy, "local", config.algorithm)
     epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
     model = str(options.get("model", "M1"))
     batches = options.get("batches")
     batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
     reports = 1 if model == "M1" else max(1, batches - 1)  # an M2 client reports once per phase
     per_report = None if epsilon is None else epsilon / reports  # pure DP: the losses add up exactly
-    clients = robust_elimination.LaplaceClients(model, per_report, float(options.get("clip", 1.0)))
+    clients = robust_elimination.LaplaceClients(
+        model, per_report, float(options.get("clip", 1.0)), secure=secure
+    )
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     instance = _linear_instance(options, config.seed)
     failure_probability = float(

@@ -83,8 +83,9 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument(
         "--secure",
         action="store_true",
-        help="integer-exact noise where the algorithm supports it (dp-dpe, dpe-fixedu, dp-pe; central "
-        "and local; same as --option secure=true); refused elsewhere",
+        help="integer-exact noise where the algorithm supports it (dp-dpe, dpe-fixedu, dp-pe with "
+        "central or local privacy; mab-se with central; robust-elimination with local; same as --option "
+        "secure=true); refused elsewhere, naming why",
     )
 
     groups.add("bandit", "list", "list the registered bandit algorithms", _list)

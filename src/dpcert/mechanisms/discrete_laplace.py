@@ -97,12 +97,20 @@ def discrete_laplace_certificate(
     delta: float = 0.0,
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+    sampler: str | None = None,
 ) -> Certificate:
-    """Certificate of DLap(``noise_parameter``) noise at the point ``delta`` of its exact profile."""
-    parameters = {
+    """Certificate of DLap(``noise_parameter``) noise at the point ``delta`` of its exact profile.
+
+    ``sampler`` (``"integer-exact"`` or ``"float"``), when given, is recorded in the parameters.
+    """
+    parameters: dict[str, Any] = {
         "noise_parameter": check.positive_finite("noise_parameter", noise_parameter),
         "sensitivity": check.positive_int("sensitivity", sensitivity),
     }
+    if sampler is not None:
+        if sampler not in ("integer-exact", "float"):
+            raise InvalidParameter("sampler", sampler, "'integer-exact' or 'float'")
+        parameters["sampler"] = sampler
     return certificate_at_delta(
         "discrete-laplace",
         DiscreteLaplaceProfile(parameters),
@@ -110,7 +118,7 @@ def discrete_laplace_certificate(
         delta,
         trust_model,
         neighbouring,
-        DISCRETE_LAPLACE_BASIS,
+        DISCRETE_LAPLACE_BASIS + ("; integer-exact sampler" if sampler == "integer-exact" else ""),
     )
 
 

@@ -28,7 +28,9 @@ Algorithms
 * :func:`successive_elimination` — the non-private baseline (same code, exact sums).
 * :func:`central_dp_se` — dpcert's own central-model ε-DP elimination (not an algorithm of the paper):
   the server adds Laplace(1/ε) to each batch sum (sensitivity 1 for rewards in [0, 1], each user in one
-  batch), doubling batches.
+  batch), doubling batches.  ``secure=True`` replaces the float Laplace by integer-exact noise: discrete
+  Laplace on the integer sums of Bernoulli rewards, the grid-rounded secure Laplace for other rewards in
+  [0, 1] (:class:`CentralLaplaceSum`); the certificate records ``"sampler": "integer-exact"``.
 * :func:`local_dp_se` — dpcert's own local-model ε-DP elimination (not an algorithm of the paper): each
   user sends her bit through binary randomized response, the server debiases; doubling batches
   (batching does not change the local guarantee).
@@ -53,6 +55,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -65,7 +68,10 @@ from dpcert.bandits.experiment import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.binary_sum import BinarySum, calibrate_binary_sum
+from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
+from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.secure_noise import Grid, secure_laplace
 
 SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
@@ -144,38 +150,119 @@ class ShuffleBinarySum:
         return 2.0 * math.sqrt(batches) * self.sigma * math.sqrt(2.0 * log_horizon)
 
 
+def laplace_sum_deviation(scale: float, batches: int, log_horizon: float) -> float:
+    """A ``u`` with ``P(|S| >= u) <= 2·exp(−4·log_horizon)`` for a sum S of ``batches`` independent noises
+    whose moment generating function is at most Laplace(``scale``)'s, ``1/(1 − λ²b²)`` for ``|λ| < 1/b``.
+
+    ``1/(1 − x) <= exp(2x)`` on [0, 1/2] gives ``E e^{λL} <= exp(2λ²b²)`` for ``|λ| <= 1/(√2 b)``, so the sum
+    is sub-exponential (ν² = 4tb², α = √2 b) and ``P(|S| >= x) <= 2 exp(−min(x²/(8tb²), x/(2√2 b)))``
+    (the sub-exponential tail bound); the exponent is at least ``4 log T`` at the ``u`` returned.
+    """
+    return max(scale * math.sqrt(32.0 * batches * log_horizon), 8.0 * math.sqrt(2.0) * scale * log_horizon)
+
+
 @dataclass(frozen=True)
 class CentralLaplaceSum:
-    """Central model: the trusted server adds Laplace(1/ε) to each batch sum of bits (sensitivity 1).
+    """Central model: the trusted server adds Laplace(1/ε) to each batch sum of rewards (sensitivity 1).
 
     Each user is in one batch, so by parallel composition the run is ε-DP (replace-one, central).
+
+    Secure noise (``secure=True``)
+        Float Laplace noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` the
+        noise is drawn by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2;
+        :mod:`dpcert.mechanisms.exact_samplers`) from the run's seeded Generator (reproducible, not a
+        cryptographic source), and the certificate records ``"sampler": "integer-exact"``:
+
+        * ``integer_sums=True`` (Bernoulli rewards: the batch sums are integers): the server adds
+          discrete Laplace noise DLap(a), mass ∝ e^{−a|z|}, with a the largest float <= ε.  Sensitivity
+          1 on the integers, so the release is exactly a·1 <= ε-DP with no grid (the certificate is the
+          discrete Laplace's exact one); a non-integer sum is refused.
+        * ``integer_sums=False`` (rewards in [0, 1], e.g. Beta arms: the sums are real): each sum is
+          rounded to the grid g ℤ with g = 2^-20 and released by
+          :func:`dpcert.mechanisms.secure_noise.secure_laplace` at sensitivity 1, which accounts for the
+          rounding (integer sensitivity ⌊1/g⌋ + 1 = 2^20 + 1 grid steps; certificate ε <= the target).
+          Rounding to the grid (rather than refusing Beta rewards, or sending randomized-rounding bits)
+          keeps the estimate's law that of the float mechanism up to a noise scale larger by at most
+          2^-19 relative.
+
+        Confidence radius: with q = e^{−a}, the discrete Laplace's moment generating function is
+        ``M(λ) = (1 − q)²/((1 − qe^λ)(1 − qe^{−λ})) = 1/(1 − sinh²(λ/2)/sinh²(a/2))`` for ``|λ| < a``, and as
+        sinh(x)/x increases in |x|, ``sinh(|λ|/2)/sinh(a/2) <= |λ|/a``, so ``M(λ) <= 1/(1 − λ²/a²)``: the
+        moment generating function of Laplace(1/a).  :func:`laplace_sum_deviation` uses nothing else,
+        so its deviation holds for the discrete noise with scale 1/a (g/a on the grid, where g·Z has
+        M(gλ)); on the grid each rounded sum is off by at most g/2, which the deviation adds per batch.
     """
 
     epsilon: float
     name: str = "central Laplace sum"
+    secure: bool = False
+    integer_sums: bool = True
     certificate: Certificate | None = field(init=False)
+    noise_scale: float = field(init=False)
+    grid: Grid | None = field(init=False)
 
     def __post_init__(self) -> None:
         epsilon = check.epsilon(self.epsilon)
+        for flag in ("secure", "integer_sums"):
+            if not isinstance(getattr(self, flag), (bool, np.bool_)):
+                raise InvalidParameter(flag, getattr(self, flag), "true or false")
         object.__setattr__(self, "epsilon", epsilon)
-        object.__setattr__(
-            self,
-            "certificate",
-            laplace_certificate(1.0 / epsilon, sensitivity=1.0, trust_model=TrustModel.CENTRAL),
-        )
+        grid = None
+        if not self.secure:
+            scale = 1.0 / epsilon
+            certificate = laplace_certificate(scale, sensitivity=1.0, trust_model=TrustModel.CENTRAL)
+        elif self.integer_sums:
+            noise_parameter = DiscreteLaplaceMechanism.for_epsilon(epsilon).noise_parameter
+            scale = 1.0 / noise_parameter
+            certificate = discrete_laplace_certificate(
+                noise_parameter, sensitivity=1, trust_model=TrustModel.CENTRAL, sampler="integer-exact"
+            )
+        else:
+            mechanism = secure_laplace(epsilon, sensitivity=1.0, bits="rng", trust_model=TrustModel.CENTRAL)
+            grid, scale, certificate = mechanism.grid, mechanism.scale, mechanism.certificate
+        if self.secure and self.name == "central Laplace sum":
+            object.__setattr__(self, "name", "central discrete Laplace sum")
+        object.__setattr__(self, "certificate", certificate)
+        object.__setattr__(self, "noise_scale", scale)
+        object.__setattr__(self, "grid", grid)
+
+    @property
+    def needs_integer_sums(self) -> bool:
+        """True when the batch sums must be integers (secure noise without a grid)."""
+        return bool(self.secure and self.integer_sums)
+
+    @property
+    def noise_parameter(self) -> float | None:
+        """The discrete Laplace parameter a in grid units (``None`` for float noise)."""
+        if not self.secure:
+            return None
+        return self.certificate.parameters["noise_parameter"]
+
+    @property
+    def rounding_error(self) -> float:
+        """The largest |rounded sum − sum|: g/2 on the grid, 0 otherwise."""
+        return 0.0 if self.grid is None else self.grid.granularity / 2.0
 
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
         sums = np.asarray(sums, dtype=float)
-        return sums + rng.laplace(0.0, 1.0 / self.epsilon, size=sums.shape)
+        if not self.secure:
+            return sums + rng.laplace(0.0, 1.0 / self.epsilon, size=sums.shape)
+        if self.grid is None:
+            if not np.all(sums == np.round(sums)):
+                raise InvalidParameter(
+                    "sums", "<non-integer batch sum>", "integer batch sums (Bernoulli rewards)"
+                )
+            units = sums.astype(np.int64)
+        else:
+            units = self.grid.to_units(sums)
+        noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), units.size, rng)
+        released = units + noise.reshape(units.shape)
+        return released.astype(float) if self.grid is None else self.grid.from_units(released)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
-        # Lap(b) has E e^{λL} = 1/(1 − λ²b²) <= exp(2λ²b²) for |λ| <= 1/(√2 b) (−ln(1−x) <= 2x on [0, 1/2]),
-        # so a sum of t is sub-exponential (ν² = 4tb², α = √2 b) and
-        # P(|S| >= x) <= 2 exp(−min(x²/(8tb²), x/(2√2 b))).  Exponent >= 4 log T at the x below.
-        scale = 1.0 / self.epsilon
-        return max(
-            scale * math.sqrt(32.0 * batches * log_horizon), 8.0 * math.sqrt(2.0) * scale * log_horizon
-        )
+        # The secure noise's MGF is at most Laplace(noise_scale)'s (class docstring); rounding adds g/2
+        # per batch, deterministically.
+        return laplace_sum_deviation(self.noise_scale, batches, log_horizon) + batches * self.rounding_error
 
 
 @dataclass(frozen=True)
@@ -185,6 +272,10 @@ class LocalRandomizedResponse:
     The server's debiased estimate of a batch sum is ``(Σ reports − m·p)/(1 − 2p)``.  Binary randomized
     response is exactly the canonical ε-DP pair, so the generic ``approximate-dp`` profile at δ = 0 is its
     exact profile (Kairouz, Oh & Viswanath 2015, Thm 2.1).
+
+    The flips are drawn with numpy's binomial sampler, a floating-point comparison with ``1/(1+e^ε)``:
+    the output is a bit, so no low-order bits leak, but the flip probability is the float's, not exactly
+    ``1/(1+e^ε)`` (an irrational number).  There is no secure variant of this summation.
     """
 
     epsilon: float
@@ -405,6 +496,13 @@ def batched_arm_elimination(
             "bandit",
             getattr(bandit, "reward_model", type(bandit).__name__),
             f"rewards in [0, 1] (bernoulli or beta) for the {summation.name} (its privacy needs them)",
+        )
+    if getattr(summation, "needs_integer_sums", False) and not bandit.binary:
+        raise InvalidParameter(
+            "bandit",
+            getattr(bandit, "reward_model", type(bandit).__name__),
+            f"Bernoulli rewards (integer batch sums) for the {summation.name} without a grid "
+            "(build it with integer_sums=False for rewards in [0, 1])",
         )
     needs_bits = getattr(summation, "needs_bits", False) and not bandit.binary
     draw_sums = bandit.rounded_bit_sums if needs_bits else bandit.reward_sums
@@ -709,6 +807,7 @@ def central_dp_se(
     rng: np.random.Generator,
     *,
     epsilon: float,
+    secure: bool = False,
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
@@ -716,11 +815,14 @@ def central_dp_se(
     """dpcert's own central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches.
 
     A comparator in the spirit of Sajed & Sheffet 2019 (reference [24] of Tenenbaum et al. 2021), not
-    their algorithm nor any algorithm of the paper's Table 1."""
+    their algorithm nor any algorithm of the paper's Table 1.  ``secure=True`` draws integer-exact
+    noise: discrete Laplace on the integer sums of Bernoulli rewards, :func:`secure_laplace` on a grid
+    for other rewards in [0, 1] (:class:`CentralLaplaceSum`, "Secure noise")."""
+    summation = CentralLaplaceSum(epsilon, secure=secure, integer_sums=bool(bandit.binary))
     return run_engine(
         bandit,
         horizon,
-        CentralLaplaceSum(epsilon),
+        summation,
         BatchSchedule("doubling"),
         rng,
         horizon_mode,

@@ -16,6 +16,11 @@ the server only through client-side Laplace reports (two client models):
   several batches composes to ``(#batches reported)·ε`` at client level (docs/PAPER_NOTES.md, PN-CEM-5; not
   claimed by the paper); the result states that number.
 
+With ``secure=True`` (:class:`LaplaceClients`, ``--secure`` in the CLI) each client's clipped reward (M1) or
+clipped sum (M2, divided by ``n_a`` after the release) goes through the grid-rounded secure Laplace of
+:mod:`dpcert.mechanisms.secure_noise` (integer-exact discrete Laplace, certificate with
+``"sampler": "integer-exact"`` and the grid); Ȳ and the widths use that noise's scale and rounding.
+
 **Clipping is mandatory** (docs/PAPER_NOTES.md, PN-CEM-1): the paper's rewards are sub-Gaussian, hence
 unbounded, and Laplace(2/ε) on an unclipped reward is not ε-DP.  With the default rewards
 ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1`` (mean ⟨a,θ*⟩, in {−1, 1}) clipping at ``c_r = 1`` is exact.
@@ -41,20 +46,23 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.algorithms.corruption import InRangeAdversary
+from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound
 from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.secure_noise import SecureLaplaceMechanism, secure_laplace
 
 CLIENT_MODELS = ("M1", "M2")
 STRATEGIES = ("random", "constant", "targeted", "sign-flip")
@@ -170,11 +178,35 @@ class LaplaceClients:
     """Client-side Laplace privatization (the paper's eqs. 15 and 20), clipping at ``clip`` (c_r) first.
 
     ``epsilon=None`` means no privacy (reports are the clipped rewards / means).
+
+    Secure noise (``secure=True``)
+        Float Laplace noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` each
+        client releases its clipped reward (M1) or the sum of its ``n_a`` clipped rewards (M2) through
+        :func:`dpcert.mechanisms.secure_noise.secure_laplace` at ℓ1 sensitivity 2c_r: the value is
+        rounded to the grid g ℤ (g = 2^(⌊log2 2c_r⌋ − 20)), integer discrete Laplace noise DLap(a) is
+        added by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2) with bits from the
+        run's seeded Generator (reproducible, not cryptographic), and the release is an exact multiple
+        of g.  The certificate is that mechanism's: ε = a·(⌊2c_r/g⌋ + 1) <= ε (the rounding costs one
+        grid step of sensitivity).  An M2 client's report is its released sum divided by ``n_a``
+        (post-processing), so one certificate serves every client whatever its reward count, and the
+        report's noise scale is ``b/n_a`` with ``b = g/a`` (:meth:`scale`).
+
+        Confidence widths: the discrete Laplace's moment generating function is at most that of
+        Laplace(1/a) (:class:`dpcert.bandits.algorithms.mab.CentralLaplaceSum`, "Secure noise"), its
+        variance ``2e^{−a}/(1 − e^{−a})² = 1/(2 sinh²(a/2))`` (grid units) is at most the Laplace's
+        ``2/a²``, and its tail ``P(|Z| > y) = 2q^{⌊y⌋+1}/(1 + q) <= (2/(1 + q))·q^y`` (q = e^{−a}) is at
+        most 2/(1 + q) times the Laplace's.  The widths and Ȳ therefore use the continuous scale ``b``
+        (:attr:`noise_epsilon` = 2c_r/b, slightly below ε); Ȳ's union bound, δ/2 for Laplace noise,
+        becomes δ/(1 + q) <= δ, still the δ it states.  The rounding error, at most ``g/(2 n_a)`` per report
+        (:meth:`rounding_error`), enters Ȳ through :meth:`report_clip` and the widths through
+        :func:`rounding_bias`.
     """
 
     model: str = "M1"
     epsilon: float | None = 1.0
     clip: float = 1.0
+    secure: bool = False
+    mechanism: SecureLaplaceMechanism | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.model not in CLIENT_MODELS:
@@ -182,39 +214,113 @@ class LaplaceClients:
         if self.epsilon is not None:
             object.__setattr__(self, "epsilon", check.epsilon(self.epsilon))
         object.__setattr__(self, "clip", check.positive_finite("clip", self.clip))
+        if not isinstance(self.secure, (bool, np.bool_)):
+            raise InvalidParameter("secure", self.secure, "true or false")
+        if self.secure and self.epsilon is None:
+            raise InvalidParameter("secure", True, "false without privacy (epsilon=None: no noise)")
+        mechanism = None
+        if self.secure:
+            mechanism = secure_laplace(
+                self.epsilon, sensitivity=2.0 * self.clip, bits="rng", trust_model=TrustModel.LOCAL
+            )
+        object.__setattr__(self, "mechanism", mechanism)
 
     def scale(self, reward_count: int = 1) -> float:
-        """Laplace scale: ``2c_r/ε`` (M1) or ``2c_r/(n_a ε)`` (M2, report of a mean of ``n_a`` rewards)."""
+        """Laplace scale: ``2c_r/ε`` (M1) or ``2c_r/(n_a ε)`` (M2, report of a mean of ``n_a`` rewards);
+        secure: ``b/n_a`` with ``b = g/a`` of the secure mechanism."""
         if self.epsilon is None:
             return 0.0
+        if self.mechanism is not None:
+            return self.mechanism.scale / reward_count
         return 2.0 * self.clip / (reward_count * self.epsilon)
 
-    def certificate(self, reward_count: int = 1) -> Certificate | None:
-        """Certificate of one report: Laplace with ℓ1 sensitivity ``2c_r/n_a`` to one reward (local model)."""
+    @property
+    def noise_epsilon(self) -> float | None:
+        """The ε of float Laplace noise as large as the reports' noise: ``2c_r/(n_a·scale(n_a))``.
+
+        ε itself for float noise; for secure noise ``2c_r/b``, a little below ε (the widths use it).
+        """
         if self.epsilon is None:
             return None
+        return 2.0 * self.clip / self.scale(1)
+
+    def rounding_error(self, reward_count: Any = 1) -> Any:
+        """The largest |report before noise − mean of the clipped rewards|: ``g/(2 n_a)`` secure, else 0."""
+        if self.mechanism is None:
+            return 0.0 * np.asarray(reward_count, dtype=float)
+        return self.mechanism.grid.granularity / (2.0 * np.asarray(reward_count, dtype=float))
+
+    def report_clip(self, reward_count: Any = 1) -> Any:
+        """The largest |report before noise|: ``c_r``, or secure ``g·round(n_a c_r/g)/n_a`` (the grid
+        rounding of the largest clipped sum, divided by ``n_a``; rounding is monotone)."""
+        counts = np.asarray(reward_count, dtype=float)
+        if self.mechanism is None:
+            return self.clip + 0.0 * counts
+        grid = self.mechanism.grid
+        return grid.from_units(grid.to_units(counts * self.clip)) / counts
+
+    def certificate(self, reward_count: int = 1) -> Certificate | None:
+        """Certificate of one report: Laplace with ℓ1 sensitivity ``2c_r/n_a`` to one reward (local model);
+        secure: the secure mechanism's (the clipped sum's, sensitivity 2c_r, whatever ``n_a``)."""
+        if self.epsilon is None:
+            return None
+        if self.mechanism is not None:
+            return self.mechanism.certificate
         return laplace_certificate(
             self.scale(reward_count), sensitivity=2.0 * self.clip / reward_count, trust_model=TrustModel.LOCAL
         )
+
+    def _secure_release(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``g (round(x/g) + Z)`` for every entry x of ``values``, Z ~ DLap(a) (integer-exact sampler)."""
+        grid = self.mechanism.grid
+        units = grid.to_units(values)
+        noise = sample_discrete_laplace(1 / Fraction(self.mechanism.noise_parameter), units.size, rng)
+        return grid.from_units(units + noise.reshape(units.shape))
 
     def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (the paper's eq. 15 with clipping)."""
         clipped = np.clip(rewards, -self.clip, self.clip)
         if self.epsilon is None:
             return clipped
+        if self.mechanism is not None:
+            return self._secure_release(clipped, rng)
         return clipped + rng.laplace(0.0, self.scale(), size=clipped.shape)
 
     def report_means(self, rewards: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (the paper's eq. 20, Lemma 3.5).
+        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (the paper's eq. 20, Lemma 3.5);
+        secure: the client's secure release of its clipped sum, divided by ``n_a``.
 
         ``rewards`` holds the clients' rewards consecutively, ``counts`` how many each client has.
         """
         clipped = np.clip(rewards, -self.clip, self.clip)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        means = np.add.reduceat(clipped, starts) / counts
+        sums = np.add.reduceat(clipped, starts)
+        if self.mechanism is not None:
+            return self._secure_release(sums, rng) / counts
+        means = sums / counts
         if self.epsilon is None:
             return means
         return means + rng.laplace(0.0, 1.0, size=means.shape) * (2.0 * self.clip / (counts * self.epsilon))
+
+
+def rounding_bias(clients: LaplaceClients, counts: np.ndarray, rank: int, phase_size: float) -> float:
+    """A bound on ``|⟨a, θ̂⟩ − ⟨a, θ̂_unrounded⟩|`` for every active arm a, from secure reports' rounding.
+
+    Least squares on rows ``x_j`` moves ``⟨a, θ̂⟩`` by ``aᵀM⁺Σ_j x_j e_j`` when every value moves by
+    ``|e_j| <= η``: at most ``η·sqrt(n)·‖a‖_{M⁺}`` (Cauchy–Schwarz, ``M = Σ_j x_j x_jᵀ``).  M1: ``n = Σ n_a``
+    rows with ``n_a >= q^i π_a``, so ``M >= q^i M(π)`` and ``‖a‖² <= 2·rank/q^i`` (the near-G-optimal design,
+    Def. 1.6); M2: one row per support action, ``M >= M(π)`` (weights <= 1), ``‖a‖² <= 2·rank``, and η is
+    ``g/(2 min n_a)``.  Clipping (clip-only) is 1-Lipschitz, so the bound carries over; for the filter it
+    is the bound of least squares on the received rows, and its size (about 2^-20 c_r√(2·rank)) is a
+    factor ``a·sqrt(n)/(2√2)`` of the noise's own standard deviation in the same direction.  0 for float
+    noise.
+    """
+    if clients.mechanism is None:
+        return 0.0
+    support = counts[counts > 0]
+    if clients.model == "M1":
+        return float(clients.rounding_error(1)) * math.sqrt(2.0 * rank * support.sum() / phase_size)
+    return float(np.max(clients.rounding_error(support))) * math.sqrt(2.0 * rank * support.size)
 
 
 @dataclass(frozen=True)
@@ -302,17 +408,19 @@ class RobustEliminationResult(RegretCurves):
 def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> float:
     """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (docs/PAPER_NOTES.md, PN-CEM-2 (a)).
 
-    A clipped report is at most ``c_r + |Lap(b)|`` and ``P(max of n |Lap(b)| > b·log(n/δ)) <= δ``.
+    A clipped report is at most ``report_clip + |noise|`` (``report_clip`` = c_r, or its grid rounding)
+    and ``P(max of n |noise of scale b| > b·log(2n/δ)) <= δ/2`` for Laplace noise, ``<= δ/(1 + e^{−a}) <= δ``
+    for the secure discrete Laplace, whose tail is at most ``2/(1 + e^{−a})`` times the Laplace's
+    (:class:`LaplaceClients`).  M1 is
+    :func:`~dpcert.bandits.algorithms.corruption.clean_value_bound`, the in-range adversaries' range.
     """
     if clients.epsilon is None:
         return clients.clip
     if clients.model == "M1":
-        n = int(counts.sum())
-        return clients.clip + clients.scale() * math.log(2.0 * n / delta)
+        return clean_value_bound(float(clients.report_clip(1)), clients.scale(), int(counts.sum()), delta)
     support = counts[counts > 0]
-    return clients.clip + float(np.max(2.0 * clients.clip / (support * clients.epsilon))) * math.log(
-        2.0 * support.size / delta
-    )
+    log_term = math.log(2.0 * support.size / delta)
+    return float(np.max(clients.report_clip(support) + clients.scale(1) / support * log_term))
 
 
 def robust_elimination(
@@ -425,11 +533,11 @@ def robust_elimination(
     gaps = instance.gaps
     best = instance.best_arm
 
-    per_report = (
-        None
-        if clients.epsilon is None
-        else laplace_certificate(1.0 / clients.epsilon, trust_model=TrustModel.LOCAL)
-    )
+    per_report = None
+    if clients.mechanism is not None:
+        per_report = clients.mechanism.certificate
+    elif clients.epsilon is not None:
+        per_report = laplace_certificate(1.0 / clients.epsilon, trust_model=TrustModel.LOCAL)
     finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
     max_client_reports = 0
     reporting_users: list[int] = []
@@ -506,19 +614,21 @@ def robust_elimination(
                 removals_per_step=step,
             )
             theta_hat, removed = fit.theta, fit.removed
-            width = width_scale * elimination_width(
+            gamma = elimination_width(
                 clients.model,
                 dimension=design.rank,
                 phase_size=size,
                 delta=delta,
                 alpha=alpha_eff,
-                epsilon=clients.epsilon,
+                epsilon=clients.noise_epsilon,
                 support=support.size,
                 truncation=(1.0 / support.size if truncation is None else truncation),
             )
+            bias = rounding_bias(clients, counts, design.rank, size)  # secure reports' grid rounding
+            width = width_scale * gamma + bias
             estimates = instance.arms @ theta_hat
             error = np.abs(estimates - instance.means)[active]
-            run_violated |= bool(np.any(error > width / width_scale))
+            run_violated |= bool(np.any(error > gamma + bias))
             before = active.copy()
             top = np.max(estimates[active])
             active &= estimates >= top - 2.0 * width  # Alg. 1 line 10 (ties kept)
@@ -564,6 +674,12 @@ def robust_elimination(
             "event level (one reward): each reward enters exactly one report; adversarial corruption, "
             "filtering and elimination are post-processing of the reports",
         ]
+        if clients.mechanism is not None:
+            notes.append(
+                f"integer-exact discrete Laplace on the grid {clients.mechanism.grid.granularity:g} "
+                "(rounding accounted in the sensitivity); M2 clients release their clipped sum and divide "
+                "by their reward count (post-processing)"
+            )
         if clients.model == "M2":
             notes.append(
                 f"client level (one action owner): composes over the batches it reports in, at most "
@@ -597,6 +713,7 @@ def robust_elimination(
             "client_model": clients.model,
             "epsilon": clients.epsilon,
             "clip": clients.clip,
+            "secure": clients.secure,
             "alpha": adversary.alpha,
             "strategy": ("in-range-" if isinstance(adversary, InRangeAdversary) else "") + adversary.strategy,
             "magnitude": adversary.magnitude,
