@@ -316,3 +316,34 @@ def test_float_privatizers_are_unchanged_by_the_secure_module():
     """The float aggregators stay the compiled engine's fast kinds; the secure ones run their add_batch."""
     assert type(LocalGaussian(1.0).start(1, 5)) is linucb._LocalGaussianSum
     assert type(TreeGaussian(1.0, 10).start(1, 5)) is linucb._TreeSum
+
+
+def test_best_composition_adds_rho_for_zcdp_certificates():
+    from dpcert.accounting.composition import compose_counts
+    from dpcert.accounting.zcdp import zcdp_certificate
+
+    single = discrete_gaussian_l2_certificate(
+        900.0, l2_sensitivity=300.0, coordinates=20, granularity=2.0**-9, delta=1e-6
+    )
+    composed = compose_counts([(single, 7)], delta=1e-5)
+    direct = discrete_gaussian_l2_certificate(
+        900.0, l2_sensitivity=300.0, coordinates=20, compositions=7, granularity=2.0**-9, delta=1e-5
+    )
+    assert composed.mechanism == "discrete-gaussian-l2" and composed.parameters["compositions"] == 7
+    assert composed.epsilon == pytest.approx(direct.epsilon, rel=1e-9)
+    mixed = compose_counts([(single, 2), (zcdp_certificate(0.01, delta=1e-6), 3)], delta=1e-5)
+    rho = 2 * 300.0**2 / (2 * 900.0**2) + 3 * 0.01
+    assert mixed.epsilon <= zcdp_certificate(rho * (1 + 1e-9), delta=1e-5).epsilon
+    assert mixed.epsilon >= zcdp_certificate(rho, delta=1e-5).epsilon * (1 - 1e-9)
+    # with a non-zCDP component the sum does not apply and the other methods decide
+    with_gaussian = compose_counts([(single, 2), (gaussian_certificate(5.0, delta=1e-6), 1)], delta=1e-5)
+    assert "zcdp" not in with_gaussian.notes[-1]
+
+
+def test_returning_users_secure_run_meets_the_target_by_adding_rho():
+    for algorithm, privacy in (("linucb-jdp", "central"), ("linucb-ldp", "local")):
+        config = RunConfig(
+            algorithm, privacy, 1.0, 1e-5, horizon=300, options={"secure": True, "participations": 3}
+        )
+        run = run_linucb_config(config)
+        assert run.target_met and run.certificate.mechanism == "discrete-gaussian-l2"

@@ -323,3 +323,50 @@ def least_l2_real_sigma(epsilon: float, delta: float, sensitivity: float, compos
 
     guess = sensitivity * math.sqrt(compositions * 2.0 * math.log(1.25 / delta)) / epsilon
     return least_noise(delta_of, delta, guess)
+
+
+ZCDP_SUM_NOTE = "zCDP composition: rho adds over the components (Bun & Steinke 2016, Lemma 2.3)"
+
+
+def zcdp_composition(
+    components: Any, delta: float, trust_model: TrustModel, neighbouring: Neighbouring
+) -> Certificate | None:
+    """The composition of zCDP-described certificates by adding ρ, or ``None`` if one is not.
+
+    ``components`` have ``certificate`` and ``count``.  Copies of one ℓ2 discrete Gaussian (same σ,
+    shift, coordinates and grid) merge into one such certificate with the compositions added (the
+    sampler and grid stay on record); any other list of ``zcdp`` / ``discrete-gaussian-l2``
+    certificates gives a ``zcdp`` certificate with the summed ρ.  Valid for adaptive composition
+    (Bun & Steinke 2016, Lemma 2.3); no privacy-loss distribution is assumed.
+    """
+    from dpcert.accounting.zcdp import zcdp_certificate
+
+    kinds = {"zcdp", "discrete-gaussian-l2"}
+    if not components or any(c.certificate.mechanism not in kinds for c in components):
+        return None
+    if delta <= 0.0:
+        return None
+    l2 = [c for c in components if c.certificate.mechanism == "discrete-gaussian-l2"]
+    if len(l2) == len(components):
+        shared = {
+            tuple(sorted((k, v) for k, v in c.certificate.parameters.items() if k != "compositions"))
+            for c in components
+        }
+        if len(shared) == 1:
+            parameters = dict(components[0].certificate.parameters)
+            total = sum(c.count * int(c.certificate.parameters.get("compositions", 1)) for c in components)
+            return discrete_gaussian_l2_certificate(
+                parameters["sigma"],
+                l2_sensitivity=parameters["l2_sensitivity"],
+                coordinates=parameters["coordinates"],
+                compositions=total,
+                granularity=parameters.get("granularity"),
+                delta=delta,
+                trust_model=trust_model,
+                neighbouring=neighbouring,
+                notes=(ZCDP_SUM_NOTE,),
+            )
+    rho = math.fsum(c.count * c.certificate.profile.rho for c in components) * (1.0 + SLACK)
+    return zcdp_certificate(
+        rho, delta=delta, name="composition", trust_model=trust_model, neighbouring=neighbouring
+    )
