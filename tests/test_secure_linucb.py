@@ -292,6 +292,7 @@ def test_a_refused_charge_draws_nothing(monkeypatch, engine):
     assert len(drawn) == 2  # one block per privatizer, drawn at its first (charged) release
 
 
+@pytest.mark.slow
 def test_secure_regret_matches_the_float_run_at_the_same_sigma():
     """Final regret of 10 seeded runs each: secure against float at the secure run's σ.
 
@@ -347,3 +348,35 @@ def test_returning_users_secure_run_meets_the_target_by_adding_rho():
         )
         run = run_linucb_config(config)
         assert run.target_met and run.certificate.mechanism == "discrete-gaussian-l2"
+
+
+def test_compiled_and_numpy_engines_agree_on_secure_runs():
+    if not linucb.linucb_kernel.AVAILABLE:
+        pytest.skip("numba not installed")
+    grid = Grid(-6)
+    results = []
+    for engine in ("numpy", "numba"):
+        env = vaswani_instance(3, 4, 8, np.random.default_rng(13))
+        privatizers = [SecureLocalGaussian(grid, 300, 4), SecureTreeGaussian(grid, 300, 60, 4, batch_size=2)]
+        result = run_batched_linucb(env, privatizers, horizon=60, batch_size=2, rng=np.random.default_rng(14),
+                                    engine=engine)  # fmt: skip
+        results.append(result)
+    assert np.array_equal(results[0].actions, results[1].actions)
+    assert np.allclose(results[0].cumulative_regret, results[1].cumulative_regret, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("algorithm", ["linucb-ldp", "linucb-jdp"])
+def test_paper_sigma_and_auto_batch_carry_over_to_the_secure_path(algorithm):
+    common = {"epsilon": 1.0, "delta": 1e-5, "horizon": 4000, "batch_size": "auto", "dimension": 5}
+    floating = calibrate(algorithm, calibration="paper", **common)
+    secure = calibrate_secure(algorithm, calibration="paper", **common)
+    grid = secure.privatizer.grid
+    assert secure.noise["batch_size"] == floating.noise["batch_size"] == floating.batch_rule.batch_size
+    assert (
+        floating.noise["sigma"] <= secure.privatizer.real_sigma < floating.noise["sigma"] + grid.granularity
+    )
+    assert secure.certificate.epsilon_for(1e-5) >= floating.certificate.epsilon_for(1e-5)
+    supplied = calibrate_secure(algorithm, sigma=50.0, **common)
+    assert (
+        supplied.privatizer.real_sigma == 50.0 and "user-supplied noise level" in supplied.certificate.notes
+    )
