@@ -141,6 +141,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.mechanisms.binary_sum import binary_sum_certificate
     from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
     from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
+    from dpcert.mechanisms.discrete_gaussian_l2 import discrete_gaussian_l2_certificate
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
     from dpcert.mechanisms.shuffle import calibrate_pamp
@@ -159,6 +160,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
         randomized_response_certificate(0.3, 4),
         zcdp_certificate(0.125, delta=1e-5),
         calibrate_discrete_gaussian(1.0, 1e-5).certificate,
+        discrete_gaussian_l2_certificate(40.0, l2_sensitivity=9.5, coordinates=20, delta=1e-5),
         poisson_sampled_gaussian_certificate(2.0, 0.05, 10, delta=1e-5),
         sampled_without_replacement_certificate(2.0, 50, 1000, 10, delta=1e-5),
         tree_aggregation_certificate(4.0, [7, 3], epochs=2, delta=1e-5),

@@ -186,6 +186,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "binomial-sum": "dpcert.mechanisms.binomial_sum",
     "composition": "dpcert.accounting.composition",
     "discrete-gaussian": "dpcert.mechanisms.discrete_gaussian",
+    "discrete-gaussian-l2": "dpcert.mechanisms.discrete_gaussian_l2",
     "discrete-laplace": "dpcert.mechanisms.discrete_laplace",
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",

@@ -35,7 +35,9 @@ Methods
     Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
     has a ``dp_accounting`` event the accountant supports.
 ``"best"`` (default)
-    The smallest ε among all methods applicable to the list.  Where a method is exact it is used
+    The smallest ε among all methods applicable to the list, including, for lists of zCDP
+    certificates (``zcdp``, ``discrete-gaussian-l2``), ρ added over the components (Bun & Steinke
+    2016, Lemma 2.3).  Where a method is exact it is used
     alone: exact Gaussian composition when every component is Gaussian, and KOV optimal
     composition when all components are the same (ε, δ) guarantee known only by its claim (no
     valid method can go below it).  Components whose profile says more than their claimed point
@@ -915,6 +917,13 @@ def compose_components(
                     )
                 except (ValueError, OverflowError):
                     continue
+    from dpcert.mechanisms.discrete_gaussian_l2 import zcdp_composition
+
+    summed = zcdp_composition(
+        components, delta, _weakest_trust_model(components), _common_neighbouring(components)
+    )
+    if summed is not None:
+        results["zcdp"] = summed
     if not results:
         raise InvalidParameter(
             "delta", delta, "a delta at which some composition method gives a finite epsilon"

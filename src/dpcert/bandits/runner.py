@@ -389,8 +389,9 @@ LINUCB_DESCRIPTIONS = {
 
 
 LINUCB_OPTIONS = frozenset(
-    {"dimension", "arms", "batch_size", "radius", "alpha", "participations", "sigma", "fixed_arms", "reward"}
-) | frozenset(BIT_SUM_KEYS)
+    {"dimension", "arms", "batch_size", "radius", "alpha", "participations", "sigma", "fixed_arms", "reward",
+     "secure"}
+) | frozenset(BIT_SUM_KEYS)  # fmt: skip
 LDP_LINEAR_OPTIONS = frozenset(
     {"dimension", "arms", "fixed_arms", "lambda_min", "threshold", "perturbation_variance", "radius",
      "radius_scale", "sigma", "learner"}
@@ -418,9 +419,24 @@ def _known_options(config: RunConfig, known: frozenset[str]) -> dict[str, Any]:
 def run_linucb_config(config: RunConfig) -> BanditRun:
     """``dpcert bandit run linucb*``: R repetitions on the instance of Chowdhury & Zhou 2022 (options:
     dimension=5, arms=100, batch_size (an integer or ``auto``, the paper's corollary), radius, alpha,
-    participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p)."""
+    participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p; secure: integer-exact noise
+    for linucb-ldp and linucb-jdp, :mod:`dpcert.bandits.calibration.linucb_secure`)."""
+    from dpcert.bandits.calibration.linucb_secure import calibrate_secure, check_secure_algorithm
+
     options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
+    secure = options.get("secure", False)
+    if not isinstance(secure, (bool, np.bool_)):
+        raise InvalidParameter("secure", secure, "true or false")
+    if secure:
+        check_secure_algorithm(algorithm)
+        if options.get("radius", "experiment") == "theory":
+            raise InvalidParameter(
+                "radius",
+                "theory",
+                "'experiment' with secure noise (the theory radius's matrix bound is proven for Gaussian "
+                "noise only)",
+            )
     batch_size = options.get("batch_size", linucb.DEFAULT_BATCH[algorithm])
     if batch_size != "auto":  # "auto": the paper's corollary (calibration.linucb.corollary_batch_size)
         batch_size = check.positive_int("batch_size", batch_size)
@@ -429,18 +445,31 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
     if config.privacy != expected:
         raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
-    calibrated = calibrate(
-        algorithm,
-        epsilon=config.epsilon,
-        delta=config.delta,
-        horizon=config.horizon,
-        batch_size=batch_size,
-        dimension=dimension,
-        calibration=config.calibration,
-        participations=participations,
-        sigma=options.get("sigma"),
-        bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
-    )
+    if secure:
+        calibrated = calibrate_secure(
+            algorithm,
+            epsilon=config.epsilon,
+            delta=config.delta,
+            horizon=config.horizon,
+            batch_size=batch_size,
+            dimension=dimension,
+            calibration=config.calibration,
+            participations=participations,
+            sigma=options.get("sigma"),
+        )
+    else:
+        calibrated = calibrate(
+            algorithm,
+            epsilon=config.epsilon,
+            delta=config.delta,
+            horizon=config.horizon,
+            batch_size=batch_size,
+            dimension=dimension,
+            calibration=config.calibration,
+            participations=participations,
+            sigma=options.get("sigma"),
+            bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
+        )
     if calibrated.batch_rule is not None:
         batch_size = calibrated.batch_rule.batch_size
     rng = np.random.default_rng(config.seed)
@@ -457,7 +486,8 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         participations=participations,
         sessions=open_sessions(config, 1),
     )
-    return dataclasses.replace(run, seconds=time.perf_counter() - start)
+    extras = {**run.extras, "secure": bool(secure)}
+    return dataclasses.replace(run, seconds=time.perf_counter() - start, extras=extras)
 
 
 # ============================================================ Improved-rate LDP linear bandits

@@ -1,0 +1,190 @@
+"""Noise and certificates of the secure (integer-exact) LinUCB privatizers.
+
+:func:`calibrate_secure` is the ``secure=True`` counterpart of
+:func:`dpcert.bandits.calibration.linucb.calibrate`, for ``linucb-ldp`` and ``linucb-jdp``
+(:mod:`dpcert.bandits.algorithms.linucb_secure`).  The certificates are those of the ℓ2 multivariate
+discrete Gaussian (:mod:`dpcert.mechanisms.discrete_gaussian_l2`): zCDP with ρ adding exactly over a
+user's releases (L tree levels, P participations), converted to (ε, δ) by CKS 2020, Cor. 13.
+``tight``: the least whole number of grid steps σ meeting (ε, δ); ``paper``: the float calibration's
+σ (Chowdhury & Zhou 2022, Prop. F.1; the classical split on the tree for JDP) rounded up to the
+grid, certified for what it earns.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpcert import _validation as check
+from dpcert.accounting.session import meets_target
+from dpcert.bandits.algorithms.linucb import (
+    CALIBRATIONS,
+    JOINT_SENSITIVITY,
+    TRUST,
+    statistic_size,
+    tree_levels,
+)
+from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
+from dpcert.bandits.calibration.linucb import Calibrated, classical_pair_sigma, corollary_batch_size
+from dpcert.certificates import Certificate, Guarantee, Neighbouring
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.discrete_gaussian_l2 import (
+    MAX_SIGMA_UNITS,
+    SLACK,
+    discrete_gaussian_l2_certificate,
+    least_l2_real_sigma,
+    least_l2_sigma_units,
+)
+from dpcert.mechanisms.secure_noise import GAUSSIAN_GRID_BITS, Grid
+
+SECURE_ALGORITHMS = ("linucb-ldp", "linucb-jdp")
+REFUSED = {
+    "linucb": "linucb adds no noise",
+    "linucb-sdp-amp": (
+        "linucb-sdp-amp: amplification by shuffling of a discrete Gaussian randomizer is not derived here"
+    ),
+    "linucb-sdp-vec": "linucb-sdp-vec: its noise is already bits (binomial counts), with no floating point",
+}
+
+
+def check_secure_algorithm(algorithm: str) -> None:
+    """Refuse ``secure=True`` for an algorithm without an integer-exact path, saying why."""
+    if algorithm not in SECURE_ALGORITHMS:
+        reason = REFUSED.get(algorithm, f"{algorithm} is not a LinUCB algorithm")
+        raise InvalidParameter("secure", True, f"false here ({reason}); secure runs: linucb-ldp, linucb-jdp")
+
+
+def _shift(grid: Grid, sensitivity: float, coordinates: int, participations: int, fine: bool) -> float:
+    """Per-participation ℓ2 shift in grid steps: ``√P a + √m``, ``a = Δ/g (+ √m 2^-20 on the tree)``."""
+    root = math.sqrt(coordinates)
+    a = math.ldexp(sensitivity, -int(grid.exponent)) + (math.ldexp(root, -FINE_BITS) if fine else 0.0)
+    return (math.sqrt(participations) * a + root) * (1.0 + SLACK)
+
+
+def calibrate_secure(
+    algorithm: str,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    horizon: int,
+    batch_size: int | str,
+    dimension: int,
+    calibration: str = "tight",
+    participations: int = 1,
+    sigma: float | None = None,
+) -> Calibrated:
+    """Integer-exact noise for ``linucb-ldp`` / ``linucb-jdp`` at the claimed per-user (ε, δ).
+
+    ``batch_size="auto"`` takes B from the paper's corollary as the float calibration does.
+    ``sigma`` (real units, per user or per tree node) replaces the calibration; the certificate then
+    states what it earns.  The run's ``batch_certificate`` (one participation's charge) is L (JDP) or
+    one (LDP) release at the per-participation shift; ``certificate`` is the user's total, the
+    exact zCDP sum over her P participations.
+    """
+    check_secure_algorithm(algorithm)
+    if calibration not in CALIBRATIONS:
+        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    horizon = check.positive_int("horizon", horizon)
+    dimension = check.positive_int("dimension", dimension)
+    participations = check.positive_int("participations", participations)
+    if sigma is not None:
+        sigma = check.positive_finite("sigma", sigma)
+    batch_rule = None
+    if batch_size == "auto":
+        batch_rule = corollary_batch_size(
+            algorithm, horizon=horizon, dimension=dimension, epsilon=epsilon, delta=delta,
+            participations=participations,
+        )  # fmt: skip
+        batch_size = batch_rule.batch_size
+    batch_size = check.positive_int("batch_size", batch_size)
+    tree = algorithm == "linucb-jdp"
+    levels = tree_levels(horizon, batch_size) if tree else 1
+    coordinates = statistic_size(dimension)
+    sens = JOINT_SENSITIVITY
+    total_releases = levels * participations  # per user, each at the per-participation shift
+    # only the tree puts several of a user's rounds into one release (a node): shift √P a + √m
+    shared = participations if tree else 1
+    notes: list[str] = [
+        "sensitivity 3/sqrt(2) of the joint release (phi*y, upper(phi phi^T)) for ||phi|| <= 1, |y| <= 1; "
+        "rewards are clipped to [-1, 1] before release",
+        f"integer-exact discrete Gaussian on the grid; {coordinates} coordinates rounded: "
+        "l2 shift Delta/g + sqrt(m) grid steps",
+    ]
+    if batch_rule is not None:
+        notes.append(batch_rule.note())
+    if tree:
+        notes.append(
+            f"tree aggregation over the batches (Chowdhury & Zhou 2022, Prop. F.3): each batch's data in "
+            f"{levels} nodes; per-user rounding to g 2^-{FINE_BITS}, nodes rounded to g"
+        )
+    if participations > 1:
+        notes.append(
+            f"returning users: each user in at most {participations} batches, at most once per batch "
+            "(zCDP adds over participations)"
+        )
+    if tree and participations > 1:
+        notes.append(
+            f"each participation charged at shift sqrt({participations}) a + sqrt(m) on every level, "
+            "a = Delta/g + sqrt(m) 2^-20: rounds of one user may share a node"
+        )
+    if sigma is not None:
+        reference = sigma
+        notes.append("user-supplied noise level")
+    elif calibration == "tight":
+        reference = least_l2_real_sigma(epsilon, delta, math.sqrt(shared) * sens, total_releases)
+    elif tree:
+        reference = participations * math.sqrt(levels) * classical_pair_sigma(epsilon, delta)
+        notes.append("paper-style noise of the float JDP calibration, rounded up to the grid")
+    else:
+        split = (epsilon, delta) if participations == 1 else _paper_split(epsilon, delta, participations)
+        reference = classical_pair_sigma(*split)
+        notes.append("paper noise: Chowdhury & Zhou 2022, Prop. F.1, rounded up to the grid")
+    grid = Grid.finer_than(reference, GAUSSIAN_GRID_BITS)
+    shift = _shift(grid, sens, coordinates, shared, tree)
+    if sigma is None and calibration == "tight":
+        units = least_l2_sigma_units(epsilon, delta, shift, total_releases)
+        notes.append("least whole-step sigma for the target by zCDP (CKS 2020, Thm 14 and Cor. 13)")
+    else:
+        units = math.ceil(math.ldexp(reference, -int(grid.exponent)))
+        if units > MAX_SIGMA_UNITS:
+            raise InvalidParameter("sigma", reference, "at most 2^40 grid steps")
+    claim = Guarantee(epsilon, delta)
+    trust = TRUST[algorithm]
+
+    def certificate_for(releases: int) -> Certificate:
+        common: dict[str, Any] = dict(
+            l2_sensitivity=shift, coordinates=coordinates, compositions=releases,
+            granularity=grid.granularity, trust_model=trust, neighbouring=Neighbouring.REPLACE_ONE,
+            notes=tuple(notes),
+        )  # fmt: skip
+        exact = discrete_gaussian_l2_certificate(float(units), delta=delta, **common)
+        if exact.delta_for(epsilon) <= delta:
+            return discrete_gaussian_l2_certificate(float(units), epsilon=epsilon, delta=delta, **common)
+        return exact
+
+    charge = certificate_for(levels)
+    certificate = charge if participations == 1 else certificate_for(total_releases)
+    if tree:
+        privatizer: Any = SecureTreeGaussian(grid, units, horizon, dimension, batch_size)
+    else:
+        privatizer = SecureLocalGaussian(grid, units, dimension)
+    noise = {
+        "sigma": privatizer.real_sigma,
+        "sigma_steps": units,
+        "granularity": grid.granularity,
+        "sampler": "integer-exact",
+    }
+    if batch_rule is not None:
+        noise["batch_size"] = batch_size
+    return Calibrated(
+        algorithm, privatizer, certificate, claim, meets_target(certificate, claim), calibration, noise,
+        charge, batch_rule=batch_rule,
+    )  # fmt: skip
+
+
+def _paper_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
+    from dpcert.accounting.returning_users import paper_split
+
+    return paper_split(Guarantee(epsilon, delta), participations)
