@@ -394,7 +394,7 @@ LINUCB_OPTIONS = frozenset(
 ) | frozenset(BIT_SUM_KEYS)  # fmt: skip
 LDP_LINEAR_OPTIONS = frozenset(
     {"dimension", "arms", "fixed_arms", "lambda_min", "threshold", "perturbation_variance", "radius",
-     "radius_scale", "sigma", "learner"}
+     "radius_scale", "sigma", "learner", "secure"}
 )  # fmt: skip
 
 
@@ -511,16 +511,23 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
 
     Options: dimension (5), arms (100), fixed_arms (True), lambda_min (0.1), threshold (T^{-1/4}),
     perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
-    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it).
+    ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it), secure
+    (integer-exact noise on a grid, certified through the pair's l2 sensitivity by zCDP).
     ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
     """
     options = _known_options(config, LDP_LINEAR_OPTIONS)
     if config.privacy not in ("local",):
         raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
     calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
-    local = calibrate_randomizer(config.epsilon, config.delta, calibration, sigma=options.get("sigma"))
-    rng = np.random.default_rng(config.seed)
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    secure = options.get("secure", False)
+    if not isinstance(secure, bool):
+        raise InvalidParameter("secure", secure, "true or false")
+    local = calibrate_randomizer(
+        config.epsilon, config.delta, calibration, sigma=options.get("sigma"), secure=secure,
+        dimension=dimension,
+    )  # fmt: skip
+    rng = np.random.default_rng(config.seed)
     env = _contextual_instance(config, options, dimension, rng)
     start = time.perf_counter()
     (session,) = open_sessions(config, 1)
@@ -535,10 +542,12 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
         session=session,
         certificate=local.certificate,
         learner=str(options.get("learner", "ogd")),
+        secure=local.secure,
     )
     extras = {
         "learner": str(options.get("learner", "ogd")),
         "calibration": local.calibration,
+        "secure": secure,
         "noise": {"sigma": local.sigma},
         "clipped_fraction": result.clipped_fraction,
         "plays_per_learner": result.plays.mean(axis=0).tolist(),

@@ -84,7 +84,8 @@ def register(groups: CommandGroups) -> None:
         "--secure",
         action="store_true",
         help="integer-exact noise where the algorithm supports it (dp-dpe, dpe-fixedu, dp-pe with "
-        "central or local privacy; mab-se with central; robust-elimination, linucb-ldp with local; "
+        "central or local privacy; mab-se with central; robust-elimination, linucb-ldp, ldp-linear, "
+        "ldp-linear-combiner with local; "
         "linucb-jdp with central; same as --option "
         "secure=true); refused elsewhere, naming why",
     )

@@ -50,13 +50,33 @@ from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Certificate
-from dpcert.errors import InvalidParameter
+from dpcert.errors import DataOutOfBounds, InvalidParameter
+from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian
 
 RADII = ("log", "theory")
 STEPS = ("strongly_convex", "convex")
 
 
 # ----------------------------------------------------------------------------- privacy
+
+
+def secure_release(
+    features: np.ndarray, rewards: np.ndarray, mechanism: SecureL2Gaussian, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's ``g (round((x, y)/g) + Z)``, Z of d + 1 integer N_Z(0, σ²) draws (exact multiples of g).
+
+    ``features`` (users, d) and ``rewards`` (users,) must satisfy ``‖x‖ <= 1``, ``|y| <= 1`` (the
+    sensitivity the certificate is computed for); violations raise :class:`DataOutOfBounds`.
+    """
+    features = np.asarray(features, dtype=float)
+    rewards = np.asarray(rewards, dtype=float)
+    if np.any(np.linalg.norm(features, axis=-1) > 1.0 + 1e-12) or np.any(np.abs(rewards) > 1.0):
+        raise DataOutOfBounds("pair (x, y)", "<outside the unit ball>", "||x|| <= 1 and |y| <= 1")
+    pair = np.concatenate([features, rewards[..., None]], axis=-1)
+    units = mechanism.grid.to_units(pair)
+    noise = mechanism.noise_units(units.size, rng).reshape(units.shape)
+    released = mechanism.grid.from_units(units + noise)
+    return released[..., :-1], released[..., -1]
 
 
 def randomize(
@@ -266,6 +286,7 @@ def run_ldp_linear(
     session: PrivacySession | None = None,
     certificate: Certificate | None = None,
     learner: str = "ogd",
+    secure: SecureL2Gaussian | None = None,
 ) -> LDPLinearResult:
     """Algorithm 1 (one learner) or Algorithm 2 (several, with the combiner), vectorised over runs.
 
@@ -282,10 +303,21 @@ def run_ldp_linear(
     ``"anytime-maler"`` (:class:`~dpcert.bandits.algorithms.maler.AnytimeMaler`), with ``gradient_bound`` =
     that base learner's clip constant and ``radius`` = ``domain``; each is updated only in the runs that chose
     its base learner.
+
+    ``secure``: the integer-exact mechanism of :func:`~dpcert.bandits.calibration.ldp_linear.
+    calibrate_secure_randomizer` (its ``real_sigma`` must be ``sigma``).  Each user then releases
+    :func:`secure_release` of ``(x, y)`` and adds ζ afterwards.  The server's de-biasing uses σ²: the
+    discrete Gaussian's variance is at most σ² (Canonne, Kamath & Steinke 2020) and, summed exactly,
+    within 1e-6 relative of σ² once σ >= 1 grid step (here σ is thousands of steps); rounding moves each
+    released coordinate by at most g/2 = 2^-14 σ (the grid is 2^13 times finer than σ), an input
+    perturbation far below the noise.
     """
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
     rng = check.generator(rng)
+    if secure is not None and (secure.real_sigma != sigma or secure.coordinates != env.dimension + 1):
+        allowed = f"a mechanism of {env.dimension + 1} coordinates at sigma {sigma}"
+        raise InvalidParameter("secure", secure.certificate.mechanism, allowed)
     if not learners:
         raise InvalidParameter("learners", learners, "at least one base learner")
     if learner not in ONLINE_LEARNERS:
@@ -381,8 +413,12 @@ def run_ldp_linear(
             session.charge(run_index * horizon + t, certificate)
         # user side: the only data leaving the user
         zeta = perturb[chosen][:, None] * rng.standard_normal((runs, d))
-        noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
-        noisy_y = y + sigma * rng.standard_normal(runs)
+        if secure is None:
+            noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
+            noisy_y = y + sigma * rng.standard_normal(runs)
+        else:
+            released_x, noisy_y = secure_release(x, y, secure, rng)
+            noisy_x = released_x + zeta
         # server side: post-processing of (x~, y~) and public state
         if online_learners[0] is not None:  # a Maler learner per base learner: θ_t is its prediction
             for i, model in enumerate(online_learners):

@@ -1,16 +1,19 @@
 """Noise of the local randomizer of Improved-rate LDP linear bandits (the pair (x̃, ỹ)): the paper's σ
-and the least analytic σ."""
+and the least analytic σ, or (``secure=True``) integer-exact noise on a grid certified through the pair's
+ℓ2 sensitivity (:mod:`dpcert.mechanisms.discrete_gaussian_l2`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian, secure_l2_gaussian
 from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
 
 PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
@@ -31,20 +34,32 @@ class LocalCalibration:
     claim: Guarantee
     claim_met: bool
     calibration: str
+    secure: SecureL2Gaussian | None = None
+    """With ``secure=True``: the integer-exact mechanism of the d + 1 released coordinates."""
 
 
 def calibrate_randomizer(
-    epsilon: float, delta: float, calibration: str = "analytic_joint", *, sigma: float | None = None
+    epsilon: float,
+    delta: float,
+    calibration: str = "analytic_joint",
+    *,
+    sigma: float | None = None,
+    secure: bool = False,
+    dimension: int | None = None,
 ) -> LocalCalibration:
     """σ for the claimed (ε, δ)-LDP and the certificate of what that σ guarantees.
 
     ``analytic_joint``: least σ with the exact profile at sensitivity 2√2 meeting (ε, δ).
     ``paper``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the pair, which fails
     the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (docs/PAPER_NOTES.md, PN-IRL-1).  ``sigma``
-    overrides both.
+    overrides both.  ``secure=True`` (needs ``dimension`` d): see :func:`calibrate_secure_randomizer`.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
+    if not isinstance(secure, bool):
+        raise InvalidParameter("secure", secure, "true or false")
+    if secure:
+        return calibrate_secure_randomizer(epsilon, delta, calibration, sigma=sigma, dimension=dimension)
     notes = [
         "pair (x~, y~) released with one Gaussian each: l2 sensitivity 2*sqrt(2) for ||x|| <= 1, |y| <= 1",
         "the deliberate feature perturbation zeta is not counted (it only adds noise)",
@@ -74,3 +89,53 @@ def calibrate_randomizer(
         notes=tuple(notes),
     )
     return LocalCalibration(noise, certificate, Guarantee(epsilon, delta), met, used)
+
+
+def calibrate_secure_randomizer(
+    epsilon: float,
+    delta: float,
+    calibration: str = "analytic_joint",
+    *,
+    sigma: float | None = None,
+    dimension: int | None = None,
+) -> LocalCalibration:
+    """Integer-exact noise for the pair (x̃, ỹ): ``(x, y)`` rounded to the grid ``g ℤ``, N_Z(0, σ²) added.
+
+    The d + 1 coordinates have ℓ2 sensitivity 2√2 (``‖x‖ <= 1``, ``|y| <= 1``); rounding adds at most
+    √(d + 1) grid steps, and the release is ``ρ = (2√2/g + √(d + 1))²/(2σ²)``-zCDP (Canonne, Kamath & Steinke
+    2020, Thm 14; :func:`dpcert.mechanisms.discrete_gaussian_l2.secure_l2_gaussian`), converted to (ε, δ)
+    by their Cor. 13.  ``analytic_joint``: the least whole-step σ meeting (ε, δ) that way; ``paper`` or a
+    user ``sigma``: that σ rounded up to the grid, certified at δ (the claim may then fail, as for the
+    float noise).  The deliberate perturbation ζ is added by the user after the release (post-processing).
+    """
+    d = check.positive_int("dimension", dimension)
+    notes = [
+        f"pair (x~, y~) rounded to a grid and released with integer-exact noise: {d + 1} coordinates, "
+        "l2 sensitivity 2*sqrt(2) plus sqrt(d + 1) grid steps of rounding",
+        "the deliberate feature perturbation zeta is added after the release (post-processing)",
+    ]
+    common: dict[str, Any] = dict(
+        sensitivity=PAIR_SENSITIVITY,
+        coordinates=d + 1,
+        bits="rng",
+        trust_model=TrustModel.LOCAL,
+        neighbouring=Neighbouring.REPLACE_ONE,
+    )
+    if sigma is not None:
+        noise, used = check.positive_finite("sigma", sigma), "user"
+        notes.append("user-supplied noise level")
+    elif calibration == "analytic_joint":
+        noise, used = None, calibration
+    elif calibration == "paper":
+        noise, used = paper_sigma(epsilon, delta), calibration
+        notes.append(f"paper noise (Alg. 1; {CLASSICAL_BASIS}) rounded up to the grid")
+    else:
+        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    if noise is None:
+        mechanism = secure_l2_gaussian(epsilon, delta, notes=tuple(notes), **common)
+    else:
+        mechanism = secure_l2_gaussian(delta=delta, sigma=noise, notes=tuple(notes), **common)
+    certificate = mechanism.certificate
+    met = certificate.epsilon <= epsilon
+    claim = Guarantee(epsilon, delta)
+    return LocalCalibration(mechanism.real_sigma, certificate, claim, met, used, mechanism)
