@@ -213,7 +213,10 @@ def test_tree_rounds_each_user_on_the_fine_grid_then_each_node():
 
 
 # ----------------------------------------------------------------------------- runs
-@pytest.mark.parametrize("algorithm, privacy", [("linucb-jdp", "central"), ("linucb-ldp", "local")])
+@pytest.mark.parametrize(
+    "algorithm, privacy",
+    [("linucb-jdp", "central"), ("linucb-ldp", "local"), ("linucb-sdp-amp", "shuffle")],
+)
 def test_cli_secure_run_meets_the_target(capsys, algorithm, privacy):
     argv = ["bandit", "run", algorithm, "--privacy", privacy, "--epsilon", "1", "--delta", "1e-5", "--secure",
             "--horizon", "2000", "--json"]  # fmt: skip
@@ -224,16 +227,15 @@ def test_cli_secure_run_meets_the_target(capsys, algorithm, privacy):
     assert certificate["mechanism"] == "discrete-gaussian-l2"
     assert certificate["parameters"]["sampler"] == "integer-exact"
     assert payload["max_user_epsilon"] <= 1.0
+    assert certificate["trust_model"] == privacy
 
 
-@pytest.mark.parametrize("algorithm", ["linucb-sdp-amp", "linucb-sdp-vec"])
-def test_cli_refuses_secure_for_the_shuffle_protocols(capsys, algorithm):
-    argv = ["bandit", "run", algorithm, "--privacy", "shuffle", "--epsilon", "1", "--delta", "1e-5",
+def test_cli_refuses_secure_for_the_bit_sum_protocol(capsys):
+    argv = ["bandit", "run", "linucb-sdp-vec", "--privacy", "shuffle", "--epsilon", "1", "--delta", "1e-5",
             "--secure", "--horizon", "100"]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "secure" in err
-    assert ("not derived" in err) if algorithm == "linucb-sdp-amp" else ("already bits" in err)
+    assert "\n" not in err and "secure" in err and "already bits" in err
 
 
 def test_secure_theory_radius_is_refused():
@@ -244,7 +246,7 @@ def test_secure_theory_radius_is_refused():
         run_linucb_config(config)
 
 
-@pytest.mark.parametrize("algorithm", ["linucb-ldp", "linucb-jdp"])
+@pytest.mark.parametrize("algorithm", ["linucb-ldp", "linucb-jdp", "linucb-sdp-amp"])
 @pytest.mark.parametrize("participations", [1, 4])
 def test_secure_epsilon_is_never_below_the_float_epsilon_at_the_same_sigma(algorithm, participations):
     common = {"epsilon": 1.0, "delta": 1e-5, "horizon": 400, "batch_size": 1, "dimension": 5,
@@ -365,7 +367,7 @@ def test_compiled_and_numpy_engines_agree_on_secure_runs():
     assert np.allclose(results[0].cumulative_regret, results[1].cumulative_regret, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("algorithm", ["linucb-ldp", "linucb-jdp"])
+@pytest.mark.parametrize("algorithm", ["linucb-ldp", "linucb-jdp", "linucb-sdp-amp"])
 def test_paper_sigma_and_auto_batch_carry_over_to_the_secure_path(algorithm):
     common = {"epsilon": 1.0, "delta": 1e-5, "horizon": 4000, "batch_size": "auto", "dimension": 5}
     floating = calibrate(algorithm, calibration="paper", **common)

@@ -420,7 +420,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     """``dpcert bandit run linucb*``: R repetitions on the instance of Chowdhury & Zhou 2022 (options:
     dimension=5, arms=100, batch_size (an integer or ``auto``, the paper's corollary), radius, alpha,
     participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p; secure: integer-exact noise
-    for linucb-ldp and linucb-jdp, :mod:`dpcert.bandits.calibration.linucb_secure`)."""
+    for linucb-ldp, linucb-jdp and linucb-sdp-amp, :mod:`dpcert.bandits.calibration.linucb_secure`)."""
     from dpcert.bandits.calibration.linucb_secure import calibrate_secure, check_secure_algorithm
 
     options = _known_options(config, LINUCB_OPTIONS)

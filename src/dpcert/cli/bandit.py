@@ -86,7 +86,7 @@ def register(groups: CommandGroups) -> None:
         help="integer-exact noise where the algorithm supports it (dp-dpe, dpe-fixedu, dp-pe with "
         "central or local privacy; mab-se with central; robust-elimination, linucb-ldp, ldp-linear, "
         "ldp-linear-combiner with local; "
-        "linucb-jdp with central; same as --option "
+        "linucb-jdp with central; linucb-sdp-amp with shuffle; same as --option "
         "secure=true); refused elsewhere, naming why",
     )
 

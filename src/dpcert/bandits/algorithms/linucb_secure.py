@@ -1,10 +1,11 @@
-"""Integer-exact (secure) Gaussian privatizers for LDP-LinUCB and JDP-LinUCB (Chowdhury & Zhou 2022).
+"""Integer-exact (secure) Gaussian privatizers for LDP-, SDP-Amp- and JDP-LinUCB (Chowdhury & Zhou 2022).
 
 The float privatizers of :mod:`dpcert.bandits.algorithms.linucb` add textbook floating-point
 Gaussians, whose low-order bits leak (Mironov 2012).  Here every release is an exact multiple of a
 power-of-two grid step g, computed from integers only:
 
-``SecureLocalGaussian`` (LDP, Prop. F.1's local randomizer)
+``SecureLocalGaussian`` (LDP, Prop. F.1's local randomizer; also P_Amp's users, whose messages the
+shuffler only permutes)
     Each user rounds her statistic ``z = (φy, upper(φφᵀ))`` (m = d + d(d+1)/2 entries) to ``g ℤ`` and
     sends ``round(z/g) + Z`` with Z of m independent N_Z(0, σ²) (CKS 2020, Alg. 3, integer-exact).
     The server's sum of messages is an exact integer.  Certificate: the ℓ2 multivariate discrete
