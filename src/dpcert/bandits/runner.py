@@ -11,6 +11,7 @@ worst user's composition.  Every algorithm is registered here (:data:`FAMILIES`)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -445,31 +446,18 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
     if config.privacy != expected:
         raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
-    if secure:
-        calibrated = calibrate_secure(
-            algorithm,
-            epsilon=config.epsilon,
-            delta=config.delta,
-            horizon=config.horizon,
-            batch_size=batch_size,
-            dimension=dimension,
-            calibration=config.calibration,
-            participations=participations,
-            sigma=options.get("sigma"),
-        )
-    else:
-        calibrated = calibrate(
-            algorithm,
-            epsilon=config.epsilon,
-            delta=config.delta,
-            horizon=config.horizon,
-            batch_size=batch_size,
-            dimension=dimension,
-            calibration=config.calibration,
-            participations=participations,
-            sigma=options.get("sigma"),
-            bit_sum={key: options[key] for key in BIT_SUM_KEYS if key in options} or None,
-        )
+    bit_sum = {key: options[key] for key in BIT_SUM_KEYS if key in options} or None
+    calibrated = (calibrate_secure if secure else functools.partial(calibrate, bit_sum=bit_sum))(
+        algorithm,
+        epsilon=config.epsilon,
+        delta=config.delta,
+        horizon=config.horizon,
+        batch_size=batch_size,
+        dimension=dimension,
+        calibration=config.calibration,
+        participations=participations,
+        sigma=options.get("sigma"),
+    )
     if calibrated.batch_rule is not None:
         batch_size = calibrated.batch_rule.batch_size
     rng = np.random.default_rng(config.seed)
