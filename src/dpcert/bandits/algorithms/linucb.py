@@ -155,28 +155,42 @@ class NoPrivacy:
 
 
 class _NormalPool:
-    """Standard normals drawn from one generator in large blocks and handed out in order.
+    """Standard normals drawn from one generator in blocks and handed out in order.
 
     ``Generator.standard_normal`` fills its output in order, so the values handed out are exactly those
     of drawing each requested shape in turn from the same generator; the block draw only saves the
-    per-call overhead.  The generator must be private to the pool (values past the last request are
-    drawn and discarded).
+    per-call overhead.  Blocks are drawn into one reused buffer (``out=``), and a request larger than a
+    block is drawn straight into the caller's array (:meth:`fill`), so no fresh memory is touched per
+    draw.  The generator must be private to the pool (values past the last request are drawn and
+    discarded).
     """
 
     def __init__(self, rng: np.random.Generator, block: int = 1 << 16) -> None:
         self.rng, self.block = rng, block
-        self.buffer = np.empty(0)
-        self.position = 0
+        self.buffer = np.empty(block)
+        self.position = block  # the buffer holds no values yet
+
+    def fill(self, out: np.ndarray) -> np.ndarray:
+        """Write the next ``out.size`` values into ``out`` (float64, C-contiguous) and return it."""
+        if out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise InvalidParameter("out", f"<{out.dtype} array>", "a C-contiguous float64 array")
+        flat = out.reshape(-1)  # a view: the array is contiguous
+        need = flat.size
+        take = min(need, self.buffer.size - self.position)
+        flat[:take] = self.buffer[self.position : self.position + take]
+        self.position += take
+        rest = need - take
+        if rest >= self.block:  # a large request: straight into the caller's memory
+            self.rng.standard_normal(out=flat[take:])
+        elif rest:
+            self.rng.standard_normal(out=self.buffer)
+            flat[take:] = self.buffer[:rest]
+            self.position = rest
+        return out
 
     def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
-        need = math.prod(shape)
-        if self.position + need > self.buffer.size:
-            rest = self.buffer[self.position :]
-            fresh = self.rng.standard_normal(max(self.block, need - rest.size))
-            self.buffer, self.position = np.concatenate([rest, fresh]), 0
-        values = self.buffer[self.position : self.position + need]
-        self.position += need
-        return values.reshape(shape)
+        """The next ``prod(shape)`` values as a new array of that shape."""
+        return self.fill(np.empty(shape))
 
 
 def _pool(pool: _NormalPool | None, rng: np.random.Generator) -> _NormalPool:
