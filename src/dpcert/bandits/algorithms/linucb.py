@@ -302,14 +302,27 @@ class _VecSum:
     parameters: BitSumParameters
     certificate: Certificate
     total: np.ndarray
+    streams: tuple[np.random.Generator, np.random.Generator] | None = None
+    source: np.random.Generator | None = None
+
+    def random_streams(self, rng: np.random.Generator) -> tuple[np.random.Generator, np.random.Generator]:
+        """(rounding bits, binomial noise): two generators spawned once from the aggregator's stream, so
+        that each kind of randomness is one sequence however the batches are grouped into draws."""
+        if self.streams is None or self.source is not rng:
+            rounding, noise = rng.spawn(2)
+            self.streams, self.source = (rounding, noise), rng
+        return self.streams
+
+    def mechanism(self, users: int, size: int) -> BinomialSumMechanism:
+        """The protocol of a batch of ``users`` on the flat statistic of length ``size`` (the ℓ2 option
+        changes the accounting, not the protocol)."""
+        flat = replace(self.parameters, users=users, dimension=size, shape="vector", norm="entry")
+        return BinomialSumMechanism(flat, self.certificate)
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        users = statistics.shape[1]
-        # the same protocol on the flat statistic (the ℓ2 option changes the accounting, not the protocol)
-        flat = replace(
-            self.parameters, users=users, dimension=statistics.shape[2], shape="vector", norm="entry"
-        )
-        self.total += BinomialSumMechanism(flat, self.certificate).simulate(statistics, rng)
+        rounding, noise = self.random_streams(rng)
+        mechanism = self.mechanism(statistics.shape[1], statistics.shape[2])
+        self.total += mechanism.simulate(statistics, rounding, noise_rng=noise)
         return self.total
 
 

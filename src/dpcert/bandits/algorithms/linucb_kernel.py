@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
 try:  # the optional extra `fast`; without it the NumPy path runs
@@ -46,7 +47,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 AVAILABLE = numba is not None
 ENGINES = ("auto", "numpy", "numba")
 CHUNK_VALUES = 1 << 20  # noise values handed to one compiled call (8 MiB of float64)
-EXACT, LOCAL, TREE, OPAQUE = 0, 1, 2, 3
+EXACT, LOCAL, TREE, OPAQUE, BITS = 0, 1, 2, 3, 4
 BERNOULLI, GAUSSIAN = 0, 1
 ARM_PADDING = 16  # arms per 512-bit register in float32
 
@@ -267,14 +268,16 @@ def _load(statistic, lam, symmetric, work):
 
 
 @_compiled()
-def _publish(stop, c, kinds, levels, block, noise, offsets, scales, tree_cursor, external, model, scratch):
+def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
     """Add batch ``c`` of the chunk to every run's sum with its privatizer's noise, solve ``V θ̂ = u`` and
     load the scoring weights (θ̂, upper(V⁻¹)) for the next batch.  Returns whether some noisy run's V was
     not positive definite (flagged in ``suspect``; the caller repairs those runs before the next batch).
 
-    ``noise`` holds the chunk's standard normals (:func:`_draw_noise`): privatizer g's local noise of
-    batch c, run b, entry p at ``offsets[g] + (c·block + b)·size + p``, times ``scales[c, g]`` (σ√users);
-    the tree's new node values from ``tree_cursor[g]`` on, times ``scales[c, g]`` (σ)."""
+    ``released`` is :func:`_draw_noise`'s: its ``noise`` holds the chunk's standard normals, privatizer
+    g's local noise of batch c, run b, entry p at ``offsets[g] + (c·block + b)·size + p``, times
+    ``scales[c, g]`` (σ√users), the tree's new node values from ``tree_cursor[g]`` on, times
+    ``scales[c, g]`` (σ).  P_Vec's sums were added to ``total`` by :func:`_bit_sums`."""
+    noise, offsets, scales, tree_cursor = released[0], released[1], released[2], released[3]
     mean_weights, width_weights, _, statistics, total, noisy, node_noise, node_ids = model[:8]
     lam, noisy_rows, suspect, upper_rows, upper_cols, symmetric = model[8:]
     work, row, prefix, part = scratch[3], scratch[4], scratch[5], scratch[6]
@@ -324,6 +327,9 @@ def _publish(stop, c, kinds, levels, block, noise, offsets, scales, tree_cursor,
                         prefix[p] = prefix[p] + part[p]
                 for p in range(size):
                     noisy[r, p] = total[r, p] + prefix[p]
+            elif kind == BITS:
+                for p in range(size):
+                    noisy[r, p] = total[r, p]
             else:
                 for p in range(size):
                     noisy[r, p] = external[r, p]
@@ -389,8 +395,47 @@ def _eliminate_runs(work, row, positive, d):
 
 
 @_compiled()
-def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, noise, offsets, scales,
-               tree_cursor, arms, model, scratch, gaps, actions):  # fmt: skip
+def _bit_sums(c, start, stop, chunk_start, kinds, block, released, arms, model, actions):
+    """P_Vec's release of batch c (rounds ``start .. stop − 1``) for every run, added to its ``total``:
+    the protocol of :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate` on the flat
+    statistic, entry for entry (Chowdhury & Zhou 2022, Alg. 5–7; Cheu et al. 2019).
+
+    Each user's entry v is encoded as ``⌊u⌋ + [U < u − ⌊u⌋]`` with ``u = clip((v + B)·g/(2B), 0, g)``
+    and U the batch's uniform (``noise[offsets[g] + block·size·(start − chunk_start) + (b·users + i)·size
+    + p]`` for run b, user i, entry p); the analyzer sees the encodings' sum plus the binomial noise count
+    ``bits[c, g, b, p]`` and returns ``(2B/g)·(count − n b p) − n B`` (constants per batch in
+    ``constants[c, g]``: B, g/(2B), g, 2B/g, n b p, n B)."""
+    noise, offsets, bits, constants = released[0], released[1], released[4], released[5]
+    features, outer = arms[3], arms[4]
+    rewards, total = model[2], model[4]
+    size, d = total.shape[1], features.shape[2]
+    users = stop - start
+    for g in range(kinds.shape[0]):
+        if kinds[g] != BITS:
+            continue
+        bound, to_units, top = constants[c, g, 0], constants[c, g, 1], constants[c, g, 2]
+        unit, centre, shift = constants[c, g, 3], constants[c, g, 4], constants[c, g, 5]
+        base = offsets[g] + block * size * (start - chunk_start)
+        for b in range(block):
+            r = g * block + b
+            arm = actions[r, start]
+            for p in range(size):
+                count = np.int64(0)
+                for i in range(users):
+                    value = features[b, arm, p] * rewards[r, i] if p < d else outer[b, arm, p - d]
+                    scaled = (value + bound) * to_units
+                    scaled = min(max(scaled, 0.0), top)
+                    whole = np.floor(scaled)
+                    if noise[base + (b * users + i) * size + p] < scaled - whole:
+                        whole += 1.0
+                    count += np.int64(whole)
+                count += bits[c, g, b, p]
+                total[r, p] += unit * (np.float64(count) - centre) - shift
+
+
+@_compiled()
+def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, released, arms, model, scratch,
+               gaps, actions):  # fmt: skip
     """Batches ``first ..`` of a chunk whose releases are all charged already; returns the batch after
     which some runs need :func:`_repair` (−1 when the chunk is done)."""
     block = rewards_model[2]
@@ -400,8 +445,8 @@ def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, noise,
         start, stop = bounds[c], bounds[c + 1]
         offset = runs * (start - bounds[0])
         _choose(start, stop, betas[c], draws, offset, rewards_model, arms, model, scratch, gaps, actions)
-        if _publish(stop, c, kinds, levels, block, noise, offsets, scales, tree_cursor, external, model,
-                    scratch):  # fmt: skip
+        _bit_sums(c, start, stop, bounds[0], kinds, block, released, arms, model, actions)
+        if _publish(stop, c, kinds, levels, block, released, external, model, scratch):
             return c
     return -1
 
@@ -446,7 +491,12 @@ def run_fixed_arms(
     padded = np.zeros(design.shape[:2] + (-(-design.shape[2] // ARM_PADDING) * ARM_PADDING,), design.dtype)
     padded[:, :, : design.shape[2]] = design
     arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
-    kind_of = {engine._ExactSum: EXACT, engine._LocalGaussianSum: LOCAL, engine._TreeSum: TREE}
+    kind_of = {
+        engine._ExactSum: EXACT,
+        engine._LocalGaussianSum: LOCAL,
+        engine._TreeSum: TREE,
+        engine._VecSum: BITS,
+    }
     kinds = np.array([kind_of.get(type(a), OPAQUE) for _, a, _ in blocks], dtype=np.int64)
     # per block: the tree's levels and its rounds per leaf (the batch size), (0, 1) for other kinds
     levels = np.array(
@@ -478,7 +528,12 @@ def run_fixed_arms(
     rewards_model = (reward_model, float(env.noise_std), block, design.dtype.type(0))
     starts = list(range(0, horizon, batch_size)) + [horizon]
     opaque = bool((kinds == OPAQUE).any())
-    per_chunk = 1 if opaque else max(1, CHUNK_VALUES // (runs * size))
+    # P_Vec draws one uniform per user and entry: its chunks hold as many values as the others'
+    per_user = batch_size if (kinds == BITS).any() else 1
+    per_chunk = 1 if opaque else max(1, CHUNK_VALUES // (runs * size * per_user))
+    if (kinds == BITS).any():  # the bit-sum protocol's input range, checked once for every arm and reward
+        bound = min(a.parameters.bound for _, a, _ in blocks if isinstance(a, engine._VecSum))
+        check.bounded_array("data", np.concatenate([features, outer], axis=-1), -bound, bound)
     tree_ids = node_ids.copy()  # the driver's copy of the tree schedule: how many values each batch draws
     # buffers reused by every chunk (drawn into with `out=`: the same values as fresh draws, without
     # touching fresh memory each time)
@@ -496,12 +551,11 @@ def run_fixed_arms(
             rng.random(out=draws)
         else:
             rng.standard_normal(out=draws)
-        noise, offsets, scales, tree_cursor = _draw_noise(
-            blocks, kinds, levels, bounds, tree_ids, size, engine, noise_store
-        )
+        released = _draw_noise(blocks, kinds, levels, bounds, tree_ids, size, engine, noise_store)
         if opaque:  # one batch: the privatizers' own releases between the compiled steps
             start, stop = int(bounds[0]), int(bounds[1])
             _choose(start, stop, betas[0], draws, 0, rewards_model, arms, model, scratch, gaps, actions)
+            _bit_sums(0, start, stop, start, kinds, block, released, arms, model, actions)
             external = np.zeros((runs, size))
             for g, (rows, aggregator, stream) in enumerate(blocks):
                 if kinds[g] == OPAQUE:
@@ -515,15 +569,14 @@ def run_fixed_arms(
                         axis=-1,
                     )
                     external[rows] = aggregator.add_batch(statistics, stop, stream)
-            if _publish(stop, 0, kinds, levels, block, noise, offsets, scales, tree_cursor, external,
-                        model, scratch):  # fmt: skip
+            if _publish(stop, 0, kinds, levels, block, released, external, model, scratch):
                 _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
         else:
             resume = 0
             while resume >= 0:
                 stopped = _run_chunk(
-                    resume, bounds, betas, draws, rewards_model, kinds, levels, noise, offsets, scales,
-                    tree_cursor, arms, model, scratch, gaps, actions,
+                    resume, bounds, betas, draws, rewards_model, kinds, levels, released, arms, model,
+                    scratch, gaps, actions,
                 )  # fmt: skip
                 if stopped >= 0:
                     _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
@@ -570,33 +623,51 @@ def _draw_noise(
     size: int,
     engine: Any,
     store: list[np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The standard normals of a chunk's releases (all charged), from each privatizer's stream in the
-    NumPy path's order, in one flat array: local Gaussian sums (``N(0, 1)`` per batch, run and entry,
-    scaled by ``σ√users`` in :func:`_publish`) and the tree's new node values (scaled by σ).
+) -> tuple[np.ndarray, ...]:
+    """The random numbers of a chunk's releases (all charged), from each privatizer's streams in the
+    NumPy path's order, as :func:`_publish` and :func:`_bit_sums` read them.
 
-    Returns ``(noise, offsets, scales, tree_cursor)`` as :func:`_publish` reads them.  ``store[0]`` is
-    the array reused across chunks (replaced by a larger one when a chunk needs more values); the values
-    are drawn into it with ``out=``, the same values as fresh draws.
+    Returns ``(noise, offsets, scales, tree_cursor, bits, constants)``.  ``noise`` is one flat array:
+    the local Gaussian sums' standard normals (per batch, run and entry; scaled by ``σ√users``), the
+    tree's new node values (scaled by σ) and P_Vec's rounding uniforms (per batch, run, user and entry),
+    privatizer g's from ``offsets[g]`` on.  ``bits`` are P_Vec's binomial noise counts (chunk, groups,
+    runs, entries) and ``constants`` its analyzer's constants per batch.  ``store[0]`` is the array reused
+    across chunks (replaced by a larger one when a chunk needs more values); the values are drawn into it
+    with ``out=``, the same values as fresh draws.
     """
-    chunk = bounds.size - 1
+    chunk, groups = bounds.size - 1, len(blocks)
     users = np.diff(bounds)
-    offsets = np.zeros(len(blocks), dtype=np.int64)
-    tree_cursor = np.zeros(len(blocks), dtype=np.int64)
-    scales = np.zeros((chunk, len(blocks)))
+    offsets = np.zeros(groups, dtype=np.int64)
+    tree_cursor = np.zeros(groups, dtype=np.int64)
+    scales = np.zeros((chunk, groups))
+    block = max(rows.stop - rows.start for rows, _, _ in blocks)
+    bit_sums = bool((kinds == BITS).any())
+    bits = np.zeros((chunk, groups, block, size) if bit_sums else (1, 1, 1, 1), dtype=np.int64)
+    constants = np.zeros((chunk, groups, 6))
     counts, offset = [], 0
-    for g, (rows, aggregator, _) in enumerate(blocks):
+    for g, (_, aggregator, stream) in enumerate(blocks):
         count = 0
         if kinds[g] == LOCAL:
-            count = chunk * (rows.stop - rows.start) * size
+            count = chunk * block * size
             scales[:, g] = [aggregator.sigma * math.sqrt(n) for n in users.tolist()]
         elif kinds[g] == TREE:
             leaves = -(-bounds[1:, None] // levels[g, 1])  # batches released: the tree's leaf index
             ids = leaves >> np.arange(levels[g, 0])
             previous = np.vstack([tree_ids[g, None, : levels[g, 0]], ids[:-1]])
-            count = int((ids != previous).sum()) * (rows.stop - rows.start) * size
+            count = int((ids != previous).sum()) * block * size
             tree_ids[g, : levels[g, 0]] = ids[-1]
             scales[:, g] = aggregator.sigma
+        elif kinds[g] == BITS:
+            count = int(users.sum()) * block * size
+            _, noise_stream = aggregator.random_streams(stream)
+            for first, n in _equal_runs(users):  # one draw per run of equal batches: the same values
+                q = aggregator.mechanism(int(users[first]), size).parameters
+                bits[first : first + n, g] = noise_stream.binomial(q.noise_trials, q.p, size=(n, block, size))
+                # as encode_values and analyze_count compute them
+                constants[first : first + n, g] = (
+                    q.bound, q.g / (2.0 * q.bound), q.g, 2.0 * q.bound / q.g, q.noise_trials * q.p,
+                    q.users * q.bound,
+                )  # fmt: skip
         offsets[g] = tree_cursor[g] = offset
         counts.append(count)
         offset += count
@@ -604,7 +675,17 @@ def _draw_noise(
         store[0] = np.empty(offset)
     noise = store[0]
     for g, (_, aggregator, stream) in enumerate(blocks):
-        if counts[g]:
+        if counts[g] and kinds[g] == BITS:
+            rounding, _ = aggregator.random_streams(stream)
+            rounding.random(out=noise[offsets[g] : offsets[g] + counts[g]])
+        elif counts[g]:
             aggregator.pool = engine._pool(aggregator.pool, stream)
             aggregator.pool.fill(noise[offsets[g] : offsets[g] + counts[g]])
-    return noise, offsets, scales, tree_cursor
+    return noise, offsets, scales, tree_cursor, bits, constants
+
+
+def _equal_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """``(first index, length)`` of each run of equal consecutive values."""
+    edges = np.flatnonzero(np.diff(values)) + 1
+    firsts = np.concatenate(([0], edges))
+    return list(zip(firsts.tolist(), np.diff(np.concatenate((firsts, [values.size]))).tolist(), strict=True))
