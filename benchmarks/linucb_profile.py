@@ -1,16 +1,17 @@
 """Where the time of the Chowdhury & Zhou 2022 Figure 1 panel goes: ε = 0.2, 5 × 50 runs, T = 20,000.
 
-Run as ``python benchmarks/linucb_profile.py [repeats]``: the panel runs once to fill the caches (numba's
-compiled code, the calibrations), then ``repeats`` times (default 3) with process-CPU counters around each
-part; prints, per part, the median seconds over the repeats and its share of the panel:
+Run as ``python benchmarks/linucb_profile.py [repeats]``: the panel runs once in this fresh interpreter
+(numba's compiled code and the calibrations read from their disk caches, as in ``benchmarks/linucb.py
+--speed``), then ``repeats`` times more (default 3; in-process caches warm), with process-CPU counters
+around each part; prints, per part, the seconds of the first call and the median of the later ones:
 
 * ``calibrations``: the five calibrations (read from the disk cache and re-verified);
 * ``charges``: every ``PrivacySession`` charge made before a release;
 * ``reward draws`` and ``noise draws``: the generators' work for a chunk of rounds (the environment's
   rewards, the privatizers' Gaussian noise);
-* ``compiled rounds``: :func:`~dpcert.bandits.algorithms.linucb_kernel._run_chunk` (B = 1 pass) and
-  the per-batch compiled steps of the B = 20 pass;
-* ``P_Vec bit sums``: ``add_batch`` of the shuffle vector sum (its protocol's simulation);
+* ``compiled rounds``: :func:`~dpcert.bandits.algorithms.linucb_kernel._run_chunk` (both passes, P_Vec's
+  bit sums included; in the first call also numba's loading of the compiled code);
+* ``P_Vec bit sums``: ``add_batch`` of the shuffle vector sum, when it runs outside the compiled rounds;
 * ``certificates``: each run's worst-user certificate after the rounds;
 * ``other``: the rest (driver, allocation, results).
 
@@ -101,9 +102,10 @@ def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     if not kernel.AVAILABLE:
         raise SystemExit("numba is not installed: pip install 'dpcert[fast]'")
-    panel()  # caches filled
     seconds: dict[str, float] = defaultdict(float)
     instrument(seconds)
+    first_total = panel()
+    first = dict(seconds)
     measured: list[dict[str, float]] = []
     totals = []
     for _ in range(repeats):
@@ -112,13 +114,16 @@ def main() -> None:
         measured.append(dict(seconds))
     total = float(np.median(totals))
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"panel: {total:.2f} s process CPU (median of {repeats}); uptime: {load}")
-    accounted = 0.0
+    print(f"uptime: {load}")
+    print(f"| part | first call (fresh interpreter) | later calls (median of {repeats}) |")
+    print("|---|---|---|")
+    later_parts = {part: float(np.median([m.get(part, 0.0) for m in measured])) for part in PARTS}
     for part in PARTS:
-        value = float(np.median([m.get(part, 0.0) for m in measured]))
-        accounted += value
-        print(f"  {part:16s} {value:6.2f} s  {100 * value / total:4.0f} %")
-    print(f"  {'other':16s} {total - accounted:6.2f} s  {100 * (total - accounted) / total:4.0f} %")
+        print(f"| {part} | {first.get(part, 0.0):.2f} s | {later_parts[part]:.2f} s |")
+    print(
+        f"| other | {first_total - sum(first.values()):.2f} s | {total - sum(later_parts.values()):.2f} s |"
+    )
+    print(f"| **panel** | **{first_total:.2f} s** | **{total:.2f} s** |")
 
 
 if __name__ == "__main__":
