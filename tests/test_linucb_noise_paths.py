@@ -7,12 +7,20 @@ seed, ``np.argmax``, the NumPy path); none is statistical.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+import dpcert.bandits.algorithms.linucb as linucb
 from dpcert.bandits.algorithms import linucb_kernel
-from dpcert.bandits.algorithms.linucb import ALGORITHMS, _NormalPool, run_batched_linucb
+from dpcert.bandits.algorithms.linucb import (
+    ALGORITHMS,
+    LocalGaussian,
+    NoPrivacy,
+    _NormalPool,
+    run_batched_linucb,
+)
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.errors import InvalidParameter
@@ -119,3 +127,30 @@ def test_compiled_bit_sums_over_several_chunks_and_a_partial_batch_match_the_num
     np.testing.assert_array_equal(a.cumulative_regret, b.cumulative_regret)
     assert state_a == state_b
     assert len(set(a.actions[:, -1].tolist())) > 1
+
+
+class _OwnLocalSum(linucb._LocalGaussianSum):
+    """An aggregator type the compiled rounds do not know: released by its own ``add_batch``."""
+
+
+@dataclass(frozen=True)
+class _OwnLocal(LocalGaussian):
+    def start(self, runs: int, size: int) -> linucb.Aggregator:
+        return _OwnLocalSum(self.sigma, np.zeros((runs, size)))
+
+
+def test_an_aggregator_of_another_type_runs_between_the_compiled_steps_with_the_same_values():
+    pytest.importorskip("numba")
+    env = vaswani_instance(3, 5, 30, np.random.default_rng(14))
+    privatizers = [_OwnLocal(0.3), NoPrivacy()]
+    results = []
+    for engine in ("numpy", "numba"):
+        rng = np.random.default_rng(15)
+        result = run_batched_linucb(
+            env, privatizers, horizon=60, batch_size=3, rng=rng, engine=engine, radius="experiment"
+        )
+        results.append((result, _state(rng)))
+    (a, state_a), (b, state_b) = results
+    np.testing.assert_array_equal(a.actions, b.actions)
+    np.testing.assert_array_equal(a.cumulative_regret, b.cumulative_regret)
+    assert state_a == state_b

@@ -24,8 +24,10 @@ Privacy is unchanged.  Before the noise of any release is drawn, the engine's ``
 charges that release (the runs' :class:`~dpcert.accounting.session.PrivacySession`): the rounds are
 processed in chunks, and every release of a chunk is charged, in order, before the chunk's noise is
 taken from the streams, so a refused charge stops the run before the noise of that release (or of any
-later one) exists.  Privatizers whose release is not additive noise on the batch sum (P_Vec's bit
-sums) are run by their own ``add_batch`` between compiled steps, one batch at a time, after the charge.
+later one) exists.  P_Vec's bit sums run compiled too (:func:`_bit_sums`), from its rounding uniforms and
+binomial noise counts drawn per chunk after the chunk's charges, from the same two streams its NumPy
+``add_batch`` draws from; aggregators of other types are run by their own ``add_batch`` between
+compiled steps, one batch at a time, after the charge.
 """
 
 from __future__ import annotations
