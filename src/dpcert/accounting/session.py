@@ -176,12 +176,18 @@ class PrivacySession:
         """Whether no user was charged twice: the charges' id intervals are pairwise disjoint."""
         if self._once is not None:
             return self._once
-        starts = np.concatenate([np.atleast_1d(a) for a, _ in self.intervals])
-        stops = np.concatenate([np.atleast_1d(b) for _, b in self.intervals])
+        starts, stops = (self._interval_ends(side) for side in (0, 1))
         order = np.argsort(starts, kind="stable")
         reach = np.maximum.accumulate(stops[order])
         self._once = bool(np.all(starts[order][1:] >= reach[:-1]))
         return self._once
+
+    def _interval_ends(self, side: int) -> np.ndarray:
+        """The starts (``side`` 0) or stops (1) of every charge's id ranges, in charge order."""
+        ends = [interval[side] for interval in self.intervals]
+        if all(type(end) is int for end in ends):  # single ranges (charge_range): no array per charge
+            return np.array(ends, dtype=np.int64)
+        return np.concatenate([np.atleast_1d(np.asarray(end, dtype=np.int64)) for end in ends])
 
     def _charged_ids(self, index: int) -> np.ndarray:
         starts, stops = (np.atleast_1d(np.asarray(v, dtype=np.int64)) for v in self.intervals[index])

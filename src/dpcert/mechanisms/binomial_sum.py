@@ -448,19 +448,29 @@ class BinomialSumMechanism:
             data = np.broadcast_to(array, (check.positive_int("size", size),) + array.shape)
         return self.simulate(data, rng)
 
-    def simulate_counts(self, data: Any, rng: np.random.Generator) -> np.ndarray:
-        """Per-coordinate counts of ones seen by the analyzer, drawn exactly in distribution."""
+    def simulate_counts(
+        self, data: Any, rng: np.random.Generator, noise_rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """Per-coordinate counts of ones seen by the analyzer, drawn exactly in distribution.
+
+        The rounding bits come from ``rng``, the binomial noise counts from ``noise_rng`` (default
+        ``rng``, drawn after the rounding bits).
+        """
         encoded = self.encode(data, rng)
         q = self.parameters
-        noise = rng.binomial(q.noise_trials, q.p, size=encoded.shape[:-2] + encoded.shape[-1:])
+        noise_rng = rng if noise_rng is None else check.generator(noise_rng)
+        noise = noise_rng.binomial(q.noise_trials, q.p, size=encoded.shape[:-2] + encoded.shape[-1:])
         return encoded.sum(axis=-2) + noise
 
-    def simulate(self, data: Any, rng: np.random.Generator) -> np.ndarray:
+    def simulate(
+        self, data: Any, rng: np.random.Generator, noise_rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         """The analyzer's estimate of the sum over users, shape ``(..., d)`` or ``(..., d, d)``.
 
-        Scalar data given as ``(..., n)`` give estimates of shape ``(...)``.
+        Scalar data given as ``(..., n)`` give estimates of shape ``(...)``.  ``noise_rng``: as in
+        :meth:`simulate_counts`.
         """
-        estimate = self.analyze_counts(self.simulate_counts(data, rng))
+        estimate = self.analyze_counts(self.simulate_counts(data, rng, noise_rng))
         return estimate[..., 0] if self._scalar_layout(data) else estimate
 
     def materialize(self, data: Any, rng: np.random.Generator) -> np.ndarray:

@@ -155,28 +155,42 @@ class NoPrivacy:
 
 
 class _NormalPool:
-    """Standard normals drawn from one generator in large blocks and handed out in order.
+    """Standard normals drawn from one generator in blocks and handed out in order.
 
     ``Generator.standard_normal`` fills its output in order, so the values handed out are exactly those
     of drawing each requested shape in turn from the same generator; the block draw only saves the
-    per-call overhead.  The generator must be private to the pool (values past the last request are
-    drawn and discarded).
+    per-call overhead.  Blocks are drawn into one reused buffer (``out=``), and a request larger than a
+    block is drawn straight into the caller's array (:meth:`fill`), so no fresh memory is touched per
+    draw.  The generator must be private to the pool (values past the last request are drawn and
+    discarded).
     """
 
     def __init__(self, rng: np.random.Generator, block: int = 1 << 16) -> None:
         self.rng, self.block = rng, block
-        self.buffer = np.empty(0)
-        self.position = 0
+        self.buffer = np.empty(block)
+        self.position = block  # the buffer holds no values yet
+
+    def fill(self, out: np.ndarray) -> np.ndarray:
+        """Write the next ``out.size`` values into ``out`` (float64, C-contiguous) and return it."""
+        if out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise InvalidParameter("out", f"<{out.dtype} array>", "a C-contiguous float64 array")
+        flat = out.reshape(-1)  # a view: the array is contiguous
+        need = flat.size
+        take = min(need, self.buffer.size - self.position)
+        flat[:take] = self.buffer[self.position : self.position + take]
+        self.position += take
+        rest = need - take
+        if rest >= self.block:  # a large request: straight into the caller's memory
+            self.rng.standard_normal(out=flat[take:])
+        elif rest:
+            self.rng.standard_normal(out=self.buffer)
+            flat[take:] = self.buffer[:rest]
+            self.position = rest
+        return out
 
     def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
-        need = math.prod(shape)
-        if self.position + need > self.buffer.size:
-            rest = self.buffer[self.position :]
-            fresh = self.rng.standard_normal(max(self.block, need - rest.size))
-            self.buffer, self.position = np.concatenate([rest, fresh]), 0
-        values = self.buffer[self.position : self.position + need]
-        self.position += need
-        return values.reshape(shape)
+        """The next ``prod(shape)`` values as a new array of that shape."""
+        return self.fill(np.empty(shape))
 
 
 def _pool(pool: _NormalPool | None, rng: np.random.Generator) -> _NormalPool:
@@ -288,14 +302,27 @@ class _VecSum:
     parameters: BitSumParameters
     certificate: Certificate
     total: np.ndarray
+    streams: tuple[np.random.Generator, np.random.Generator] | None = None
+    source: np.random.Generator | None = None
+
+    def random_streams(self, rng: np.random.Generator) -> tuple[np.random.Generator, np.random.Generator]:
+        """(rounding bits, binomial noise): two generators spawned once from the aggregator's stream, so
+        that each kind of randomness is one sequence however the batches are grouped into draws."""
+        if self.streams is None or self.source is not rng:
+            rounding, noise = rng.spawn(2)
+            self.streams, self.source = (rounding, noise), rng
+        return self.streams
+
+    def mechanism(self, users: int, size: int) -> BinomialSumMechanism:
+        """The protocol of a batch of ``users`` on the flat statistic of length ``size`` (the ℓ2 option
+        changes the accounting, not the protocol)."""
+        flat = replace(self.parameters, users=users, dimension=size, shape="vector", norm="entry")
+        return BinomialSumMechanism(flat, self.certificate)
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
-        users = statistics.shape[1]
-        # the same protocol on the flat statistic (the ℓ2 option changes the accounting, not the protocol)
-        flat = replace(
-            self.parameters, users=users, dimension=statistics.shape[2], shape="vector", norm="entry"
-        )
-        self.total += BinomialSumMechanism(flat, self.certificate).simulate(statistics, rng)
+        rounding, noise = self.random_streams(rng)
+        mechanism = self.mechanism(statistics.shape[1], statistics.shape[2])
+        self.total += mechanism.simulate(statistics, rounding, noise_rng=noise)
         return self.total
 
 

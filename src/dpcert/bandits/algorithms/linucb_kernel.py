@@ -24,8 +24,10 @@ Privacy is unchanged.  Before the noise of any release is drawn, the engine's ``
 charges that release (the runs' :class:`~dpcert.accounting.session.PrivacySession`): the rounds are
 processed in chunks, and every release of a chunk is charged, in order, before the chunk's noise is
 taken from the streams, so a refused charge stops the run before the noise of that release (or of any
-later one) exists.  Privatizers whose release is not additive noise on the batch sum (P_Vec's bit
-sums) are run by their own ``add_batch`` between compiled steps, one batch at a time, after the charge.
+later one) exists.  P_Vec's bit sums run compiled too (:func:`_bit_sums`), from its rounding uniforms and
+binomial noise counts drawn per chunk after the chunk's charges, from the same two streams its NumPy
+``add_batch`` draws from; aggregators of other types are run by their own ``add_batch`` between
+compiled steps, one batch at a time, after the charge.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
 try:  # the optional extra `fast`; without it the NumPy path runs
@@ -46,7 +49,7 @@ except ImportError:  # pragma: no cover - depends on the installation
 AVAILABLE = numba is not None
 ENGINES = ("auto", "numpy", "numba")
 CHUNK_VALUES = 1 << 20  # noise values handed to one compiled call (8 MiB of float64)
-EXACT, LOCAL, TREE, OPAQUE = 0, 1, 2, 3
+EXACT, LOCAL, TREE, OPAQUE, BITS = 0, 1, 2, 3, 4
 BERNOULLI, GAUSSIAN = 0, 1
 ARM_PADDING = 16  # arms per 512-bit register in float32
 
@@ -86,41 +89,72 @@ def wanted(engine: str, fixed_arms: bool, observed: bool) -> bool:
 
 # ----------------------------------------------------------------------------- compiled steps
 @_compiled(contract=True)
-def _accumulate(weights, design, instance, first, buffer):
-    """``buffer[k] = Σ_j weights[j] · design[instance, first + j, k]`` as one fused multiply-add per
-    term, in order of j (the order of BLAS's gemm kernel); five terms per pass over the arms."""
-    count, arms = weights.shape[0], design.shape[2]
+def _accumulate(weights, runs, design, instance, first, buffer):
+    """``buffer[i, k] = Σ_j weights[runs[i], j] · design[instance, first + j, k]`` for three runs that share
+    an instance, as one fused multiply-add per term in order of j (the order of BLAS's gemm kernel), five
+    terms per pass over the arms; the three runs' sums are independent chains over the same loaded
+    design values (a run listed twice gives its sums twice)."""
+    count, arms = weights.shape[1], design.shape[2]
+    r0, r1, r2 = runs[0], runs[1], runs[2]
     for k in range(arms):
-        buffer[k] = 0
+        buffer[0, k] = 0
+        buffer[1, k] = 0
+        buffer[2, k] = 0
     j = 0
     while j + 5 <= count:
-        w0, w1, w2, w3, w4 = weights[j], weights[j + 1], weights[j + 2], weights[j + 3], weights[j + 4]
+        a0, a1, a2, a3, a4 = weights[r0, j : j + 5]
+        b0, b1, b2, b3, b4 = weights[r1, j : j + 5]
+        c0, c1, c2, c3, c4 = weights[r2, j : j + 5]
         row = first + j
         for k in range(arms):
-            acc = buffer[k] + w0 * design[instance, row, k]
-            acc = acc + w1 * design[instance, row + 1, k]
-            acc = acc + w2 * design[instance, row + 2, k]
-            acc = acc + w3 * design[instance, row + 3, k]
-            buffer[k] = acc + w4 * design[instance, row + 4, k]
+            x0, x1, x2 = design[instance, row, k], design[instance, row + 1, k], design[instance, row + 2, k]
+            x3, x4 = design[instance, row + 3, k], design[instance, row + 4, k]
+            acc = buffer[0, k] + a0 * x0
+            acc = acc + a1 * x1
+            acc = acc + a2 * x2
+            acc = acc + a3 * x3
+            buffer[0, k] = acc + a4 * x4
+            acc = buffer[1, k] + b0 * x0
+            acc = acc + b1 * x1
+            acc = acc + b2 * x2
+            acc = acc + b3 * x3
+            buffer[1, k] = acc + b4 * x4
+            acc = buffer[2, k] + c0 * x0
+            acc = acc + c1 * x1
+            acc = acc + c2 * x2
+            acc = acc + c3 * x3
+            buffer[2, k] = acc + c4 * x4
         j += 5
     while j < count:
-        w = weights[j]
+        a, b, c = weights[r0, j], weights[r1, j], weights[r2, j]
         for k in range(arms):
-            buffer[k] = buffer[k] + w * design[instance, first + j, k]
+            x = design[instance, first + j, k]
+            buffer[0, k] = buffer[0, k] + a * x
+            buffer[1, k] = buffer[1, k] + b * x
+            buffer[2, k] = buffer[2, k] + c * x
         j += 1
 
 
 @_compiled()
-def _score(mean_weights, width_weights, design, instance, means, widths):
-    """⟨φ_k, θ̂⟩ and ‖φ_k‖²_{V⁻¹} of every arm in the index dtype (the NumPy path's ``weights @ design``)."""
-    _accumulate(mean_weights, design, instance, 0, means)
-    _accumulate(width_weights, design, instance, mean_weights.shape[0], widths)
+def _score(mean_weights, width_weights, runs, design, instance, means, widths):
+    """⟨φ_k, θ̂⟩ and ‖φ_k‖²_{V⁻¹} of every arm in the index dtype (the NumPy path's ``weights @ design``)
+    for three runs on the same instance: rows 0–2 of ``means`` and ``widths``."""
+    _accumulate(mean_weights, runs, design, instance, 0, means)
+    _accumulate(width_weights, runs, design, instance, mean_weights.shape[1], widths)
+
+
+LANES = 8  # index values compared per block in the argmax
 
 
 @_compiled()
 def _ucb_arm(means, widths, beta, zero, index):
     """argmax of ``mean + β √max(width, 0)`` (float64, as NumPy promotes; the square root in the index
-    dtype); lowest index on ties, the first NaN if any (as ``np.argmax``)."""
+    dtype); lowest index on ties, the first NaN if any (as ``np.argmax``).
+
+    The maximum is found block by block (``LANES`` values, compared without branches); only a block
+    whose largest value beats the best so far is searched for its first position of that value.
+    Equal values (``-0.0 == 0.0`` too) keep the earliest, as the sequential ``value > best`` scan does.
+    """
     arms = means.shape[0]
     for k in range(arms):
         width = widths[k]
@@ -128,7 +162,26 @@ def _ucb_arm(means, widths, beta, zero, index):
             width = zero
         index[k] = np.float64(means[k]) + beta * np.float64(np.sqrt(width))
     best_arm, best = 0, index[0]
-    for k in range(arms):
+    if best != best:
+        return 0
+    full = arms - arms % LANES
+    for first in range(0, full, LANES):
+        top = index[first]
+        nan = False
+        for lane in range(LANES):
+            value = index[first + lane]
+            top = value if value > top else top
+            nan |= value != value
+        if nan:
+            for lane in range(LANES):
+                if index[first + lane] != index[first + lane]:
+                    return first + lane
+        if top > best:
+            for lane in range(LANES):
+                if index[first + lane] == top:
+                    best_arm, best = first + lane, top
+                    break
+    for k in range(full, arms):
         value = index[k]
         if value != value:
             return k
@@ -138,22 +191,32 @@ def _ucb_arm(means, widths, beta, zero, index):
 
 
 @_compiled()
-def _choose(start, stop, betas, draws, offset, rewards_model, arms, model, scratch, batch_gaps, batch_arms):
-    """One batch's arms and gaps (the same in each of its rounds), its rewards and every run's sum of its
-    users' statistics ``(φy, upper(φφᵀ))``."""
+def _choose(start, stop, betas, draws, offset, rewards_model, arms, model, scratch, gaps, actions):
+    """One batch's arms and gaps (the same in each of its rounds ``start .. stop − 1``, written to every
+    run's row of ``gaps`` and ``actions``), its rewards and every run's sum of its users' statistics
+    ``(φy, upper(φφᵀ))``."""
     reward_model, noise_std, block, zero = rewards_model
     design, arm_means, best_means, features, outer = arms
     mean_weights, width_weights, rewards, statistics = model[0], model[1], model[2], model[3]
     means_buffer, widths_buffer, index_buffer = scratch[0], scratch[1], scratch[2]
     runs, d, q = mean_weights.shape[0], mean_weights.shape[1], width_weights.shape[1]
     users, arm_count = stop - start, arm_means.shape[1]
-    for r in range(runs):
-        instance = r % block
-        _score(mean_weights[r], width_weights[r], design, instance, means_buffer, widths_buffer)
-        arm = _ucb_arm(means_buffer[:arm_count], widths_buffer[:arm_count], betas[r], zero, index_buffer)
+    trio = scratch[10]
+    for position in range(runs):  # the runs of one instance next to each other, scored three at a time
+        instance, group = position // (runs // block), position % (runs // block)
+        r = group * block + instance
+        slot = group % 3
+        if slot == 0:
+            for i in range(3):  # this run and the next two of the instance (or this one again)
+                trio[i] = min(group + i, runs // block - 1) * block + instance
+            _score(mean_weights, width_weights, trio, design, instance, means_buffer, widths_buffer)
+        arm = _ucb_arm(means_buffer[slot, :arm_count], widths_buffer[slot, :arm_count], betas[r], zero,
+                       index_buffer)  # fmt: skip
         mean = arm_means[instance, arm]
-        batch_gaps[r] = best_means[instance] - mean
-        batch_arms[r] = arm
+        gap = best_means[instance] - mean
+        for t in range(start, stop):
+            gaps[r, t] = gap
+            actions[r, t] = arm
         for u in range(users):
             x = draws[offset + r * users + u]
             if reward_model == BERNOULLI:
@@ -207,10 +270,16 @@ def _load(statistic, lam, symmetric, work):
 
 
 @_compiled()
-def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, external, model, scratch):
-    """Add the batch to every run's sum with its privatizer's noise, solve ``V θ̂ = u`` and load the
-    scoring weights (θ̂, upper(V⁻¹)) for the next batch.  Returns whether some noisy run's V was not
-    positive definite (flagged in ``suspect``; the caller repairs those runs before the next batch)."""
+def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
+    """Add batch ``c`` of the chunk to every run's sum with its privatizer's noise, solve ``V θ̂ = u`` and
+    load the scoring weights (θ̂, upper(V⁻¹)) for the next batch.  Returns whether some noisy run's V was
+    not positive definite (flagged in ``suspect``; the caller repairs those runs before the next batch).
+
+    ``released`` is :func:`_draw_noise`'s: its ``noise`` holds the chunk's standard normals, privatizer
+    g's local noise of batch c, run b, entry p at ``offsets[g] + (c·block + b)·size + p``, times
+    ``scales[c, g]`` (σ√users), the tree's new node values from ``tree_cursor[g]`` on, times
+    ``scales[c, g]`` (σ).  P_Vec's sums were added to ``total`` by :func:`_bit_sums`."""
+    noise, offsets, scales, tree_cursor = released[0], released[1], released[2], released[3]
     mean_weights, width_weights, _, statistics, total, noisy, node_noise, node_ids = model[:8]
     lam, noisy_rows, suspect, upper_rows, upper_cols, symmetric = model[8:]
     work, row, prefix, part = scratch[3], scratch[4], scratch[5], scratch[6]
@@ -226,7 +295,7 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
             for level in range(count):
                 for b in range(block):
                     for p in range(size):
-                        node_noise[g, level, b, p] = tree_values[tree_cursor[g]]
+                        node_noise[g, level, b, p] = scales[c, g] * noise[tree_cursor[g]]
                         tree_cursor[g] += 1
             for level in range(levels[g, 0]):
                 node_ids[g, level] = leaf >> level
@@ -240,8 +309,9 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
                     total[r, p] += statistics[r, p]
                     noisy[r, p] = total[r, p]
             elif kind == LOCAL:
+                base, scale = offsets[g] + (c * block + b) * size, scales[c, g]
                 for p in range(size):
-                    total[r, p] += statistics[r, p] + local_noise[r, p]
+                    total[r, p] += statistics[r, p] + noise[base + p] * scale
                     noisy[r, p] = total[r, p]
             elif kind == TREE:  # the prefix's nodes summed in groups of four levels (gemv's order)
                 for p in range(size):
@@ -259,6 +329,9 @@ def _publish(stop, kinds, levels, block, local_noise, tree_values, tree_cursor, 
                         prefix[p] = prefix[p] + part[p]
                 for p in range(size):
                     noisy[r, p] = total[r, p] + prefix[p]
+            elif kind == BITS:
+                for p in range(size):
+                    noisy[r, p] = total[r, p]
             else:
                 for p in range(size):
                     noisy[r, p] = external[r, p]
@@ -324,19 +397,58 @@ def _eliminate_runs(work, row, positive, d):
 
 
 @_compiled()
-def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, local_noise, tree_values,
-               tree_cursor, arms, model, scratch, chunk_gaps, chunk_arms):  # fmt: skip
+def _bit_sums(c, start, stop, chunk_start, kinds, block, released, arms, model, actions):
+    """P_Vec's release of batch c (rounds ``start .. stop − 1``) for every run, added to its ``total``:
+    the protocol of :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate` on the flat
+    statistic, entry for entry (Chowdhury & Zhou 2022, Alg. 5–7; Cheu et al. 2019).
+
+    Each user's entry v is encoded as ``⌊u⌋ + [U < u − ⌊u⌋]`` with ``u = clip((v + B)·g/(2B), 0, g)``
+    and U the batch's uniform (``noise[offsets[g] + block·size·(start − chunk_start) + (b·users + i)·size
+    + p]`` for run b, user i, entry p); the analyzer sees the encodings' sum plus the binomial noise count
+    ``bits[c, g, b, p]`` and returns ``(2B/g)·(count − n b p) − n B`` (constants per batch in
+    ``constants[c, g]``: B, g/(2B), g, 2B/g, n b p, n B)."""
+    noise, offsets, bits, constants = released[0], released[1], released[4], released[5]
+    features, outer = arms[3], arms[4]
+    rewards, total = model[2], model[4]
+    size, d = total.shape[1], features.shape[2]
+    users = stop - start
+    for g in range(kinds.shape[0]):
+        if kinds[g] != BITS:
+            continue
+        bound, to_units, top = constants[c, g, 0], constants[c, g, 1], constants[c, g, 2]
+        unit, centre, shift = constants[c, g, 3], constants[c, g, 4], constants[c, g, 5]
+        base = offsets[g] + block * size * (start - chunk_start)
+        for b in range(block):
+            r = g * block + b
+            arm = actions[r, start]
+            for p in range(size):
+                count = np.int64(0)
+                for i in range(users):
+                    value = features[b, arm, p] * rewards[r, i] if p < d else outer[b, arm, p - d]
+                    scaled = (value + bound) * to_units
+                    scaled = min(max(scaled, 0.0), top)
+                    whole = np.floor(scaled)
+                    if noise[base + (b * users + i) * size + p] < scaled - whole:
+                        whole += 1.0
+                    count += np.int64(whole)
+                count += bits[c, g, b, p]
+                total[r, p] += unit * (np.float64(count) - centre) - shift
+
+
+@_compiled()
+def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, released, arms, model, scratch,
+               gaps, actions):  # fmt: skip
     """Batches ``first ..`` of a chunk whose releases are all charged already; returns the batch after
     which some runs need :func:`_repair` (−1 when the chunk is done)."""
     block = rewards_model[2]
-    runs = chunk_gaps.shape[1]
+    runs = gaps.shape[0]
+    external = model[5]  # no external releases here: a placeholder of the right type
     for c in range(first, bounds.shape[0] - 1):
         start, stop = bounds[c], bounds[c + 1]
         offset = runs * (start - bounds[0])
-        _choose(start, stop, betas[c], draws, offset, rewards_model, arms, model, scratch, chunk_gaps[c],
-                chunk_arms[c])  # fmt: skip
-        if _publish(stop, kinds, levels, block, local_noise[c], tree_values, tree_cursor, local_noise[c],
-                    model, scratch):  # fmt: skip
+        _choose(start, stop, betas[c], draws, offset, rewards_model, arms, model, scratch, gaps, actions)
+        _bit_sums(c, start, stop, bounds[0], kinds, block, released, arms, model, actions)
+        if _publish(stop, c, kinds, levels, block, released, external, model, scratch):
             return c
     return -1
 
@@ -381,7 +493,12 @@ def run_fixed_arms(
     padded = np.zeros(design.shape[:2] + (-(-design.shape[2] // ARM_PADDING) * ARM_PADDING,), design.dtype)
     padded[:, :, : design.shape[2]] = design
     arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
-    kind_of = {engine._ExactSum: EXACT, engine._LocalGaussianSum: LOCAL, engine._TreeSum: TREE}
+    kind_of = {
+        engine._ExactSum: EXACT,
+        engine._LocalGaussianSum: LOCAL,
+        engine._TreeSum: TREE,
+        engine._VecSum: BITS,
+    }
     kinds = np.array([kind_of.get(type(a), OPAQUE) for _, a, _ in blocks], dtype=np.int64)
     # per block: the tree's levels and its rounds per leaf (the batch size), (0, 1) for other kinds
     levels = np.array(
@@ -404,16 +521,26 @@ def run_fixed_arms(
     noisy = model[5]
     arm_count = padded.shape[2]
     scratch = (
-        np.empty(arm_count, dtype=design.dtype), np.empty(arm_count, dtype=design.dtype),
+        np.empty((3, arm_count), dtype=design.dtype), np.empty((3, arm_count), dtype=design.dtype),
         np.empty(arm_count), np.empty((d, 2 * d + 1)), np.empty(2 * d + 1), np.empty(size), np.empty(size),
         np.empty((d, 2 * d + 1, runs)), np.empty((2 * d + 1, runs)), np.empty(runs, dtype=np.bool_),
+        np.empty(3, dtype=np.int64),
     )  # fmt: skip
     reward_model = BERNOULLI if env.reward == "bernoulli" else GAUSSIAN
     rewards_model = (reward_model, float(env.noise_std), block, design.dtype.type(0))
     starts = list(range(0, horizon, batch_size)) + [horizon]
     opaque = bool((kinds == OPAQUE).any())
-    per_chunk = 1 if opaque else max(1, CHUNK_VALUES // (runs * size))
+    # P_Vec draws one uniform per user and entry: its chunks hold as many values as the others'
+    per_user = batch_size if (kinds == BITS).any() else 1
+    per_chunk = 1 if opaque else max(1, CHUNK_VALUES // (runs * size * per_user))
+    if (kinds == BITS).any():  # the bit-sum protocol's input range, checked once for every arm and reward
+        bound = min(a.parameters.bound for _, a, _ in blocks if isinstance(a, engine._VecSum))
+        check.bounded_array("data", np.concatenate([features, outer], axis=-1), -bound, bound)
     tree_ids = node_ids.copy()  # the driver's copy of the tree schedule: how many values each batch draws
+    # buffers reused by every chunk (drawn into with `out=`: the same values as fresh draws, without
+    # touching fresh memory each time)
+    draws_buffer = np.empty(runs * min(horizon, per_chunk * batch_size))
+    noise_store = [np.empty(0)]
     for first in range(0, len(starts) - 1, per_chunk):
         bounds = np.array(starts[first : first + per_chunk + 1], dtype=np.int64)
         users = np.diff(bounds)
@@ -421,20 +548,20 @@ def run_fixed_arms(
             for start, count in zip(bounds[:-1].tolist(), users.tolist(), strict=True):
                 before_release(start // batch_size, count)
         betas = np.ascontiguousarray(np.stack([beta_at(int(s)) for s in bounds[:-1]]), dtype=np.float64)
-        total_draws = runs * int(users.sum())
-        draws = rng.random(total_draws) if reward_model == BERNOULLI else rng.standard_normal(total_draws)
-        local_noise, tree_values, tree_cursor = _draw_noise(
-            blocks, kinds, levels, bounds, tree_ids, size, engine
-        )
-        chunk_gaps, chunk_arms = np.empty((users.size, runs)), np.empty((users.size, runs), dtype=np.int64)
+        draws = draws_buffer[: runs * int(users.sum())]
+        if reward_model == BERNOULLI:
+            rng.random(out=draws)
+        else:
+            rng.standard_normal(out=draws)
+        released = _draw_noise(blocks, kinds, levels, bounds, tree_ids, size, engine, noise_store)
         if opaque:  # one batch: the privatizers' own releases between the compiled steps
             start, stop = int(bounds[0]), int(bounds[1])
-            _choose(start, stop, betas[0], draws, 0, rewards_model, arms, model, scratch, chunk_gaps[0],
-                    chunk_arms[0])  # fmt: skip
+            _choose(start, stop, betas[0], draws, 0, rewards_model, arms, model, scratch, gaps, actions)
+            _bit_sums(0, start, stop, start, kinds, block, released, arms, model, actions)
             external = np.zeros((runs, size))
             for g, (rows, aggregator, stream) in enumerate(blocks):
                 if kinds[g] == OPAQUE:
-                    arm = chunk_arms[0, rows]
+                    arm = actions[rows, start]
                     chosen, chosen_outer = features[np.arange(block), arm], outer[np.arange(block), arm]
                     statistics = np.concatenate(
                         [
@@ -444,22 +571,19 @@ def run_fixed_arms(
                         axis=-1,
                     )
                     external[rows] = aggregator.add_batch(statistics, stop, stream)
-            if _publish(stop, kinds, levels, block, local_noise[0], tree_values, tree_cursor, external,
-                        model, scratch):  # fmt: skip
+            if _publish(stop, 0, kinds, levels, block, released, external, model, scratch):
                 _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
         else:
             resume = 0
             while resume >= 0:
                 stopped = _run_chunk(
-                    resume, bounds, betas, draws, rewards_model, kinds, levels, local_noise, tree_values,
-                    tree_cursor, arms, model, scratch, chunk_gaps, chunk_arms,
+                    resume, bounds, betas, draws, rewards_model, kinds, levels, released, arms, model,
+                    scratch, gaps, actions,
                 )  # fmt: skip
                 if stopped >= 0:
                     _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
                     stopped += 1
                 resume = stopped if 0 < stopped < users.size else -1
-        gaps[:, bounds[0] : bounds[-1]] = np.repeat(chunk_gaps.T, users, axis=1)
-        actions[:, bounds[0] : bounds[-1]] = np.repeat(chunk_arms.T, users, axis=1)
     return len(starts) - 1, beta_at(horizon)
 
 
@@ -500,30 +624,70 @@ def _draw_noise(
     tree_ids: np.ndarray,
     size: int,
     engine: Any,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The noise of a chunk's releases (all charged), from each privatizer's stream in the NumPy path's
-    order: local Gaussian sums ``N(0, users σ²)`` per batch, and the tree's new node values."""
-    chunk, runs = bounds.size - 1, sum(rows.stop - rows.start for rows, _, _ in blocks)
+    store: list[np.ndarray],
+) -> tuple[np.ndarray, ...]:
+    """The random numbers of a chunk's releases (all charged), from each privatizer's streams in the
+    NumPy path's order, as :func:`_publish` and :func:`_bit_sums` read them.
+
+    Returns ``(noise, offsets, scales, tree_cursor, bits, constants)``.  ``noise`` is one flat array:
+    the local Gaussian sums' standard normals (per batch, run and entry; scaled by ``σ√users``), the
+    tree's new node values (scaled by σ) and P_Vec's rounding uniforms (per batch, run, user and entry),
+    privatizer g's from ``offsets[g]`` on.  ``bits`` are P_Vec's binomial noise counts (chunk, groups,
+    runs, entries) and ``constants`` its analyzer's constants per batch.  ``store[0]`` is the array reused
+    across chunks (replaced by a larger one when a chunk needs more values); the values are drawn into it
+    with ``out=``, the same values as fresh draws.
+    """
+    chunk, groups = bounds.size - 1, len(blocks)
     users = np.diff(bounds)
-    local_noise = np.zeros((chunk, runs, size))
-    tree_parts, tree_cursor, offset = [], np.zeros(len(blocks), dtype=np.int64), 0
-    for g, (rows, aggregator, stream) in enumerate(blocks):
+    offsets = np.zeros(groups, dtype=np.int64)
+    tree_cursor = np.zeros(groups, dtype=np.int64)
+    scales = np.zeros((chunk, groups))
+    block = max(rows.stop - rows.start for rows, _, _ in blocks)
+    bit_sums = bool((kinds == BITS).any())
+    bits = np.zeros((chunk, groups, block, size) if bit_sums else (1, 1, 1, 1), dtype=np.int64)
+    constants = np.zeros((chunk, groups, 6))
+    counts, offset = [], 0
+    for g, (_, aggregator, stream) in enumerate(blocks):
+        count = 0
         if kinds[g] == LOCAL:
-            aggregator.pool = engine._pool(aggregator.pool, stream)
-            scale = np.array([aggregator.sigma * math.sqrt(n) for n in users.tolist()])
-            values = aggregator.pool.standard_normal((chunk, rows.stop - rows.start, size))
-            local_noise[:, rows] = values * scale[:, None, None]
+            count = chunk * block * size
+            scales[:, g] = [aggregator.sigma * math.sqrt(n) for n in users.tolist()]
         elif kinds[g] == TREE:
             leaves = -(-bounds[1:, None] // levels[g, 1])  # batches released: the tree's leaf index
             ids = leaves >> np.arange(levels[g, 0])
             previous = np.vstack([tree_ids[g, None, : levels[g, 0]], ids[:-1]])
-            count = int((ids != previous).sum())
+            count = int((ids != previous).sum()) * block * size
             tree_ids[g, : levels[g, 0]] = ids[-1]
+            scales[:, g] = aggregator.sigma
+        elif kinds[g] == BITS:
+            count = int(users.sum()) * block * size
+            _, noise_stream = aggregator.random_streams(stream)
+            for first, n in _equal_runs(users):  # one draw per run of equal batches: the same values
+                q = aggregator.mechanism(int(users[first]), size).parameters
+                bits[first : first + n, g] = noise_stream.binomial(q.noise_trials, q.p, size=(n, block, size))
+                # as encode_values and analyze_count compute them
+                constants[first : first + n, g] = (
+                    q.bound, q.g / (2.0 * q.bound), q.g, 2.0 * q.bound / q.g, q.noise_trials * q.p,
+                    q.users * q.bound,
+                )  # fmt: skip
+        offsets[g] = tree_cursor[g] = offset
+        counts.append(count)
+        offset += count
+    if store[0].size < offset:
+        store[0] = np.empty(offset)
+    noise = store[0]
+    for g, (_, aggregator, stream) in enumerate(blocks):
+        if counts[g] and kinds[g] == BITS:
+            rounding, _ = aggregator.random_streams(stream)
+            rounding.random(out=noise[offsets[g] : offsets[g] + counts[g]])
+        elif counts[g]:
             aggregator.pool = engine._pool(aggregator.pool, stream)
-            tree_parts.append(
-                aggregator.sigma * aggregator.pool.standard_normal((count * (rows.stop - rows.start) * size,))
-            )
-            tree_cursor[g] = offset
-            offset += tree_parts[-1].size
-    tree_values = np.concatenate(tree_parts) if tree_parts else np.zeros(0)
-    return local_noise, tree_values, tree_cursor
+            aggregator.pool.fill(noise[offsets[g] : offsets[g] + counts[g]])
+    return noise, offsets, scales, tree_cursor, bits, constants
+
+
+def _equal_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """``(first index, length)`` of each run of equal consecutive values."""
+    edges = np.flatnonzero(np.diff(values)) + 1
+    firsts = np.concatenate(([0], edges))
+    return list(zip(firsts.tolist(), np.diff(np.concatenate((firsts, [values.size]))).tolist(), strict=True))

@@ -1,0 +1,130 @@
+"""Where the time of the Chowdhury & Zhou 2022 Figure 1 panel goes: ε = 0.2, 5 × 50 runs, T = 20,000.
+
+Run as ``python benchmarks/linucb_profile.py [repeats]``: the panel runs once in this fresh interpreter
+(numba's compiled code and the calibrations read from their disk caches, as in ``benchmarks/linucb.py
+--speed``), then ``repeats`` times more (default 3; in-process caches warm), with process-CPU counters
+around each part; prints, per part, the seconds of the first call and the median of the later ones:
+
+* ``calibrations``: the five calibrations (read from the disk cache and re-verified);
+* ``charges``: every ``PrivacySession`` charge made before a release;
+* ``reward draws`` and ``noise draws``: the generators' work for a chunk of rounds (the environment's
+  rewards, the privatizers' Gaussian noise);
+* ``compiled rounds``: :func:`~dpcert.bandits.algorithms.linucb_kernel._run_chunk` (both passes, P_Vec's
+  bit sums included; in the first call also numba's loading of the compiled code);
+* ``P_Vec bit sums``: ``add_batch`` of the shuffle vector sum, when it runs outside the compiled rounds;
+* ``certificates``: each run's worst-user certificate after the rounds;
+* ``other``: the rest (driver, allocation, results).
+
+The counters wrap the module functions by name, so they cost a few microseconds per call: compare the
+parts with each other, and the total with ``python benchmarks/linucb.py --speed`` for the panel's time.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import dpcert.bandits.algorithms.linucb as linucb
+import dpcert.bandits.algorithms.linucb_kernel as kernel
+import dpcert.bandits.figures.linucb as figures
+from dpcert.accounting.session import PrivacySession
+
+PARTS = (
+    "calibrations",
+    "charges",
+    "reward draws",
+    "noise draws",
+    "compiled rounds",
+    "P_Vec bit sums",
+    "certificates",
+)
+
+
+def _timed(seconds: dict[str, float], part: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[part] += time.process_time() - start
+
+    return wrapper
+
+
+class _TimedGenerator:
+    """A generator whose ``random`` and ``standard_normal`` calls are timed (the rewards' draws)."""
+
+    def __init__(self, rng: np.random.Generator, seconds: dict[str, float]) -> None:
+        self._rng, self._seconds = rng, seconds
+
+    def random(self, *args: Any, **kwargs: Any) -> Any:
+        return _timed(self._seconds, "reward draws", self._rng.random)(*args, **kwargs)
+
+    def standard_normal(self, *args: Any, **kwargs: Any) -> Any:
+        return _timed(self._seconds, "reward draws", self._rng.standard_normal)(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rng, name)
+
+
+def instrument(seconds: dict[str, float]) -> None:
+    """Wrap the parts' functions with process-CPU counters adding into ``seconds``."""
+    figures.calibrate = _timed(seconds, "calibrations", figures.calibrate)
+    PrivacySession.charge_range = _timed(seconds, "charges", PrivacySession.charge_range)
+    PrivacySession.worst_user_certificate = _timed(
+        seconds, "certificates", PrivacySession.worst_user_certificate
+    )
+    kernel._draw_noise = _timed(seconds, "noise draws", kernel._draw_noise)
+    for name in ("_run_chunk", "_choose", "_publish", "_repair"):
+        setattr(kernel, name, _timed(seconds, "compiled rounds", getattr(kernel, name)))
+    linucb._VecSum.add_batch = _timed(seconds, "P_Vec bit sums", linucb._VecSum.add_batch)
+    run_fixed_arms = kernel.run_fixed_arms
+
+    def timed_rewards(*args: Any, rng: np.random.Generator, **kwargs: Any) -> Any:
+        return run_fixed_arms(*args, rng=_TimedGenerator(rng, seconds), **kwargs)  # type: ignore[arg-type]
+
+    kernel.run_fixed_arms = timed_rewards
+
+
+def panel() -> float:
+    start = time.process_time()
+    figures.figure_runs(0.2, runs=50, horizon=20_000, dimension=5, arms=100, delta=0.1, calibration="tight")
+    return time.process_time() - start
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    if not kernel.AVAILABLE:
+        raise SystemExit("numba is not installed: pip install 'dpcert[fast]'")
+    seconds: dict[str, float] = defaultdict(float)
+    instrument(seconds)
+    first_total = panel()
+    first = dict(seconds)
+    measured: list[dict[str, float]] = []
+    totals = []
+    for _ in range(repeats):
+        seconds.clear()
+        totals.append(panel())
+        measured.append(dict(seconds))
+    total = float(np.median(totals))
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"uptime: {load}")
+    print(f"| part | first call (fresh interpreter) | later calls (median of {repeats}) |")
+    print("|---|---|---|")
+    later_parts = {part: float(np.median([m.get(part, 0.0) for m in measured])) for part in PARTS}
+    for part in PARTS:
+        print(f"| {part} | {first.get(part, 0.0):.2f} s | {later_parts[part]:.2f} s |")
+    print(
+        f"| other | {first_total - sum(first.values()):.2f} s | {total - sum(later_parts.values()):.2f} s |"
+    )
+    print(f"| **panel** | **{first_total:.2f} s** | **{total:.2f} s** |")
+
+
+if __name__ == "__main__":
+    main()
