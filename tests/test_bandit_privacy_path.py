@@ -13,16 +13,14 @@ import math
 from collections import Counter
 
 import numpy as np
-import pytest
 from scipy.stats import norm
 
 from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.certificates import Certificate
 from dpcert.cli import main
-from dpcert.errors import BudgetExceeded
+from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON, DELTA = 1.0, 1e-5
 LINEAR = {"dimension": 3, "arms": 8}
@@ -117,25 +115,9 @@ def test_every_algorithm_and_model_leaves_one_readable_ledger_within_the_target(
 
 
 # ----------------------------------------------------------------------------- refused charges
-class RefusingLedger:
-    """Refuses every charge, remembering the generator's state at the refusal."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng, self.state = rng, None
-
-    def charge(self, user_ids, certificate, run_id=None):
-        self.state = json.dumps(self.rng.bit_generator.state)
-        raise BudgetExceeded("refused (test)")
-
-
 def _refused(call, rng: np.random.Generator) -> tuple[str, str]:
     """Run ``call(session)`` with a refusing ledger; the generator's states at refusal and after."""
-    ledger = RefusingLedger(rng)
-    session = PrivacySession("refused", ledger)
-    with pytest.raises(BudgetExceeded):
-        call(session)
-    assert session.certificates == []  # nothing recorded
-    return ledger.state, json.dumps(rng.bit_generator.state)
+    return assert_release_stops_at_refusal(call, rng)
 
 
 def test_a_refused_charge_stops_the_release_in_every_family():

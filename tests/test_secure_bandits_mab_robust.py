@@ -29,9 +29,10 @@ from dpcert.bandits.algorithms.robust_elimination import (
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.cli import main
-from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON = 1.0
 BERNOULLI = MultiArmedBandit(np.array([0.9, 0.6, 0.5]))
@@ -179,25 +180,12 @@ def test_secure_mab_runs_charge_the_secure_certificate_and_find_the_best_arm():
 
 
 # ----------------------------------------------------------------------------- refused charges
-class RefusingLedger:
-    """Refuses every charge, remembering the generator's state at the refusal."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng, self.state = rng, None
-
-    def charge(self, user_ids, certificate, run_id=None):
-        assert certificate.parameters["sampler"] == "integer-exact"  # the secure certificate is charged
-        self.state = json.dumps(self.rng.bit_generator.state)
-        raise BudgetExceeded("refused (test)")
+def _integer_exact(certificate) -> None:
+    assert certificate.parameters["sampler"] == "integer-exact"  # the secure certificate is charged
 
 
 def _refused(call, rng: np.random.Generator) -> tuple[str, str]:
-    ledger = RefusingLedger(rng)
-    session = PrivacySession("refused", ledger)
-    with pytest.raises(BudgetExceeded):
-        call(session=session)
-    assert session.certificates == []
-    return ledger.state, json.dumps(rng.bit_generator.state)
+    return assert_release_stops_at_refusal(lambda session: call(session=session), rng, inspect=_integer_exact)
 
 
 def test_a_refused_charge_draws_nothing():

@@ -14,12 +14,12 @@ from functools import partial
 import numpy as np
 import pytest
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.ldp_linear import ONLINE_UCB, run_ldp_linear, secure_release
 from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_randomizer
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.cli import main
-from dpcert.errors import BudgetExceeded, DataOutOfBounds, InvalidParameter
+from dpcert.errors import DataOutOfBounds, InvalidParameter
+from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON, DELTA, DIMENSION = 1.0, 1e-5, 5
 
@@ -104,28 +104,14 @@ def test_engine_refuses_a_mechanism_of_another_size_or_sigma(secure) -> None:
                        rng=np.random.default_rng(1), secure=secure.secure)  # fmt: skip
 
 
-class RefusingLedger:
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng, self.state = rng, None
-
-    def charge(self, user_ids, certificate, run_id=None):
-        self.state = json.dumps(self.rng.bit_generator.state)
-        raise BudgetExceeded("refused (test)")
-
-
 def test_a_refused_charge_draws_nothing(secure) -> None:
     env = vaswani_instance(2, DIMENSION, 3, np.random.default_rng(8))
     rng = np.random.default_rng(9)
-    ledger = RefusingLedger(rng)
-    session = PrivacySession("refused", ledger)
     learner = partial(
         run_ldp_linear, env, [ONLINE_UCB], horizon=20, sigma=secure.sigma, epsilon=EPSILON, delta=DELTA,
         rng=rng, certificate=secure.certificate, secure=secure.secure,
     )  # fmt: skip
-    with pytest.raises(BudgetExceeded):
-        learner(session=session)
-    assert session.certificates == []
-    assert ledger.state == json.dumps(rng.bit_generator.state)
+    assert_release_stops_at_refusal(lambda session: learner(session=session), rng)
 
 
 def test_secure_and_float_runs_have_comparable_regret_at_the_same_sigma(secure) -> None:

@@ -1,4 +1,5 @@
-"""Assertions for users' own test suites: ``assert_dp(mechanism, a, b, epsilon, delta=0, ...)``.
+"""Assertions for users' own test suites: ``assert_dp(mechanism, a, b, epsilon, delta=0, ...)`` and
+``assert_release_stops_at_refusal(call, rng)``.
 
 Example (in a user's ``test_*.py``)::
 
@@ -15,7 +16,11 @@ derived from the test's name.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from dpcert.audits.report import AuditReport
 from dpcert.audits.run import audit
@@ -48,4 +53,56 @@ def assert_dp(
     return report
 
 
-__all__ = ["assert_dp"]
+class RefusingLedger:
+    """A ledger that refuses every charge, remembering the generator's state at the refusal.
+
+    ``inspect`` (optional) is called with each refused certificate first, e.g. to check what is charged.
+    """
+
+    def __init__(self, rng: np.random.Generator, inspect: Callable[[Any], None] | None = None) -> None:
+        self.rng, self.inspect, self.state = rng, inspect, None
+
+    def charge(self, user_ids: Any, certificate: Any, run_id: str | None = None) -> None:
+        from dpcert.errors import BudgetExceeded
+
+        if self.inspect is not None:
+            self.inspect(certificate)
+        self.state = json.dumps(self.rng.bit_generator.state)
+        raise BudgetExceeded("refused (dpcert.testing.RefusingLedger)")
+
+
+def assert_release_stops_at_refusal(
+    call: Callable[[Any], Any],
+    rng: np.random.Generator,
+    *,
+    inspect: Callable[[Any], None] | None = None,
+) -> tuple[str, str]:
+    """Check that a refused charge stops ``call(session)``'s release: no noise is drawn after it.
+
+    ``call`` runs with a :class:`~dpcert.accounting.session.PrivacySession` whose ledger refuses every
+    charge; it must raise :class:`~dpcert.errors.BudgetExceeded`, record nothing, and leave ``rng`` (the
+    generator its noise comes from) where it was at the refusal: no randomness drawn after it.  Returns
+    the generator's state (JSON) at the refusal and after the call.  Randomness drawn *before* the
+    first charge (rewards, say, or noise drawn too early) is not visible here: compare the returned
+    state with the generator's state before the call where nothing may be drawn before the charge.
+    """
+    from dpcert.accounting.session import PrivacySession
+    from dpcert.errors import BudgetExceeded
+
+    ledger = RefusingLedger(rng, inspect)
+    session = PrivacySession("refused", ledger)
+    try:
+        call(session)
+    except BudgetExceeded:
+        pass
+    else:
+        raise AssertionError("the call released without a charge being refused (no BudgetExceeded)")
+    if session.certificates:
+        raise AssertionError("a refused charge was recorded in the session")
+    after = json.dumps(rng.bit_generator.state)
+    if ledger.state != after:
+        raise AssertionError("randomness was drawn after the refused charge")
+    return ledger.state, after
+
+
+__all__ = ["RefusingLedger", "assert_release_stops_at_refusal", "assert_dp"]
