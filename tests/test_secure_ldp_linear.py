@@ -19,6 +19,7 @@ from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_ra
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.cli import main
 from dpcert.errors import DataOutOfBounds, InvalidParameter
+from dpcert.mechanisms.exact_samplers import IntegerPool
 from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON, DELTA, DIMENSION = 1.0, 1e-5, 5
@@ -65,7 +66,7 @@ def test_released_pairs_are_grid_multiples_with_the_stated_noise(secure) -> None
     features = rng.normal(size=(users, DIMENSION))
     features /= np.maximum(1.0, np.linalg.norm(features, axis=1))[:, None]
     rewards = rng.uniform(-1.0, 1.0, size=users)
-    released_x, released_y = secure_release(features, rewards, mechanism, rng)
+    released_x, released_y = secure_release(features, rewards, mechanism, IntegerPool(mechanism.sigma, rng))
     for values in (released_x, released_y):
         assert np.array_equal(values / g, np.round(values / g))  # exact multiples of g
     noise = np.concatenate([released_x - features, (released_y - rewards)[:, None]], axis=1)
@@ -88,9 +89,9 @@ def test_discrete_gaussian_variance_is_within_1e_6_of_sigma_squared() -> None:
 def test_secure_release_refuses_data_outside_the_unit_ball(secure) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(DataOutOfBounds):
-        secure_release(np.full((1, DIMENSION), 0.9), np.zeros(1), secure.secure, rng)
+        secure_release(np.full((1, DIMENSION), 0.9), np.zeros(1), secure.secure, IntegerPool(1, rng))
     with pytest.raises(DataOutOfBounds):
-        secure_release(np.zeros((1, DIMENSION)), np.array([1.5]), secure.secure, rng)
+        secure_release(np.zeros((1, DIMENSION)), np.array([1.5]), secure.secure, IntegerPool(1, rng))
 
 
 def test_engine_refuses_a_mechanism_of_another_size_or_sigma(secure) -> None:

@@ -28,6 +28,7 @@ from dpcert.bandits.runner import run_linucb_config
 from dpcert.certificates import Certificate
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.mechanisms import exact_samplers
 from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
 from dpcert.mechanisms.discrete_gaussian_l2 import (
     DiscreteGaussianL2Profile,
@@ -201,7 +202,7 @@ def test_tree_rounds_each_user_on_the_fine_grid_then_each_node():
     grid = Grid(-2)
     privatizer = SecureTreeGaussian(grid, 1, 4, 2)
     aggregator = privatizer.start(1, 3)
-    aggregator.pool = linucb_secure.IntegerPool(1, np.random.default_rng(0))
+    aggregator.pool = exact_samplers.IntegerPool(1, np.random.default_rng(0))
     aggregator.pool.buffer, aggregator.pool.position = np.zeros(100, dtype=np.int64), 0  # no noise
     step = math.ldexp(1.0, -2 - FINE_BITS)
     values = [np.array([[[0.124, 0.3, -0.7]]]), np.array([[[0.001, 0.2, 0.05]]])]
@@ -278,9 +279,9 @@ def test_a_refused_charge_draws_nothing(monkeypatch, engine):
             return original(self, statistics, rounds_done, rng)
 
         monkeypatch.setattr(cls, "add_batch", recording)
-    sampler = linucb_secure.sample_discrete_gaussian
+    sampler = exact_samplers.sample_discrete_gaussian
     monkeypatch.setattr(
-        linucb_secure, "sample_discrete_gaussian", lambda *a: drawn.append(a[1]) or sampler(*a)
+        exact_samplers, "sample_discrete_gaussian", lambda *a: drawn.append(a[1]) or sampler(*a)
     )
 
     def charge(batch, users):

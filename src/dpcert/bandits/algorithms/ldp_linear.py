@@ -52,6 +52,7 @@ from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Certificate
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian
+from dpcert.mechanisms.exact_samplers import IntegerPool
 
 RADII = ("log", "theory")
 STEPS = ("strongly_convex", "convex")
@@ -61,12 +62,14 @@ STEPS = ("strongly_convex", "convex")
 
 
 def secure_release(
-    features: np.ndarray, rewards: np.ndarray, mechanism: SecureL2Gaussian, rng: np.random.Generator
+    features: np.ndarray, rewards: np.ndarray, mechanism: SecureL2Gaussian, noise: IntegerPool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each user's ``g (round((x, y)/g) + Z)``, Z of d + 1 integer N_Z(0, σ²) draws (exact multiples of g).
 
     ``features`` (users, d) and ``rewards`` (users,) must satisfy ``‖x‖ <= 1``, ``|y| <= 1`` (the
-    sensitivity the certificate is computed for); violations raise :class:`DataOutOfBounds`.
+    sensitivity the certificate is computed for); violations raise :class:`DataOutOfBounds`.  ``noise``
+    hands out the integer draws (:class:`~dpcert.mechanisms.exact_samplers.IntegerPool` at the
+    mechanism's σ in grid steps).
     """
     features = np.asarray(features, dtype=float)
     rewards = np.asarray(rewards, dtype=float)
@@ -74,8 +77,7 @@ def secure_release(
         raise DataOutOfBounds("pair (x, y)", "<outside the unit ball>", "||x|| <= 1 and |y| <= 1")
     pair = np.concatenate([features, rewards[..., None]], axis=-1)
     units = mechanism.grid.to_units(pair)
-    noise = mechanism.noise_units(units.size, rng).reshape(units.shape)
-    released = mechanism.grid.from_units(units + noise)
+    released = mechanism.grid.from_units(units + noise.take(units.shape))
     return released[..., :-1], released[..., -1]
 
 
@@ -306,11 +308,12 @@ def run_ldp_linear(
 
     ``secure``: the integer-exact mechanism of :func:`~dpcert.bandits.calibration.ldp_linear.
     calibrate_secure_randomizer` (its ``real_sigma`` must be ``sigma``).  Each user then releases
-    :func:`secure_release` of ``(x, y)`` and adds ζ afterwards.  The server's de-biasing uses σ²: the
-    discrete Gaussian's variance is at most σ² (Canonne, Kamath & Steinke 2020) and, summed exactly,
-    within 1e-6 relative of σ² once σ >= 1 grid step (here σ is thousands of steps); rounding moves each
-    released coordinate by at most g/2 = 2^-14 σ (the grid is 2^13 times finer than σ), an input
-    perturbation far below the noise.
+    :func:`secure_release` of ``(x, y)`` and adds ζ afterwards; the integer draws come in blocks from a
+    generator spawned from ``rng`` at the first release (after its charge).  The server's de-biasing
+    uses σ²: the discrete Gaussian's variance is at most σ² (Canonne, Kamath & Steinke 2020) and,
+    summed exactly, within 1e-6 relative of σ² once σ >= 1 grid step (here σ is thousands of steps);
+    rounding moves each released coordinate by at most g/2 = 2^-14 σ (the grid is 2^13 times finer
+    than σ), an input perturbation far below the noise.
     """
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
@@ -318,6 +321,7 @@ def run_ldp_linear(
     if secure is not None and (secure.real_sigma != sigma or secure.coordinates != env.dimension + 1):
         allowed = f"a mechanism of {env.dimension + 1} coordinates at sigma {sigma}"
         raise InvalidParameter("secure", secure.certificate.mechanism, allowed)
+    secure_noise: IntegerPool | None = None
     if not learners:
         raise InvalidParameter("learners", learners, "at least one base learner")
     if learner not in ONLINE_LEARNERS:
@@ -417,7 +421,9 @@ def run_ldp_linear(
             noisy_x = x + zeta + sigma * rng.standard_normal((runs, d))
             noisy_y = y + sigma * rng.standard_normal(runs)
         else:
-            released_x, noisy_y = secure_release(x, y, secure, rng)
+            if secure_noise is None:  # first release, after its charge: a stream of its own
+                secure_noise = IntegerPool(secure.sigma, rng.spawn(1)[0])
+            released_x, noisy_y = secure_release(x, y, secure, secure_noise)
             noisy_x = released_x + zeta
         # server side: post-processing of (x~, y~) and public state
         if online_learners[0] is not None:  # a Maler learner per base learner: θ_t is its prediction

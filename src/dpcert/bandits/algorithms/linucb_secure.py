@@ -42,43 +42,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from dpcert.bandits.algorithms.linucb import Aggregator, tree_levels
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.exact_samplers import sample_discrete_gaussian
+from dpcert.mechanisms.exact_samplers import IntegerPool
 from dpcert.mechanisms.secure_noise import Grid
 
 FINE_BITS = 20  # the tree's per-user rounding grid h = g 2^-20
 _INT_LIMIT = 2**62
-
-
-class IntegerPool:
-    """Draws of N_Z(0, σ²) (σ an integer) from one generator in blocks, handed out in order.
-
-    The integer-exact sampler has a fixed cost per call; drawing blocks ahead of use keeps it off the
-    per-batch path.  The generator must be private to the pool (values past the last request are
-    drawn and discarded); its bits feed the sampler directly (``bits="rng"``: reproducible, not a
-    cryptographic source).
-    """
-
-    def __init__(self, sigma: int, rng: np.random.Generator, block: int = 1 << 16) -> None:
-        self.variance = Fraction(int(sigma)) ** 2
-        self.rng, self.block = rng, block
-        self.buffer = np.empty(0, dtype=np.int64)
-        self.position = 0
-
-    def take(self, shape: tuple[int, ...]) -> np.ndarray:
-        need = math.prod(shape)
-        if self.position + need > self.buffer.size:
-            rest = self.buffer[self.position :]
-            fresh = sample_discrete_gaussian(self.variance, max(self.block, need - rest.size), self.rng)
-            self.buffer, self.position = np.concatenate([rest, fresh]), 0
-        values = self.buffer[self.position : self.position + need]
-        self.position += need
-        return values.reshape(shape)
 
 
 def _pool(pool: IntegerPool | None, sigma: int, rng: np.random.Generator) -> IntegerPool:
