@@ -144,7 +144,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.mechanisms.discrete_gaussian_l2 import discrete_gaussian_l2_certificate
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
-    from dpcert.mechanisms.shuffle import calibrate_pamp
+    from dpcert.mechanisms.shuffle import calibrate_pamp, secure_pamp_certificate
     from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
 
     certificates = [
@@ -157,6 +157,7 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
         binary_sum_certificate(80, delta=1e-6),
         amplification_certificate(1.0, 1000, delta=1e-6),
         calibrate_pamp(1.0, 1e-5, users=1000, dimension=2).certificate,
+        secure_pamp_certificate(4096, 1000.0, 20, 2.0**-10, 3.0, 1e-9, 1000, delta=1e-5),
         randomized_response_certificate(0.3, 4),
         zcdp_certificate(0.125, delta=1e-5),
         calibrate_discrete_gaussian(1.0, 1e-5).certificate,

@@ -18,7 +18,13 @@ from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
 from dpcert.bandits.algorithms import linucb, linucb_secure
-from dpcert.bandits.algorithms.linucb import LocalGaussian, TreeGaussian, run_batched_linucb, statistic_size
+from dpcert.bandits.algorithms.linucb import (
+    JOINT_SENSITIVITY,
+    LocalGaussian,
+    TreeGaussian,
+    run_batched_linucb,
+    statistic_size,
+)
 from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.calibration.linucb_secure import calibrate_secure
@@ -27,7 +33,7 @@ from dpcert.bandits.registry import RunConfig
 from dpcert.bandits.runner import run_linucb_config
 from dpcert.certificates import Certificate
 from dpcert.cli import main
-from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.errors import BudgetExceeded, CertificateMismatch, InvalidParameter
 from dpcert.mechanisms import exact_samplers
 from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
 from dpcert.mechanisms.discrete_gaussian_l2 import (
@@ -383,3 +389,64 @@ def test_paper_sigma_and_auto_batch_carry_over_to_the_secure_path(algorithm):
     assert (
         supplied.privatizer.real_sigma == 50.0 and "user-supplied noise level" in supplied.certificate.notes
     )
+
+
+# ----------------------------------------------------------------------------- secure P_Amp, amplified
+def test_secure_pamp_uses_amplification_where_it_needs_less_noise():
+    from dpcert.accounting import amplification
+    from dpcert.mechanisms.discrete_gaussian_l2 import DiscreteGaussianL2Profile
+
+    common = {"epsilon": 0.2, "delta": 0.1, "horizon": 20000, "dimension": 5}
+    amplified = calibrate_secure("linucb-sdp-amp", batch_size=1000, **common)
+    local = calibrate_secure("linucb-ldp", batch_size=1, **common)  # the same randomizer, local only
+    certificate = amplified.certificate
+    assert certificate.mechanism == "pamp-secure" and amplified.claim_met
+    assert amplified.privatizer.real_sigma < local.privatizer.real_sigma  # amplification pays at B = 1000
+    parameters = certificate.parameters
+    # independently: the randomizer is (eps0, delta0)-LDP by its l2 zCDP profile ...
+    profile = DiscreteGaussianL2Profile(
+        {key: parameters[key] for key in ("sigma", "l2_sensitivity", "coordinates")}
+    )
+    assert profile.delta_for(parameters["epsilon0"]) <= parameters["delta0"]
+    assert parameters["sigma"] == amplified.privatizer.sigma
+    assert parameters["l2_sensitivity"] >= JOINT_SENSITIVITY / parameters["granularity"] + math.sqrt(20)
+    # ... and FMT 2020 Thm 3.2 + 3.8 over the 1000 shuffled users gives at most the claimed delta
+    total = amplification.numeric_delta(0.2, parameters["epsilon0"], 1000) + amplification.approximate_term(
+        0.2, parameters["epsilon0"], parameters["delta0"], 1000
+    )
+    assert total <= 0.1
+    # the shuffled view is never more private than one user's messages would be without amplification
+    assert certificate.epsilon_for(0.1) <= 0.2
+
+
+def test_secure_pamp_certificate_rejects_a_forged_noise_level():
+    amplified = calibrate_secure(
+        "linucb-sdp-amp", epsilon=0.2, delta=0.1, horizon=20000, batch_size=1000, dimension=5
+    )
+    assert Certificate.from_json(amplified.certificate.to_json()) == amplified.certificate
+    forged = amplified.certificate.to_dict()
+    forged["parameters"]["sigma"] = forged["parameters"]["sigma"] / 2  # less noise than the local claim needs
+    with pytest.raises(CertificateMismatch):
+        Certificate.from_dict(forged)
+    shifted = amplified.certificate.to_dict()
+    shifted["parameters"]["l2_sensitivity"] = 2 * shifted["parameters"]["l2_sensitivity"]
+    with pytest.raises(CertificateMismatch):
+        Certificate.from_dict(shifted)
+
+
+def test_secure_pamp_falls_back_to_the_local_guarantee_for_a_lone_last_user():
+    # T = 20,001 with B = 1000: the last batch holds one user, who gets no amplification
+    lone = calibrate_secure(
+        "linucb-sdp-amp", epsilon=0.2, delta=0.1, horizon=20001, batch_size=1000, dimension=5
+    )
+    assert lone.certificate.mechanism == "discrete-gaussian-l2" and lone.claim_met
+
+
+def test_cli_secure_pamp_with_large_batches_meets_the_target(capsys):
+    argv = ["bandit", "run", "linucb-sdp-amp", "--privacy", "shuffle", "--epsilon", "0.2", "--delta", "0.1",
+            "--secure", "--horizon", "4000", "--option", "batch_size=1000", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["target_met"] is True
+    assert payload["certificate"]["mechanism"] == "pamp-secure"
+    assert payload["certificate"]["parameters"]["sampler"] == "integer-exact"

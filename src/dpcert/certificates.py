@@ -191,6 +191,7 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",
     "pamp": "dpcert.mechanisms.shuffle",
+    "pamp-secure": "dpcert.mechanisms.shuffle",
     "poisson-sampled-gaussian": "dpcert.accounting.sampled_gaussian",
     "randomized-response": "dpcert.mechanisms.randomized_response",
     "sampled-without-replacement-gaussian": "dpcert.accounting.sampled_without_replacement",

@@ -148,6 +148,79 @@ class PAmpProfile(amplification.AmplificationProfile):
         return super().epsilon_for(delta) if self.local_holds else math.inf
 
 
+@register_profile(
+    "pamp-secure",
+    parameters={
+        **amplification.AMPLIFICATION_PARAMETERS,
+        "sigma": ParameterSpec("number"),
+        "l2_sensitivity": ParameterSpec("number"),
+        "coordinates": ParameterSpec("integer"),
+        "granularity": ParameterSpec("number", required=False),
+        "sampler": ParameterSpec("string", required=False),
+    },
+    trust_models=SHUFFLE_OR_CENTRAL,
+    neighbourings=EVENT_LEVEL,
+)
+class SecurePAmpProfile(amplification.AmplificationProfile):
+    """Amplified profile of P_Amp with the integer-exact ℓ2 discrete Gaussian randomizer.
+
+    ``sigma`` and ``l2_sensitivity`` are in grid steps (the rounded statistic's integer shift, as in
+    :mod:`dpcert.mechanisms.discrete_gaussian_l2`); the local (ε0, δ0) is re-derived from them through
+    that profile (zCDP, Canonne, Kamath & Steinke 2020, Thm 14 and Cor. 13) and, if it does not hold,
+    no guarantee is given (δ = 1).  Amplification: Feldman, McMillan & Talwar 2020, Thm 3.2 and 3.8, valid
+    for any (ε0, δ0)-LDP randomizer.
+    """
+
+    def __init__(self, parameters: Any) -> None:
+        from dpcert.mechanisms.discrete_gaussian_l2 import DiscreteGaussianL2Profile
+
+        super().__init__(parameters)
+        local = DiscreteGaussianL2Profile(
+            {key: parameters.get(key) for key in ("sigma", "l2_sensitivity", "coordinates")}
+        )
+        self.local_holds = local.delta_for(self.epsilon0) <= self.delta0
+
+    def delta_for(self, epsilon: float) -> float:
+        return super().delta_for(epsilon) if self.local_holds else 1.0
+
+    def epsilon_for(self, delta: float) -> float:
+        return super().epsilon_for(delta) if self.local_holds else math.inf
+
+
+def secure_pamp_certificate(
+    sigma_steps: int,
+    l2_sensitivity: float,
+    coordinates: int,
+    granularity: float,
+    epsilon0: float,
+    delta0: float,
+    users: int,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    notes: tuple[str, ...] = (),
+) -> Certificate:
+    """Certificate of a shuffled batch of ``users`` secure P_Amp messages (:class:`SecurePAmpProfile`)."""
+    return amplification.amplification_certificate(
+        epsilon0,
+        users,
+        epsilon=epsilon,
+        delta=delta,
+        delta0=delta0,
+        method="numeric",
+        mechanism="pamp-secure",
+        extra_parameters={
+            "sigma": float(sigma_steps),
+            "l2_sensitivity": float(l2_sensitivity),
+            "coordinates": int(coordinates),
+            "granularity": float(granularity),
+            "sampler": "integer-exact",
+        },
+        notes=tuple(notes)
+        + ("local (epsilon0, delta0) re-derived from the integer-exact randomizer's l2 zCDP profile",),
+    )
+
+
 @dataclass(frozen=True)
 class GaussianShuffleSum:
     """P_Amp for a batch of ``users``: Gaussian local randomizer, two shuffles, summing analyzer."""
@@ -252,6 +325,23 @@ def _pamp_certificate(
     )
 
 
+def local_target(epsilon: float, delta: float, users: int, method: str = "numeric") -> tuple[float, float]:
+    """The local (ε0, δ0) a batch of ``users`` must meet for the shuffled batch to be (ε, δ)-DP.
+
+    Half of δ for the amplification bound, half for the δ0 term of Feldman, McMillan & Talwar 2020,
+    Thm 3.8, ``(e^ε + 1)(1 + e^{−ε0}/2) n δ0``; ε0 is the largest whose amplified ε is at most ε.
+    Raises :class:`PreconditionFailed` when no ε0 > 0 reaches the target.
+    """
+    half = delta / 2.0 * (1.0 - 1e-9)  # each half slightly under delta/2: rounding stays on the safe side
+    epsilon0 = amplification.largest_local_epsilon(epsilon, half, users, method)
+    if epsilon0 <= 0.0:
+        raise PreconditionFailed(
+            f"no local epsilon0 > 0 reaches ({epsilon!r}, {delta!r}) with n={users} ({method})"
+        )
+    delta0 = half / ((math.exp(epsilon) + 1.0) * (1.0 + math.exp(-epsilon0) / 2.0) * users)
+    return epsilon0, delta0
+
+
 def calibrate_pamp(
     epsilon: float, delta: float, *, users: int, dimension: int, method: str = "numeric"
 ) -> PAmpCalibration:
@@ -293,13 +383,7 @@ def calibrate_pamp(
         return PAmpCalibration(sigma, epsilon0, delta0, users, dimension, certificate, method)
     from dpcert.accounting.calibration import least_noise
 
-    half = delta / 2.0 * (1.0 - 1e-9)  # each half slightly under delta/2: rounding stays on the safe side
-    epsilon0 = amplification.largest_local_epsilon(epsilon, half, users, method)
-    if epsilon0 <= 0.0:
-        raise PreconditionFailed(
-            f"no local epsilon0 > 0 reaches ({epsilon!r}, {delta!r}) with n={users} ({method})"
-        )
-    delta0 = half / ((math.exp(epsilon) + 1.0) * (1.0 + math.exp(-epsilon0) / 2.0) * users)
+    epsilon0, delta0 = local_target(epsilon, delta, users, method)
     guess = PAMP_SENSITIVITY * math.sqrt(2.0 * math.log(1.25 / delta0)) / epsilon0
     sigma = least_noise(lambda s: local_delta(epsilon0, s), delta0, guess)
     certificate = _pamp_certificate(sigma, epsilon0, delta0, users, method, epsilon=epsilon, delta=delta)

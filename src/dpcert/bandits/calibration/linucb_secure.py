@@ -3,12 +3,16 @@
 :func:`calibrate_secure` is the ``secure=True`` counterpart of
 :func:`dpcert.bandits.calibration.linucb.calibrate`, for ``linucb-ldp``, ``linucb-jdp`` and
 ``linucb-sdp-amp`` (:mod:`dpcert.bandits.algorithms.linucb_secure`).  P_Amp's users randomize exactly
-as LDP-LinUCB's; its certificate is each user's local guarantee, which the shuffled view inherits
-(post-processing): amplification by shuffling of the discrete Gaussian randomizer is not used (the
-float calibration also falls back to the local guarantee wherever amplification needs more noise, e.g.
-at B = 20 in Chowdhury & Zhou 2022's Figure 1).  The certificates are those of the ℓ2 multivariate
-discrete Gaussian (:mod:`dpcert.mechanisms.discrete_gaussian_l2`): zCDP with ρ adding exactly over a
-user's releases (L tree levels, P participations), converted to (ε, δ) by CKS 2020, Cor. 13.
+as LDP-LinUCB's.  Its certificate is amplification by shuffling of that randomizer's local (ε0, δ0)
+(Feldman, McMillan & Talwar 2020, Thm 3.2 and 3.8, valid for any (ε0, δ0)-LDP randomizer;
+:class:`dpcert.mechanisms.shuffle.SecurePAmpProfile` re-derives (ε0, δ0) from the grid parameters)
+where that needs less noise, else each user's local guarantee, which the shuffled view inherits (as the
+float calibration does, e.g. at B = 20 in Chowdhury & Zhou 2022's Figure 1).  The local randomizer is
+certified at the joint sensitivity 3/√2 of LDP-LinUCB (the float P_Amp uses the paper's looser 2√2), so
+at large B the secure P_Amp may need less σ than the float one.  The certificates are those of the
+ℓ2 multivariate discrete Gaussian (:mod:`dpcert.mechanisms.discrete_gaussian_l2`): zCDP with ρ adding
+exactly over a user's releases (L tree levels, P participations), converted to (ε, δ) by CKS 2020,
+Cor. 13.
 ``tight``: the least whole number of grid steps σ meeting (ε, δ); ``paper``: the float calibration's
 σ (Chowdhury & Zhou 2022, Prop. F.1; the classical split on the tree for JDP) rounded up to the
 grid, certified for what it earns.
@@ -31,7 +35,7 @@ from dpcert.bandits.algorithms.linucb import (
 from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
 from dpcert.bandits.calibration.linucb import Calibrated, classical_pair_sigma, corollary_batch_size
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
-from dpcert.errors import InvalidParameter
+from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.discrete_gaussian_l2 import (
     MAX_SIGMA_UNITS,
     SLACK,
@@ -40,7 +44,7 @@ from dpcert.mechanisms.discrete_gaussian_l2 import (
     least_l2_sigma_units,
 )
 from dpcert.mechanisms.secure_noise import GAUSSIAN_GRID_BITS, Grid
-from dpcert.mechanisms.shuffle import pamp_paper_sigma
+from dpcert.mechanisms.shuffle import local_target, pamp_paper_sigma, secure_pamp_certificate
 
 SECURE_ALGORITHMS = ("linucb-ldp", "linucb-jdp", "linucb-sdp-amp")
 REFUSED = {
@@ -130,8 +134,7 @@ def calibrate_secure(
     if algorithm == "linucb-sdp-amp":
         notes.append(
             "P_Amp: each user's messages carry integer-exact noise as in LDP-LinUCB; certified by the local "
-            "guarantee, which the shuffled view inherits (amplification of the discrete Gaussian "
-            "randomizer is not used)"
+            "guarantee, which the shuffled view inherits"
         )
     if tree and participations > 1:
         notes.append(
@@ -182,6 +185,24 @@ def calibrate_secure(
 
     charge = certificate_for(levels)
     certificate = charge if participations == 1 else certificate_for(total_releases)
+    if algorithm == "linucb-sdp-amp" and participations == 1 and sigma is None and calibration == "tight":
+        amplified = _secure_amplified(claim, horizon, batch_size, dimension, sens, tuple(notes[:2]))
+        if amplified is not None and amplified[0].real_sigma < units * grid.granularity:
+            privatizer, certificate = amplified
+            noise = {
+                "sigma": privatizer.real_sigma,
+                "sigma_steps": privatizer.sigma,
+                "granularity": privatizer.grid.granularity,
+                "sampler": "integer-exact",
+                "epsilon0": certificate.parameters["epsilon0"],
+                "delta0": certificate.parameters["delta0"],
+            }
+            if batch_rule is not None:
+                noise["batch_size"] = batch_size
+            return Calibrated(
+                algorithm, privatizer, certificate, claim, meets_target(certificate, claim), calibration,
+                noise, certificate, batch_rule=batch_rule,
+            )  # fmt: skip
     if tree:
         privatizer: Any = SecureTreeGaussian(grid, units, horizon, dimension, batch_size)
     else:
@@ -198,6 +219,43 @@ def calibrate_secure(
         algorithm, privatizer, certificate, claim, meets_target(certificate, claim), calibration, noise,
         charge, batch_rule=batch_rule,
     )  # fmt: skip
+
+
+def _secure_amplified(
+    claim: Guarantee,
+    horizon: int,
+    batch_size: int,
+    dimension: int,
+    sensitivity: float,
+    notes: tuple[str, ...],
+) -> tuple[SecureLocalGaussian, Certificate] | None:
+    """P_Amp with integer-exact noise, certified by amplification by shuffling, or ``None`` if impossible.
+
+    The smallest batch actually shuffled (a short last batch) sets the amplification; its local target
+    (ε0, δ0) is the float calibration's split (:func:`dpcert.mechanisms.shuffle.local_target`), met by the
+    least whole-step σ of the ℓ2 discrete Gaussian at the per-user shift ``Δ/g + √m``.
+    """
+    smallest = horizon - (math.ceil(horizon / batch_size) - 1) * batch_size
+    if smallest < 2:
+        return None
+    try:
+        epsilon0, delta0 = local_target(claim.epsilon, claim.delta, smallest)
+    except PreconditionFailed:
+        return None
+    coordinates = statistic_size(dimension)
+    grid = Grid.finer_than(least_l2_real_sigma(epsilon0, delta0, sensitivity), GAUSSIAN_GRID_BITS)
+    shift = _shift(grid, sensitivity, coordinates, 1, False)
+    units = least_l2_sigma_units(epsilon0, delta0, shift)
+    extra = (
+        f"amplification by shuffling over the smallest batch shuffled ({smallest} users) of the local "
+        f"({epsilon0:.4g}, {delta0:.3g})-LDP integer-exact randomizer (Feldman, McMillan & Talwar 2020, "
+        "Thm 3.2 and 3.8)",
+    )
+    certificate = secure_pamp_certificate(
+        units, shift, coordinates, grid.granularity, epsilon0, delta0, smallest,
+        epsilon=claim.epsilon, delta=claim.delta, notes=notes + extra,
+    )  # fmt: skip
+    return SecureLocalGaussian(grid, units, dimension), certificate
 
 
 def _paper_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
