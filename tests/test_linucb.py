@@ -716,3 +716,19 @@ def test_normal_pool_hands_out_the_generators_own_sequence_across_blocks():
     direct = np.random.default_rng(11)
     for shape in [(2, 3), (1,), (4, 2), (13,), (3, 1), (2, 2)]:  # requests straddle the 7-value blocks
         np.testing.assert_array_equal(pool.standard_normal(shape), direct.standard_normal(shape))
+
+
+def test_amplified_pamp_is_calibrated_at_the_joint_sensitivity():
+    # P_Amp's users send LinUCB's (phi y, upper(phi phi^T)): the local guarantee is stated at 3/sqrt(2),
+    # the brute-force maximum above, not the paper's 2 sqrt(2) for an arbitrary vector and matrix
+    from dpcert.bandits.calibration.linucb import _amplified_pamp
+    from dpcert.mechanisms.shuffle import PAMP_SENSITIVITY, calibrate_pamp, local_delta
+
+    joint = _amplified_pamp(0.2, 0.1, 1000, 5, "tight")
+    generic = calibrate_pamp(0.2, 0.1, users=1000, dimension=5)
+    assert joint.certificate.parameters["sensitivity"] == JOINT_SENSITIVITY
+    assert (joint.epsilon0, joint.delta0) == (generic.epsilon0, generic.delta0)  # same local target
+    # the least sigma scales with the sensitivity (the analytic Gaussian depends on sensitivity/sigma)
+    assert joint.sigma == pytest.approx(generic.sigma * JOINT_SENSITIVITY / PAMP_SENSITIVITY, rel=1e-6)
+    assert local_delta(joint.epsilon0, joint.sigma, JOINT_SENSITIVITY) <= joint.delta0
+    assert local_delta(joint.epsilon0, joint.sigma) > joint.delta0  # it would not hold at 2 sqrt(2)

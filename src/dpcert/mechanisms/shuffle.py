@@ -107,9 +107,9 @@ def pamp_paper_sigma(epsilon: float, delta: float, users: int) -> float:
     )
 
 
-def local_delta(epsilon0: float, sigma: float) -> float:
-    """Exact δ0(ε0) of one user's P_Amp message pair (analytic Gaussian, sensitivity 2√2)."""
-    return gaussian_delta(epsilon0, PAMP_SENSITIVITY / sigma)
+def local_delta(epsilon0: float, sigma: float, sensitivity: float = PAMP_SENSITIVITY) -> float:
+    """Exact δ0(ε0) of one user's P_Amp message pair (analytic Gaussian at ``sensitivity``, default 2√2)."""
+    return gaussian_delta(epsilon0, sensitivity / sigma)
 
 
 def permute_messages(messages: np.ndarray, axis: int, rng: np.random.Generator) -> np.ndarray:
@@ -307,10 +307,18 @@ class PAmpCalibration:
 
 
 def _pamp_certificate(
-    sigma: float, epsilon0: float, delta0: float, users: int, method: str, *, epsilon=None, delta=None
+    sigma: float,
+    epsilon0: float,
+    delta0: float,
+    users: int,
+    method: str,
+    *,
+    epsilon=None,
+    delta=None,
+    sensitivity: float = PAMP_SENSITIVITY,
 ) -> Certificate:
     """Certificate of the shuffled P_Amp batch; the local (ε0, δ0) is re-checked from σ."""
-    if local_delta(epsilon0, sigma) > delta0:
+    if local_delta(epsilon0, sigma, sensitivity) > delta0:
         raise PreconditionFailed(f"sigma={sigma!r} does not give the local ({epsilon0!r}, {delta0!r})-LDP")
     return amplification.amplification_certificate(
         epsilon0,
@@ -320,7 +328,7 @@ def _pamp_certificate(
         delta0=delta0,
         method=method,
         mechanism="pamp",
-        extra_parameters={"sigma": sigma, "sensitivity": PAMP_SENSITIVITY},
+        extra_parameters={"sigma": sigma, "sensitivity": sensitivity},
         notes=("local (epsilon0, delta0) re-derived from sigma by the analytic Gaussian profile",),
     )
 
@@ -343,7 +351,13 @@ def local_target(epsilon: float, delta: float, users: int, method: str = "numeri
 
 
 def calibrate_pamp(
-    epsilon: float, delta: float, *, users: int, dimension: int, method: str = "numeric"
+    epsilon: float,
+    delta: float,
+    *,
+    users: int,
+    dimension: int,
+    method: str = "numeric",
+    sensitivity: float = PAMP_SENSITIVITY,
 ) -> PAmpCalibration:
     """σ of P_Amp's Gaussian local randomizer for a batch of ``users`` and target (ε, δ).
 
@@ -353,6 +367,11 @@ def calibrate_pamp(
     ``"closed-form"`` / ``"numeric"``: half of δ for the amplification bound, half for the local
     δ0 term; the largest ε0 whose amplified ε is at most ε, then the least σ (analytic Gaussian)
     giving that (ε0, δ0); the certificate claims (ε, δ) and is verified.
+
+    ``sensitivity``: ℓ2 sensitivity of one user's pair of messages, for ``"closed-form"`` and
+    ``"numeric"`` (the paper's method keeps 2√2).  The default 2√2 holds for any vector and matrix within
+    the norms :class:`GaussianShuffleSum` checks; a caller whose pairs have more structure may state less,
+    e.g. 3/√2 for LinUCB's ``(φy, upper(φφᵀ))`` (:func:`dpcert.bandits.algorithms.linucb.joint_sensitivity`).
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
@@ -384,7 +403,10 @@ def calibrate_pamp(
     from dpcert.accounting.calibration import least_noise
 
     epsilon0, delta0 = local_target(epsilon, delta, users, method)
-    guess = PAMP_SENSITIVITY * math.sqrt(2.0 * math.log(1.25 / delta0)) / epsilon0
-    sigma = least_noise(lambda s: local_delta(epsilon0, s), delta0, guess)
-    certificate = _pamp_certificate(sigma, epsilon0, delta0, users, method, epsilon=epsilon, delta=delta)
+    sensitivity = check.positive_finite("sensitivity", sensitivity)
+    guess = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta0)) / epsilon0
+    sigma = least_noise(lambda s: local_delta(epsilon0, s, sensitivity), delta0, guess)
+    certificate = _pamp_certificate(
+        sigma, epsilon0, delta0, users, method, epsilon=epsilon, delta=delta, sensitivity=sensitivity
+    )
     return PAmpCalibration(sigma, epsilon0, delta0, users, dimension, certificate, method)

@@ -200,12 +200,16 @@ def _amplified_pamp(
     """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
 
     ``tight``: least σ by the numeric bound of Feldman, McMillan & Talwar 2020, Thm 3.2
-    (:func:`~dpcert.mechanisms.shuffle.calibrate_pamp`);
+    (:func:`~dpcert.mechanisms.shuffle.calibrate_pamp`), each user's pair of messages at the joint
+    sensitivity 3/√2 of ``(φy, upper(φφᵀ))`` (:func:`~dpcert.bandits.algorithms.linucb.joint_sensitivity`);
     ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
     """
     method = "numeric" if calibration == "tight" else "paper"
     try:
-        return calibrate_pamp(epsilon, delta, users=batch_size, dimension=dimension, method=method)
+        return calibrate_pamp(
+            epsilon, delta, users=batch_size, dimension=dimension, method=method,
+            sensitivity=JOINT_SENSITIVITY,
+        )  # fmt: skip
     except PreconditionFailed:
         return None
 

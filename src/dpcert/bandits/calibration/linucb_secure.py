@@ -8,11 +8,10 @@ as LDP-LinUCB's.  Its certificate is amplification by shuffling of that randomiz
 :class:`dpcert.mechanisms.shuffle.SecurePAmpProfile` re-derives (ε0, δ0) from the grid parameters)
 where that needs less noise, else each user's local guarantee, which the shuffled view inherits (as the
 float calibration does, e.g. at B = 20 in Chowdhury & Zhou 2022's Figure 1).  The local randomizer is
-certified at the joint sensitivity 3/√2 of LDP-LinUCB (the float P_Amp uses the paper's looser 2√2), so
-at large B the secure P_Amp may need less σ than the float one.  The certificates are those of the
-ℓ2 multivariate discrete Gaussian (:mod:`dpcert.mechanisms.discrete_gaussian_l2`): zCDP with ρ adding
-exactly over a user's releases (L tree levels, P participations), converted to (ε, δ) by CKS 2020,
-Cor. 13.
+certified at the joint sensitivity 3/√2 of LDP-LinUCB, as in the float calibration.  The certificates
+are those of the ℓ2 multivariate discrete Gaussian (:mod:`dpcert.mechanisms.discrete_gaussian_l2`):
+zCDP with ρ adding exactly over a user's releases (L tree levels, P participations), converted to
+(ε, δ) by CKS 2020, Cor. 13.
 ``tight``: the least whole number of grid steps σ meeting (ε, δ); ``paper``: the float calibration's
 σ (Chowdhury & Zhou 2022, Prop. F.1; the classical split on the tree for JDP) rounded up to the
 grid, certified for what it earns.
