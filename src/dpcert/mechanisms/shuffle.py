@@ -121,6 +121,19 @@ def permute_messages(messages: np.ndarray, axis: int, rng: np.random.Generator) 
     return np.take_along_axis(messages, order, axis=axis)
 
 
+class _LocallyCheckedAmplification(amplification.AmplificationProfile):
+    """An amplified profile that holds only if the local randomizer meets its stated (ε0, δ0):
+    subclasses set ``local_holds`` from their own parameters; otherwise no guarantee (δ = 1)."""
+
+    local_holds: bool = False
+
+    def delta_for(self, epsilon: float) -> float:
+        return super().delta_for(epsilon) if self.local_holds else 1.0
+
+    def epsilon_for(self, delta: float) -> float:
+        return super().epsilon_for(delta) if self.local_holds else math.inf
+
+
 @register_profile(
     "pamp",
     parameters={
@@ -131,21 +144,15 @@ def permute_messages(messages: np.ndarray, axis: int, rng: np.random.Generator) 
     trust_models=SHUFFLE_OR_CENTRAL,
     neighbourings=EVENT_LEVEL,
 )
-class PAmpProfile(amplification.AmplificationProfile):
-    """Amplified profile of P_Amp; the local (ε0, δ0) is re-derived from ``sigma`` (analytic Gaussian,
-    sensitivity ``2√2``) and, if it does not hold, no guarantee is given (δ = 1)."""
+class PAmpProfile(_LocallyCheckedAmplification):
+    """Amplified profile of P_Amp; the local (ε0, δ0) is re-derived from ``sigma`` (analytic Gaussian at
+    ``sensitivity``, default ``2√2``) and, if it does not hold, no guarantee is given (δ = 1)."""
 
     def __init__(self, parameters: Any) -> None:
         super().__init__(parameters)
         sigma = check.positive_finite("sigma", parameters.get("sigma"))
         sensitivity = check.positive_finite("sensitivity", parameters.get("sensitivity", PAMP_SENSITIVITY))
         self.local_holds = gaussian_delta(self.epsilon0, sensitivity / sigma) <= self.delta0
-
-    def delta_for(self, epsilon: float) -> float:
-        return super().delta_for(epsilon) if self.local_holds else 1.0
-
-    def epsilon_for(self, delta: float) -> float:
-        return super().epsilon_for(delta) if self.local_holds else math.inf
 
 
 @register_profile(
@@ -161,7 +168,7 @@ class PAmpProfile(amplification.AmplificationProfile):
     trust_models=SHUFFLE_OR_CENTRAL,
     neighbourings=EVENT_LEVEL,
 )
-class SecurePAmpProfile(amplification.AmplificationProfile):
+class SecurePAmpProfile(_LocallyCheckedAmplification):
     """Amplified profile of P_Amp with the integer-exact ℓ2 discrete Gaussian randomizer.
 
     ``sigma`` and ``l2_sensitivity`` are in grid steps (the rounded statistic's integer shift, as in
@@ -179,12 +186,6 @@ class SecurePAmpProfile(amplification.AmplificationProfile):
             {key: parameters.get(key) for key in ("sigma", "l2_sensitivity", "coordinates")}
         )
         self.local_holds = local.delta_for(self.epsilon0) <= self.delta0
-
-    def delta_for(self, epsilon: float) -> float:
-        return super().delta_for(epsilon) if self.local_holds else 1.0
-
-    def epsilon_for(self, delta: float) -> float:
-        return super().epsilon_for(delta) if self.local_holds else math.inf
 
 
 def secure_pamp_certificate(
