@@ -213,6 +213,17 @@ class SecureLaplaceMechanism:
         noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), count, _source(self.bits, rng))
         return _release(self.grid, np.broadcast_to(units, shape), noise)
 
+    def release_each(self, values: Any, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Independent releases of a scalar query, one per entry of ``values`` (each user's own value):
+        ``g (round(x/g) + Z)`` entry by entry, every Z a fresh DLap(a) draw."""
+        if self.dimension != 1:
+            raise InvalidParameter("dimension", self.dimension, "1 (one scalar release per entry)")
+        units = self.grid.to_units(values)
+        noise = sample_discrete_laplace(
+            1 / Fraction(self.noise_parameter), units.size, _source(self.bits, rng)
+        )
+        return self.grid.from_units(units + noise.reshape(units.shape))
+
 
 def secure_laplace(
     epsilon: float | None = None,

@@ -71,7 +71,7 @@ from dpcert.mechanisms.binary_sum import BinarySum, calibrate_binary_sum
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
 from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
-from dpcert.mechanisms.secure_noise import Grid, secure_laplace
+from dpcert.mechanisms.secure_noise import Grid, SecureLaplaceMechanism, secure_laplace
 
 SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
@@ -199,7 +199,7 @@ class CentralLaplaceSum:
     integer_sums: bool = True
     certificate: Certificate | None = field(init=False)
     noise_scale: float = field(init=False)
-    grid: Grid | None = field(init=False)
+    mechanism: SecureLaplaceMechanism | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         epsilon = check.epsilon(self.epsilon)
@@ -207,7 +207,7 @@ class CentralLaplaceSum:
             if not isinstance(getattr(self, flag), (bool, np.bool_)):
                 raise InvalidParameter(flag, getattr(self, flag), "true or false")
         object.__setattr__(self, "epsilon", epsilon)
-        grid = None
+        mechanism = None
         if not self.secure:
             scale = 1.0 / epsilon
             certificate = laplace_certificate(scale, sensitivity=1.0, trust_model=TrustModel.CENTRAL)
@@ -219,12 +219,17 @@ class CentralLaplaceSum:
             )
         else:
             mechanism = secure_laplace(epsilon, sensitivity=1.0, bits="rng", trust_model=TrustModel.CENTRAL)
-            grid, scale, certificate = mechanism.grid, mechanism.scale, mechanism.certificate
+            scale, certificate = mechanism.scale, mechanism.certificate
         if self.secure and self.name == "central Laplace sum":
             object.__setattr__(self, "name", "central discrete Laplace sum")
         object.__setattr__(self, "certificate", certificate)
         object.__setattr__(self, "noise_scale", scale)
-        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "mechanism", mechanism)
+
+    @property
+    def grid(self) -> Grid | None:
+        """The grid of the secure release of real sums (``None``: float noise, or integer sums)."""
+        return None if self.mechanism is None else self.mechanism.grid
 
     @property
     def needs_integer_sums(self) -> bool:
@@ -247,17 +252,14 @@ class CentralLaplaceSum:
         sums = np.asarray(sums, dtype=float)
         if not self.secure:
             return sums + rng.laplace(0.0, 1.0 / self.epsilon, size=sums.shape)
-        if self.grid is None:
-            if not np.all(sums == np.round(sums)):
-                raise InvalidParameter(
-                    "sums", "<non-integer batch sum>", "integer batch sums (Bernoulli rewards)"
-                )
-            units = sums.astype(np.int64)
-        else:
-            units = self.grid.to_units(sums)
-        noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), units.size, rng)
-        released = units + noise.reshape(units.shape)
-        return released.astype(float) if self.grid is None else self.grid.from_units(released)
+        if self.mechanism is not None:
+            return self.mechanism.release_each(sums, rng)
+        if not np.all(sums == np.round(sums)):
+            raise InvalidParameter(
+                "sums", "<non-integer batch sum>", "integer batch sums (Bernoulli rewards)"
+            )
+        noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), sums.size, rng)
+        return sums + noise.reshape(sums.shape)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # The secure noise's MGF is at most Laplace(noise_scale)'s (class docstring); rounding adds g/2

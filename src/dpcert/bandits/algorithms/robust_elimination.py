@@ -46,7 +46,6 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -60,7 +59,6 @@ from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.secure_noise import SecureLaplaceMechanism, secure_laplace
 
@@ -270,20 +268,13 @@ class LaplaceClients:
             self.scale(reward_count), sensitivity=2.0 * self.clip / reward_count, trust_model=TrustModel.LOCAL
         )
 
-    def _secure_release(self, values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``g (round(x/g) + Z)`` for every entry x of ``values``, Z ~ DLap(a) (integer-exact sampler)."""
-        grid = self.mechanism.grid
-        units = grid.to_units(values)
-        noise = sample_discrete_laplace(1 / Fraction(self.mechanism.noise_parameter), units.size, rng)
-        return grid.from_units(units + noise.reshape(units.shape))
-
     def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (the paper's eq. 15 with clipping)."""
         clipped = np.clip(rewards, -self.clip, self.clip)
         if self.epsilon is None:
             return clipped
         if self.mechanism is not None:
-            return self._secure_release(clipped, rng)
+            return self.mechanism.release_each(clipped, rng)
         return clipped + rng.laplace(0.0, self.scale(), size=clipped.shape)
 
     def report_means(self, rewards: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -296,7 +287,7 @@ class LaplaceClients:
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         sums = np.add.reduceat(clipped, starts)
         if self.mechanism is not None:
-            return self._secure_release(sums, rng) / counts
+            return self.mechanism.release_each(sums, rng) / counts
         means = sums / counts
         if self.epsilon is None:
             return means
