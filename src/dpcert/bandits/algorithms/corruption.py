@@ -49,6 +49,17 @@ def clean_value_bound(clip: float, laplace_scale: float, reports: int, delta: fl
     return clip + laplace_scale * math.log(2.0 * reports / delta)
 
 
+def corruption_fraction(alpha: float) -> float:
+    """The fraction α of corrupted values, checked: ``0 <= α < 1/4`` (Charisopoulos, Esfandiari & Mirrokni
+    2023, eq. 3)."""
+    alpha = check.nonnegative_finite("alpha", alpha)
+    if alpha >= 0.25:
+        raise InvalidParameter(
+            "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
+        )
+    return alpha
+
+
 @dataclass(frozen=True)
 class InRangeAdversary:
     """Corrupts each received value w.p. α with a value inside ``[−Ȳ, Ȳ]`` (the paper's eq. 3).
@@ -80,12 +91,7 @@ class InRangeAdversary:
     scale: float = 1.0
 
     def __post_init__(self) -> None:
-        alpha = check.nonnegative_finite("alpha", self.alpha)
-        if alpha >= 0.25:
-            raise InvalidParameter(
-                "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
-            )
-        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "alpha", corruption_fraction(self.alpha))
         arms = check.finite_array("arms", self.arms)
         means = check.finite_array("means", self.means)
         if arms.ndim != 2 or arms.shape[0] < 2 or means.shape != (arms.shape[0],):

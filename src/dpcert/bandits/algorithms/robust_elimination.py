@@ -52,7 +52,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
-from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound
+from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound, corruption_fraction
 from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
 from dpcert.bandits.calibration.common import with_notes
@@ -328,12 +328,7 @@ class Adversary:
     magnitude: float = 1e6
 
     def __post_init__(self) -> None:
-        alpha = check.nonnegative_finite("alpha", self.alpha)
-        if alpha >= 0.25:
-            raise InvalidParameter(
-                "alpha", alpha, "0 <= alpha < 0.25 (Charisopoulos, Esfandiari & Mirrokni 2023, eq. 3)"
-            )
-        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "alpha", corruption_fraction(self.alpha))
         if self.strategy not in STRATEGIES:
             raise InvalidParameter("strategy", self.strategy, "one of " + ", ".join(STRATEGIES))
         object.__setattr__(self, "magnitude", check.positive_finite("magnitude", self.magnitude))
