@@ -459,7 +459,7 @@ def test_returning_users_paper_split_is_valid_but_looser():
 
 # ----------------------------------------------------------------------------- runs
 def test_runs_end_with_certificates_and_the_paper_ordering_on_a_small_instance():
-    results = figure_runs(1.0, runs=30, horizon=3000, dimension=3, arms=20, index_dtype="float64", seed=4)
+    results = figure_runs(1.0, runs=30, horizon=3000, dimension=3, arms=20, seed=4)
     assert set(results) == set(ALGORITHMS)
     final = {name: run.cumulative_regret[:, -1] for name, run in results.items()}
     for name, run in results.items():
@@ -615,10 +615,9 @@ def test_pamp_amplification_is_accounted_with_the_smallest_batch():
     assert full.certificate.mechanism == "pamp" and full.noise["sigma"] < c.noise["sigma"]
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models(dtype):
+def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models():
     # The engine inverts V by batched elimination; every action must be the UCB argmax computed from the
-    # published (V_m, θ̂_m) with LAPACK's inverse (float64: exactly; float32: up to score rounding).
+    # published (V_m, θ̂_m) with LAPACK's inverse.
     env = vaswani_instance(6, 4, 30, np.random.default_rng(5))
     privatizers = [NoPrivacy(), LocalGaussian(2.0), TreeGaussian(1.5, 300)]
     published = []
@@ -629,7 +628,6 @@ def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models(dtype
         batch_size=1,
         rng=np.random.default_rng(6),
         radius="experiment",
-        index_dtype=dtype,
         on_batch=lambda m, gram, theta: published.append((gram.copy(), theta.copy())),
     )
     instance = np.tile(np.arange(env.runs), len(privatizers))
@@ -640,12 +638,10 @@ def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models(dtype
         width = np.sqrt(np.maximum(np.einsum("rki,rij,rkj->rk", arms, inverse, arms), 0.0))
         index = np.einsum("rki,ri->rk", arms, theta) + result.final_beta[:, None] * width
         chosen = index[np.arange(index.shape[0]), result.actions[:, t]]
-        # the chosen arm is a maximiser up to the rounding of the scores (exact argmax in float64)
-        tolerance = 1e-9 if dtype == "float64" else 1e-4 * np.abs(index).max(axis=1)
-        assert np.all(chosen >= index.max(axis=1) - tolerance)
+        # the chosen arm is a maximiser up to the rounding of the scores
+        assert np.all(chosen >= index.max(axis=1) - 1e-9)
         mismatched += int((result.actions[:, t] != index.argmax(axis=1)).sum())
-    if dtype == "float64":
-        assert mismatched == 0
+    assert mismatched == 0
 
 
 def test_batched_elimination_matches_lapack_and_flags_indefinite_matrices():

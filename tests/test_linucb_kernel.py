@@ -63,30 +63,24 @@ def _distinct_norms(
 
 @pytest.mark.parametrize("calibration", ["tight", "paper"])
 def test_all_five_algorithms_choose_the_same_arms_as_the_numpy_path(calibration):
-    # the Figure 1 setting on a small instance: float32 scores, the paper's experiment radius
+    # the Figure 1 setting on a small instance: the paper's experiment radius
     env = vaswani_instance(3, 5, 40, np.random.default_rng(1))
     common = {"epsilon": 1.0, "delta": 0.1, "horizon": 400, "dimension": 5, "calibration": calibration}
     per_round = [calibrate(name, batch_size=1, **common).privatizer for name in ALGORITHMS[:3]]
     shuffled = [calibrate(name, batch_size=20, **common).privatizer for name in ALGORITHMS[3:]]
     for privatizers, batch in ((per_round, 1), (shuffled, 20)):
-        a, b, same_state = _both(
-            env, privatizers, horizon=400, batch_size=batch, radius="experiment", index_dtype="float32"
-        )
+        a, b, same_state = _both(env, privatizers, horizon=400, batch_size=batch, radius="experiment")
         _assert_same(a, b, same_state)
         assert len(set(a.actions[:, -1].tolist())) > 1  # the runs did not all collapse onto one arm
 
 
-def test_float64_scores_theory_radius_and_gaussian_rewards_match():
+def test_theory_radius_and_gaussian_rewards_match():
     env = _distinct_norms(vaswani_instance(4, 5, 30, np.random.default_rng(2)), 3, reward="gaussian")
     privatizers = [NoPrivacy(), LocalGaussian(0.5), TreeGaussian(0.4, 300)]
-    a, b, same_state = _both(
-        env, privatizers, horizon=300, batch_size=1, radius="theory", index_dtype="float64"
-    )
+    a, b, same_state = _both(env, privatizers, horizon=300, batch_size=1, radius="theory")
     _assert_same(a, b, same_state)
     # batches with a partial last one, the tree's nodes refreshed per batch
-    a, b, same_state = _both(
-        env, privatizers, horizon=290, batch_size=7, radius="theory", index_dtype="float64"
-    )
+    a, b, same_state = _both(env, privatizers, horizon=290, batch_size=7, radius="theory")
     _assert_same(a, b, same_state)
 
 
@@ -105,12 +99,9 @@ class _UnderstatedTree(TreeGaussian):
 def test_eigenvalue_repairs_match_the_numpy_path():
     env = _distinct_norms(vaswani_instance(4, 5, 20, np.random.default_rng(4)), 5)
     privatizers = [_UnderstatedLocal(1.0), _UnderstatedTree(1.0, 100)]
-    for dtype in ("float64", "float32"):
-        a, b, same_state = _both(
-            env, privatizers, horizon=100, batch_size=1, radius="experiment", index_dtype=dtype
-        )
-        assert a.eigenvalue_clips.min() > 0  # the repair path ran in every run
-        _assert_same(a, b, same_state)
+    a, b, same_state = _both(env, privatizers, horizon=100, batch_size=1, radius="experiment")
+    assert a.eigenvalue_clips.min() > 0  # the repair path ran in every run
+    _assert_same(a, b, same_state)
 
 
 def test_every_release_is_charged_before_its_noise_is_drawn(monkeypatch):

@@ -119,7 +119,7 @@ def test_compiled_bit_sums_over_several_chunks_and_a_partial_batch_match_the_num
         rng = np.random.default_rng(13)
         result = run_batched_linucb(
             env, privatizers, horizon=horizon, batch_size=20, rng=rng, engine=engine,
-            radius="experiment", index_dtype="float32",
+            radius="experiment",
         )  # fmt: skip
         results.append((result, _state(rng)))
     (a, state_a), (b, state_b) = results

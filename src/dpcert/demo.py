@@ -267,7 +267,7 @@ def private_linucb(context: DemoContext) -> StepResult:
     """
     from dpcert.bandits.figures.linucb import figure_runs
 
-    results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed, index_dtype="float64")
+    results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed)
     payload: dict[str, Any] = {}
     lines = ["LinUCB family, eps=1, delta=0.1, d=5, K=20, T=2000, 8 instances (tight calibration):"]
     for name in ("linucb", "linucb-jdp", "linucb-sdp-amp", "linucb-ldp"):

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms import linucb_kernel
+from dpcert.bandits.algorithms.linucb_model import choose_arms, repair_models
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
@@ -262,8 +263,11 @@ class _TreeSum:
             self.pool = _pool(self.pool, rng)
             self.node_noise[:count] = self.sigma * self.pool.standard_normal((count,) + self.total.shape)
             self.node_ids = ids
-        used = ((index >> levels) & 1).astype(float)  # binary decomposition of the prefix of leaves
-        return self.total + (used @ self.node_noise.reshape(self.levels, -1)).reshape(self.total.shape)
+        # the nodes of the binary decomposition of the prefix of leaves, summed from the lowest level up
+        prefix = np.zeros_like(self.total)
+        for level in np.flatnonzero((index >> levels) & 1).tolist():
+            prefix += self.node_noise[level]
+        return self.total + prefix
 
 
 @dataclass(frozen=True)
@@ -472,18 +476,17 @@ def _solve_with_safety_net(
     Only the ``noisy`` rows (boolean mask) are checked: without noise ``V = λI + Σ φφᵀ`` with λ > 0 is
     positive definite by construction.  Clipping is post-processing of the published V
     (privacy-neutral); each occurrence is counted.  Rows whose elimination met a non-positive pivot
-    (V not positive definite, or too ill-conditioned to tell) are solved again by LAPACK after the check.
+    (V not positive definite, or too ill-conditioned to tell) are solved again by :func:`repair_models`.
     """
     inverse, theta_hat, smallest_pivot = eliminate(gram, vector)
     suspect = np.flatnonzero(noisy & ~(smallest_pivot > 0.0))
     if suspect.size:
-        values, vectors = np.linalg.eigh(gram[suspect])
-        bad = values.min(axis=1) <= 0.0
-        clips[suspect] += bad
-        values = np.where(bad[:, None], np.maximum(values, floor[suspect, None]), values)
-        repaired = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
-        inverse[:, :, suspect] = np.linalg.inv(repaired).transpose(1, 2, 0)
-        theta_hat[:, suspect] = np.linalg.solve(repaired, vector[suspect][:, :, None])[:, :, 0].T
+        repaired_inverse, repaired_theta, clipped = repair_models(
+            gram[suspect], vector[suspect], floor[suspect]
+        )
+        clips[suspect] += clipped
+        inverse[:, :, suspect] = repaired_inverse.transpose(1, 2, 0)
+        theta_hat[:, suspect] = repaired_theta.T
     return inverse, theta_hat
 
 
@@ -496,7 +499,6 @@ def run_batched_linucb(
     rng: np.random.Generator,
     radius: str = "theory",
     alpha: float = 0.05,
-    index_dtype: str = "float64",
     on_batch: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
     before_release: Callable[[int, int], None] | None = None,
     engine: str = "auto",
@@ -517,16 +519,15 @@ def run_batched_linucb(
     (run ``g R + i`` is privatizer g on instance i), each with its own λ and β, so that several
     algorithms advance in one vectorised pass.
 
-    ``index_dtype="float32"`` scores the arms in single precision (about 4× faster on K = 100 arms);
-    the model itself (V, θ̂, the noisy sums) is always kept in double precision.
+    The arm maximising the index as computed in one fixed order is chosen
+    (:func:`~dpcert.bandits.algorithms.linucb_model.choose_arms`), so every decision is the same on every
+    CPU and BLAS kernel, and the same in the compiled and the NumPy path.
 
     ``engine``: ``"auto"`` runs the rounds compiled (:mod:`dpcert.bandits.algorithms.linucb_kernel`, same
     results) when numba is installed, the arms are fixed and ``on_batch`` is unset; ``"numpy"`` or
     ``"numba"``.
     """
     compiled = linucb_kernel.wanted(engine, env.fixed_arms, on_batch is not None)
-    if index_dtype not in ("float64", "float32"):
-        raise InvalidParameter("index_dtype", index_dtype, "'float64' or 'float32'")
     horizon = check.positive_int("horizon", horizon)
     batch_size = check.positive_int("batch_size", batch_size)
     alpha = check.probability("alpha", alpha, open_low=True, open_high=True)
@@ -569,7 +570,7 @@ def run_batched_linucb(
     identity = np.eye(d)
     # per instance, row 2g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row 2g + 1 its squared widths
     # ‖φ‖²_{V^{-1}}; the arms' design is shared by all privatizers, so one product scores every run
-    weights = np.zeros((block, 2 * count, d + rows.size), dtype=index_dtype)
+    weights = np.zeros((block, 2 * count, d + rows.size))
 
     def set_weights(theta_hat: np.ndarray, inverse: np.ndarray) -> None:
         """Load θ̂ (d, runs) and V^{-1} (d, d, runs) into the scoring weights."""
@@ -586,15 +587,18 @@ def run_batched_linucb(
         """Columns ``[φ, upper(φφᵀ) ⊙ (1 on, 2 off the diagonal)]`` per arm, shape (instances, d + q, K)."""
         quadratic = features[..., rows] * features[..., cols] * pair_weight
         design = np.concatenate([features, quadratic], axis=-1).transpose(0, 2, 1)
-        return np.ascontiguousarray(design, dtype=index_dtype)
+        return np.ascontiguousarray(design, dtype=np.float64)
 
     def ucb_arm(design: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """Each run's UCB arm (lowest index on ties), runs ordered privatizer-major."""
-        scored = weights @ design  # (instances, 2G, K)
+        """Each run's UCB arm (the fixed-order index's maximiser, lowest index on exact ties), runs
+        ordered privatizer-major."""
+        scored = weights @ design  # (instances, 2G, K), summed in the BLAS kernel's order
         index = scored[:, 0::2] + beta.reshape(count, block).T[:, :, None] * np.sqrt(
             np.maximum(scored[:, 1::2], 0.0)
         )
-        return np.argmax(index, axis=2).T.ravel()
+        index = index.transpose(1, 0, 2).reshape(runs, -1)
+        per_run = weights.reshape(block, count, 2, -1).transpose(1, 0, 2, 3).reshape(runs, 2, -1)
+        return choose_arms(index, per_run, design, instance, d, beta, float(np.abs(design).max()))
 
     fixed_design = None
     if env.fixed_arms:
@@ -605,7 +609,7 @@ def run_batched_linucb(
         fixed_outer = fixed_features[..., rows] * fixed_features[..., cols]  # upper(φφᵀ) of every arm
     gram_index = d + symmetric
     shift = lam[:, None, None] * identity
-    if compiled:
+    if compiled and fixed_design is not None:  # compiled only runs on fixed arms
         fill = (gaps, actions, clips)
         batch, beta = linucb_kernel.run_fixed_arms(
             env, aggregator.blocks, fixed_design, lam, floor, noisy, beta_at, *fill,
@@ -691,16 +695,17 @@ def run_group(
     rng: np.random.Generator,
     radius: str = "experiment",
     alpha: float = 0.05,
-    index_dtype: str = "float64",
     participations: int = 1,
     sessions: list[PrivacySession] | None = None,
+    engine: str = "auto",
 ) -> list[BanditRun]:
     """Run several calibrated algorithms that share a batch size in one vectorised pass.
 
     Every algorithm sees the same R instances of ``env``; results come back in input order.  Each
     algorithm's users are charged through its session (default: a fresh in-memory one) before every
     batch release, one event-level charge per participation (local id ``i·R + r`` for user i of run r);
-    a run's certificate is the worst user's composition of her charges at the claim's δ.
+    a run's certificate is the worst user's composition of her charges at the claim's δ.  ``engine`` as
+    in :func:`run_batched_linucb` (both give the same results).
     """
     start = time.perf_counter()
     runs = env.runs
@@ -725,8 +730,8 @@ def run_group(
         rng=rng,
         radius=radius,
         alpha=alpha,
-        index_dtype=index_dtype,
         before_release=charge,
+        engine=engine,
     )
     seconds = time.perf_counter() - start
     output = []

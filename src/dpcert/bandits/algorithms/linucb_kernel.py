@@ -9,16 +9,16 @@ it when numba is installed and the arm set is fixed (the setting of Chowdhury & 
 or with
 ``engine="numpy"``, the NumPy path runs.
 
-Same values as the NumPy path.  Every quantity is computed by the same floating-point operations in
-the same order: the arm scores ⟨φ, θ̂⟩ and ‖φ‖²_{V⁻¹} as fused multiply-adds over the statistic's
-entries in order (how BLAS's gemm kernel forms ``weights @ design``; in float32 this reproduces it
-exactly), the UCB index, rewards and per-user sums as the NumPy expressions do, the tree's prefix
-noise summed in groups of four levels (as BLAS's gemv kernel does), the Gauss–Jordan elimination
-step by step.  Random numbers come from the same generators in the same order (the environment's
-rewards from the run's generator, each privatizer's noise from its own stream through its
-:class:`~dpcert.bandits.algorithms.linucb._NormalPool`), so the chosen arms are the same; where a BLAS kernel
-sums in another order, values can differ in the last bit and only an exact tie between two arms'
-indices could then be broken differently.
+Same values as the NumPy path, on every CPU and BLAS kernel.  Every quantity is computed by the same
+floating-point operations in the same order, none of them through BLAS: the arm scores ⟨φ, θ̂⟩ and
+‖φ‖²_{V⁻¹} as one rounded product and one rounded sum per entry of the statistic, in order
+(:func:`~dpcert.bandits.algorithms.linucb_model.fixed_order_scores`; the NumPy path takes the same
+maximiser through :func:`~dpcert.bandits.algorithms.linucb_model.choose_arms`), the UCB index, rewards and
+per-user sums as the NumPy expressions do, the tree's prefix noise summed from the lowest level up,
+the Gauss–Jordan elimination step by step.  Random numbers come from the same generators in the same
+order (the environment's rewards from the run's generator, each privatizer's noise from its own stream
+through its :class:`~dpcert.bandits.algorithms.linucb._NormalPool`), so the chosen arms, regrets and
+generator states are the same.
 
 Privacy is unchanged.  Before the noise of any release is drawn, the engine's ``before_release``
 charges that release (the runs' :class:`~dpcert.accounting.session.PrivacySession`): the rounds are
@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.bandits.algorithms.linucb_model import repair_models
 from dpcert.errors import InvalidParameter
 
 try:  # the optional extra `fast`; without it the NumPy path runs
@@ -51,20 +52,17 @@ ENGINES = ("auto", "numpy", "numba")
 CHUNK_VALUES = 1 << 20  # noise values handed to one compiled call (8 MiB of float64)
 EXACT, LOCAL, TREE, OPAQUE, BITS = 0, 1, 2, 3, 4
 BERNOULLI, GAUSSIAN = 0, 1
-ARM_PADDING = 16  # arms per 512-bit register in float32
+ARM_PADDING = 16  # arms per two 512-bit registers of float64
 
 
-def _compiled(contract: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``numba.njit`` with an on-disk cache and NumPy's float semantics (x/0 gives inf, no exception);
-    ``contract`` lets a multiply and an add fuse (the arm scores only).  Without numba: unchanged."""
+def _compiled() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``numba.njit`` with an on-disk cache and NumPy's float semantics (x/0 gives inf, no exception;
+    no fast-math: every multiply and add is rounded on its own, as in NumPy).  Without numba: unchanged."""
 
     def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
         if numba is None:
             return function
-        options: dict[str, Any] = {"cache": True, "error_model": "numpy"}
-        if contract:
-            options["fastmath"] = {"contract"}
-        return numba.njit(**options)(function)
+        return numba.njit(cache=True, error_model="numpy")(function)
 
     return wrap
 
@@ -88,11 +86,12 @@ def wanted(engine: str, fixed_arms: bool, observed: bool) -> bool:
 
 
 # ----------------------------------------------------------------------------- compiled steps
-@_compiled(contract=True)
+@_compiled()
 def _accumulate(weights, runs, design, instance, first, buffer):
     """``buffer[i, k] = Σ_j weights[runs[i], j] · design[instance, first + j, k]`` for three runs that share
-    an instance, as one fused multiply-add per term in order of j (the order of BLAS's gemm kernel), five
-    terms per pass over the arms; the three runs' sums are independent chains over the same loaded
+    an instance, one rounded product and one rounded sum per term in order of j (as
+    :func:`~dpcert.bandits.algorithms.linucb_model.fixed_order_scores`), five terms per pass over the arms;
+    the three runs' sums are independent chains over the same loaded
     design values (a run listed twice gives its sums twice)."""
     count, arms = weights.shape[1], design.shape[2]
     r0, r1, r2 = runs[0], runs[1], runs[2]
@@ -148,8 +147,8 @@ LANES = 8  # index values compared per block in the argmax
 
 @_compiled()
 def _ucb_arm(means, widths, beta, zero, index):
-    """argmax of ``mean + β √max(width, 0)`` (float64, as NumPy promotes; the square root in the index
-    dtype); lowest index on ties, the first NaN if any (as ``np.argmax``).
+    """argmax of ``mean + β √max(width, 0)`` (float64, on the scores' exact fixed-point values); lowest
+    index on exact ties, the first NaN if any (as ``np.argmax``).
 
     The maximum is found block by block (``LANES`` values, compared without branches); only a block
     whose largest value beats the best so far is searched for its first position of that value.
@@ -158,7 +157,7 @@ def _ucb_arm(means, widths, beta, zero, index):
     arms = means.shape[0]
     for k in range(arms):
         width = widths[k]
-        if width < zero:  # zero of the index dtype, so that the square root stays in it
+        if width < zero:
             width = zero
         index[k] = np.float64(means[k]) + beta * np.float64(np.sqrt(width))
     best_arm, best = 0, index[0]
@@ -282,7 +281,7 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
     noise, offsets, scales, tree_cursor = released[0], released[1], released[2], released[3]
     mean_weights, width_weights, _, statistics, total, noisy, node_noise, node_ids = model[:8]
     lam, noisy_rows, suspect, upper_rows, upper_cols, symmetric = model[8:]
-    work, row, prefix, part = scratch[3], scratch[4], scratch[5], scratch[6]
+    work, row, prefix = scratch[3], scratch[4], scratch[5]
     batch_work, batch_row, positive = scratch[7], scratch[8], scratch[9]
     size, d, q = total.shape[1], mean_weights.shape[1], width_weights.shape[1]
     for g in range(kinds.shape[0]):  # tree: refresh the nodes whose dyadic block starts now
@@ -313,20 +312,15 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
                 for p in range(size):
                     total[r, p] += statistics[r, p] + noise[base + p] * scale
                     noisy[r, p] = total[r, p]
-            elif kind == TREE:  # the prefix's nodes summed in groups of four levels (gemv's order)
+            elif kind == TREE:  # the prefix's nodes summed from the lowest level up (as _TreeSum)
                 for p in range(size):
                     total[r, p] += statistics[r, p]
                     prefix[p] = 0.0
                 leaf = (stop + levels[g, 1] - 1) // levels[g, 1]
-                for first in range(0, levels[g, 0], 4):
-                    for p in range(size):
-                        part[p] = 0.0
-                    for level in range(first, min(first + 4, levels[g, 0])):
-                        if (leaf >> level) & 1:
-                            for p in range(size):
-                                part[p] = part[p] + node_noise[g, level, b, p]
-                    for p in range(size):
-                        prefix[p] = prefix[p] + part[p]
+                for level in range(levels[g, 0]):
+                    if (leaf >> level) & 1:
+                        for p in range(size):
+                            prefix[p] = prefix[p] + node_noise[g, level, b, p]
                 for p in range(size):
                     noisy[r, p] = total[r, p] + prefix[p]
             elif kind == BITS:
@@ -474,7 +468,7 @@ def run_fixed_arms(
     """The batches of :func:`~dpcert.bandits.algorithms.linucb.run_batched_linucb` on ``env``'s fixed arms.
 
     ``blocks`` are the engine's per-privatizer aggregators (rows, state, noise stream); ``design`` its
-    arm scores ``(instances, d + q, K)`` in the index dtype; ``lam``, ``floor``, ``noisy_rows`` per run;
+    arm scores ``(instances, d + q, K)``; ``lam``, ``floor``, ``noisy_rows`` per run;
     ``beta_at(t)`` the radius after t rounds.  Fills ``gaps``, ``actions`` and ``clips``; returns the
     number of batches and the final radius.
     """
@@ -528,6 +522,7 @@ def run_fixed_arms(
     )  # fmt: skip
     reward_model = BERNOULLI if env.reward == "bernoulli" else GAUSSIAN
     rewards_model = (reward_model, float(env.noise_std), block, design.dtype.type(0))
+    repair_state = (suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
     starts = list(range(0, horizon, batch_size)) + [horizon]
     opaque = bool((kinds == OPAQUE).any())
     # P_Vec draws one uniform per user and entry: its chunks hold as many values as the others'
@@ -572,7 +567,7 @@ def run_fixed_arms(
                     )
                     external[rows] = aggregator.add_batch(statistics, stop, stream)
             if _publish(stop, 0, kinds, levels, block, released, external, model, scratch):
-                _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
+                _repair(*repair_state)
         else:
             resume = 0
             while resume >= 0:
@@ -581,7 +576,7 @@ def run_fixed_arms(
                     scratch, gaps, actions,
                 )  # fmt: skip
                 if stopped >= 0:
-                    _repair(suspect, noisy, lam, floor, clips, mean_weights, width_weights, d, symmetric)
+                    _repair(*repair_state)
                     stopped += 1
                 resume = stopped if 0 < stopped < users.size else -1
     return len(starts) - 1, beta_at(horizon)
@@ -599,17 +594,13 @@ def _repair(
     symmetric: np.ndarray,
 ) -> None:
     """The runs whose noisy V was not positive definite (or too ill-conditioned to tell): the NumPy
-    path's ``_solve_with_safety_net`` on them (eigenvalues clipped at the floor, post-processing of
-    the published V, privacy-neutral; each clip counted), then their scoring weights."""
+    path's repair on them (:func:`~dpcert.bandits.algorithms.linucb_model.repair_models`: eigenvalues
+    clipped at the floor, post-processing of the published V, privacy-neutral; each clip counted), then
+    their scoring weights."""
     rows = np.flatnonzero(suspect)
     gram = noisy[rows][:, d + symmetric].reshape(-1, d, d) + lam[rows, None, None] * np.eye(d)
-    values, vectors = np.linalg.eigh(gram)
-    bad = values.min(axis=1) <= 0.0
-    clips[rows] += bad
-    values = np.where(bad[:, None], np.maximum(values, floor[rows, None]), values)
-    repaired = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
-    inverse = np.linalg.inv(repaired)
-    theta = np.linalg.solve(repaired, noisy[rows, :d][:, :, None])[:, :, 0]
+    inverse, theta, clipped = repair_models(gram, noisy[rows, :d], floor[rows])
+    clips[rows] += clipped
     upper_rows, upper_cols = np.triu_indices(d)
     mean_weights[rows] = theta
     width_weights[rows] = inverse[:, upper_rows, upper_cols]

@@ -53,13 +53,14 @@ def figure_runs(
     calibration: str = "tight",
     seed: int = 0,
     radius: str = "experiment",
-    index_dtype: str = "float32",
+    engine: str = "auto",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, BanditRun]:
     """Chowdhury & Zhou 2022, Figure 1 (and Appendix G): the five algorithms on the same R instances.
 
     The three per-round algorithms share one vectorised pass, the two shuffle ones another;
-    ``progress`` (if given) is told which curves each pass runs.
+    ``progress`` (if given) is told which curves each pass runs; ``engine`` picks the compiled or the
+    NumPy rounds (the same results; see :func:`~dpcert.bandits.algorithms.linucb.run_batched_linucb`).
     """
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)
@@ -73,7 +74,7 @@ def figure_runs(
             names = ", ".join(c.algorithm for c in group)
             progress(f"{names} (B = {batch}, {runs} runs, T = {horizon})")
         results += run_group(
-            env, group, horizon=horizon, batch_size=batch, rng=rng, radius=radius, index_dtype=index_dtype
+            env, group, horizon=horizon, batch_size=batch, rng=rng, radius=radius, engine=engine
         )
     return {run.algorithm: run for run in results}
 

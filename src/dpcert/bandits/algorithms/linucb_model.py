@@ -1,0 +1,107 @@
+"""What the NumPy and the compiled LinUCB rounds share: the arm choice in a fixed order, and the repair.
+
+Both paths of :func:`dpcert.bandits.algorithms.linucb.run_batched_linucb` (the NumPy rounds and
+:mod:`dpcert.bandits.algorithms.linucb_kernel`) choose the arm maximising the UCB index as computed in
+one fixed order (:func:`fixed_order_scores`), with the lowest arm index winning exact ties, so that the
+choice does not depend on the CPU or the BLAS kernel.  A noisy model that is not positive definite is
+repaired from an eigen-decomposition computed in an order the code fixes (:func:`repair_models`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+UNIT_ROUNDOFF = 2.0**-53
+
+
+def fixed_order_scores(
+    weights: np.ndarray, design: np.ndarray, dimension: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(⟨φ, θ̂⟩, ‖φ‖²_{V⁻¹})`` of every arm in the order the compiled rounds use.
+
+    ``weights`` (runs, 2, p): per run the mean weights θ̂ (first ``dimension`` entries of row 0) and the
+    width weights upper(V⁻¹) (entries ``dimension ..`` of row 1); ``design`` (runs, p, K) the arms'
+    columns ``[φ, upper(φφᵀ) ⊙ (1 on, 2 off the diagonal)]``.  Each sum starts at 0 and adds one rounded
+    product per entry, entries in increasing order (no fused multiply-add): the same bits on every CPU.
+    """
+    runs, _, size = weights.shape
+    means = np.zeros((runs, design.shape[2]))
+    widths = np.zeros_like(means)
+    for j in range(size):
+        target, row = (means, 0) if j < dimension else (widths, 1)
+        target += weights[:, row, j, None] * design[:, j, :]
+    return means, widths
+
+
+def ucb_index(means: np.ndarray, widths: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``mean + β √max(width, 0)`` (``beta`` broadcast against the arms' axis), as the compiled rounds."""
+    return means + beta * np.sqrt(np.maximum(widths, 0.0))
+
+
+def score_error_bound(weights: np.ndarray, design_bound: float, beta: np.ndarray) -> np.ndarray:
+    """Per run, a bound ``D_m + β √D_w`` on how far an index from sums in any order (a BLAS kernel's)
+    lies from the fixed-order one, before the rounding of the index's own operations.
+
+    Any summation order of n rounded (or fused) products errs by at most ``γ_n Σ|w_j x_j|``, with
+    ``γ_n = nu/(1 − nu)`` and u the unit round-off (Higham 2002, Thm 3.1 and §3.1), so two orders differ by
+    at most twice that; ``Σ|w_j x_j| ≤ ‖w‖₁ x_max`` with ``x_max ≥ max |x|`` (``design_bound``), and the
+    computed ‖w‖₁ errs by at most a factor ``1 + 2nu``: ``D = 2γ_n ‖w‖₁ x_max (1 + 2nu)`` for the means
+    (D_m) and the widths (D_w).  ``max(·, 0)`` moves a difference by no more, and the square root moves
+    a difference Δ by at most √Δ.  ``weights`` as in :func:`fixed_order_scores`; ``beta`` (runs,).
+    """
+    size = weights.shape[2]
+    gamma = size * UNIT_ROUNDOFF / (1.0 - size * UNIT_ROUNDOFF)
+    inflate = 2.0 * gamma * design_bound * (1.0 + 2.0 * size * UNIT_ROUNDOFF)
+    mean_bound = inflate * np.abs(weights[:, 0, :]).sum(axis=1)
+    width_bound = inflate * np.abs(weights[:, 1, :]).sum(axis=1)
+    return mean_bound + beta * np.sqrt(width_bound)
+
+
+def choose_arms(
+    blas_index: np.ndarray,
+    weights: np.ndarray,
+    design: np.ndarray,
+    instance: np.ndarray,
+    dimension: int,
+    beta: np.ndarray,
+    design_bound: float,
+) -> np.ndarray:
+    """Each run's arm maximising the fixed-order index (:func:`fixed_order_scores`, :func:`ucb_index`;
+    lowest arm index on exact ties, the first NaN if any, as ``np.argmax``), found from an index computed
+    with BLAS.
+
+    Let E bound the distance between the two indices of any arm (:func:`score_error_bound`, plus
+    ``8u (max|index| + bound)`` for the rounding of the index's three operations in each).  The fixed-order
+    maximiser k* satisfies ``I_b(k*) ≥ I(k*) − E ≥ I(k) − E ≥ I_b(k) − 2E`` for every arm k, so it lies
+    among the arms within 2E of the BLAS maximum.  A run with one such arm takes it; the other runs
+    (near-ties, non-finite values) are scored again in the fixed order, their maximiser taken there.
+
+    ``blas_index`` (runs, K); ``weights`` (runs, 2, p); ``design`` (instances, p, K) with run r on
+    instance ``instance[r]``; ``beta`` (runs,); ``design_bound ≥ max |design|``.
+    """
+    error = score_error_bound(weights, design_bound, beta)
+    top = blas_index.max(axis=1)
+    error = error + 8.0 * UNIT_ROUNDOFF * (np.abs(blas_index).max(axis=1) + error)
+    candidates = (blas_index >= (top - 2.0 * error)[:, None]).sum(axis=1)
+    arms = np.argmax(blas_index, axis=1)
+    unsure = np.flatnonzero((candidates != 1) | ~np.isfinite(top) | ~np.isfinite(error))
+    if unsure.size:
+        means, widths = fixed_order_scores(weights[unsure], design[instance[unsure]], dimension)
+        arms[unsure] = np.argmax(ucb_index(means, widths, beta[unsure, None]), axis=1)
+    return arms
+
+
+def repair_models(
+    gram: np.ndarray, vector: np.ndarray, floor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(V⁻¹, V⁻¹ u, clipped)`` for noisy models ``V`` (n, d, d) and ``u`` (n, d) whose elimination
+    met a non-positive pivot: V's eigenvalues at or below 0 are raised to ``floor`` (n,) (post-processing
+    of the published V, privacy-neutral) and ``clipped`` says for which rows that happened.
+    """
+    values, vectors = np.linalg.eigh(gram)
+    clipped = values.min(axis=1) <= 0.0
+    values = np.where(clipped[:, None], np.maximum(values, floor[:, None]), values)
+    repaired = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
+    inverse = np.linalg.inv(repaired)
+    theta = np.linalg.solve(repaired, vector[:, :, None])[:, :, 0]
+    return inverse, theta, clipped
