@@ -223,3 +223,20 @@ def test_every_release_of_the_batch_tree_has_fresh_leaf_noise():
     outputs = [tree.add_batch(np.zeros((1, 3, 2)), done, rng).copy() for done in (3, 6, 7)]
     for before, after in zip(outputs[:-1], outputs[1:], strict=True):
         assert not np.array_equal(before, after)
+
+
+def test_the_first_compiled_run_says_so_on_stderr_and_later_runs_do_not(capsys, monkeypatch):
+    pytest.importorskip("numba")
+    env = vaswani_instance(2, 3, 10, np.random.default_rng(0))
+    run = lambda: run_batched_linucb(  # noqa: E731
+        env, NoPrivacy(), horizon=5, batch_size=1, rng=np.random.default_rng(1), engine="numba"
+    )
+    run()  # compiled (or loaded from the cache) now
+    capsys.readouterr()
+    assert not linucb_kernel.needs_compiling()
+    run()
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(linucb_kernel, "needs_compiling", lambda: True)  # as in a fresh installation
+    run()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "compiling the LinUCB rounds with numba" in err

@@ -33,6 +33,7 @@ compiled steps, one batch at a time, after the charge.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -448,6 +449,36 @@ def _run_chunk(first, bounds, betas, draws, rewards_model, kinds, levels, releas
 
 
 # ----------------------------------------------------------------------------- the driver
+COMPILE_SECONDS = "about 30 s"
+"""Measured time of the first compilation (`benchmarks/RESULTS.md`, "Compiling the LinUCB rounds")."""
+
+
+def needs_compiling() -> bool:
+    """Whether the next compiled run compiles the rounds: numba has neither loaded them in this process
+    nor an on-disk cache of them for this source (numba's own cache index, read without loading it)."""
+    if numba is None:
+        return False
+    for function in (_run_chunk, _choose, _publish, _bit_sums):
+        if function.signatures:
+            continue
+        try:
+            if not function._cache._cache_file._load_index():
+                return True
+        except Exception:  # another numba layout: assume it compiles
+            return True
+    return False
+
+
+def announce_compilation() -> None:
+    """One line on stderr before numba compiles the rounds, so that a first run does not sit silent."""
+    if needs_compiling():
+        print(
+            f"dpcert: compiling the LinUCB rounds with numba ({COMPILE_SECONDS}, once: cached on disk)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def run_fixed_arms(
     env: Any,
     blocks: list[tuple[slice, Any, np.random.Generator]],
@@ -476,6 +507,7 @@ def run_fixed_arms(
         linucb as engine,  # the aggregators' classes (linucb imports this module)
     )
 
+    announce_compilation()
     d, block, runs = env.dimension, env.runs, gaps.shape[0]
     upper_rows, upper_cols = (np.ascontiguousarray(v, dtype=np.int64) for v in np.triu_indices(d))
     q = upper_rows.size
