@@ -95,7 +95,7 @@ def test_blas_index_lies_within_the_stated_bound_of_the_fixed_order_index():
         blas = np.einsum("rsp,rpk->rsk", weights, design, optimize=True)  # BLAS through tensordot
         blas_index = ucb_index(blas[:, 0], blas[:, 1], beta[:, None])
         fixed_index = ucb_index(*fixed_order_scores(weights, design, d), beta[:, None])
-        bound = score_error_bound(weights, 1.0, beta)
+        bound = score_error_bound(weights, 1.0, beta[:, None])[:, 0]
         bound = bound + 8.0 * UNIT_ROUNDOFF * (np.abs(blas_index).max(axis=1) + bound)
         gap = np.abs(blas_index - fixed_index).max(axis=1)
         assert np.all(gap <= bound)
@@ -114,13 +114,13 @@ def test_choose_arms_returns_the_fixed_order_maximiser_with_the_lowest_index_on_
     beta[:10] = 0.0
     fixed_index = ucb_index(*fixed_order_scores(weights, design, d), beta[:, None])
     # the BLAS index perturbed by up to a quarter of the bound: what any summation order could give
-    bound = score_error_bound(weights, 1.0, beta)
-    noisy_index = fixed_index + rng.uniform(-0.25, 0.25, fixed_index.shape) * bound[:, None]
-    chosen = choose_arms(noisy_index, weights, design, np.arange(runs), d, beta, 1.0)
+    bound = score_error_bound(weights, 1.0, beta[:, None])
+    noisy_index = fixed_index + rng.uniform(-0.25, 0.25, fixed_index.shape) * bound
+    chosen = choose_arms(noisy_index[:, None], weights, design, d, beta[:, None], 1.0)[:, 0]
     np.testing.assert_array_equal(chosen, np.argmax(fixed_index, axis=1))
     assert not np.any(chosen == 7)  # arm 2 comes first among the copies
     # a NaN model: the first NaN arm, as np.argmax and the compiled rounds
     weights[0, 0, 0] = np.nan
     fixed_index = ucb_index(*fixed_order_scores(weights, design, d), beta[:, None])
-    chosen = choose_arms(fixed_index, weights, design, np.arange(runs), d, beta, 1.0)
+    chosen = choose_arms(fixed_index[:, None], weights, design, d, beta[:, None], 1.0)[:, 0]
     assert chosen[0] == np.argmax(fixed_index[0]) == 0

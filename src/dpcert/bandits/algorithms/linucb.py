@@ -568,15 +568,15 @@ def run_batched_linucb(
     flat_upper = rows * d + cols
     symmetric = _symmetric_index(d)
     identity = np.eye(d)
-    # per instance, row 2g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row 2g + 1 its squared widths
+    # per instance, row g of `weights` scores privatizer g's means ⟨φ, θ̂⟩, row G + g its squared widths
     # ‖φ‖²_{V^{-1}}; the arms' design is shared by all privatizers, so one product scores every run
     weights = np.zeros((block, 2 * count, d + rows.size))
 
     def set_weights(theta_hat: np.ndarray, inverse: np.ndarray) -> None:
         """Load θ̂ (d, runs) and V^{-1} (d, d, runs) into the scoring weights."""
-        weights[:, 0::2, :d] = theta_hat.reshape(d, count, block).transpose(2, 1, 0)
+        weights[:, :count, :d] = theta_hat.reshape(d, count, block).transpose(2, 1, 0)
         upper = inverse.reshape(d * d, runs)[flat_upper]
-        weights[:, 1::2, d:] = upper.reshape(-1, count, block).transpose(2, 1, 0)
+        weights[:, count:, d:] = upper.reshape(-1, count, block).transpose(2, 1, 0)
 
     set_weights(np.zeros((d, runs)), identity[:, :, None] / lam)
     gaps = np.empty((runs, horizon))
@@ -593,17 +593,20 @@ def run_batched_linucb(
         """Each run's UCB arm (the fixed-order index's maximiser, lowest index on exact ties), runs
         ordered privatizer-major."""
         scored = weights @ design  # (instances, 2G, K), summed in the BLAS kernel's order
-        index = scored[:, 0::2] + beta.reshape(count, block).T[:, :, None] * np.sqrt(
-            np.maximum(scored[:, 1::2], 0.0)
-        )
-        index = index.transpose(1, 0, 2).reshape(runs, -1)
-        per_run = weights.reshape(block, count, 2, -1).transpose(1, 0, 2, 3).reshape(runs, 2, -1)
-        return choose_arms(index, per_run, design, instance, d, beta, float(np.abs(design).max()))
+        per_instance = beta.reshape(count, block).T
+        index = scored[:, count:]
+        np.maximum(index, 0.0, out=index)
+        np.sqrt(index, out=index)
+        index *= per_instance[:, :, None]
+        index += scored[:, :count]  # the mean + β √max(width, 0) of ucb_index, operation for operation
+        bound = fixed_bound if design is fixed_design else float(np.abs(design).max())
+        return choose_arms(index, weights, design, d, per_instance, bound).T.ravel()
 
-    fixed_design = None
+    fixed_design, fixed_bound = None, 0.0
     if env.fixed_arms:
         fixed_features = env.arms
         fixed_design = scores(fixed_features)
+        fixed_bound = float(np.abs(fixed_design).max())
         fixed_means = env.means(fixed_features)
         fixed_best = fixed_means.max(axis=1)
         fixed_outer = fixed_features[..., rows] * fixed_features[..., cols]  # upper(φφᵀ) of every arm

@@ -39,55 +39,61 @@ def ucb_index(means: np.ndarray, widths: np.ndarray, beta: np.ndarray) -> np.nda
 
 
 def score_error_bound(weights: np.ndarray, design_bound: float, beta: np.ndarray) -> np.ndarray:
-    """Per run, a bound ``D_m + β √D_w`` on how far an index from sums in any order (a BLAS kernel's)
-    lies from the fixed-order one, before the rounding of the index's own operations.
+    """A bound ``D_m + β √D_w`` on how far an index from sums in any order (a BLAS kernel's) lies from
+    the fixed-order one, before the rounding of the index's own operations.
 
     Any summation order of n rounded (or fused) products errs by at most ``γ_n Σ|w_j x_j|``, with
     ``γ_n = nu/(1 − nu)`` and u the unit round-off (Higham 2002, Thm 3.1 and §3.1), so two orders differ by
     at most twice that; ``Σ|w_j x_j| ≤ ‖w‖₁ x_max`` with ``x_max ≥ max |x|`` (``design_bound``), and the
     computed ‖w‖₁ errs by at most a factor ``1 + 2nu``: ``D = 2γ_n ‖w‖₁ x_max (1 + 2nu)`` for the means
     (D_m) and the widths (D_w).  ``max(·, 0)`` moves a difference by no more, and the square root moves
-    a difference Δ by at most √Δ.  ``weights`` as in :func:`fixed_order_scores`; ``beta`` (runs,).
+    a difference Δ by at most √Δ.  ``weights`` (..., 2G, p): rows g and G + g hold model g's mean and
+    width weights (as :func:`fixed_order_scores`); ``beta`` (..., G); returns (..., G).
     """
-    size = weights.shape[2]
+    size = weights.shape[-1]
     gamma = size * UNIT_ROUNDOFF / (1.0 - size * UNIT_ROUNDOFF)
     inflate = 2.0 * gamma * design_bound * (1.0 + 2.0 * size * UNIT_ROUNDOFF)
-    mean_bound = inflate * np.abs(weights[:, 0, :]).sum(axis=1)
-    width_bound = inflate * np.abs(weights[:, 1, :]).sum(axis=1)
-    return mean_bound + beta * np.sqrt(width_bound)
+    norms = np.abs(weights).sum(axis=-1)
+    models = norms.shape[-1] // 2
+    return inflate * norms[..., :models] + beta * np.sqrt(inflate * norms[..., models:])
 
 
 def choose_arms(
     blas_index: np.ndarray,
     weights: np.ndarray,
     design: np.ndarray,
-    instance: np.ndarray,
     dimension: int,
     beta: np.ndarray,
     design_bound: float,
 ) -> np.ndarray:
-    """Each run's arm maximising the fixed-order index (:func:`fixed_order_scores`, :func:`ucb_index`;
-    lowest arm index on exact ties, the first NaN if any, as ``np.argmax``), found from an index computed
-    with BLAS.
+    """The arm maximising the fixed-order index (:func:`fixed_order_scores`, :func:`ucb_index`; lowest
+    arm index on exact ties, the first NaN if any, as ``np.argmax``) of every instance and model, found
+    from an index computed with BLAS.
 
-    Let E bound the distance between the two indices of any arm (:func:`score_error_bound`, plus
-    ``8u (max|index| + bound)`` for the rounding of the index's three operations in each).  The fixed-order
-    maximiser k* satisfies ``I_b(k*) ≥ I(k*) − E ≥ I(k) − E ≥ I_b(k) − 2E`` for every arm k, so it lies
-    among the arms within 2E of the BLAS maximum.  A run with one such arm takes it; the other runs
-    (near-ties, non-finite values) are scored again in the fixed order, their maximiser taken there.
+    Let E bound the distance between the two indices of an arm near the top (:func:`score_error_bound`,
+    E_0, plus ``8u (|top| + 3 E_0)`` for the rounding of the index's three operations in each, an arm
+    within 2E of the BLAS maximum ``top`` having ``|index| ≤ |top| + 2E``).  The fixed-order maximiser k*
+    satisfies ``I_b(k*) ≥ I(k*) − E ≥ I(k) − E ≥ I_b(k) − 2E`` for every arm k, so it lies among the arms
+    within 2E of the BLAS maximum.  A model with one such arm takes it; the others
+    (near-ties, non-finite values) are scored again in the fixed order and take the maximiser there.
 
-    ``blas_index`` (runs, K); ``weights`` (runs, 2, p); ``design`` (instances, p, K) with run r on
-    instance ``instance[r]``; ``beta`` (runs,); ``design_bound ≥ max |design|``.
+    ``blas_index`` (I, G, K) for I instances and G models; ``weights`` (I, 2G, p) (rows g, G + g: model
+    g's mean and width weights); ``design`` (I, p, K); ``beta`` (I, G); ``design_bound ≥ max |design|``.
+    Returns (I, G).
     """
     error = score_error_bound(weights, design_bound, beta)
-    top = blas_index.max(axis=1)
-    error = error + 8.0 * UNIT_ROUNDOFF * (np.abs(blas_index).max(axis=1) + error)
-    candidates = (blas_index >= (top - 2.0 * error)[:, None]).sum(axis=1)
-    arms = np.argmax(blas_index, axis=1)
-    unsure = np.flatnonzero((candidates != 1) | ~np.isfinite(top) | ~np.isfinite(error))
-    if unsure.size:
-        means, widths = fixed_order_scores(weights[unsure], design[instance[unsure]], dimension)
-        arms[unsure] = np.argmax(ucb_index(means, widths, beta[unsure, None]), axis=1)
+    arms = np.argmax(blas_index, axis=2)
+    top = blas_index.max(axis=2)
+    threshold = top - 2.0 * (error * (1.0 + 24.0 * UNIT_ROUNDOFF) + 8.0 * UNIT_ROUNDOFF * np.abs(top))
+    candidates = np.count_nonzero(blas_index >= threshold[..., None], axis=2)
+    # a NaN top or threshold counts no candidate; an infinite top is scored again too
+    unsure = (candidates != 1) | (top == np.inf)
+    if unsure.any():
+        instances, models = np.nonzero(unsure)
+        count = weights.shape[1] // 2
+        pairs = np.stack([weights[instances, models], weights[instances, count + models]], axis=1)
+        means, widths = fixed_order_scores(pairs, design[instances], dimension)
+        arms[instances, models] = np.argmax(ucb_index(means, widths, beta[instances, models, None]), axis=1)
     return arms
 
 
