@@ -34,6 +34,16 @@ def half_sphere_features(rng: np.random.Generator, shape: tuple[int, ...], dimen
     return np.concatenate([u / math.sqrt(2.0), last], axis=-1)
 
 
+def _inner(features: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``⟨θ_r, x⟩`` for features (runs, ..., d) and θ (runs, d): one rounded product and one rounded sum per
+    coordinate, coordinates in order."""
+    theta = theta.reshape((theta.shape[0],) + (1,) * (features.ndim - 2) + (theta.shape[1],))
+    total = np.zeros(features.shape[:-1])
+    for j in range(features.shape[-1]):
+        total += features[..., j] * theta[..., j]
+    return total
+
+
 @dataclass(frozen=True)
 class ContextualLinearBandit:
     """R independent linear bandit instances with K arms per round.
@@ -78,7 +88,7 @@ class ContextualLinearBandit:
             raise InvalidParameter("reward", self.reward, "one of " + ", ".join(REWARD_MODELS))
         check.positive_finite("noise_std", self.noise_std)
         if self.reward == "bernoulli":
-            means = np.einsum("rkd,rd->rk", arms, theta)
+            means = _inner(arms, theta)
             if means.min() < -1e-12 or means.max() > 1 + 1e-12:
                 raise InvalidParameter(
                     "arms", "<means outside [0, 1]>", "Bernoulli means <theta, x> in [0, 1]"
@@ -105,8 +115,9 @@ class ContextualLinearBandit:
         return half_sphere_features(rng, (self.runs, self.n_arms), self.dimension)
 
     def means(self, features: np.ndarray) -> np.ndarray:
-        """Mean rewards ``⟨θ*_r, x⟩`` for features of shape (runs, ..., d)."""
-        return np.einsum("r...d,rd->r...", features, self.theta)
+        """Mean rewards ``⟨θ*_r, x⟩`` for features of shape (runs, ..., d), summed over the coordinates in
+        order (the same bits on every CPU and BLAS kernel)."""
+        return _inner(features, self.theta)
 
     def sample_rewards(self, means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One reward per entry of ``means`` (shape (runs, ...))."""
