@@ -1,0 +1,175 @@
+"""Small dense linear algebra whose floating-point operations happen in an order the code fixes.
+
+numpy's ``@``, ``dot``, ``einsum(optimize=...)`` and ``numpy.linalg`` call BLAS and LAPACK, whose order
+of additions depends on the CPU kernel the library picks at start-up (OpenBLAS's ``OPENBLAS_CORETYPE``,
+MKL's code paths): the same inputs can give results that differ in the last bits, and a bandit that
+takes an argmax or a threshold on them can then take another branch.  Everything here is built from
+elementwise numpy operations (each correctly rounded, the same bits on every CPU) and sums along one
+axis, either term by term in index order or by numpy's ``add.reduce`` over a non-contiguous axis,
+which adds the slices one after the other in index order.  So the results depend only on the inputs.
+
+The functions are meant for the small systems of the bandit engines (dimension d ≤ a few dozen);
+they are vectorised over leading batch axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpcert.errors import InvalidParameter
+
+JACOBI_SWEEPS = 60
+"""Upper bound on cyclic Jacobi sweeps (convergence is quadratic; a handful suffice in practice)."""
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``Σ_j a[..., j] b[..., j]``: one rounded product and one rounded sum per j, j in increasing order
+    (leading axes broadcast)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape[-1] != b.shape[-1]:
+        raise InvalidParameter("b", f"<last axis {b.shape[-1]}>", f"a last axis of length {a.shape[-1]}")
+    total = np.zeros(np.broadcast_shapes(a.shape[:-1], b.shape[:-1]))
+    for j in range(a.shape[-1]):
+        total += a[..., j] * b[..., j]
+    return total
+
+
+def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` for (..., n, k) and (..., k): :func:`dot` of every row with the vector."""
+    return dot(matrix, np.asarray(vector, dtype=np.float64)[..., None, :])
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for (..., n, k) and (..., k, m), summing over k in increasing order."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape[-1] != b.shape[-2]:
+        raise InvalidParameter("b", f"<shape {b.shape}>", f"{a.shape[-1]} rows to match a's columns")
+    total = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]))
+    for j in range(a.shape[-1]):
+        total += a[..., :, j, None] * b[..., None, j, :]
+    return total
+
+
+def weighted_gram(rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``Σ_i w_i z_i z_iᵀ`` over the rows z_i of ``rows`` (m, d), added row after row in order (numpy's
+    ``add.reduce`` over the leading axis); unit weights when ``weights`` is None."""
+    rows = np.asarray(rows, dtype=np.float64)
+    outer = rows[:, :, None] * rows[:, None, :]
+    if weights is not None:
+        outer *= np.asarray(weights, dtype=np.float64)[:, None, None]
+    return np.add.reduce(outer, axis=0) if rows.shape[0] else np.zeros((rows.shape[1],) * 2)
+
+
+def weighted_sum(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``Σ_i w_i z_i`` (``rowsᵀ w``) for rows (m, d), added row after row in order."""
+    rows = np.asarray(rows, dtype=np.float64)
+    terms = rows * np.asarray(weights, dtype=np.float64)[:, None]
+    return np.add.reduce(terms, axis=0) if rows.shape[0] else np.zeros(rows.shape[1])
+
+
+def norm(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean norm over the last axis, ``sqrt(dot(v, v))``."""
+    return np.sqrt(dot(vectors, vectors))
+
+
+def cholesky(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower-triangular L with ``L Lᵀ = A`` for symmetric (..., n, n) matrices, column by column
+    (Higham 2002, Alg. 10.2), and whether each matrix was numerically positive definite (every pivot
+    positive and finite); where it was not, L is not meaningful."""
+    a = np.asarray(matrix, dtype=np.float64)
+    n = a.shape[-1]
+    lower = np.zeros_like(a)
+    ok = np.ones(a.shape[:-2], dtype=bool)
+    for j in range(n):
+        pivot = a[..., j, j] - dot(lower[..., j, :j], lower[..., j, :j])
+        ok &= (pivot > 0.0) & np.isfinite(pivot)
+        root = np.sqrt(np.where(pivot > 0.0, pivot, 1.0))
+        lower[..., j, j] = root
+        for i in range(j + 1, n):
+            lower[..., i, j] = (a[..., i, j] - dot(lower[..., i, :j], lower[..., j, :j])) / root
+    return lower, ok
+
+
+def solve_spd(matrix: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``A⁻¹ B`` for symmetric positive definite A (..., n, n) and B (..., n, k) by :func:`cholesky` and
+    two triangular substitutions in fixed order; raises ``InvalidParameter`` if some A is not positive
+    definite."""
+    lower, ok = cholesky(matrix)
+    if not np.all(ok):
+        raise InvalidParameter("matrix", "<not positive definite>", "symmetric positive definite matrices")
+    b = np.asarray(right, dtype=np.float64)
+    n = lower.shape[-1]
+    forward = np.zeros(np.broadcast_shapes(lower.shape[:-2], b.shape[:-2]) + b.shape[-2:])
+    for i in range(n):
+        forward[..., i, :] = (b[..., i, :] - dot(lower[..., i, None, :i], _t(forward[..., :i, :]))) / lower[
+            ..., i, i, None
+        ]
+    solution = np.zeros_like(forward)
+    for i in reversed(range(n)):
+        later = lower[..., i + 1 :, i]  # column i below the diagonal: row i of Lᵀ
+        solution[..., i, :] = (
+            forward[..., i, :] - dot(later[..., None, :], _t(solution[..., i + 1 :, :]))
+        ) / lower[..., i, i, None]
+    return solution
+
+
+def _t(a: np.ndarray) -> np.ndarray:
+    """Swap the last two axes."""
+    return np.swapaxes(a, -1, -2)
+
+
+def symmetric_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric (..., n, n) matrices by the cyclic
+    Jacobi method (Golub & Van Loan 2013, Alg. 8.5.3), pairs (p, q) in row order, at most
+    :data:`JACOBI_SWEEPS` sweeps, stopping after the first sweep that rotates nothing.
+
+    A pair is rotated while ``|a_pq| > 2^-60 √(|a_pp a_qq|)`` and ``|a_pq| > 1e-300``; the rotation
+    comes from ``t = sign(θ)/(|θ| + √(θ² + 1))``, ``c = 1/√(t² + 1)``, ``s = t c`` with
+    ``θ = (a_qq − a_pp)/(2 a_pq)`` (only + − × ÷ and √, each correctly rounded).  Equal eigenvalues keep
+    Jacobi's order.
+    """
+    a = np.array(matrix, dtype=np.float64)  # a copy, rotated in place
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise InvalidParameter("matrix", f"<shape {a.shape}>", "square matrices (..., n, n)")
+    n = a.shape[-1]
+    vectors = np.broadcast_to(np.eye(n), a.shape).copy()
+    for _ in range(JACOBI_SWEEPS):
+        rotated = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = a[..., p, q]
+                app, aqq = a[..., p, p], a[..., q, q]
+                active = (np.abs(apq) > 2.0**-60 * np.sqrt(np.abs(app * aqq))) & (np.abs(apq) > 1e-300)
+                if not active.any():
+                    continue
+                rotated = True
+                safe = np.where(active, apq, 1.0)
+                theta = (aqq - app) / (2.0 * safe)
+                t = np.where(theta >= 0.0, 1.0, -1.0) / (np.abs(theta) + np.sqrt(theta * theta + 1.0))
+                t = np.where(np.isfinite(theta), t, 0.0)
+                c = np.where(active, 1.0 / np.sqrt(t * t + 1.0), 1.0)
+                s = np.where(active, t * c, 0.0)
+                c1, s1 = c[..., None], s[..., None]
+                row_p, row_q = a[..., p, :].copy(), a[..., q, :].copy()  # A ← Jᵀ A J: rows, then columns
+                a[..., p, :] = c1 * row_p - s1 * row_q
+                a[..., q, :] = s1 * row_p + c1 * row_q
+                col_p, col_q = a[..., :, p].copy(), a[..., :, q].copy()
+                a[..., :, p] = c1 * col_p - s1 * col_q
+                a[..., :, q] = s1 * col_p + c1 * col_q
+                a[..., p, q] = np.where(active, 0.0, a[..., p, q])
+                a[..., q, p] = np.where(active, 0.0, a[..., q, p])
+                vec_p, vec_q = vectors[..., :, p].copy(), vectors[..., :, q].copy()
+                vectors[..., :, p] = c1 * vec_p - s1 * vec_q
+                vectors[..., :, q] = s1 * vec_p + c1 * vec_q
+        if not rotated:
+            break
+    values = np.diagonal(a, axis1=-2, axis2=-1).copy()
+    order = np.argsort(values, axis=-1, kind="stable")
+    values = np.take_along_axis(values, order, axis=-1)
+    vectors = np.take_along_axis(vectors, order[..., None, :], axis=-1)
+    return values, vectors
+
+
+def from_eigen(vectors: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``Q diag(λ) Qᵀ`` for eigenvectors Q (..., n, n) (columns) and values λ (..., n), in fixed order."""
+    return matmul(vectors * np.asarray(values, dtype=np.float64)[..., None, :], _t(vectors))

@@ -1,0 +1,101 @@
+"""dpcert._fixed_order against LAPACK/BLAS (to bounds derived from the methods' error analyses) and
+bit-for-bit under other OpenBLAS kernels."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from dpcert import _fixed_order as fo
+from dpcert.errors import InvalidParameter
+
+U = 2.0**-53
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 12)), elements=st.floats(-1e3, 1e3)))
+def test_dot_is_within_gamma_n_of_the_exact_sum(rows):
+    other = rows[::-1].copy()
+    got = fo.dot(rows, other)
+    exact = [
+        float(sum(Fraction(a) * Fraction(b) for a, b in zip(r, o, strict=True)))
+        for r, o in zip(rows, other, strict=True)
+    ]
+    n = rows.shape[1]
+    bound = n * U / (1 - n * U) * np.abs(rows * other).sum(axis=1) * 1.01
+    np.testing.assert_array_less(np.abs(got - np.array(exact)), bound + 1e-300)
+
+
+def test_products_and_solves_match_lapack_within_their_error_bounds():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((9, 6, 6))
+    spd = a @ a.transpose(0, 2, 1) + 0.5 * np.eye(6)
+    right = rng.standard_normal((9, 6, 4))
+    np.testing.assert_allclose(fo.matmul(a, right), a @ right, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(
+        fo.matvec(a, right[..., 0]), np.einsum("rij,rj->ri", a, right[..., 0]), atol=1e-13
+    )
+    # a backward-stable solve errs by about cond(A)·n·u relative (Higham 2002, Thm 10.4)
+    condition = np.linalg.cond(spd).max()
+    solved = fo.solve_spd(spd, right)
+    np.testing.assert_allclose(solved, np.linalg.solve(spd, right), rtol=0, atol=condition * 6 * 8 * U * 10)
+    lower, ok = fo.cholesky(spd)
+    assert ok.all()
+    np.testing.assert_allclose(lower @ lower.transpose(0, 2, 1), spd, atol=1e-12)
+    z = rng.standard_normal((40, 5))
+    w = rng.random(40)
+    np.testing.assert_allclose(fo.weighted_gram(z, w), (z * w[:, None]).T @ z, atol=1e-12)
+    np.testing.assert_allclose(fo.weighted_sum(z, w), z.T @ w, atol=1e-12)
+    with pytest.raises(InvalidParameter, match="matrix"):
+        fo.solve_spd(-spd, right)
+
+
+def test_jacobi_eigenpairs_reconstruct_the_matrix_and_match_lapack_eigenvalues():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((12, 7, 7))
+    sym = a + a.transpose(0, 2, 1)
+    sym[0] = np.diag([3.0, -1.0, 0.0, 2.0, 2.0, 5.0, -4.0])  # diagonal, repeated eigenvalue
+    values, vectors = fo.symmetric_eigh(sym)
+    scale = np.abs(sym).max()
+    # Weyl: eigenvalues move by at most the norm of the perturbation; Jacobi's is a few n·u·‖A‖
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(sym), atol=200 * U * scale)
+    np.testing.assert_allclose(fo.from_eigen(vectors, values), sym, atol=200 * U * scale)
+    eye = np.broadcast_to(np.eye(7), sym.shape)
+    np.testing.assert_allclose(vectors.transpose(0, 2, 1) @ vectors, eye, atol=200 * U)
+    assert np.all(np.diff(values, axis=1) >= 0)
+
+
+_SCRIPT = """
+import hashlib, numpy as np
+from dpcert import _fixed_order as fo
+rng = np.random.default_rng(3)
+a = rng.standard_normal((20, 6, 6)); s = a + np.swapaxes(a, 1, 2)
+spd = fo.matmul(a, np.swapaxes(a, 1, 2)) + np.eye(6)
+parts = [fo.matmul(a, a), fo.solve_spd(spd, a), *fo.symmetric_eigh(s), fo.weighted_gram(a[0], a[1, 0])]
+print(hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
+def test_same_bits_under_three_openblas_kernels():
+    digests = set()
+    for kernel in (None, "Haswell", "Sandybridge"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        if kernel:
+            env["OPENBLAS_CORETYPE"] = kernel
+        done = subprocess.run(
+            [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1, digests
+    assert hashlib.sha256(b"").hexdigest() not in digests
