@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
+
 UNIT_ROUNDOFF = 2.0**-53
 
 
@@ -102,12 +104,11 @@ def repair_models(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(V⁻¹, V⁻¹ u, clipped)`` for noisy models ``V`` (n, d, d) and ``u`` (n, d) whose elimination
     met a non-positive pivot: V's eigenvalues at or below 0 are raised to ``floor`` (n,) (post-processing
-    of the published V, privacy-neutral) and ``clipped`` says for which rows that happened.
+    of the published V, privacy-neutral) and ``clipped`` says for which rows that happened.  The
+    eigen-decomposition and the products are computed in a fixed order (:mod:`dpcert._fixed_order`).
     """
-    values, vectors = np.linalg.eigh(gram)
+    values, vectors = fixed_order.symmetric_eigh(gram)
     clipped = values.min(axis=1) <= 0.0
     values = np.where(clipped[:, None], np.maximum(values, floor[:, None]), values)
-    repaired = np.einsum("rij,rj,rkj->rik", vectors, values, vectors)
-    inverse = np.linalg.inv(repaired)
-    theta = np.linalg.solve(repaired, vector[:, :, None])[:, :, 0]
-    return inverse, theta, clipped
+    inverse = fixed_order.from_eigen(vectors, 1.0 / values)
+    return inverse, fixed_order.matvec(inverse, vector), clipped
