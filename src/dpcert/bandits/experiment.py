@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert import provenance
 from dpcert.accounting.session import PrivacySession, new_namespace, worst_certificate
 from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Guarantee
@@ -229,8 +230,14 @@ def curve_rounds(horizon: int, points: int = CURVE_POINTS) -> np.ndarray:
     return np.unique(np.round(grid).astype(np.int64))
 
 
-def save_results(run: BanditRun, out: Path, stem: str) -> dict[str, Path]:
-    """Write ``stem.json`` (summary with phases) and ``stem.npz`` (curves at :func:`curve_rounds`)."""
+def save_results(
+    run: BanditRun, out: Path, stem: str, *, record: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
+    """Write ``stem.json`` (summary with phases) and ``stem.npz`` (curves at :func:`curve_rounds`).
+
+    ``record``: the run's provenance (:func:`dpcert.provenance.record`), written into both files (the
+    JSON under ``provenance``, the NPZ as its ``provenance`` entry) with their own format tags.
+    """
     out.mkdir(parents=True, exist_ok=True)
     regret = np.asarray(run.cumulative_regret)
     rounds = curve_rounds(regret.shape[1])
@@ -240,7 +247,11 @@ def save_results(run: BanditRun, out: Path, stem: str) -> dict[str, Path]:
             arrays[key] = value[:, rounds - 1]
     json_path = out / f"{stem}.json"
     npz_path = out / f"{stem}.npz"
-    json_path.write_text(json.dumps(summary(run, include_phases=True), indent=1, allow_nan=False))
+    written = summary(run, include_phases=True)
+    if record is not None:
+        written[provenance.KEY] = provenance.as_format(record, provenance.BANDIT_RUN)
+        arrays[provenance.KEY] = provenance.npz_entry(provenance.as_format(record, provenance.BANDIT_CURVES))
+    json_path.write_text(json.dumps(written, indent=1, allow_nan=False))
     np.savez_compressed(npz_path, **arrays)
     return {"json": json_path, "npz": npz_path}
 

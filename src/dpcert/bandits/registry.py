@@ -101,7 +101,8 @@ class AlgorithmSpec:
     """A registered algorithm; ``options`` lists its ``--option`` keys (``None``: ``run`` checks them).
 
     ``distributable``: its repetitions run one by one and may go to a Dask scheduler (option
-    ``scheduler``); the others are vectorised in one pass.
+    ``scheduler``); the others are vectorised in one pass.  ``seeds``: how each random stream of a run
+    is derived from :attr:`RunConfig.seed` (recorded in the run's provenance).
     """
 
     name: str
@@ -110,6 +111,7 @@ class AlgorithmSpec:
     run: Callable[[RunConfig], BanditRun]
     options: frozenset[str] | None = None
     distributable: bool = False
+    seeds: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -583,6 +583,19 @@ LDP_LINEAR_ALGORITHMS = {
         ("local",),
     ),
 }
+LOCKSTEP = "numpy.random.default_rng(seed): one generator for the R runs in lockstep"
+SEEDS: dict[Callable[..., Any], dict[str, str]] = {
+    run_elimination_config: {
+        "instances": "numpy.random.default_rng([seed, 0]) draws the R instances",
+        "repetition r": "numpy.random.default_rng([seed, 1, r]), r = 0, ..., R - 1",
+    },
+    run_mab: {"runs": LOCKSTEP},
+    run_robust: {"instance": "numpy.random.default_rng([seed, 3])", "runs": LOCKSTEP},
+    run_linucb_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
+    run_ldp_linear_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
+}
+"""How each family's runner derives its random streams from ``--seed`` (as the code above does)."""
+
 Family = tuple[Mapping[str, tuple[str, tuple[str, ...]]], Callable[..., Any], frozenset[str] | None]
 FAMILIES: tuple[Family, ...] = (
     (ELIMINATION_ALGORITHMS, run_elimination_config, None),
@@ -603,5 +616,5 @@ for _algorithms, _run, _options in FAMILIES:
     for _name, (_description, _models) in _algorithms.items():
         _distributable = _run is run_elimination_config  # repetitions one by one (option "scheduler")
         registry.register_algorithm(
-            registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable)
+            registry.AlgorithmSpec(_name, _description, _models, _run, _options, _distributable, SEEDS[_run])
         )

@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stderr.write(f"dpcert: error: {word} is not available (see 'dpcert --help')\n")
         return 2
+    args.argv = ["dpcert", *argv]  # the command line results record as how they were made
     return run_command(args)
 
 

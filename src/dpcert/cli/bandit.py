@@ -192,8 +192,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.secure:
         options["secure"] = True
 
+    from dpcert import provenance
     from dpcert.bandits import registry
     from dpcert.bandits.experiment import plot_regret, save_results, summary
+
+    clock = provenance.Clock()
 
     spec = registry.algorithm(args.algorithm)
     if args.privacy not in spec.privacy_models:
@@ -214,8 +217,14 @@ def _run(args: argparse.Namespace) -> int:
     )
     run = spec.run(config)
     payload = summary(run)
+    with provenance.command_line(getattr(args, "argv", ["dpcert"])):
+        record = provenance.record(
+            provenance.BANDIT_RUN, seeds=provenance.seeds(args.seed, spec.seeds), clock=clock
+        )
+    payload[provenance.KEY] = record
     if args.out is not None:
-        paths = save_results(run, args.out, f"{args.algorithm}-{args.privacy}-{args.calibration}")
+        stem = f"{args.algorithm}-{args.privacy}-{args.calibration}"
+        paths = save_results(run, args.out, stem, record=record)
         payload["files"] = {k: str(v) for k, v in paths.items()}
     if args.plot is not None:
         drawn = plot_regret({f"{args.algorithm} ({args.privacy})": run}, args.plot)
@@ -277,6 +286,7 @@ def reproduction_options(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    from dpcert import provenance
     from dpcert.bandits import registry
 
     if args.list:
@@ -288,6 +298,11 @@ def _reproduce(args: argparse.Namespace) -> int:
         sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
         return EXIT_BAD_INPUT
     spec = registry.reproduction(args.name)
+    with provenance.command_line(getattr(args, "argv", ["dpcert", "reproduce", args.name])):
+        return _reproduce_one(args, spec)
+
+
+def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
     try:
         import matplotlib  # noqa: F401  (every reproduction writes figures: refuse before any work)
     except ImportError:
