@@ -5,14 +5,21 @@ of additions depends on the CPU kernel the library picks at start-up (OpenBLAS's
 MKL's code paths): the same inputs can give results that differ in the last bits, and a bandit that
 takes an argmax or a threshold on them can then take another branch.  Everything here is built from
 elementwise numpy operations (each correctly rounded, the same bits on every CPU) and sums along one
-axis, either term by term in index order or by numpy's ``add.reduce`` over a non-contiguous axis,
-which adds the slices one after the other in index order.  So the results depend only on the inputs.
+axis, either term by term in index order (products, solves, eigen-decompositions) or, for the long sums
+over rows of :func:`weighted_gram` and :func:`weighted_sum`, numpy's own ``add.reduce`` over the leading
+axis (correctly rounded additions in an order set by numpy's source, never by a BLAS kernel).
+
+Guarantee: for the same numpy inputs and numpy version, every function returns the same bits on every
+CPU and under every BLAS/LAPACK build or kernel (``OPENBLAS_CORETYPE``, MKL code paths).
 
 The functions are meant for the small systems of the bandit engines (dimension d ≤ a few dozen);
 they are vectorised over leading batch axes.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +58,9 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def weighted_gram(rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """``Σ_i w_i z_i z_iᵀ`` over the rows z_i of ``rows`` (m, d), added row after row in order (numpy's
-    ``add.reduce`` over the leading axis); unit weights when ``weights`` is None."""
+    """``Σ_i w_i z_i z_iᵀ`` over the rows z_i of ``rows`` (m, d), each term ``(z_i z_iᵀ)·w_i`` rounded
+    elementwise, then summed by numpy's ``add.reduce`` over the leading axis; unit weights when
+    ``weights`` is None."""
     rows = np.asarray(rows, dtype=np.float64)
     outer = rows[:, :, None] * rows[:, None, :]
     if weights is not None:
@@ -61,7 +69,7 @@ def weighted_gram(rows: np.ndarray, weights: np.ndarray | None = None) -> np.nda
 
 
 def weighted_sum(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``Σ_i w_i z_i`` (``rowsᵀ w``) for rows (m, d), added row after row in order."""
+    """``Σ_i w_i z_i`` (``rowsᵀ w``) for rows (m, d): rounded products summed by ``add.reduce`` over rows."""
     rows = np.asarray(rows, dtype=np.float64)
     terms = rows * np.asarray(weights, dtype=np.float64)[:, None]
     return np.add.reduce(terms, axis=0) if rows.shape[0] else np.zeros(rows.shape[1])
@@ -85,9 +93,21 @@ def cholesky(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ok &= (pivot > 0.0) & np.isfinite(pivot)
         root = np.sqrt(np.where(pivot > 0.0, pivot, 1.0))
         lower[..., j, j] = root
-        for i in range(j + 1, n):
-            lower[..., i, j] = (a[..., i, j] - dot(lower[..., i, :j], lower[..., j, :j])) / root
+        if j + 1 < n:  # the rest of column j, every row at once (each row's sum in the same order)
+            below = dot(lower[..., j + 1 :, :j], lower[..., j, None, :j])
+            lower[..., j + 1 :, j] = (a[..., j + 1 :, j] - below) / root[..., None]
     return lower, ok
+
+
+def forward_substitution(lower: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``L⁻¹ B`` for lower-triangular L (..., n, n) with a non-zero diagonal and B (..., n, k), row by row."""
+    b = np.asarray(right, dtype=np.float64)
+    n = lower.shape[-1]
+    out = np.zeros(np.broadcast_shapes(lower.shape[:-2], b.shape[:-2]) + b.shape[-2:])
+    for i in range(n):
+        done = dot(lower[..., i, None, :i], _t(out[..., :i, :]))
+        out[..., i, :] = (b[..., i, :] - done) / lower[..., i, i, None]
+    return out
 
 
 def solve_spd(matrix: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -97,13 +117,8 @@ def solve_spd(matrix: np.ndarray, right: np.ndarray) -> np.ndarray:
     lower, ok = cholesky(matrix)
     if not np.all(ok):
         raise InvalidParameter("matrix", "<not positive definite>", "symmetric positive definite matrices")
-    b = np.asarray(right, dtype=np.float64)
+    forward = forward_substitution(lower, right)
     n = lower.shape[-1]
-    forward = np.zeros(np.broadcast_shapes(lower.shape[:-2], b.shape[:-2]) + b.shape[-2:])
-    for i in range(n):
-        forward[..., i, :] = (b[..., i, :] - dot(lower[..., i, None, :i], _t(forward[..., :i, :]))) / lower[
-            ..., i, i, None
-        ]
     solution = np.zeros_like(forward)
     for i in reversed(range(n)):
         later = lower[..., i + 1 :, i]  # column i below the diagonal: row i of Lᵀ
@@ -133,6 +148,55 @@ def symmetric_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidParameter("matrix", f"<shape {a.shape}>", "square matrices (..., n, n)")
     n = a.shape[-1]
     vectors = np.broadcast_to(np.eye(n), a.shape).copy()
+    if a.ndim == 2:
+        _jacobi_single(a, vectors)
+    else:
+        _jacobi_batch(a, vectors)
+    values = np.diagonal(a, axis1=-2, axis2=-1).copy()
+    order = np.argsort(values, axis=-1, kind="stable")
+    values = np.take_along_axis(values, order, axis=-1)
+    vectors = np.take_along_axis(vectors, order[..., None, :], axis=-1)
+    return values, vectors
+
+
+def _rotate(a: np.ndarray, vectors: np.ndarray, p: int, q: int, c: Any, s: Any) -> None:
+    """``A ← Jᵀ A J`` and ``Q ← Q J`` for the rotation (c, s) in the plane (p, q) (scalars or arrays)."""
+    row_p, row_q = a[..., p, :].copy(), a[..., q, :].copy()
+    a[..., p, :] = c * row_p - s * row_q
+    a[..., q, :] = s * row_p + c * row_q
+    col_p, col_q = a[..., :, p].copy(), a[..., :, q].copy()
+    a[..., :, p] = c * col_p - s * col_q
+    a[..., :, q] = s * col_p + c * col_q
+    vec_p, vec_q = vectors[..., :, p].copy(), vectors[..., :, q].copy()
+    vectors[..., :, p] = c * vec_p - s * vec_q
+    vectors[..., :, q] = s * vec_p + c * vec_q
+
+
+def _jacobi_single(a: np.ndarray, vectors: np.ndarray) -> None:
+    """:func:`symmetric_eigh`'s sweeps on one matrix, the rotation's scalars as Python floats (the same
+    IEEE operations as the batched form)."""
+    n = a.shape[-1]
+    for _ in range(JACOBI_SWEEPS):
+        rotated = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq, app, aqq = float(a[p, q]), float(a[p, p]), float(a[q, q])
+                if not (abs(apq) > 2.0**-60 * math.sqrt(abs(app * aqq)) and abs(apq) > 1e-300):
+                    continue
+                rotated = True
+                theta = (aqq - app) / (2.0 * apq)
+                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                t = t if math.isfinite(theta) else 0.0
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                _rotate(a, vectors, p, q, c, t * c)
+                a[p, q] = a[q, p] = 0.0
+        if not rotated:
+            return
+
+
+def _jacobi_batch(a: np.ndarray, vectors: np.ndarray) -> None:
+    """:func:`symmetric_eigh`'s sweeps on a batch of matrices, each rotated only where it needs it."""
+    n = a.shape[-1]
     for _ in range(JACOBI_SWEEPS):
         rotated = False
         for p in range(n - 1):
@@ -149,25 +213,11 @@ def symmetric_eigh(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 t = np.where(np.isfinite(theta), t, 0.0)
                 c = np.where(active, 1.0 / np.sqrt(t * t + 1.0), 1.0)
                 s = np.where(active, t * c, 0.0)
-                c1, s1 = c[..., None], s[..., None]
-                row_p, row_q = a[..., p, :].copy(), a[..., q, :].copy()  # A ← Jᵀ A J: rows, then columns
-                a[..., p, :] = c1 * row_p - s1 * row_q
-                a[..., q, :] = s1 * row_p + c1 * row_q
-                col_p, col_q = a[..., :, p].copy(), a[..., :, q].copy()
-                a[..., :, p] = c1 * col_p - s1 * col_q
-                a[..., :, q] = s1 * col_p + c1 * col_q
+                _rotate(a, vectors, p, q, c[..., None], s[..., None])
                 a[..., p, q] = np.where(active, 0.0, a[..., p, q])
                 a[..., q, p] = np.where(active, 0.0, a[..., q, p])
-                vec_p, vec_q = vectors[..., :, p].copy(), vectors[..., :, q].copy()
-                vectors[..., :, p] = c1 * vec_p - s1 * vec_q
-                vectors[..., :, q] = s1 * vec_p + c1 * vec_q
         if not rotated:
-            break
-    values = np.diagonal(a, axis1=-2, axis2=-1).copy()
-    order = np.argsort(values, axis=-1, kind="stable")
-    values = np.take_along_axis(values, order, axis=-1)
-    vectors = np.take_along_axis(vectors, order[..., None, :], axis=-1)
-    return values, vectors
+            return
 
 
 def from_eigen(vectors: np.ndarray, values: np.ndarray) -> np.ndarray:
