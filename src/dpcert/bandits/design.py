@@ -20,10 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
-RANK_TOLERANCE = 1e-9  # relative singular-value threshold defining span(X)
+RANK_TOLERANCE = 1e-5  # relative singular-value threshold defining span(X) (squared: 1e-10 on XᵀX)
 _MAX_PRUNING_ROUNDS = 100
 
 
@@ -72,24 +73,45 @@ def support_bound(dimension: int) -> int:
 
 
 def span_basis(arms: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (d × r) of the span of the rows of ``arms`` (SVD, relative tolerance 1e-9)."""
-    _, singular, vt = np.linalg.svd(arms, full_matrices=False)
-    if singular.size == 0 or singular[0] == 0.0:
+    """Orthonormal basis (d × r) of the span of the rows of ``arms``: the eigenvectors of ``XᵀX`` whose
+    eigenvalue (a squared singular value) exceeds ``RANK_TOLERANCE²`` times the largest, largest first.
+
+    Computed in fixed order (:mod:`dpcert._fixed_order`), so the basis is the same on every CPU.  The
+    Gram matrix's round-off is about ``m u`` relative to its largest eigenvalue, far below the 1e-10
+    threshold for any realistic number of arms m."""
+    values, vectors = fixed_order.symmetric_eigh(fixed_order.weighted_gram(arms))
+    values, vectors = values[::-1], vectors[:, ::-1]
+    if values.size == 0 or not values[0] > 0.0:
         raise InvalidParameter("arms", "<all-zero arms>", "at least one non-zero arm")
-    rank = int(np.sum(singular > RANK_TOLERANCE * singular[0]))
-    return vt[:rank].T
+    rank = int(np.sum(values > RANK_TOLERANCE**2 * values[0]))
+    return np.ascontiguousarray(vectors[:, :rank])
 
 
 def design_matrix(coordinates: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """V(π) = Σ_x π(x) z zᵀ."""
-    return (coordinates * weights[:, None]).T @ coordinates
+    """V(π) = Σ_x π(x) z zᵀ, summed arm after arm."""
+    return fixed_order.weighted_gram(coordinates, weights)
 
 
 def leverages(coordinates: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """zᵀ V(π)⁻¹ z for every row z (the G-criterion's per-arm values)."""
-    matrix = design_matrix(coordinates, weights)
-    solved = np.linalg.solve(matrix, coordinates.T)
-    return np.einsum("ij,ji->i", coordinates, solved)
+    """zᵀ V(π)⁻¹ z = ‖L⁻¹ z‖² (``V = L Lᵀ``) for every row z (the G-criterion's per-arm values)."""
+    lower, positive = fixed_order.cholesky(design_matrix(coordinates, weights))
+    if not positive:
+        raise InvalidParameter("weights", "<singular design>", "a design whose support spans the arms")
+    solved = fixed_order.forward_substitution(lower, coordinates.T)
+    return fixed_order.dot(solved.T, solved.T)
+
+
+def _project(basis: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``Bᵀ (B v)``: the projection of v on the span of the orthonormal rows of ``basis``."""
+    if basis.shape[0] == 0:
+        return np.zeros_like(vector)
+    return fixed_order.matvec(basis.T, fixed_order.matvec(basis, vector))
+
+
+def _orthogonal_direction(basis: np.ndarray) -> np.ndarray:
+    """A unit vector orthogonal to the rows of ``basis`` (fewer rows than columns): the eigenvector of
+    ``BᵀB`` with the smallest eigenvalue (0)."""
+    return fixed_order.symmetric_eigh(fixed_order.weighted_gram(basis))[1][:, 0]
 
 
 def _kumar_yildirim_start(coordinates: np.ndarray) -> np.ndarray:
@@ -98,17 +120,16 @@ def _kumar_yildirim_start(coordinates: np.ndarray) -> np.ndarray:
     chosen: list[int] = []
     basis = np.zeros((0, rank))
     for axis in range(rank):
-        direction = np.eye(rank)[axis] - basis.T @ (basis @ np.eye(rank)[axis])
-        if np.linalg.norm(direction) < 1e-8:  # canonical axis already spanned: use any orthogonal one
-            null = np.linalg.svd(basis, full_matrices=True)[2][basis.shape[0] :]
-            direction = null[0]
-        scores = coordinates @ direction
+        direction = np.eye(rank)[axis] - _project(basis, np.eye(rank)[axis])
+        if fixed_order.norm(direction) < 1e-8:  # canonical axis already spanned: use any orthogonal one
+            direction = _orthogonal_direction(basis)
+        scores = fixed_order.matvec(coordinates, direction)
         high, low = int(np.argmax(scores)), int(np.argmin(scores))
         chosen.extend((high, low))
         # the arm with the largest |score| has a component outside span(basis) (the arms span R^r)
         widest = high if abs(scores[high]) >= abs(scores[low]) else low
-        component = coordinates[widest] - basis.T @ (basis @ coordinates[widest])
-        norm = np.linalg.norm(component)
+        component = coordinates[widest] - _project(basis, coordinates[widest])
+        norm = fixed_order.norm(component)
         if norm <= 1e-12:
             raise InvalidParameter("arms", "<degenerate arms>", "arms spanning their own span")
         difference = component
@@ -156,7 +177,7 @@ def near_g_optimal_design(
     max_support = support_bound(arms.shape[1]) if max_support is None else max_support
     max_support = check.positive_int("max_support", max_support)
     basis = span_basis(arms)
-    coordinates = arms @ basis
+    coordinates = fixed_order.matmul(arms, basis)
     rank = coordinates.shape[1]
     if max_support < rank:
         raise InvalidParameter("max_support", max_support, f"max_support >= rank(arms) = {rank}")
@@ -174,7 +195,7 @@ def near_g_optimal_design(
         pruned = np.zeros_like(weights)
         keep = order[:max_support]
         pruned[keep] = weights[keep]
-        if np.linalg.matrix_rank(coordinates[keep]) < rank:
+        if span_basis(coordinates[keep]).shape[1] < rank:
             pruned[keep] = 1.0
         weights = pruned / pruned.sum()
     raise InvalidParameter(

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.design import near_g_optimal_design, support_bound
@@ -183,7 +184,7 @@ def _sigma_n(
     if privatizer.model == "none" or not np.any(noise_variance > 0):
         return 0.0
     if settings.width == "exact":
-        terms = (influence * weights[None, :]) ** 2 @ noise_variance
+        terms = fixed_order.matvec((influence * weights[None, :]) ** 2, noise_variance)
         return float(math.sqrt(terms.max()))
     support_size = plays.size
     big_s = support_bound(dimension)
@@ -251,7 +252,7 @@ def run_elimination(
             support, plays, local_support = support[keep], plays[keep], local_support[keep]
         played_arms.append(support)
         played_counts.append(plays)
-        best_mean = bandit.arms[best] @ bandit.theta
+        best_mean = fixed_order.dot(bandit.arms[best], bandit.theta)
         if settings.variant == "dpe":
             users = settings.fixed_users or users_per_phase(phase, settings.alpha)
             ids, deviations = pool.draw(users, rng)
@@ -264,7 +265,7 @@ def run_elimination(
             rewards = bandit.single_rewards(support[groups], rng)
             block_sums = np.bincount(groups, weights=rewards, minlength=support.size)
             realised_block.append(best_mean - block_sums / plays)
-        phase_regret = float(plays @ bandit.gaps[support])
+        phase_regret = float(fixed_order.dot(plays.astype(float), bandit.gaps[support]))
         record = dict(
             phase=phase,
             start=start,
@@ -294,12 +295,12 @@ def run_elimination(
                 )
                 weights = np.ones(support.size)
             basis = design.basis
-            support_coords = bandit.arms[support] @ basis
-            active_coords = bandit.arms[active] @ basis
-            gram = (support_coords * plays[:, None].astype(float)).T @ support_coords  # V_l
-            moment = support_coords.T @ (weights * release.estimate)  # G_l
-            theta_hat = np.linalg.solve(gram, moment)
-            influence = active_coords @ np.linalg.solve(gram, support_coords.T)
+            support_coords = fixed_order.matmul(bandit.arms[support], basis)
+            active_coords = fixed_order.matmul(bandit.arms[active], basis)
+            gram = fixed_order.weighted_gram(support_coords, plays.astype(float))  # V_l
+            moment = fixed_order.weighted_sum(support_coords, weights * release.estimate)  # G_l
+            theta_hat = fixed_order.solve_spd(gram, moment[:, None])[:, 0]
+            influence = fixed_order.matmul(active_coords, fixed_order.solve_spd(gram, support_coords.T))
             sigma_n = _sigma_n(
                 settings,
                 privatizer,
@@ -312,8 +313,9 @@ def run_elimination(
                 dimension,
             )
             width = _width(settings, bandit, scale, users, sigma_n, log_term)
-            predictions = active_coords @ theta_hat
-            deviation = float(np.max(np.abs(predictions - bandit.arms[active] @ bandit.theta)))
+            predictions = fixed_order.matvec(active_coords, theta_hat)
+            truth = fixed_order.matvec(bandit.arms[active], bandit.theta)
+            deviation = float(np.max(np.abs(predictions - truth)))
             survivors = active[predictions.max() - predictions <= 2.0 * width]
             communication_phase = users * release.units_per_user  # eq. 2: |U_l|·N_l
             if release.units_total is not None:

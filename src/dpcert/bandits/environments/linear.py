@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
@@ -74,7 +75,7 @@ class LinearBandit:
             raise InvalidParameter("theta", f"<array of shape {theta.shape}>", f"shape ({arms.shape[1]},)")
         if np.max(np.linalg.norm(arms, axis=1)) > 1.0 + 1e-9:
             raise InvalidParameter("arms", "<arms outside the unit ball>", "rows with l2 norm <= 1")
-        if np.linalg.norm(theta) > 1.0 + 1e-9:
+        if fixed_order.norm(theta) > 1.0 + 1e-9:
             raise InvalidParameter("theta", "<theta outside the unit ball>", "l2 norm <= 1")
         check.nonnegative_finite("heterogeneity", self.heterogeneity)
         if self.heterogeneity_kind not in HETEROGENEITY_KINDS:
@@ -86,7 +87,7 @@ class LinearBandit:
         check.positive_finite("reward_bound", self.reward_bound)
         object.__setattr__(self, "arms", arms)
         object.__setattr__(self, "theta", theta)
-        means = arms @ theta
+        means = fixed_order.matvec(arms, theta)  # in fixed order: the same gaps on every CPU
         object.__setattr__(self, "gaps", means.max() - means)
 
     @property
@@ -131,14 +132,14 @@ class LinearBandit:
         This is Alg. 1 line 10 of the paper for every participating user of a phase at once.
         """
         features = self.arms[np.asarray(arm_indices)]
-        means = (self.theta[None, :] + deviations) @ features.T
+        means = fixed_order.matmul(self.theta[None, :] + deviations, features.T)
         noisy = means + self.mean_noise(plays, deviations.shape[0], rng)
         return np.clip(noisy, -self.reward_bound, self.reward_bound)
 
     def single_rewards(self, arm_indices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One reward ⟨θ*, x⟩ + η per user for the given arms (θ_u = θ*; paper App. C), clipped."""
         arm_indices = np.asarray(arm_indices)
-        means = self.arms[arm_indices] @ self.theta
+        means = fixed_order.matvec(self.arms[arm_indices], self.theta)
         if self.noise_kind == "rademacher":
             noise = rng.choice(np.array([-1.0, 1.0]), size=arm_indices.shape)
         else:
