@@ -60,6 +60,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.calibration.common import with_notes
@@ -548,7 +549,7 @@ def batched_arm_elimination(
         calls += complete
         pulls += phase_pulls
         used += phase_pulls.sum(axis=1)
-        regret += phase_pulls @ gaps
+        regret += fixed_order.matvec(phase_pulls.astype(float), gaps)
         finished_phase = live & (used < limit)
         done |= used >= limit
 
