@@ -99,3 +99,14 @@ def test_same_bits_under_three_openblas_kernels():
         digests.add(done.stdout.strip())
     assert len(digests) == 1, digests
     assert hashlib.sha256(b"").hexdigest() not in digests
+
+
+def test_one_matrix_and_a_batch_give_the_same_bits():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((5, 6, 6))
+    sym = a + a.transpose(0, 2, 1)
+    values, vectors = fo.symmetric_eigh(sym)
+    for i in range(sym.shape[0]):
+        one_values, one_vectors = fo.symmetric_eigh(sym[i])
+        assert one_values.tobytes() == values[i].tobytes()
+        assert one_vectors.tobytes() == vectors[i].tobytes()
