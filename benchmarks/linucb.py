@@ -421,7 +421,8 @@ def main() -> None:
         "relies on Lemma B.4, whose preconditions (ε0 ≤ 1, B ≥ 16 e^ε0 ln(4/δ)) fail at B = 20; its "
         "certificate is the exact local guarantee. SDP-Vec `tight`: p = 1/2, g = max(4, ⌈√B⌉) and the "
         "least b by exact accounting of the binomial counts (dpcert.mechanisms.binomial_sum). Radius: the "
-        "paper's experiment form (`radius='experiment'`). Arm scores in float32. Ordering verdicts use "
+        "paper's experiment form (`radius='experiment'`). Arms are chosen on the index summed in one "
+        "fixed order (lowest index on ties), the same on every BLAS kernel. Ordering verdicts use "
         "paired differences over the same 50 instances (2 s.e.)."
     )
     out.extend(appendix_g())
