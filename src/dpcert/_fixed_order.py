@@ -220,6 +220,16 @@ def _jacobi_batch(a: np.ndarray, vectors: np.ndarray) -> None:
             return
 
 
+def pseudo_inverse_psd(matrix: np.ndarray, relative_floor: float) -> np.ndarray:
+    """Moore–Penrose inverse of symmetric positive semi-definite (..., n, n) matrices from
+    :func:`symmetric_eigh`: ``Σ_i v_i v_iᵀ / λ_i`` over the eigenvalues ``λ_i > relative_floor·λ_max``
+    (the others, round-off of a zero eigenvalue, are dropped), composed by :func:`from_eigen`."""
+    values, vectors = symmetric_eigh(matrix)
+    keep = values > relative_floor * np.maximum(values[..., -1:], 0.0)
+    inverted = np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)
+    return from_eigen(vectors, inverted)
+
+
 def from_eigen(vectors: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``Q diag(λ) Qᵀ`` for eigenvectors Q (..., n, n) (columns) and values λ (..., n), in fixed order."""
     return matmul(vectors * np.asarray(values, dtype=np.float64)[..., None, :], _t(vectors))

@@ -26,10 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
 IN_RANGE_STRATEGIES = ("targeted", "coordinated")
+_PINV_FLOOR = 1e-12
+"""Relative eigenvalue floor of M⁺ (the spectral filter's): smaller eigenvalues of the Gram matrix, which is
+summed over up to thousands of rows, are round-off of zero eigenvalues, not directions of the design."""
 
 
 def clean_value_bound(clip: float, laplace_scale: float, reports: int, delta: float) -> float:
@@ -134,7 +138,8 @@ class InRangeAdversary:
             return np.where(arm_indices == best_arm, -level, level)
         rows = self.arms[arm_indices]
         direction = self.arms[best_arm] - self.arms[self.rival(best_arm)]
-        influence = rows @ (np.linalg.pinv(rows.T @ rows) @ direction)  # ⟨a* − a', M⁺ a_j⟩
+        gram_pinv = fixed_order.pseudo_inverse_psd(fixed_order.weighted_gram(rows), _PINV_FLOOR)
+        influence = fixed_order.matvec(rows, fixed_order.matvec(gram_pinv, direction))  # ⟨a* − a', M⁺ a_j⟩
         sign = np.sign(influence)
         fallback = np.where(arm_indices == best_arm, 1.0, -1.0)
         sign = np.where(np.abs(influence) > 1e-12 * max(np.abs(influence).max(), 1e-300), sign, fallback)

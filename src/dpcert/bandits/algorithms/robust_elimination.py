@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound, corruption_fraction
@@ -93,13 +94,13 @@ class LinearArms:
         theta = check.finite_array("theta", self.theta)
         if arms.ndim != 2 or arms.shape[0] < 2 or theta.shape != (arms.shape[1],):
             raise InvalidParameter("arms", arms.shape, "shape (K, d) with K >= 2 and theta of shape (d,)")
-        if np.any(np.linalg.norm(arms, axis=1) > 1.0 + 1e-9) or np.linalg.norm(theta) > 1.0 + 1e-9:
+        if np.any(np.linalg.norm(arms, axis=1) > 1.0 + 1e-9) or fixed_order.norm(theta) > 1.0 + 1e-9:
             raise InvalidParameter("arms", "<norms>", "every ‖a‖ <= 1 and ‖theta‖ <= 1 (the paper's §1.1)")
         if self.reward_model not in REWARD_MODELS:
             raise InvalidParameter("reward_model", self.reward_model, "one of " + ", ".join(REWARD_MODELS))
         object.__setattr__(self, "arms", arms)
         object.__setattr__(self, "theta", theta)
-        object.__setattr__(self, "means", arms @ theta)
+        object.__setattr__(self, "means", fixed_order.matvec(arms, theta))
 
     @classmethod
     def random_sphere(
@@ -574,7 +575,7 @@ def robust_elimination(
                 values, mask = adversary.corrupt(values, received_index, best, rng)
             pulls[support] += counts
             used += int(counts.sum())
-            regret += float(counts @ gaps[support])
+            regret += float(fixed_order.dot(counts.astype(float), gaps[support]))
             times.append(float(used))
             regrets.append(regret)
 
@@ -612,7 +613,7 @@ def robust_elimination(
             )
             bias = rounding_bias(clients, counts, design.rank, size)  # secure reports' grid rounding
             width = width_scale * gamma + bias
-            estimates = instance.arms @ theta_hat
+            estimates = fixed_order.matvec(instance.arms, theta_hat)
             error = np.abs(estimates - instance.means)[active]
             run_violated |= bool(np.any(error > gamma + bias))
             before = active.copy()
@@ -634,7 +635,7 @@ def robust_elimination(
                 )
         # final batch: the best surviving arm under the last estimate for the rest of the horizon
         survivors = np.flatnonzero(active)
-        final_arm = int(survivors[np.argmax((instance.arms @ theta_hat)[survivors])])
+        final_arm = int(survivors[np.argmax(fixed_order.matvec(instance.arms, theta_hat)[survivors])])
         remaining = horizon - used
         pulls[final_arm] += remaining
         regret += remaining * gaps[final_arm]

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
@@ -77,8 +78,9 @@ class FilterResult:
 
 
 def _top_direction(centred: np.ndarray) -> tuple[float, np.ndarray]:
-    covariance = centred.T @ centred / centred.shape[0]
-    values, vectors = np.linalg.eigh(covariance)
+    """Top eigenpair of the empirical covariance, in fixed order (the same on every CPU and BLAS)."""
+    covariance = fixed_order.weighted_gram(centred) / centred.shape[0]
+    values, vectors = fixed_order.symmetric_eigh(covariance)
     return float(values[-1]), vectors[:, -1]
 
 
@@ -90,7 +92,7 @@ def removal_probabilities(points: np.ndarray) -> tuple[float, np.ndarray]:
     points = check.finite_array("points", points)
     centred = points - points.mean(axis=0)
     top, direction = _top_direction(centred)
-    scores = (centred @ direction) ** 2
+    scores = fixed_order.matvec(centred, direction) ** 2
     total = scores.sum()
     if total <= 0.0:
         return top, np.full(points.shape[0], 1.0 / points.shape[0])
@@ -151,7 +153,7 @@ def spectral_filter(
             return FilterResult(mean, kept, removed, top, "threshold")
         if removed >= cap or index.size <= 1:
             return FilterResult(mean, kept, removed, top, "removal cap")
-        scores = (centred @ direction) ** 2
+        scores = fixed_order.matvec(centred, direction) ** 2
         total = scores.sum()
         probabilities = scores / total if total > 0.0 else None
         positive = int(np.count_nonzero(scores > 0.0)) if total > 0.0 else index.size
@@ -187,15 +189,16 @@ class RobustFit:
 
 
 def _gram_roots(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``M^{+}`` and ``M^{+1/2}`` of ``M = rowsᵀ rows`` on the span of the rows (pseudo-inverses)."""
-    gram = rows.T @ rows
-    values, vectors = np.linalg.eigh(gram)
+    """``M^{+}`` and ``M^{+1/2}`` of ``M = rowsᵀ rows`` on the span of the rows (pseudo-inverses), from a
+    fixed-order Jacobi eigen-decomposition (:mod:`dpcert._fixed_order`)."""
+    gram = fixed_order.weighted_gram(rows)
+    values, vectors = fixed_order.symmetric_eigh(gram)
     keep = values > _EIGEN_FLOOR * max(values[-1], 0.0)
     if not np.any(keep):
         raise InvalidParameter("rows", "<all-zero design>", "a design with at least one non-zero row")
     basis = vectors[:, keep]
-    inverse = (basis / values[keep]) @ basis.T
-    inverse_root = (basis / np.sqrt(values[keep])) @ basis.T
+    inverse = fixed_order.from_eigen(basis, 1.0 / values[keep])
+    inverse_root = fixed_order.from_eigen(basis, 1.0 / np.sqrt(values[keep]))
     return inverse, inverse_root
 
 
@@ -203,7 +206,7 @@ def least_squares(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Plain least squares ``M^{+} Σ_j a_j y_j`` (the minimum-norm solution)."""
     rows, values = _check_design(rows, values)
     inverse, _ = _gram_roots(rows)
-    return inverse @ (rows.T @ values)
+    return fixed_order.matvec(inverse, fixed_order.weighted_sum(rows, values))
 
 
 def chernoff_trim_fraction(alpha: float, n: int, failure_probability: float) -> float:
@@ -334,7 +337,7 @@ def robust_least_squares(
     arms = rows if reference_arms is None else check.finite_array("reference_arms", reference_arms)
     if arms.ndim != 2 or arms.shape[1] != rows.shape[1]:
         raise InvalidParameter("reference_arms", arms.shape, f"an array of shape (K, {rows.shape[1]})")
-    leverage = float(np.max(np.einsum("ij,jk,ik->i", arms, inverse, arms)))
+    leverage = float(np.max(fixed_order.dot(fixed_order.matmul(arms, inverse), arms)))
 
     if variance == "bound":
         variance_bound = leverage * value_bound**2
@@ -343,7 +346,7 @@ def robust_least_squares(
     else:
         variance_bound = 2.0 / (1.0 - alpha) * leverage * trimmed_second_moment(values, trim)
 
-    points = (rows @ inverse_root) * values[:, None]
+    points = fixed_order.matmul(rows, inverse_root) * values[:, None]
     result = spectral_filter(
         points,
         variance_bound,
@@ -352,8 +355,8 @@ def robust_least_squares(
         max_removed_fraction=max_removed_fraction,
         removals_per_step=removals_per_step,
     )
-    theta = n * (inverse_root @ result.mean)
-    plain = inverse @ (rows.T @ values)
+    theta = n * fixed_order.matvec(inverse_root, result.mean)
+    plain = fixed_order.matvec(inverse, fixed_order.weighted_sum(rows, values))
     return RobustFit(theta, plain, variance_bound, leverage, result)
 
 
