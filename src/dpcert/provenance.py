@@ -178,6 +178,28 @@ def record(
     }
 
 
+@dataclass
+class Recorder:
+    """Records of one result written as several files: the same command, seeds and start, one format
+    per file (``recorder(format)``), each timed when it is written."""
+
+    seeds: Mapping[str, Any]
+    call: str | None = None
+    clock: Clock = field(default_factory=Clock)
+
+    def __call__(self, format: str) -> dict[str, Any]:
+        return record(format, seeds=self.seeds, call=self.call, clock=self.clock)
+
+
+def reproduction(
+    name: str, runs: int | None, out: Any, seed: int, streams: Mapping[str, str], **options: Any
+) -> Recorder:
+    """The :class:`Recorder` of ``dpcert reproduce NAME`` (its Python call:
+    ``dpcert.bandits.registry.reproduction(NAME).run(runs, out, seed, **options)``)."""
+    call = python_call(f"dpcert.bandits.registry.reproduction({name!r}).run", runs, out, seed, **options)
+    return Recorder(seeds(seed, streams), call)
+
+
 def as_format(base: Mapping[str, Any], format: str) -> dict[str, Any]:
     """The same record describing another kind of file."""
     if format not in FORMATS:

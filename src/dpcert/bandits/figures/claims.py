@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import provenance
+from dpcert.provenance import Recorder
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -68,13 +71,29 @@ def claims_table(claims: Sequence[Claim]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_claims(claims: Sequence[Claim], out: Path, stem: str, title: str) -> dict[str, Any]:
-    """Write ``STEM_claims.md``; return ``claims`` (rows), ``claims_table`` and ``claims_file``."""
+def write_claims(
+    claims: Sequence[Claim], out: Path, stem: str, title: str, *, recorder: Recorder | None = None
+) -> dict[str, Any]:
+    """Write ``STEM_claims.md`` (with ``recorder``, ending with its provenance footer); return ``claims``
+    (rows), ``claims_table`` and ``claims_file``."""
     table = claims_table(claims)
     path = Path(out) / f"{stem}_claims.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {title}: claims\n\n{table}")
+    path.write_text(f"# {title}: claims\n\n{table}{claims_footer(recorder)}")
     return {"claims": [asdict(row) for row in claims], "claims_table": table, "claims_file": str(path)}
+
+
+def claims_footer(recorder: Recorder | None) -> str:
+    """The provenance footer of a claims file (empty without ``recorder``)."""
+    if recorder is None:
+        return ""
+    return provenance.markdown_footer(recorder(provenance.REPRODUCTION_CLAIMS))
+
+
+def with_record(summary: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """``summary`` with the reproduction's JSON provenance record under ``provenance``."""
+    summary[provenance.KEY] = recorder(provenance.REPRODUCTION)
+    return summary
 
 
 def progress(name: str, label: str) -> None:

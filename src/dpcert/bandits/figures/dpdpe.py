@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import match_fixed_users
 from dpcert.bandits.experiment import json_ready, regret_curve, save_results, summary
+from dpcert.bandits.figures.claims import claims_footer, with_record
 from dpcert.bandits.figures.report import Curve, write_report
-from dpcert.bandits.runner import run_elimination_config
+from dpcert.bandits.runner import SEEDS, run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
 
@@ -124,10 +126,16 @@ def _claims(rows: list[tuple[str, bool | None, str]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_claims(out: Path, stem: str, title: str, table: str) -> str:
+def _write_claims(out: Path, stem: str, title: str, table: str, recorder: provenance.Recorder) -> str:
     path = out / f"{stem}_claims.md"
-    path.write_text(f"# Claims of Li, Zhou & Ji 2022 tested by {title}\n\n{table}")
+    path.write_text(f"# Claims of Li, Zhou & Ji 2022 tested by {title}\n\n{table}{claims_footer(recorder)}")
     return str(path)
+
+
+def _recorder(name: str, runs: int, out: Path, seed: int) -> provenance.Recorder:
+    """Every curve is one ``dpcert bandit run`` of the elimination family with ``--seed seed``."""
+    streams = {f"every curve: {key}": value for key, value in SEEDS[run_elimination_config].items()}
+    return provenance.reproduction(name, runs, out, seed, streams)
 
 
 def _greater(a: np.ndarray, b: np.ndarray) -> float:
@@ -150,8 +158,9 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     name = "dpdpe-fig2b"
     runs = runs or RUNS
     out.mkdir(parents=True, exist_ok=True)
+    recorder = _recorder(name, runs, out, seed)
     dpe = _run("none", "tight", runs, seed, figure=name, label="DPE (non-private)")
-    save_results(dpe, out, "fig2b-dpe")
+    save_results(dpe, out, "fig2b-dpe", record=recorder(provenance.BANDIT_RUN))
     dpe_finals = _finals(dpe)
     curves: dict[str, Any] = {"DPE": summary(dpe)}
     report_curves: list[Curve] = []
@@ -172,7 +181,7 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
             except PreconditionFailed as exc:
                 skipped[key] = str(exc)
                 continue
-            save_results(run, out, f"fig2b-{privacy}-{calibration}")
+            save_results(run, out, f"fig2b-{privacy}-{calibration}", record=recorder(provenance.BANDIT_RUN))
             curves[key] = summary(run)
             report_curves.append(_curve(run, key, local_panel if privacy == "local" else panel))
             finals[calibration][label] = _finals(run)
@@ -191,7 +200,7 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         f"Li, Zhou & Ji 2022, Fig. 2(b): target ε = {EPSILON:g}, δ = {DELTA:g}, T = {HORIZON:,}"
         "\ncertified (ε, δ) of each curve in the legend"
     )
-    report = write_report(_mark_identical(report_curves), out, "fig2b", title)
+    report = write_report(_mark_identical(report_curves), out, "fig2b", title, recorder=recorder)
     claims = _claims(_fig2b_claims(finals, curves), _command(name, runs, seed))
     result = {
         "name": name,
@@ -203,10 +212,10 @@ def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "skipped": skipped,
         "all_certificates_verified": _verify_all(curves),
         "claims": claims,
-        "claims_file": _write_claims(out, "fig2b", f"`{name}`", claims),
+        "claims_file": _write_claims(out, "fig2b", f"`{name}`", claims, recorder),
         **report,
     }
-    result = json_ready(result)
+    result = with_record(json_ready(result), recorder)
     (out / "fig2b.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -274,6 +283,7 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     name = "dpdpe-fig2a"
     runs = runs or RUNS
     out.mkdir(parents=True, exist_ok=True)
+    recorder = _recorder(name, runs, out, seed)
     table: dict[str, dict[str, dict[str, float]]] = {}
     report_curves: list[Curve] = []
     skipped: dict[str, str] = {}
@@ -302,7 +312,7 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         f"Li, Zhou & Ji 2022, Fig. 2(a) runs, δ = {DELTA:g}, T = {HORIZON:,}"
         "\ncertified (ε, δ) of each curve in the legend"
     )
-    report = write_report(_mark_identical(report_curves), out, "fig2a", title)
+    report = write_report(_mark_identical(report_curves), out, "fig2a", title, recorder=recorder)
     plot = _plot_fig2a(table, out / "fig2a.png")
     claims = _claims(_fig2a_claims(table), _command(name, runs, seed))
     result = {
@@ -313,11 +323,11 @@ def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "final_regret": table,
         "skipped": skipped,
         "claims": claims,
-        "claims_file": _write_claims(out, "fig2a", f"`{name}`", claims),
+        "claims_file": _write_claims(out, "fig2a", f"`{name}`", claims, recorder),
         **report,
     }
     result["figures"] = [plot, *report["figures"]]
-    result = json_ready(result)
+    result = with_record(json_ready(result), recorder)
     (out / "fig2a.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 
@@ -426,6 +436,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     name = "dpdpe-fig2c"
     runs = runs or RUNS
     out.mkdir(parents=True, exist_ok=True)
+    recorder = _recorder(name, runs, out, seed)
     dpe = _run("none", "tight", runs, seed, figure=name, label="DPE")
     communication = dpe.extras["communication"]["mean"]
     supports = np.mean(
@@ -447,12 +458,13 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "none", "tight", runs, seed, algorithm="dpe-fixedu", fixed_users=fixed, figure=name,
         label=f"DPE-FixedU (U={fixed})",
     )  # fmt: skip
-    save_results(dpe, out, "fig2c-dpe")
-    save_results(fixed_run, out, "fig2c-fixedu")
+    save_results(dpe, out, "fig2c-dpe", record=recorder(provenance.BANDIT_RUN))
+    save_results(fixed_run, out, "fig2c-fixedu", record=recorder(provenance.BANDIT_RUN))
     title = f"Li, Zhou & Ji 2022, Fig. 2(c): DPE vs DPE-FixedU at matched communication, T = {HORIZON:,}"
     report = write_report(
-        [_curve(dpe, "DPE", ""), _curve(fixed_run, f"DPE-FixedU (U={fixed})", "")], out, "fig2c", title
-    )
+        [_curve(dpe, "DPE", ""), _curve(fixed_run, f"DPE-FixedU (U={fixed})", "")], out, "fig2c", title,
+        recorder=recorder,
+    )  # fmt: skip
     p_value = _greater(_finals(fixed_run), _finals(dpe))
     dpe_mean, fixed_mean = float(_finals(dpe).mean()), float(_finals(fixed_run).mean())
     claims = _claims(
@@ -483,10 +495,10 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
         "DPE-FixedU": summary(fixed_run),
         "p_FixedU_gt_DPE": p_value,
         "claims": claims,
-        "claims_file": _write_claims(out, "fig2c", f"`{name}`", claims),
+        "claims_file": _write_claims(out, "fig2c", f"`{name}`", claims, recorder),
         **report,
     }
-    result = json_ready(result)
+    result = with_record(json_ready(result), recorder)
     (out / "fig2c.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
 

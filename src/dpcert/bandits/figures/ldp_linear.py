@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert import provenance
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.ldp_linear import (
     ONLINE_UCB,
@@ -42,8 +43,10 @@ from dpcert.bandits.figures.claims import (
     mean_sd_se,
     progress,
     verdict,
+    with_record,
     write_claims,
 )
+from dpcert.bandits.figures.linucb import SEED_STREAMS as LINUCB_STREAMS
 from dpcert.bandits.figures.linucb import figure_runs as linucb_figure_runs
 from dpcert.bandits.figures.linucb import run_summary
 from dpcert.bandits.figures.report import Curve, write_report
@@ -64,6 +67,13 @@ LABELS = {
     "online-ucb": "OnlineUCB (local)",
     "online-ucb-combiner": "OnlineUCB + combiner, Alg. 2 (local)",
 }
+SEED_STREAMS = {
+    **{f"every ε, LinUCB baselines: {k}": v for k, v in LINUCB_STREAMS.items()},
+    "every ε, OnlineUCB": "numpy.random.default_rng([seed, 2]) anew: the baselines' R instances, then "
+    "OnlineUCB's runs in lockstep (then the combiner's, if asked for; in the radius study, anew for "
+    "every noise and radius multiplier)",
+}
+"""How the reproductions derive their random streams from ``seed``."""
 COMPARED = ("linucb-ldp", "linucb-sdp-amp", "linucb-sdp-vec", "linucb-jdp")
 """The private baselines the paper's Figure 1 claims are about."""
 
@@ -203,6 +213,9 @@ def reproduce(
     curves: list[Curve] = []
     command = command_line(name, runs, seed, changed_options({"horizon": horizon, "combiner": combiner},
                                                              FIGURE1_DEFAULTS))  # fmt: skip
+    recorder = provenance.reproduction(
+        name, runs, out, seed, SEED_STREAMS, horizon=horizon, combiner=combiner
+    )
     claims: list[Claim] = []
     online_means = []
     for epsilon in EPSILONS:
@@ -228,8 +241,9 @@ def reproduce(
     )
     claims += _privacy_claims(command)
     title = f"Improved-rate LDP linear bandits, Figure 1 (d = 5, K = 100, T = {horizon:,})"
-    summary.update(write_report(curves, out, "seed004_figure1", title))
-    summary.update(write_claims(claims, out, "seed004_figure1", title))
+    summary.update(write_report(curves, out, "seed004_figure1", title, recorder=recorder))
+    summary.update(write_claims(claims, out, "seed004_figure1", title, recorder=recorder))
+    with_record(summary, recorder)
     (out / "seed004-figure1.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 
@@ -362,6 +376,7 @@ def reproduce_radius_study(
     given = {"horizon": horizon, "multipliers": multipliers, "epsilons": epsilons,
              "paper_noise_epsilon": paper_noise_epsilon}  # fmt: skip
     command = command_line(name, runs, seed, changed_options(given, RADIUS_DEFAULTS))
+    recorder = provenance.reproduction(name, runs, out, seed, SEED_STREAMS, **given)
     rows: dict[str, dict[str, Any]] = {}
     curves: list[Curve] = []
     claims: list[Claim] = []
@@ -431,8 +446,9 @@ def reproduce_radius_study(
         "multipliers": list(multipliers),
         "rows": rows,
     }
-    summary.update(write_report(curves, out, "seed004_radius_study", title))
-    summary.update(write_claims(claims, out, "seed004_radius_study", title))
+    summary.update(write_report(curves, out, "seed004_radius_study", title, recorder=recorder))
+    summary.update(write_claims(claims, out, "seed004_radius_study", title, recorder=recorder))
+    with_record(summary, recorder)
     figure = _plot_radius(rows, epsilons, multipliers, out / "seed004_radius_study_vs_radius.png")
     summary["figures"].insert(0, str(figure))
     (out / "seed004_radius_study.json").write_text(json.dumps(summary, indent=2, allow_nan=False))

@@ -19,9 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import provenance
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
 from dpcert.bandits.calibration.linucb import _amplified_pamp, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
+from dpcert.bandits.figures.claims import claims_footer, with_record
 from dpcert.bandits.figures.report import Curve, write_report
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 
@@ -36,6 +38,13 @@ LABELS = {
     "linucb-ldp": "LinUCB-LDP (local)",
 }
 """Legend labels, in the paper's legend order (central to local)."""
+
+SEED_STREAMS = {
+    "instances, then runs": "numpy.random.default_rng([seed, 2]) draws the R instances, then runs the "
+    "per-round algorithms (linucb, linucb-jdp, linucb-ldp) in lockstep, then the shuffle ones "
+    "(linucb-sdp-amp, linucb-sdp-vec)",
+}
+"""How :func:`figure_runs` derives its random streams from ``seed`` (anew for every panel)."""
 
 SAVED_POINTS = 200
 """Rounds at which every run's cumulative regret is saved for the figures and the NPZ (plus t = 1)."""
@@ -377,6 +386,12 @@ def reproduce_panels(
     ``NAME.json``, ``NAME.md`` (final regret), ``NAME_claims.md``, ``NAME_curves.npz`` (every run's
     curve) and one PNG per panel (:func:`dpcert.bandits.figures.report.write_report`).
     """
+    call = provenance.python_call(
+        "dpcert.bandits.figures.linucb.reproduce_panels", name, panels, runs, out, seed
+    )
+    recorder = provenance.Recorder(
+        provenance.seeds(seed, {f"every panel: {k}": v for k, v in SEED_STREAMS.items()}), call
+    )
     tasks = [
         (epsilon, dimension, calibration, runs, panels.horizon, seed, panels.delta, name)
         for dimension in panels.dimensions
@@ -415,10 +430,11 @@ def reproduce_panels(
             f"{FIGURES[name][0].split(':')[0] if name in FIGURES else name} — "
             f"T = {panels.horizon}, K = {panels.arms}, δ = {panels.delta:g}"
         )
-        summary.update(write_report(curves, out, name, title))
+        summary.update(write_report(curves, out, name, title, recorder=recorder))
         claims_file = out / f"{name}_claims.md"
-        claims_file.write_text(f"# {title}: claims\n\n{summary['claims']}")
+        claims_file.write_text(f"# {title}: claims\n\n{summary['claims']}{claims_footer(recorder)}")
         summary["claims_file"] = str(claims_file)
+        with_record(summary, recorder)
         (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
     return summary
 

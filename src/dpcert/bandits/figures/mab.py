@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
@@ -41,6 +42,7 @@ from dpcert.bandits.algorithms.mab import (
     vb_sdp_ae,
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.bandits.figures.claims import claims_footer, with_record
 from dpcert.bandits.figures.common import mean_se
 from dpcert.bandits.figures.report import Curve, write_report
 
@@ -63,6 +65,10 @@ COMPARATORS = {
     "doubling batches (not an algorithm of the paper's Table 1)",
     LOCAL: "dpcert's own local ε-DP elimination: binary randomized response (RR) per user, debiased sums of "
     "doubling batches (not an algorithm of the paper's Table 1)",
+}
+SEED_STREAMS = {
+    "row n": "numpy.random.default_rng([seed, n]) for the n-th entry of the JSON's rows (0-based, in "
+    "order); its R runs in lockstep"
 }
 ZERO_SPREAD_NOTE = (
     "Rows with s.d. 0 are exact, not a defect: the pseudo-regret Σ_a pulls_a·Δ_a depends only on the "
@@ -97,6 +103,9 @@ def reproduce_seed001(
     runs = SEED001_RUNS if runs is None else runs
     horizon = SEED001_HORIZON if horizon is None else horizon
     out = Path(out)
+    recorder = provenance.reproduction(
+        NAME, runs, out, seed, SEED_STREAMS, horizon=horizon, epsilons=epsilons
+    )
     bandit = MultiArmedBandit(np.asarray(SPEC_001_MEANS))
     beta_bandit = MultiArmedBandit(np.asarray(SPEC_001_MEANS), "beta")
     rows: dict[str, Any] = {}
@@ -193,18 +202,17 @@ def reproduce_seed001(
         f"Tenenbaum et al. 2021, shuffle MAB (k = 10, T = {horizon:,})\nprivate curves certify their "
         f"target ε (δ = {SEED001_DELTA:g} shuffle, 0 central/local)"
     )
-    report = write_report(curves, out, STEM, title)
     zero = sorted(key for key, row in rows.items() if row["zero_spread"])
-    if zero:
-        note = "\n" + ZERO_SPREAD_NOTE + " Here: " + ", ".join(zero) + ".\n"
-        Path(report["table_file"]).write_text(Path(report["table_file"]).read_text() + note)
-        report["table"] += note
+    note = "\n" + ZERO_SPREAD_NOTE + " Here: " + ", ".join(zero) + ".\n" if zero else ""
+    report = write_report(curves, out, STEM, title, recorder=recorder, note=note)
     command = f"dpcert reproduce {NAME} --runs {runs} --seed {seed}" + (
         "" if horizon == SEED001_HORIZON else f" (T = {horizon:,} through the Python API)"
     )
     claims = claims_table(rows, epsilons, horizon, command)
     claims_file = out / f"{STEM}_claims.md"
-    claims_file.write_text(f"# Claims of Tenenbaum et al. 2021 tested by `{NAME}`\n\n{claims}")
+    claims_file.write_text(
+        f"# Claims of Tenenbaum et al. 2021 tested by `{NAME}`\n\n{claims}{claims_footer(recorder)}"
+    )
     summary = {
         "name": NAME,
         "setting": {"means": list(SPEC_001_MEANS), "horizon": horizon, "delta": SEED001_DELTA, "runs": runs},
@@ -216,6 +224,7 @@ def reproduce_seed001(
         "claims_file": str(claims_file),
         **report,
     }
+    with_record(summary, recorder)
     (out / f"{STEM}.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 

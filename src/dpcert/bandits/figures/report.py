@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import provenance
 from dpcert.bandits.experiment import mean_stderr
+from dpcert.provenance import Recorder
 
 MAX_CURVES = 8
 _STYLES = ("-", "--", "-.", ":")
@@ -153,12 +155,15 @@ def plot_panels(
     return paths
 
 
-def save_curves(curves: Sequence[Curve], path: Path) -> Path:
-    """Every run's curve: ``<i>_rounds``, ``<i>_regret`` and the labels, in one compressed NPZ."""
+def save_curves(curves: Sequence[Curve], path: Path, recorder: Recorder | None = None) -> Path:
+    """Every run's curve: ``<i>_rounds``, ``<i>_regret`` and the labels, in one compressed NPZ (with
+    ``recorder``, its provenance record as the ``provenance`` entry)."""
     arrays: dict[str, Any] = {
         "labels": np.array([c.label for c in curves]),
         "panels": np.array([c.panel for c in curves]),
     }
+    if recorder is not None:
+        arrays[provenance.KEY] = provenance.npz_entry(recorder(provenance.REPRODUCTION_CURVES))
     for index, curve in enumerate(curves):
         arrays[f"{index}_rounds"] = curve.rounds
         arrays[f"{index}_regret"] = curve.regret
@@ -168,21 +173,31 @@ def save_curves(curves: Sequence[Curve], path: Path) -> Path:
 
 
 def write_report(
-    curves: Sequence[Curve], out: Path, stem: str, title: str, *, log_x: bool = False
+    curves: Sequence[Curve],
+    out: Path,
+    stem: str,
+    title: str,
+    *,
+    log_x: bool = False,
+    recorder: Recorder | None = None,
+    note: str = "",
 ) -> dict[str, Any]:
     """Write the table, the per-run curves and the figures of a reproduction; return their paths.
 
     The returned mapping holds ``table`` (the Markdown text), ``table_file``, ``curves_file`` and
-    ``figures`` (paths as strings), to be merged into the reproduction's JSON summary.
+    ``figures`` (paths as strings), to be merged into the reproduction's JSON summary.  With
+    ``recorder``, the table file ends with its provenance footer and the NPZ holds its provenance entry;
+    ``note`` is Markdown shown after the table (in the file and in ``table``).
     """
     if not curves:
         raise ValueError("a report needs at least one curve")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    table = markdown_table(curves)
+    table = markdown_table(curves) + note
     table_file = out / f"{stem}.md"
-    table_file.write_text(f"# {title}\n\n{table}")
-    curves_file = save_curves(curves, out / f"{stem}_curves.npz")
+    footer = "" if recorder is None else provenance.markdown_footer(recorder(provenance.REPRODUCTION_TABLE))
+    table_file.write_text(f"# {title}\n\n{table}{footer}")
+    curves_file = save_curves(curves, out / f"{stem}_curves.npz", recorder)
     figures = plot_panels(curves, out, stem, title, log_x=log_x)
     return {
         "table": table,

@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from dpcert import _validation as check
+from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.corruption import InRangeAdversary
 from dpcert.bandits.algorithms.robust_elimination import (
@@ -40,6 +41,7 @@ from dpcert.bandits.figures.claims import (
     mean_sd_se,
     progress,
     verdict,
+    with_record,
     write_claims,
 )
 from dpcert.bandits.figures.common import result_row
@@ -55,6 +57,35 @@ OUT_OF_RANGE_ATTACKS = (
     ("sign-flip x50", "sign-flip", 50.0),
 )
 IN_RANGE_ATTACKS = (("in-range targeted ±Ȳ", "targeted"), ("in-range coordinated ±Ȳ", "coordinated"))
+
+
+INSTANCE_STREAM = {"instance": "numpy.random.default_rng([seed, 3])"}
+SEED_STREAMS: dict[str, dict[str, str]] = {
+    "seed003-e1-sanity": {
+        **INSTANCE_STREAM,
+        "horizon i": "numpy.random.default_rng([seed, 1, i]) for the i-th horizon; its R runs in lockstep",
+    },
+    "seed003-e2-robustness": {
+        **INSTANCE_STREAM,
+        "attack a, alpha": "numpy.random.default_rng([seed, 2, a, round(alpha * 10000)]) for the a-th "
+        "attack (in the JSON's order) at corruption fraction alpha, the same for every estimator; its R "
+        "runs in lockstep",
+    },
+    "seed003-e3-privacy": {
+        **INSTANCE_STREAM,
+        "every epsilon": "numpy.random.default_rng([seed, 3]) for every target ε; its R runs in lockstep",
+    },
+    "seed003-e4-m1-vs-m2": {
+        **INSTANCE_STREAM,
+        "horizon T": "numpy.random.default_rng([seed, 4, T]) for every client model and ε at horizon T; its "
+        "R runs in lockstep",
+    },
+}
+"""How each reproduction derives its random streams from ``seed`` (recorded in its provenance)."""
+
+
+def _recorder(name: str, runs: int, out: Path, seed: int, **given: Any) -> provenance.Recorder:
+    return provenance.reproduction(name, runs, out, seed, SEED_STREAMS[name], **given)
 
 
 def _seed003_instance(seed: int) -> LinearArms:
@@ -112,11 +143,13 @@ def _finish(
     summary: dict[str, Any],
     curves: Sequence[Curve],
     claims: Sequence[Claim],
+    recorder: provenance.Recorder,
     *,
     log_x: bool = False,
 ) -> dict[str, Any]:
-    summary.update(write_report(curves, out, stem, title, log_x=log_x))
-    summary.update(write_claims(claims, out, stem, title))
+    summary.update(write_report(curves, out, stem, title, log_x=log_x, recorder=recorder))
+    summary.update(write_claims(claims, out, stem, title, recorder=recorder))
+    with_record(summary, recorder)
     (Path(out) / f"{stem}.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 
@@ -140,6 +173,7 @@ def reproduce_seed003_e1(
     name = "seed003-e1-sanity"
     runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
     horizons = _grid("horizons", horizons, integer=True)
+    recorder = _recorder(name, runs, out, seed, horizons=horizons)
     instance = _seed003_instance(seed)
     rows, means, curves, survived, batches_ok = {}, [], [], [], True
     for index, horizon in enumerate(horizons):
@@ -200,7 +234,7 @@ def reproduce_seed003_e1(
         "slope": None if math.isnan(slope) else slope,
     }
     title = "Charisopoulos et al. 2023, E1: regret vs T"
-    return _finish(out, "seed003_e1", title, summary, curves, claims, log_x=True)
+    return _finish(out, "seed003_e1", title, summary, curves, claims, recorder, log_x=True)
 
 
 # =========================================================================== E2
@@ -287,6 +321,9 @@ def reproduce_seed003_e2(
     if max(alphas) >= 0.25:
         raise InvalidParameter("alphas", max(alphas), "values in [0, 0.25)")
     in_range_epsilon = check.epsilon(in_range_epsilon)
+    recorder = _recorder(
+        name, runs, out, seed, horizon=horizon, alphas=alphas, in_range_epsilon=in_range_epsilon
+    )
     instance = _seed003_instance(seed)
     delta_event = SEED003_SETTING["failure_probability"] / (instance.arms.shape[0] * horizon**2)
     rows: dict[str, Any] = {}
@@ -345,7 +382,7 @@ def reproduce_seed003_e2(
         "rows": rows,
     }
     title = f"Charisopoulos et al. 2023, E2: robustness, T = {horizon:,}"
-    summary = _finish(out, "seed003_e2", title, summary, curves, claims)
+    summary = _finish(out, "seed003_e2", title, summary, curves, claims, recorder)
     figure = _plot_vs_alpha(finals, attacks, alphas, Path(out) / "seed003_e2_vs_alpha.png")
     summary["figures"].append(str(figure))
     (Path(out) / "seed003_e2.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
@@ -469,6 +506,7 @@ def reproduce_seed003_e3(
     for epsilon in epsilons:
         if epsilon is not None:
             check.epsilon(epsilon)
+    recorder = _recorder(name, runs, out, seed, horizon=horizon, epsilons=epsilons)
     instance = _seed003_instance(seed)
     rows, curves, finals = {}, [], {}
     for epsilon in epsilons:
@@ -516,7 +554,7 @@ def reproduce_seed003_e3(
         "rows": rows,
     }
     title = f"Charisopoulos et al. 2023, E3: regret vs target ε (M1, event level), T = {horizon:,}"
-    return _finish(out, "seed003_e3", title, summary, curves, claims)
+    return _finish(out, "seed003_e3", title, summary, curves, claims, recorder)
 
 
 # =========================================================================== E4
@@ -536,6 +574,7 @@ def reproduce_seed003_e4(
     runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
     horizons = _grid("horizons", horizons, integer=True)
     epsilons = tuple(check.epsilon(e) for e in _grid("epsilons", epsilons))
+    recorder = _recorder(name, runs, out, seed, horizons=horizons, epsilons=epsilons)
     instance = _seed003_instance(seed)
     rows, curves, finals, lost, client = {}, [], {}, {}, {}
     for epsilon in epsilons:
@@ -602,7 +641,7 @@ def reproduce_seed003_e4(
         "rows": rows,
     }
     title = "Charisopoulos et al. 2023, E4: client models M1 vs M2"
-    return _finish(out, "seed003_e4", title, summary, curves, claims, log_x=True)
+    return _finish(out, "seed003_e4", title, summary, curves, claims, recorder, log_x=True)
 
 
 for _name, _description, _reproduce in (
