@@ -1,27 +1,45 @@
 """The end-to-end demonstration behind ``dpcert demo``: each of the three jobs, small and fast.
 
 Every step returns a JSON-ready dict and a few human-readable lines; steps only use the public API.
+:func:`run_demo` ends by writing ``provenance.json``: the record of how the demo was made
+(:mod:`dpcert.provenance`, format ``dpcert.demo/1``) and every file it wrote, with its SHA-256.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpcert import provenance
 from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.certificates import Certificate
+
+SEED_STREAMS = {
+    "step stream n": "numpy.random.default_rng([seed, n]) (DemoContext.rng): n = 1 the Gaussian release, "
+    "2 the shuffle sum's data and noise and the correct Laplace audit, 3 the half-noise audit, 30 the "
+    "robust bandit's instance, 31 its corrupted runs, 32 its private runs",
+    "certified bandit": "dpcert bandit run dp-dpe --seed seed: numpy.random.default_rng([seed, 0]) draws "
+    "the instances, numpy.random.default_rng([seed, 1, r]) runs repetition r",
+    "private LinUCB": "numpy.random.default_rng([seed, 2]) draws the instances, then runs the LinUCB "
+    "family (dpcert.bandits.figures.linucb.figure_runs)",
+}
+"""How the demo derives its random streams from ``seed``."""
+FILE = "provenance.json"
 
 
 @dataclass(frozen=True)
 class DemoContext:
-    """Where the demo writes its files and the seed it draws from."""
+    """Where the demo writes its files, the seed it draws from and the demo's provenance records."""
 
     out: Path
     seed: int
+    recorder: provenance.Recorder = field(default_factory=lambda: provenance.Recorder({}))
 
     def rng(self, stream: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stream])
@@ -76,7 +94,8 @@ def certified_bandit(context: DemoContext) -> StepResult:
     spec = registry.algorithm("dp-dpe")
     private = spec.run(registry.RunConfig("dp-dpe", "central", 1.0, 1e-5, ledger_path=ledger_path, **common))
     baseline = spec.run(registry.RunConfig("dp-dpe", "none", **common))
-    paths = save_results(private, context.out / "bandit", "dp-dpe-central")
+    record = context.recorder(provenance.BANDIT_RUN)
+    paths = save_results(private, context.out / "bandit", "dp-dpe-central", record=record)
     plot = plot_regret(
         {"DP-DPE, central (1, 1e-5)": private, "DPE, non-private": baseline},
         context.out / "bandit" / "regret.png",
@@ -299,9 +318,13 @@ STEPS: tuple[tuple[str, Callable[[DemoContext], StepResult]], ...] = (
 
 
 def run_demo(out: Path, seed: int = 2026, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run every demo step, writing files under ``out``; returns the JSON-ready results."""
+    """Run every demo step, writing files under ``out``, then ``out/provenance.json``; returns the
+    JSON-ready results."""
+    recorder = provenance.Recorder(
+        provenance.seeds(seed, SEED_STREAMS), provenance.python_call("dpcert.demo.run_demo", out, seed=seed)
+    )
     out.mkdir(parents=True, exist_ok=True)
-    context = DemoContext(out=out, seed=seed)
+    context = DemoContext(out=out, seed=seed, recorder=recorder)
     results: dict[str, Any] = {}
     for title, step in STEPS:
         if echo:
@@ -311,4 +334,17 @@ def run_demo(out: Path, seed: int = 2026, echo: Callable[[str], None] | None = N
         if echo:
             for line in lines:
                 echo("   " + line)
+    write_provenance(out, recorder(provenance.DEMO))
     return results
+
+
+def write_provenance(out: Path, record: dict[str, Any]) -> Path:
+    """``out/provenance.json``: ``record`` and the SHA-256 of every other file under ``out``."""
+    files = {
+        path.relative_to(out).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(out.rglob("*"))
+        if path.is_file() and path != out / FILE
+    }
+    path = out / FILE
+    path.write_text(json.dumps({provenance.KEY: record, "files": files}, indent=1, allow_nan=False))
+    return path

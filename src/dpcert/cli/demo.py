@@ -22,14 +22,18 @@ def register(groups: CommandGroups) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from dpcert.demo import run_demo
+    from dpcert import provenance
+    from dpcert.demo import FILE, run_demo
 
     start = time.perf_counter()
     echo = None if args.json else (lambda line: sys.stdout.write(line + "\n"))
-    results = run_demo(args.out, seed=args.seed, echo=echo)
+    with provenance.command_line(getattr(args, "argv", ["dpcert", "demo"])):
+        results = run_demo(args.out, seed=args.seed, echo=echo)
     seconds = time.perf_counter() - start
     if args.json:
-        sys.stdout.write(json.dumps({"steps": results, "seconds": seconds, "out": str(args.out)}) + "\n")
+        record = provenance.read_json(args.out / FILE)
+        payload = {"steps": results, "seconds": seconds, "out": str(args.out), provenance.KEY: record}
+        sys.stdout.write(json.dumps(payload) + "\n")
     else:
         sys.stdout.write(f"done in {seconds:.1f} s; files in {args.out}/\n")
     return EXIT_OK
