@@ -35,10 +35,12 @@ def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape[-1] != b.shape[-1]:
         raise InvalidParameter("b", f"<last axis {b.shape[-1]}>", f"a last axis of length {a.shape[-1]}")
-    total = np.zeros(np.broadcast_shapes(a.shape[:-1], b.shape[:-1]))
-    for j in range(a.shape[-1]):
+    if a.shape[-1] == 0:
+        return np.zeros(np.broadcast_shapes(a.shape[:-1], b.shape[:-1]))
+    total = a[..., 0] * b[..., 0] + 0.0  # 0 + first product (−0 becomes +0, as in a sum from zero)
+    for j in range(1, a.shape[-1]):
         total += a[..., j] * b[..., j]
-    return total
+    return np.asarray(total)
 
 
 def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -89,13 +91,13 @@ def cholesky(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lower = np.zeros_like(a)
     ok = np.ones(a.shape[:-2], dtype=bool)
     for j in range(n):
-        pivot = a[..., j, j] - dot(lower[..., j, :j], lower[..., j, :j])
+        # column j from the diagonal down, every row at once (each row's sum over k < j in order)
+        column = a[..., j:, j] - dot(lower[..., j:, :j], lower[..., j, None, :j])
+        pivot = column[..., 0]
         ok &= (pivot > 0.0) & np.isfinite(pivot)
         root = np.sqrt(np.where(pivot > 0.0, pivot, 1.0))
         lower[..., j, j] = root
-        if j + 1 < n:  # the rest of column j, every row at once (each row's sum in the same order)
-            below = dot(lower[..., j + 1 :, :j], lower[..., j, None, :j])
-            lower[..., j + 1 :, j] = (a[..., j + 1 :, j] - below) / root[..., None]
+        lower[..., j + 1 :, j] = column[..., 1:] / root[..., None]
     return lower, ok
 
 
