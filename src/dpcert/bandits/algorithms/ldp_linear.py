@@ -43,6 +43,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from dpcert.bandits.calibration.ldp_linear import LocalCalibration
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
@@ -73,7 +74,7 @@ def secure_release(
     """
     features = np.asarray(features, dtype=float)
     rewards = np.asarray(rewards, dtype=float)
-    if np.any(np.linalg.norm(features, axis=-1) > 1.0 + 1e-12) or np.any(np.abs(rewards) > 1.0):
+    if np.any(fixed_order.norm(features) > 1.0 + 1e-12) or np.any(np.abs(rewards) > 1.0):
         raise DataOutOfBounds("pair (x, y)", "<outside the unit ball>", "||x|| <= 1 and |y| <= 1")
     pair = np.concatenate([features, rewards[..., None]], axis=-1)
     units = mechanism.grid.to_units(pair)
@@ -94,13 +95,13 @@ def debiased_gradient(
     noisy_x: np.ndarray, noisy_y: np.ndarray, theta: np.ndarray, sigma: float
 ) -> np.ndarray:
     """``g = 2 x̃ (⟨x̃, θ⟩ − ỹ) − 2 Σ θ``, the gradient of ``l_t`` at θ (§2.2); batch axes leading."""
-    residual = np.einsum("...d,...d->...", noisy_x, theta) - noisy_y
+    residual = fixed_order.dot(noisy_x, theta) - noisy_y
     return 2.0 * noisy_x * residual[..., None] - 2.0 * sigma**2 * theta
 
 
 def clip_norm(vectors: np.ndarray, bound: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``g · min(1, G/‖g‖)`` row-wise (G a scalar or one per row), and whether each row was clipped."""
-    norms = np.linalg.norm(vectors, axis=-1)
+    norms = fixed_order.norm(vectors)
     bound = np.broadcast_to(np.asarray(bound, dtype=float), norms.shape)
     factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
     return vectors * factor[..., None], norms > bound
@@ -108,7 +109,7 @@ def clip_norm(vectors: np.ndarray, bound: float | np.ndarray) -> tuple[np.ndarra
 
 def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection onto ``{‖θ‖ ≤ D}`` row-wise."""
-    norms = np.linalg.norm(theta, axis=-1, keepdims=True)
+    norms = fixed_order.norm(theta)[..., None]
     return theta * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
 
 
@@ -401,14 +402,14 @@ def run_ldp_linear(
         right = np.concatenate(
             [np.broadcast_to(np.eye(d), (runs, d, d)), vector[run_index, chosen][..., None]], axis=2
         )
-        solved = np.linalg.solve(learner_gram, right)
+        solved = fixed_order.solve_spd(learner_gram, right)  # I + Σ x̃x̃ᵀ is positive definite
         centre = solved[:, :, d]
         inverse_upper = solved[:, :, :d].reshape(runs, d * d)[:, flat_upper]
-        widths = np.einsum(
-            "rkp,rp->rk", features[..., rows] * features[..., cols] * pair_weight, inverse_upper
+        widths = fixed_order.dot(
+            features[..., rows] * features[..., cols] * pair_weight, inverse_upper[:, None, :]
         )
         rad = radius_of(chosen, plays[run_index, chosen])
-        index = np.einsum("rkd,rd->rk", features, centre) + rad[:, None] * np.sqrt(np.maximum(widths, 0.0))
+        index = fixed_order.matvec(features, centre) + rad[:, None] * np.sqrt(np.maximum(widths, 0.0))
         arm = np.argmax(index, axis=1)
         x = features[run_index, arm]
         gaps[:, t] = means.max(axis=1) - means[run_index, arm]
@@ -448,7 +449,7 @@ def run_ldp_linear(
                 if mask.any():
                     model.update(np.where(mask[:, None], gradient, 0.0), rows=mask)
         gram[run_index, chosen] += noisy_x[:, :, None] * noisy_x[:, None, :]
-        vector[run_index, chosen] += np.einsum("rd,rd->r", theta_t, noisy_x)[:, None] * noisy_x
+        vector[run_index, chosen] += fixed_order.dot(theta_t, noisy_x)[:, None] * noisy_x
         # combiner bookkeeping and elimination test (Alg. 2; the garbled "\hat t" read as y~)
         before = plays[run_index, chosen]
         previous_mean = np.where(before > 0, reward_sum[run_index, chosen] / np.maximum(before, 1), 0.0)

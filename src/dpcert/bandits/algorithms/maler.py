@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
@@ -52,7 +53,7 @@ def expert_count(horizon: int) -> int:
 
 def project_ball(points: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection of each row (last axis) onto ``{‖θ‖ ≤ radius}``."""
-    norms = np.linalg.norm(points, axis=-1, keepdims=True)
+    norms = fixed_order.norm(points)[..., None]
     return points * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
 
 
@@ -71,13 +72,13 @@ def project_ball_norm(points: np.ndarray, matrices: np.ndarray, radius: float) -
     matrices : (m, d, d) symmetric positive definite P.
     radius : the ball's radius.
     """
-    norms = np.linalg.norm(points, axis=-1)
+    norms = fixed_order.norm(points)
     outside = norms > radius
     if not outside.any():
         return points
     result = points.copy()
-    values, vectors = np.linalg.eigh(matrices[outside])
-    coords = np.einsum("mji,mj->mi", vectors, points[outside])
+    values, vectors = fixed_order.symmetric_eigh(matrices[outside])
+    coords = fixed_order.matvec(np.swapaxes(vectors, -1, -2), points[outside])
     weighted = values * coords
     low = np.zeros(int(outside.sum()))
     high = values.max(axis=1) * norms[outside] / radius
@@ -94,7 +95,7 @@ def project_ball_norm(points: np.ndarray, matrices: np.ndarray, radius: float) -
         inside = (newton > low) & (newton < high)
         nu = np.where(inside, newton, 0.5 * (low + high))
     high = np.where(np.sqrt(np.sum((weighted / (values + nu[:, None])) ** 2, axis=1)) <= radius, nu, high)
-    projected = np.einsum("mij,mj->mi", vectors, weighted / (values + high[:, None]))
+    projected = fixed_order.matvec(vectors, weighted / (values + high[:, None]))
     result[outside] = project_ball(projected, radius)  # guards the last rounding error only
     return result
 
@@ -121,10 +122,10 @@ class _Protocol:
                 f"<array of shape {array.shape}>",
                 f"shape (runs, d) = ({self.runs}, {self.dimension})",
             )
-        if np.any(np.linalg.norm(array, axis=1) > self.gradient_bound * (1.0 + GRADIENT_SLACK)):
+        if np.any(fixed_order.norm(array) > self.gradient_bound * (1.0 + GRADIENT_SLACK)):
             raise InvalidParameter(
                 "gradient",
-                f"<array with norm up to {np.linalg.norm(array, axis=1).max():.6g}>",
+                f"<array with norm up to {fixed_order.norm(array).max():.6g}>",
                 f"every row with Euclidean norm <= gradient_bound = {self.gradient_bound:g} (clip first)",
             )
         return array
@@ -237,7 +238,7 @@ class Maler(_Protocol):
             "x_ons": np.zeros((r, extra, d)),
             "x_strong": np.zeros((r, extra, d)),
             "ons_matrix": np.broadcast_to(p0, (r, extra, d, d)).copy(),
-            "ons_inverse": np.broadcast_to(np.linalg.inv(p0), (r, extra, d, d)).copy(),
+            "ons_inverse": np.broadcast_to(np.diag(1.0 / np.diag(p0)), (r, extra, d, d)).copy(),
             "log_w_ons": np.full((r, extra), -np.inf),
             "log_w_strong": np.full((r, extra), -np.inf),
         }
@@ -268,7 +269,7 @@ class Maler(_Protocol):
         self.x_ons[rows] = 0.0
         self.x_strong[rows] = 0.0
         self.ons_matrix[rows] = p0
-        self.ons_inverse[rows] = np.linalg.inv(p0)
+        self.ons_inverse[rows] = np.diag(1.0 / np.diag(p0))  # P₀ is diagonal
         self.log_w_ons[rows] = log_prior[rows]
         self.log_w_strong[rows] = log_prior[rows]
 
@@ -296,7 +297,7 @@ class Maler(_Protocol):
         )
         mix = np.exp(logs - _logsumexp(logs, axis=1)[:, None])
         points = np.concatenate([self.x_convex[:, None, :], self.x_ons, self.x_strong], axis=1)
-        return np.einsum("re,red->rd", mix, points)
+        return fixed_order.matvec(np.swapaxes(points, -1, -2), mix)
 
     def update(self, gradient: np.ndarray, rows: np.ndarray | None = None) -> None:
         """One round of Maler for the masked rows, with ``gradient`` = g_t at ``predict()``."""
@@ -313,10 +314,10 @@ class Maler(_Protocol):
         eta = self.rates[None, :]
         eta_c = self.convex_rate
         # surrogate losses at each expert's own point (eqs. 4-6)
-        u_c = np.einsum("rd,rd->r", g, theta - self.x_convex)
-        u_l = np.einsum("rd,red->re", g, theta[:, None, :] - self.x_ons)
+        u_c = fixed_order.dot(g, theta - self.x_convex)
+        u_l = fixed_order.dot(g[:, None, :], theta[:, None, :] - self.x_ons)
         diff_s = theta[:, None, :] - self.x_strong
-        u_s = np.einsum("rd,red->re", g, diff_s)
+        u_s = fixed_order.dot(g[:, None, :], diff_s)
         loss_c = -eta_c * u_c + (eta_c * G * D) ** 2
         loss_l = -eta * u_l + (eta * u_l) ** 2
         loss_s = -eta * u_s + eta**2 * G**2 * np.sum(diff_s**2, axis=2)
@@ -329,14 +330,14 @@ class Maler(_Protocol):
         # exp-concave experts: ONS on ℓ_t, ∇ℓ = η g + 2η²⟨g, x − θ⟩ g = η(1 − 2η u) g
         grad_l = (eta * (1.0 - 2.0 * eta * u_l))[:, :, None] * g[:, None, :]
         matrix = self.ons_matrix + grad_l[:, :, :, None] * grad_l[:, :, None, :]
-        inv_g = np.einsum("reij,rej->rei", self.ons_inverse, grad_l)
+        inv_g = fixed_order.matvec(self.ons_inverse, grad_l)
         inverse = (
             self.ons_inverse
             - inv_g[:, :, :, None]
             * inv_g[:, :, None, :]
-            / (1.0 + np.einsum("rei,rei->re", grad_l, inv_g))[:, :, None, None]
+            / (1.0 + fixed_order.dot(grad_l, inv_g))[:, :, None, None]
         )  # Sherman-Morrison
-        unprojected = self.x_ons - np.einsum("reij,rej->rei", inverse, grad_l) / self.beta
+        unprojected = self.x_ons - fixed_order.matvec(inverse, grad_l) / self.beta
         r, e, d = unprojected.shape
         x_l = project_ball_norm(
             unprojected.reshape(r * e, d), matrix.reshape(r * e, d, d), self.radius
