@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
@@ -56,6 +57,9 @@ class Feature:
     Learned features are floored to a grid of ``resolution`` (a billionth of their spread on the
     selection half), so that a threshold never splits an atom of the ideal output distribution by the
     rounding noise of the feature's own arithmetic (which can differ between the two inputs).
+    Distances, projections and contrasts are summed over the coordinates in index order
+    (:mod:`dpcert._fixed_order`, no BLAS), so a feature, and whether a draw lies in the set, are the same
+    bits on every CPU and BLAS kernel.
     """
 
     name: str
@@ -89,14 +93,14 @@ class Feature:
         if self.name == "distance":
             center = np.asarray(self.center, float)
             difference = values - (center if values.ndim > 1 else center[0])
-            return difference**2 if values.ndim == 1 else np.einsum("ij,ij->i", difference, difference)
+            return difference**2 if values.ndim == 1 else fixed_order.dot(difference, difference)
         if self.name == "projection":
-            return values @ np.asarray(self.weights, float)
+            return fixed_order.dot(values, np.asarray(self.weights, float))
         if self.name == "l1-contrast":
             contrast = np.abs(values - np.asarray(self.center, float)) - np.abs(
                 values - np.asarray(self.reference, float)
             )
-            return contrast @ np.asarray(self.weights, float)
+            return fixed_order.dot(contrast, np.asarray(self.weights, float))
         raise InvalidParameter("feature", self.name, "value, distance, projection, l1-contrast or score")
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.special import betaincinv
 
+from dpcert import _fixed_order as fixed_order
 from dpcert.audits.rejection_set import Feature, RejectionSet, Score, unique_rows
 from dpcert.errors import InvalidParameter
 
@@ -230,19 +231,33 @@ def _continuous_features(selection_a: np.ndarray, selection_b: np.ndarray) -> li
     return [f if f.name == "value" else _with_resolution(f, pooled) for f in features]
 
 
+def _covariance(values: np.ndarray) -> np.ndarray:
+    """``np.cov(values, rowvar=False)`` for draws (n, d), n >= 2, without BLAS: entry (i, j) is numpy's
+    ``add.reduce`` of the products of the centred columns i and j (the same on every CPU), times
+    ``1/(n − 1)``; O(n·d) memory, one reduction per row of the upper triangle."""
+    columns = np.ascontiguousarray((values - values.mean(axis=0)).T)
+    size = columns.shape[0]
+    covariance = np.empty((size, size))
+    for i in range(size):
+        covariance[i, i:] = np.add.reduce(columns[i] * columns[i:], axis=1)
+        covariance[i:, i] = covariance[i, i:]
+    return covariance * (1.0 / (values.shape[0] - 1))
+
+
 def _fitted_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[Feature]:
     values_a = selection_a.astype(float, copy=False)
     values_b = selection_b.astype(float, copy=False)
     pooled = np.concatenate([values_a, values_b])
     if values_a.ndim == 1:
         return [Feature("value"), Feature("distance", center=(float(np.median(pooled)),))]
-    # Fisher's linear discriminant: w = Σ⁻¹ (μ_b − μ_a) with a small ridge for stability.
-    covariance = 0.5 * (np.cov(values_a, rowvar=False) + np.cov(values_b, rowvar=False))
-    covariance = np.atleast_2d(covariance)
+    # Fisher's linear discriminant: w = Σ⁻¹ (μ_b − μ_a) with a small ridge for stability, in fixed order
+    # (no BLAS or LAPACK: the weights, hence the thresholds, are the same on every CPU).
+    covariance = 0.5 * (_covariance(values_a) + _covariance(values_b))
     ridge = 1e-9 * max(float(np.trace(covariance)), 1e-300) / covariance.shape[0]
-    weights = np.linalg.solve(
-        covariance + ridge * np.eye(covariance.shape[0]), values_b.mean(0) - values_a.mean(0)
-    )
+    difference = values_b.mean(0) - values_a.mean(0)
+    # Σ + ridge·I is symmetric positive definite (a Gram matrix plus a positive multiple of I)
+    system = covariance + ridge * np.eye(covariance.shape[0])
+    weights = fixed_order.solve_spd(system, difference[:, None])[:, 0]
     # Laplace-noise log-likelihood ratio around the two coordinate-wise medians, each coordinate
     # weighted by 1/b with b the mean absolute deviation (the Laplace maximum-likelihood scale).
     median_a, median_b = np.median(values_a, axis=0), np.median(values_b, axis=0)
