@@ -1,0 +1,112 @@
+"""Same numbers under every OpenBLAS kernel: robust elimination, the LDP linear bandit and the audits.
+
+Seeded runs of robust elimination (client model M1 under local privacy, and without privacy), of the
+LDP linear bandit (online gradient descent or Maler as the learner, and the combiner), a rejection set
+chosen on correlated vector outputs (Fisher's discriminant) and an audit with a neighbour search run in
+three interpreters, with ``OPENBLAS_CORETYPE`` unset, Haswell and Sandybridge (OpenBLAS picks its
+kernel when it loads).  Every value that reaches a decision or a result there comes from
+:mod:`dpcert._fixed_order` or elementwise numpy, never from BLAS or LAPACK, so the hashes must agree
+bit for bit.  (Before these engines and audits were fixed-order, robust elimination, the rejection
+set and the audit differed between the kernels on this file's seeds.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+KERNELS = (None, "Haswell", "Sandybridge")
+
+_SCRIPT = r"""
+import hashlib, json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from blas_kernel_probe import openblas_core
+from dpcert.audits import VectorSearch, audit
+from dpcert.audits.reference_mechanisms import gaussian_noise
+from dpcert.audits.selection import select_rejection_set
+from dpcert.bandits import registry
+from dpcert.bandits.registry import RunConfig
+
+def digest(value):
+    return hashlib.sha256(value).hexdigest()[:24]
+
+def text(value):
+    return json.dumps(value, sort_keys=True, default=repr).encode()
+
+def timeless(value):  # a record without its wall-clock times
+    if isinstance(value, dict):
+        return {k: timeless(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, (list, tuple)):
+        return [timeless(v) for v in value]
+    return value
+
+out = {"core": openblas_core()}
+cases = [  # label, algorithm, privacy, epsilon, delta, horizon, runs, options
+    ("robust-elimination/M1", "robust-elimination", "local", 1.0, None, 3000, 3, {"model": "M1"}),
+    ("robust-elimination/none", "robust-elimination", "none", None, None, 3000, 3, {}),
+    ("ldp-linear", "ldp-linear", "local", 1.0, 0.1, 400, 2, {}),
+    ("ldp-linear/maler", "ldp-linear", "local", 1.0, 0.1, 200, 2, {"learner": "maler"}),
+    ("ldp-linear-combiner", "ldp-linear-combiner", "local", 1.0, 0.1, 400, 2, {}),
+]
+for label, name, privacy, epsilon, delta, horizon, runs, options in cases:
+    config = RunConfig(name, privacy, epsilon, delta, horizon=horizon, runs=runs, seed=7, options=options)
+    regret = registry.algorithm(name).run(config).cumulative_regret
+    out[label] = digest(np.ascontiguousarray(regret, dtype=np.float64).tobytes())
+# the rejection set chosen on correlated vector outputs: Fisher's discriminant (covariance and solve)
+def draws(rng, shift):  # elementwise only, so the inputs are the same bits under every kernel
+    x = rng.standard_normal((20_000, 5)) * np.array([1.0, 0.3, 2.5, 0.7, 1.6])
+    x[:, 1] += 0.9 * x[:, 0]
+    x[:, 3] -= 0.7 * x[:, 2]
+    return x + shift
+rng = np.random.default_rng(11)
+draws_a, draws_b = draws(rng, 0.0), draws(rng, np.array([0.3, -0.2, 0.2, 0.1, -0.3]))
+selection = select_rejection_set(draws_a, draws_b, (20_000, 20_000), 0.0, 0.95)
+out["selection"] = digest(text([selection.rejection_set.to_dict(), selection.numerator, selection.projected]))
+# a neighbour search on a vector Gaussian mechanism: the pair, the set (a projection), its counts, the bound
+report = audit(gaussian_noise(1.0), epsilon=1.0, samples=40_000, seed=3, search=VectorSearch(4, 1.0))
+out["audit-search"] = digest(text(timeless(report.to_dict())))
+print(json.dumps(out))
+"""
+
+
+def _environment(kernel: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    if kernel is not None:
+        env["OPENBLAS_CORETYPE"] = kernel
+    return env
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
+def test_robust_ldp_linear_and_audit_results_are_identical_under_three_blas_kernels():
+    processes = {
+        kernel: subprocess.Popen(
+            [sys.executable, "-c", _SCRIPT, str(TESTS)],
+            env=_environment(kernel),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for kernel in KERNELS
+    }
+    results = {}
+    for kernel, process in processes.items():
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-2000:]
+        results[kernel] = json.loads(stdout.strip().splitlines()[-1])
+    cores = [results[kernel].pop("core") for kernel in KERNELS]
+    if None in cores or len(set(cores)) < 2:
+        pytest.skip(f"numpy's BLAS does not switch OpenBLAS kernels here (cores {cores})")
+    assert cores[1:] == ["Haswell", "Sandybridge"]  # the environment variable took effect
+    reference = results[None]
+    assert len(reference) == 7
+    for kernel in KERNELS[1:]:
+        differing = sorted(key for key in reference if results[kernel][key] != reference[key])
+        assert not differing, f"results differ under OPENBLAS_CORETYPE={kernel}: {differing}"
