@@ -110,3 +110,17 @@ def test_one_matrix_and_a_batch_give_the_same_bits():
         one_values, one_vectors = fo.symmetric_eigh(sym[i])
         assert one_values.tobytes() == values[i].tobytes()
         assert one_vectors.tobytes() == vectors[i].tobytes()
+
+
+def test_convolution_and_long_sums_match_numpy_within_their_error_bounds():
+    rng = np.random.default_rng(5)
+    a, b = rng.random(37), rng.random(1000)
+    # non-negative terms: every entry within γ_m relative of the exact one, m = 37 terms
+    np.testing.assert_allclose(fo.convolve(a, b), np.convolve(a, b), rtol=2 * 37 * U, atol=0)
+    np.testing.assert_array_equal(fo.convolve(b, a), fo.convolve(a, b))
+    assert fo.convolve(np.ones(0), b).size == 0
+    x, y = rng.standard_normal(100_003), rng.standard_normal(100_003)
+    exact = float(sum(Fraction(u) * Fraction(v) for u, v in zip(x[:2000], y[:2000], strict=True)))
+    bound = 2000 * U * float(np.abs(x[:2000] * y[:2000]).sum())
+    assert abs(fo.sum_of_products(x[:2000], y[:2000]) - exact) <= bound
+    assert fo.sum_of_products(x, y) == float(np.sum(x * y))

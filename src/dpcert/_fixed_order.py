@@ -43,6 +43,23 @@ def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(total)
 
 
+def sum_of_products(a: np.ndarray, b: np.ndarray) -> float:
+    """``Σ_j a_j b_j`` for long 1-D vectors: the rounded products summed by numpy's pairwise summation,
+    whose order depends only on the length (not on the CPU or the BLAS kernel, unlike ``np.dot``)."""
+    return float(np.add.reduce(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
+
+
+def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The full discrete convolution of two 1-D vectors (as ``np.convolve``), each output entry summed
+    over the shorter vector's entries in increasing order."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    short, long = (a, b) if a.size <= b.size else (b, a)
+    out = np.zeros(a.size + b.size - 1) if a.size and b.size else np.zeros(0)
+    for j in range(short.size):
+        out[j : j + long.size] += short[j] * long
+    return out
+
+
 def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """``matrix @ vector`` for (..., n, k) and (..., k): :func:`dot` of every row with the vector."""
     return dot(matrix, np.asarray(vector, dtype=np.float64)[..., None, :])

@@ -70,6 +70,7 @@ import scipy.fft
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 
+from dpcert import _fixed_order as fixed_order
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up_until_valid, smallest_valid
 
 MASS_RELATIVE_ALLOWANCE = 2.0**-44
@@ -195,8 +196,8 @@ def _tilt(pmf: LossPmf, lam: float) -> tuple[_Tilted, np.ndarray]:
     log_norm = float(logsumexp(log_weights))
     weights = np.exp(log_weights - log_norm)
     total = float(np.sum(weights))
-    mean = float(np.dot(weights, losses)) / total
-    variance = float(np.dot(weights, (losses - mean) ** 2)) / total
+    mean = fixed_order.sum_of_products(weights, losses) / total
+    variance = fixed_order.sum_of_products(weights, (losses - mean) ** 2) / total
     return _Tilted(log_norm, mean, variance), weights
 
 
@@ -247,9 +248,9 @@ class ComposedLossBound:
         first = np.add.reduceat(weights * self._coarse_losses, self._coarse_starts) / sums
         second = np.add.reduceat(weights * self._coarse_losses**2, self._coarse_starts) / sums
         counts = self._coarse_counts
-        log_norm = float(np.dot(counts, np.log(sums) + peaks))
-        mean = float(np.dot(counts, first))
-        variance = float(np.dot(counts, np.maximum(second - first**2, 0.0)))
+        log_norm = fixed_order.sum_of_products(counts, np.log(sums) + peaks)
+        mean = fixed_order.sum_of_products(counts, first)
+        variance = fixed_order.sum_of_products(counts, np.maximum(second - first**2, 0.0))
         self._cumulants[lam] = (log_norm, mean, variance)
         return log_norm, mean, variance
 
@@ -415,7 +416,7 @@ class ComposedLossBound:
                 accumulator, accumulated = weights, log_part
                 continue
             shorter = min(accumulator.size, weights.size)
-            accumulator = np.convolve(accumulator, weights)
+            accumulator = fixed_order.convolve(accumulator, weights)
             accumulated += log_part - math.log1p(-_gamma(shorter + 1))
         if accumulator is not None:
             vectors.append((accumulator, 1, accumulated))
