@@ -3,11 +3,8 @@ each under another OpenBLAS kernel (``OPENBLAS_CORETYPE``)."""
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import hashlib
 import json
-import os
 
 import numpy as np
 
@@ -16,20 +13,7 @@ from dpcert.bandits.algorithms.linucb import ALGORITHMS, LocalGaussian, TreeGaus
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.figures.linucb import figure_runs
-
-
-def openblas_core() -> str | None:
-    """The kernel OpenBLAS chose in this process (None when numpy's BLAS is not a known OpenBLAS)."""
-    folder = os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs")
-    for path in glob.glob(os.path.join(folder, "libscipy_openblas*")):
-        library = ctypes.CDLL(path)
-        names = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename")
-        for name in names:
-            function = getattr(library, name, None)
-            if function is not None:
-                function.restype = ctypes.c_char_p
-                return function().decode()
-    return None
+from dpcert.provenance import openblas_core
 
 
 def digest(array: np.ndarray) -> str:
