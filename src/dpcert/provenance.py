@@ -8,7 +8,8 @@ One record (a JSON object) states
   ``{"python": "..."}``, the Python call with its arguments;
 * ``seeds``: ``{"seed": S, "streams": {...}}``, the seed and how every random stream is derived from it;
 * ``environment``: Python, numpy, scipy, dp_accounting and numba versions (``None`` when absent), the
-  platform, the machine and the BLAS (library name and version, and the CPU kernel OpenBLAS chose);
+  platform, the machine, the processor and the BLAS (library name and version, the CPU kernel OpenBLAS
+  chose and the ``OPENBLAS_CORETYPE`` environment variable that can force it);
 * ``timing``: when it started (UTC) and the wall-clock seconds it took.
 
 Two records of the same run differ only in ``environment`` and ``timing``.  JSON outputs hold the record
@@ -85,7 +86,8 @@ def openblas_core() -> str | None:
 
 
 def blas() -> dict[str, Any]:
-    """numpy's BLAS: ``name`` and ``version`` (``numpy.show_config``) and the OpenBLAS ``core``."""
+    """numpy's BLAS: ``name`` and ``version`` (``numpy.show_config``), the OpenBLAS ``core`` and the
+    ``OPENBLAS_CORETYPE`` environment variable (``None`` when unset)."""
     info: dict[str, Any] = {"name": None, "version": None}
     try:
         build = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
@@ -93,6 +95,7 @@ def blas() -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - an older numpy or another layout: the library stays unknown
         pass
     info["core"] = openblas_core()
+    info["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE")
     return info
 
 
@@ -104,16 +107,33 @@ def version(distribution: str) -> str | None:
         return None
 
 
+def processor() -> str | None:
+    """``platform.processor()``, or where it is empty (Linux) the ``model name`` of ``/proc/cpuinfo``."""
+    named = platform.processor()
+    if named:
+        return named
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip() or None
+    except OSError:
+        pass
+    return None
+
+
 @lru_cache(maxsize=1)
 def _environment() -> str:
     environment: dict[str, Any] = {"python": platform.python_version()}
     environment.update({name: version(dist) for name, dist in _PACKAGES.items()})
-    environment.update({"platform": platform.platform(), "machine": platform.machine(), "blas": blas()})
+    environment.update({"platform": platform.platform(), "machine": platform.machine()})
+    environment.update({"processor": processor(), "blas": blas()})
     return json.dumps(environment)
 
 
 def environment() -> dict[str, Any]:
-    """Versions of Python, numpy, scipy, dp_accounting, numba; the platform, machine and BLAS."""
+    """Versions of Python, numpy, scipy, dp_accounting, numba; the platform, machine, processor and BLAS."""
     return json.loads(_environment())
 
 
