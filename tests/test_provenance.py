@@ -11,6 +11,7 @@ import pytest
 import dpcert
 from dpcert import provenance
 from dpcert.bandits import registry
+from dpcert.bandits.figures import dpdpe, linucb
 from dpcert.cli import main
 
 VERSION = importlib.metadata.version("dpcert")
@@ -96,20 +97,83 @@ def test_reproduction_writes_the_record_into_json_markdown_and_npz(capsys, tmp_p
     record = printed[provenance.KEY]
     check_record(record, provenance.REPRODUCTION, 4)
     assert record["command"] == {"argv": ["dpcert", *argv]}
-    found = {
-        provenance.REPRODUCTION: provenance.read_json(tmp_path / "seed003_e1.json"),
-        provenance.REPRODUCTION_TABLE: provenance.read_markdown((tmp_path / "seed003_e1.md").read_text()),
-        provenance.REPRODUCTION_CLAIMS: provenance.read_markdown(
-            (tmp_path / "seed003_e1_claims.md").read_text()
-        ),
-        provenance.REPRODUCTION_CURVES: provenance.read_npz(tmp_path / "seed003_e1_curves.npz"),
-    }
-    for format, written in found.items():
-        check_record(written, format, 4)
-        assert provenance.stable(written) == {**provenance.stable(record), "format": format}
-    assert (tmp_path / "seed003_e1.md").read_text().rstrip().endswith("-->")
+    check_written(tmp_path, "seed003_e1", record)
     again = run_cli(capsys, record["command"]["argv"][1:])
     assert untimed(again["rows"]) == untimed(printed["rows"])
+
+
+def check_written(out, stem, record):
+    """``STEM.json``, ``STEM.md``, ``STEM_claims.md`` and ``STEM_curves.npz`` under ``out`` carry
+    ``record`` (a reproduction's JSON record), each with its own format tag."""
+    found = {
+        provenance.REPRODUCTION: provenance.read_json(out / f"{stem}.json"),
+        provenance.REPRODUCTION_TABLE: provenance.read_markdown((out / f"{stem}.md").read_text()),
+        provenance.REPRODUCTION_CLAIMS: provenance.read_markdown((out / f"{stem}_claims.md").read_text()),
+        provenance.REPRODUCTION_CURVES: provenance.read_npz(out / f"{stem}_curves.npz"),
+    }
+    for format, written in found.items():
+        check_record(written, format, record["seeds"]["seed"])
+        assert provenance.stable(written) == {**provenance.stable(record), "format": format}
+    for markdown in (f"{stem}.md", f"{stem}_claims.md"):
+        assert (out / markdown).read_text().rstrip().endswith("-->")
+
+
+def small_dpdpe(monkeypatch):
+    monkeypatch.setattr(dpdpe, "HORIZON", 300)
+    monkeypatch.setattr(dpdpe, "SETTING", {"dimension": 2, "arms": 5, "heterogeneity": 0.1, "alpha": 0.8})
+
+
+WRITERS = {  # one quick reproduction per writer module: its options, then the stem of its files
+    "seed001-shuffle-mab": (["--option", "horizon=500", "--option", "epsilons=[1]"], "seed001_shuffle_mab"),
+    "seed004-radius-study": (
+        ["--option", "horizon=160", "--option", "epsilons=[1]", "--option", "multipliers=[1]",
+         "--option", "paper_noise_epsilon=null"],
+        "seed004_radius_study",
+    ),
+    "dpdpe-fig2c": ([], "fig2c"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_every_reproduction_writer_records_json_markdown_and_npz(capsys, tmp_path, monkeypatch, name):
+    small_dpdpe(monkeypatch)
+    options, stem = WRITERS[name]
+    argv = ["reproduce", name, "--runs", "2", "--seed", "6", *options, "--out", str(tmp_path), "--json"]
+    record = run_cli(capsys, argv)[provenance.KEY]
+    check_record(record, provenance.REPRODUCTION, 6)
+    assert record["command"] == {"argv": ["dpcert", *argv]}
+    check_written(tmp_path, stem, record)
+    if name == "dpdpe-fig2c":  # its runs are also saved as bandit-run JSON and NPZ
+        for run in ("fig2c-dpe", "fig2c-fixedu"):
+            check_record(provenance.read_json(tmp_path / f"{run}.json"), provenance.BANDIT_RUN, 6)
+            check_record(provenance.read_npz(tmp_path / f"{run}.npz"), provenance.BANDIT_CURVES, 6)
+        api = registry.reproduction(name).run(2, str(tmp_path / "api"), 6)  # a string as the directory
+        call = api[provenance.KEY]["command"]["python"]
+        assert call.startswith("dpcert.bandits.registry.reproduction('dpdpe-fig2c').run(2, ")
+        again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
+        saved = json.loads((tmp_path / "fig2c.json").read_text())
+        assert again["table"] == api["table"] == saved["table"]
+
+
+def final_regrets(summary):
+    """Every run's final regret of every algorithm, calibration and panel of a LinUCB reproduction."""
+    return [
+        {(name, calibration): row["final_regret"] for name, rows in panel["algorithms"].items()
+         for calibration, row in rows.items()}
+        for panel in summary["panels"]
+    ]  # fmt: skip
+
+
+def test_linucb_panels_record_a_python_call_that_runs_again(tmp_path):
+    panels = linucb.FigurePanels((1.0,), (2,), horizon=200, arms=5)
+    first = linucb.reproduce_panels("cz2022-figure1", panels, 2, tmp_path / "a", 0)
+    record = first[provenance.KEY]
+    check_record(record, provenance.REPRODUCTION, 0)
+    check_written(tmp_path / "a", "cz2022-figure1", record)
+    call = record["command"]["python"]
+    assert "dpcert.bandits.figures.linucb.FigurePanels(epsilons=(1.0,)" in call
+    again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
+    assert final_regrets(again) == final_regrets(first)
 
 
 def test_python_call_is_recorded_and_runs_again(tmp_path):

@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -149,10 +149,21 @@ def command_line(argv: Sequence[str]) -> Iterator[None]:
 
 
 def python_call(function: str, *args: Any, **kwargs: Any) -> str:
-    """``function(arg, ..., key=value, ...)`` with every value as its ``repr`` (paths as strings)."""
-    shown = [repr(str(v) if isinstance(v, Path) else v) for v in args]
-    shown += [f"{k}={str(v) if isinstance(v, Path) else v!r}" for k, v in kwargs.items()]
+    """``function(arg, ..., key=value, ...)`` with every value as its ``repr``, paths as strings and
+    dataclass instances as calls of their class by its full name (``dpcert.module.Class(field=...)``), so
+    the text runs again given the top-level package."""
+    shown = [_shown(value) for value in args] + [f"{key}={_shown(value)}" for key, value in kwargs.items()]
     return f"{function}({', '.join(shown)})"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Path):
+        return repr(str(value))
+    if is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        given = ", ".join(f"{f.name}={_shown(getattr(value, f.name))}" for f in fields(value) if f.init)
+        return f"{kind.__module__}.{kind.__qualname__}({given})"
+    return repr(value)
 
 
 def command(call: str | None) -> dict[str, Any]:

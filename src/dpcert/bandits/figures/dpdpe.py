@@ -153,10 +153,11 @@ def _verify_all(curves: dict[str, Any]) -> bool:
     return True
 
 
-def reproduce_fig2b(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
+def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[str, Any]:
     """Fig. 2(b): regret over time at target ε = 10, δ = 0.25: DPE, CDP/LDP/SDP-DPE, both calibrations."""
     name = "dpdpe-fig2b"
     runs = runs or RUNS
+    out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
     dpe = _run("none", "tight", runs, seed, figure=name, label="DPE (non-private)")
@@ -278,10 +279,11 @@ def _fig2b_claims(
     return rows
 
 
-def reproduce_fig2a(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
+def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[str, Any]:
     """Fig. 2(a): final regret at T against target ε ∈ {0.5, 1, 2, 5, 10} (δ = 0.25), both calibrations."""
     name = "dpdpe-fig2a"
     runs = runs or RUNS
+    out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
     table: dict[str, dict[str, dict[str, float]]] = {}
@@ -426,7 +428,7 @@ def _plot_fig2a(table: dict[str, dict[str, dict[str, float]]], path: Path) -> st
     return str(path)
 
 
-def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any]:
+def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[str, Any]:
     """Fig. 2(c): DPE against DPE-FixedU with U matched to DPE's mean communication cost.
 
     U is the integer whose mean C(T) over the same runs (same seeds) is closest to DPE's, found by
@@ -435,6 +437,7 @@ def reproduce_fig2c(runs: int | None, out: Path, seed: int = 0) -> dict[str, Any
     """
     name = "dpdpe-fig2c"
     runs = runs or RUNS
+    out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
     dpe = _run("none", "tight", runs, seed, figure=name, label="DPE")

@@ -375,7 +375,7 @@ def reproduce_panels(
     name: str,
     panels: FigurePanels,
     runs: int,
-    out: Path | None,
+    out: Path | str | None,
     seed: int,
     map_tasks: Callable[..., Iterable[dict[str, BanditRun]]] = map,
 ) -> dict[str, Any]:
@@ -426,6 +426,7 @@ def reproduce_panels(
     summary["command"] = command
     summary["claims"] = claims_table(summary, command)
     if out is not None:
+        out = Path(out)  # a string too, as the recorded Python call passes it
         title = (
             f"{FIGURES[name][0].split(':')[0] if name in FIGURES else name} — "
             f"T = {panels.horizon}, K = {panels.arms}, δ = {panels.delta:g}"
