@@ -19,7 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from dpcert.audits.selection import _covariance, _fitted_features
 
 TESTS = Path(__file__).parent
 KERNELS = (None, "Haswell", "Sandybridge")
@@ -110,3 +113,20 @@ def test_robust_ldp_linear_and_audit_results_are_identical_under_three_blas_kern
     for kernel in KERNELS[1:]:
         differing = sorted(key for key in reference if results[kernel][key] != reference[key])
         assert not differing, f"results differ under OPENBLAS_CORETYPE={kernel}: {differing}"
+
+
+def test_fixed_order_covariance_and_discriminant_agree_with_numpy_to_rounding():
+    rng = np.random.default_rng(5)
+    for size, dimension in ((2, 1), (7, 3), (5000, 6)):
+        values = rng.standard_normal((size, dimension)) * rng.uniform(0.1, 10.0, dimension) + 3.0
+        covariance = _covariance(values)
+        np.testing.assert_array_equal(covariance, covariance.T)
+        expected = np.atleast_2d(np.cov(values, rowvar=False))
+        np.testing.assert_allclose(covariance, expected, rtol=1e-12, atol=1e-14 * np.abs(expected).max())
+    values_a = rng.standard_normal((4000, 4))
+    values_b = rng.standard_normal((4000, 4)) * 1.5 + 0.2
+    weights = np.asarray(_fitted_features(values_a, values_b)[0].weights)
+    covariance = 0.5 * (np.cov(values_a, rowvar=False) + np.cov(values_b, rowvar=False))
+    ridge = 1e-9 * np.trace(covariance) / 4
+    expected = np.linalg.solve(covariance + ridge * np.eye(4), values_b.mean(0) - values_a.mean(0))
+    np.testing.assert_allclose(weights, expected, rtol=1e-10)
