@@ -22,8 +22,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcert.audits.selection import _covariance, _fitted_features
-
 TESTS = Path(__file__).parent
 KERNELS = (None, "Haswell", "Sandybridge")
 
@@ -116,6 +114,8 @@ def test_robust_ldp_linear_and_audit_results_are_identical_under_three_blas_kern
 
 
 def test_fixed_order_covariance_and_discriminant_agree_with_numpy_to_rounding():
+    from dpcert.audits.selection import _covariance, _fitted_features  # private helpers
+
     rng = np.random.default_rng(5)
     for size, dimension in ((2, 1), (7, 3), (5000, 6)):
         values = rng.standard_normal((size, dimension)) * rng.uniform(0.1, 10.0, dimension) + 3.0
