@@ -1,7 +1,7 @@
-"""Same numbers under every OpenBLAS kernel: robust elimination, the LDP linear bandit and the audits.
+"""Same numbers under every OpenBLAS kernel: engine variants and the audits.
 
-Seeded runs of robust elimination (client model M1 under local privacy, and without privacy), of the
-LDP linear bandit (online gradient descent or Maler as the learner, and the combiner), a rejection set
+Seeded runs of robust elimination in client model M2 and of the LDP linear bandit with Maler as the
+learner (the default runs of every family are in tests/test_kernels_other_engines.py), a rejection set
 chosen on correlated vector outputs (Fisher's discriminant) and an audit with a neighbour search run in
 three interpreters, with ``OPENBLAS_CORETYPE`` unset, Haswell and Sandybridge (OpenBLAS picks its
 kernel when it loads).  Every value that reaches a decision or a result there comes from
@@ -51,11 +51,9 @@ def timeless(value):  # a record without its wall-clock times
 
 out = {"core": openblas_core()}
 cases = [  # label, algorithm, privacy, epsilon, delta, horizon, runs, options
-    ("robust-elimination/M1", "robust-elimination", "local", 1.0, None, 3000, 3, {"model": "M1"}),
-    ("robust-elimination/none", "robust-elimination", "none", None, None, 3000, 3, {}),
-    ("ldp-linear", "ldp-linear", "local", 1.0, 0.1, 400, 2, {}),
+    # the families' default runs are in test_kernels_other_engines.py; here the variants they do not run
+    ("robust-elimination/M2", "robust-elimination", "local", 1.0, None, 3000, 3, {"model": "M2"}),
     ("ldp-linear/maler", "ldp-linear", "local", 1.0, 0.1, 200, 2, {"learner": "maler"}),
-    ("ldp-linear-combiner", "ldp-linear-combiner", "local", 1.0, 0.1, 400, 2, {}),
 ]
 for label, name, privacy, epsilon, delta, horizon, runs, options in cases:
     config = RunConfig(name, privacy, epsilon, delta, horizon=horizon, runs=runs, seed=7, options=options)
@@ -107,7 +105,7 @@ def test_robust_ldp_linear_and_audit_results_are_identical_under_three_blas_kern
         pytest.skip(f"numpy's BLAS does not switch OpenBLAS kernels here (cores {cores})")
     assert cores[1:] == ["Haswell", "Sandybridge"]  # the environment variable took effect
     reference = results[None]
-    assert len(reference) == 7
+    assert len(reference) == 4  # two runs, the selection and the audit
     for kernel in KERNELS[1:]:
         differing = sorted(key for key in reference if results[kernel][key] != reference[key])
         assert not differing, f"results differ under OPENBLAS_CORETYPE={kernel}: {differing}"
