@@ -4,9 +4,8 @@ bit-for-bit under other OpenBLAS kernels."""
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 import platform
-import subprocess
 import sys
 from fractions import Fraction
 
@@ -15,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from kernel_subprocess import KERNELS, environment, run_json
 
 from dpcert import _fixed_order as fo
 from dpcert.errors import InvalidParameter
@@ -76,29 +76,23 @@ def test_jacobi_eigenpairs_reconstruct_the_matrix_and_match_lapack_eigenvalues()
 
 
 _SCRIPT = """
-import hashlib, numpy as np
+import hashlib, json, numpy as np
 from dpcert import _fixed_order as fo
 rng = np.random.default_rng(3)
 a = rng.standard_normal((20, 6, 6)); s = a + np.swapaxes(a, 1, 2)
 spd = fo.matmul(a, np.swapaxes(a, 1, 2)) + np.eye(6)
 parts = [fo.matmul(a, a), fo.solve_spd(spd, a), *fo.symmetric_eigh(s), fo.weighted_gram(a[0], a[1, 0])]
-print(hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest())
+digest = hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest()
+print(json.dumps({"digest": digest, "convolution": fo.convolve(a[0, 0], a[1].ravel()).tolist()}))
 """
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
 def test_same_bits_under_three_openblas_kernels():
-    digests = set()
-    for kernel in (None, "Haswell", "Sandybridge"):
-        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-        if kernel:
-            env["OPENBLAS_CORETYPE"] = kernel
-        done = subprocess.run(
-            [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, check=True
-        )
-        digests.add(done.stdout.strip())
+    outputs = run_json([([sys.executable, "-c", _SCRIPT], environment(kernel)) for kernel in KERNELS])
+    digests = {json.dumps(output, sort_keys=True) for output in outputs}
     assert len(digests) == 1, digests
-    assert hashlib.sha256(b"").hexdigest() not in digests
+    assert hashlib.sha256(b"").hexdigest() not in digests.pop()
 
 
 def test_one_matrix_and_a_batch_give_the_same_bits():

@@ -12,18 +12,15 @@ set and the audit differed between the kernels on this file's seeds.)
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_subprocess import KERNELS, environment, run_json
 
 TESTS = Path(__file__).parent
-KERNELS = (None, "Haswell", "Sandybridge")
 
 _SCRIPT = r"""
 import hashlib, json, sys
@@ -76,30 +73,10 @@ print(json.dumps(out))
 """
 
 
-def _environment(kernel: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    if kernel is not None:
-        env["OPENBLAS_CORETYPE"] = kernel
-    return env
-
-
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
 def test_robust_ldp_linear_and_audit_results_are_identical_under_three_blas_kernels():
-    processes = {
-        kernel: subprocess.Popen(
-            [sys.executable, "-c", _SCRIPT, str(TESTS)],
-            env=_environment(kernel),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for kernel in KERNELS
-    }
-    results = {}
-    for kernel, process in processes.items():
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr[-2000:]
-        results[kernel] = json.loads(stdout.strip().splitlines()[-1])
+    outputs = run_json([([sys.executable, "-c", _SCRIPT, str(TESTS)], environment(k)) for k in KERNELS], 300)
+    results = dict(zip(KERNELS, outputs, strict=True))
     cores = [results[kernel].pop("core") for kernel in KERNELS]
     if None in cores or len(set(cores)) < 2:
         pytest.skip(f"numpy's BLAS does not switch OpenBLAS kernels here (cores {cores})")

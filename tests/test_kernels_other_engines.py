@@ -8,12 +8,11 @@ summation order depends on the kernel."""
 from __future__ import annotations
 
 import json
-import os
 import platform
-import subprocess
 import sys
 
 import pytest
+from kernel_subprocess import KERNELS, environment, run_json
 
 _CASES = [
     ("dp-dpe", "central", 1.0, 1e-5, 3000, {"dimension": 4, "arms": 10}),
@@ -43,31 +42,11 @@ print(json.dumps(out))
 """
 
 
-def _environment(kernel: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    if kernel is not None:
-        env["OPENBLAS_CORETYPE"] = kernel
-    return env
-
-
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
 def test_regret_hashes_are_the_same_under_three_openblas_kernels():
     argument = json.dumps(_CASES)
-    processes = {
-        kernel: subprocess.Popen(
-            [sys.executable, "-c", _SCRIPT, argument],
-            env=_environment(kernel),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for kernel in (None, "Haswell", "Sandybridge")
-    }
-    hashes = {}
-    for kernel, process in processes.items():
-        stdout, stderr = process.communicate(timeout=300)
-        assert process.returncode == 0, stderr
-        hashes[kernel] = json.loads(stdout.strip().splitlines()[-1])
+    outputs = run_json([([sys.executable, "-c", _SCRIPT, argument], environment(k)) for k in KERNELS], 300)
+    hashes = dict(zip(KERNELS, outputs, strict=True))
     reference = hashes[None]
     assert len(reference) == len(_CASES)
     differing = {

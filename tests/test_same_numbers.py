@@ -8,15 +8,13 @@ engines under three OpenBLAS kernels and requires identical bits; the others che
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_subprocess import KERNELS, NO_AVX512, environment, run_json
 
 from dpcert.bandits.algorithms.linucb_model import (
     UNIT_ROUNDOFF,
@@ -27,29 +25,13 @@ from dpcert.bandits.algorithms.linucb_model import (
 )
 
 PROBE = Path(__file__).with_name("blas_kernel_probe.py")
-KERNELS = (None, "Haswell", "Sandybridge")
-# numpy's own SIMD loops (exp and log among them) are chosen by CPU feature at start-up; turning the
-# AVX-512 ones off imitates an AVX2 machine for numpy as Haswell does for OpenBLAS
-NO_AVX512 = "AVX512F AVX512CD AVX512VL AVX512BW AVX512DQ AVX512VNNI AVX512_SKX AVX512_CLX AVX512_ICL X86_V4"
-
-
-def _probe(kernel: str | None, numpy_features: str | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
-    if kernel is not None:
-        env["OPENBLAS_CORETYPE"] = kernel
-    if numpy_features is not None:
-        env["NPY_DISABLE_CPU_FEATURES"] = numpy_features
-    done = subprocess.run(
-        [sys.executable, str(PROBE)], env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
 def test_linucb_results_are_identical_under_three_blas_kernels_and_both_engines():
     # and once more with numpy's AVX-512 loops turned off
-    results = [_probe(kernel) for kernel in KERNELS] + [_probe("Haswell", NO_AVX512)]
+    settings = [environment(kernel) for kernel in KERNELS] + [environment("Haswell", NO_AVX512)]
+    results = run_json([([sys.executable, str(PROBE)], env) for env in settings])
     cores = [r["core"] for r in results]
     if None in cores or len(set(cores)) < 2:
         pytest.skip(f"numpy's BLAS does not switch OpenBLAS kernels here (cores {cores})")
