@@ -118,3 +118,12 @@ def test_convolution_and_long_sums_match_numpy_within_their_error_bounds():
     bound = 2000 * U * float(np.abs(x[:2000] * y[:2000]).sum())
     assert abs(fo.sum_of_products(x[:2000], y[:2000]) - exact) <= bound
     assert fo.sum_of_products(x, y) == float(np.sum(x * y))
+
+
+def test_batched_convolution_equals_each_row_convolved_alone():
+    rng = np.random.default_rng(6)
+    a, b = rng.random((4, 9)), rng.random((4, 23))
+    together = fo.convolve(a, b)
+    for row in range(4):
+        assert together[row].tobytes() == fo.convolve(a[row], b[row]).tobytes()
+    np.testing.assert_allclose(together[2], np.convolve(a[2], b[2]), rtol=2 * 9 * U, atol=0)

@@ -50,13 +50,17 @@ def sum_of_products(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The full discrete convolution of two 1-D vectors (as ``np.convolve``), each output entry summed
-    over the shorter vector's entries in increasing order."""
+    """The full discrete convolution over the last axis (as ``np.convolve`` for 1-D vectors; leading axes
+    broadcast), each output entry summed over the shorter factor's entries in increasing order."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    short, long = (a, b) if a.size <= b.size else (b, a)
-    out = np.zeros(a.size + b.size - 1) if a.size and b.size else np.zeros(0)
-    for j in range(short.size):
-        out[j : j + long.size] += short[j] * long
+    short, long = (a, b) if a.shape[-1] <= b.shape[-1] else (b, a)
+    lead = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    if not (a.shape[-1] and b.shape[-1]):
+        return np.zeros(lead + (0,))
+    out = np.zeros(lead + (a.shape[-1] + b.shape[-1] - 1,))
+    width = long.shape[-1]
+    for j in range(short.shape[-1]):
+        out[..., j : j + width] += short[..., j, None] * long
     return out
 
 

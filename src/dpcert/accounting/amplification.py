@@ -82,6 +82,7 @@ import numpy as np
 from scipy import special
 from scipy.optimize import brentq
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
 from dpcert.accounting.binomial_accounting import binomial_window, log_binomial_pmf
@@ -341,21 +342,24 @@ def _binary_rr_others(epsilon0: float, users: int) -> tuple[np.ndarray, np.ndarr
     holding_one = np.arange(users)
     ones = _binomial_pmf_rows(holding_one, 1.0 - flip, users)  # Bin(m, 1 - f)
     zeros = _binomial_pmf_rows(users - 1 - holding_one, flip, users)  # Bin(n - 1 - m, f)
-    laws = []
+    windows: list[list[np.ndarray]] = [[], []]
     dropped = np.zeros(users)
     for m in range(users):
-        kept = []
-        for row in (ones[m], zeros[m]):
+        for side, row in enumerate((ones[m], zeros[m])):
             large = np.flatnonzero(row >= _NEGLIGIBLE_PMF)
-            window = row[large[0] : large[-1] + 1]
-            kept.append(window)
+            windows[side].append(row[large[0] : large[-1] + 1])
             dropped[m] += row[: large[0]].sum() + row[large[-1] + 1 :].sum()  # the entries left out
-        laws.append(np.convolve(kept[0], kept[1]))
     dropped *= 1.0 + 1e-6  # summation rounding of the left-out entries
-    width = max(len(law) for law in laws)
-    rows = np.zeros((users, width + 1))
-    for m, law in enumerate(laws):
-        rows[m, : len(law)] = law
+    # every m's two windows, zero padded, convolved at once in fixed order (the zeros add nothing)
+    padded = []
+    for side in windows:
+        block = np.zeros((users, max(w.size for w in side)))
+        for m, window in enumerate(side):
+            block[m, : window.size] = window
+        padded.append(block)
+    laws = fixed_order.convolve(padded[0], padded[1])
+    rows = np.zeros((users, laws.shape[1] + 1))
+    rows[:, : laws.shape[1]] = laws
     rows.setflags(write=False)
     dropped.setflags(write=False)
     return rows, dropped, flip
