@@ -30,6 +30,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -65,7 +66,8 @@ _PACKAGES = {"numpy": "numpy", "scipy": "scipy", "dp_accounting": "dp-accounting
 _CORENAME_SYMBOLS = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename")
 _MARKDOWN = re.compile(r"<!-- dpcert provenance: (\{.*?\}) -->")
 
-_argv: list[str] | None = None
+_ARGV: ContextVar[tuple[str, ...] | None] = ContextVar("dpcert_command_line", default=None)
+"""The command line of the CLI call being run (set by :func:`command_line`, scoped to its block)."""
 
 
 def openblas_core() -> str | None:
@@ -140,12 +142,11 @@ def environment() -> dict[str, Any]:
 @contextmanager
 def command_line(argv: Sequence[str]) -> Iterator[None]:
     """Within this block, records name the command line ``argv`` (``["dpcert", ...]``) as their command."""
-    global _argv
-    previous, _argv = _argv, [str(word) for word in argv]
+    token = _ARGV.set(tuple(str(word) for word in argv))
     try:
         yield
     finally:
-        _argv = previous
+        _ARGV.reset(token)
 
 
 def python_call(function: str, *args: Any, **kwargs: Any) -> str:
@@ -168,8 +169,9 @@ def _shown(value: Any) -> str:
 
 def command(call: str | None) -> dict[str, Any]:
     """``{"argv": [...]}`` inside :func:`command_line`, else ``{"python": call}``."""
-    if _argv is not None:
-        return {"argv": list(_argv)}
+    argv = _ARGV.get()
+    if argv is not None:
+        return {"argv": list(argv)}
     return {"python": call}
 
 
