@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
 
@@ -35,13 +36,8 @@ def half_sphere_features(rng: np.random.Generator, shape: tuple[int, ...], dimen
 
 
 def _inner(features: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """``⟨θ_r, x⟩`` for features (runs, ..., d) and θ (runs, d): one rounded product and one rounded sum per
-    coordinate, coordinates in order."""
-    theta = theta.reshape((theta.shape[0],) + (1,) * (features.ndim - 2) + (theta.shape[1],))
-    total = np.zeros(features.shape[:-1])
-    for j in range(features.shape[-1]):
-        total += features[..., j] * theta[..., j]
-    return total
+    """``⟨θ_r, x⟩`` for features (runs, ..., d) and θ (runs, d), coordinates summed in order."""
+    return fixed_order.dot(features, theta.reshape((theta.shape[0],) + (1,) * (features.ndim - 2) + (-1,)))
 
 
 @dataclass(frozen=True)
