@@ -17,9 +17,10 @@ from hypothesis.extra.numpy import arrays
 from kernel_subprocess import KERNELS, environment, run_json
 
 from dpcert import _fixed_order as fo
+from dpcert._numerics import UNIT_ROUNDOFF
 from dpcert.errors import InvalidParameter
 
-U = 2.0**-53
+U = UNIT_ROUNDOFF
 
 
 @settings(max_examples=60, deadline=None)
@@ -78,6 +79,7 @@ def test_jacobi_eigenpairs_reconstruct_the_matrix_and_match_lapack_eigenvalues()
 _SCRIPT = """
 import hashlib, json, numpy as np
 from dpcert import _fixed_order as fo
+from dpcert._numerics import UNIT_ROUNDOFF
 rng = np.random.default_rng(3)
 a = rng.standard_normal((20, 6, 6)); s = a + np.swapaxes(a, 1, 2)
 spd = fo.matmul(a, np.swapaxes(a, 1, 2)) + np.eye(6)

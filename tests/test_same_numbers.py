@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from kernel_subprocess import KERNELS, NO_AVX512, environment, run_json
 
+from dpcert._numerics import UNIT_ROUNDOFF
 from dpcert.bandits.algorithms.linucb_model import (
-    UNIT_ROUNDOFF,
     choose_arms,
     fixed_order_scores,
     score_error_bound,

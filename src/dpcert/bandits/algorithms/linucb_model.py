@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcert import _fixed_order as fixed_order
-
-UNIT_ROUNDOFF = 2.0**-53
+from dpcert._numerics import UNIT_ROUNDOFF
 
 
 def fixed_order_scores(
