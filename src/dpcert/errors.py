@@ -52,6 +52,12 @@ class BudgetExceeded(DPCertError):
     """A charge would take at least one user beyond their privacy budget; nothing was recorded."""
 
 
+class LedgerStorageError(DPCertError):
+    """A ledger's storage failed: a file that cannot be written (disk full, I/O error, read-only), or a
+    database server that cannot be reached or refuses the role a privilege.  The message says whether
+    anything was recorded."""
+
+
 class UnknownUser(DPCertError, KeyError):
     """A ledger query named a user that has never been charged."""
 

@@ -58,6 +58,7 @@ from dpcert.errors import (
     CertificateFormatError,
     DPCertError,
     InvalidParameter,
+    LedgerStorageError,
     UnknownUser,
 )
 
@@ -135,10 +136,6 @@ def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> l
         previous = sha256(previous + entry + user_record(user)).digest()
         append(previous)
     return result
-
-
-class LedgerStorageError(DPCertError):
-    """The ledger file could not be written (disk full, I/O error, read-only file); nothing was recorded."""
 
 
 # --------------------------------------------------------------------------- values

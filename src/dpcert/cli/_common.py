@@ -2,7 +2,7 @@
 
 Exit status (CLI.md): 0 success / "consistent"; 1 a verdict of "violated" or a refused charge; 2 bad
 input or usage, one line on stderr naming the parameter and what is allowed, checked before any work;
-3 an internal error, one line on stderr (the traceback only with ``--debug``).
+3 an internal or storage error, one line on stderr (the traceback only with ``--debug``).
 
 This module imports nothing heavier than the standard library so that ``dpcert --help`` and
 ``dpcert --version`` start quickly; command modules import numpy/scipy inside their handlers.
@@ -340,17 +340,21 @@ def _one_line(text: str) -> str:
 def run_command(args: argparse.Namespace) -> int:
     """Run the handler; map errors to exit codes with one line on stderr.
 
-    ``BudgetExceeded`` (a refused charge) exits 1; any other dpcert error (bad input, a certificate
-    that does not verify, an unmet precondition) exits 2; anything else is an internal error (3),
-    whose traceback is printed only with ``--debug``.
+    ``BudgetExceeded`` (a refused charge) exits 1; a ledger's storage error (a server out of reach, a
+    missing privilege, a full disk) exits 3 with one line; any other dpcert error (bad input, a
+    certificate that does not verify, an unmet precondition) exits 2; anything else is an internal
+    error (3), whose traceback is printed only with ``--debug``.
     """
-    from dpcert.errors import BudgetExceeded, DPCertError
+    from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
 
     try:
         return int(args.handler(args))
     except BudgetExceeded as exc:
         sys.stderr.write(f"dpcert: refused: {_one_line(exc)}\n")
         return EXIT_VIOLATED
+    except LedgerStorageError as exc:
+        sys.stderr.write(f"dpcert: error: {_one_line(exc)}\n")
+        return EXIT_INTERNAL
     except DPCertError as exc:
         sys.stderr.write(f"dpcert: error: {_one_line(exc)}\n")
         return EXIT_BAD_INPUT
