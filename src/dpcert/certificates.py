@@ -25,6 +25,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from dpcert import _json
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
@@ -43,6 +44,9 @@ _DOCUMENT_KEYS = frozenset(
         "signature",
     }
 )
+_GUARANTEE_KEYS = frozenset({"epsilon", "delta"})
+SAMPLER_LABEL = "sampler"
+INTEGER_EXACT = "integer-exact"
 
 
 @dataclass(frozen=True)
@@ -117,19 +121,38 @@ _KIND_CHECKS: dict[str, Callable[[Any], bool]] = {
 
 @dataclass(frozen=True)
 class ParameterSpec:
-    """The JSON type of one certificate parameter and whether it must be present.
+    """The JSON type of one certificate parameter, whether it must be present and its allowed values.
 
     ``kind`` is one of ``"number"`` (int or float, not bool), ``"integer"`` (an int, or a float with an
-    integral value), ``"string"``, ``"boolean"``, ``"list"`` or ``"object"``.  Ranges are checked by the
-    profile itself when it is built.
+    integral value), ``"string"``, ``"boolean"``, ``"list"`` or ``"object"``.  ``choices`` lists the only
+    values a *label* parameter may take (e.g. ``"sampler"``: ``("float",)`` for a profile of
+    continuous noise, which only a floating-point sampler draws); a certificate with another value is
+    refused naming the label.  Other ranges are checked by the profile itself when it is built.
     """
 
     kind: str
     required: bool = True
+    choices: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _KIND_CHECKS:
             raise InvalidParameter("kind", self.kind, "one of " + ", ".join(_KIND_CHECKS))
+        if self.choices is not None:
+            if isinstance(self.choices, (str, bytes)) or not isinstance(self.choices, Iterable):
+                raise InvalidParameter("choices", self.choices, f"a tuple of {self.kind} values")
+            choices = tuple(self.choices)
+            if not choices or not all(_KIND_CHECKS[self.kind](c) for c in choices):
+                raise InvalidParameter("choices", self.choices, f"a non-empty tuple of {self.kind} values")
+            object.__setattr__(self, "choices", choices)
+
+    def allows(self, value: Any) -> bool:
+        """True if ``value`` has this parameter's type and is one of its ``choices`` (if any)."""
+        if not _KIND_CHECKS[self.kind](value):
+            return False
+        if self.choices is None:
+            return True
+        # ``in`` alone would let True stand for 1 and 1.0 for 1: compare types as well
+        return any(type(value) is type(c) and value == c for c in self.choices)
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,11 @@ class ProfileRegistration:
     parameters: Mapping[str, ParameterSpec]
     trust_models: frozenset[TrustModel]
     neighbourings: frozenset[Neighbouring]
+
+    @property
+    def origin(self) -> str:
+        """``module.qualname`` of the registered factory: who registered the profile."""
+        return _origin(self.factory)
 
     def check(
         self,
@@ -164,6 +192,12 @@ class ProfileRegistration:
                 raise CertificateFormatError(
                     f"{mechanism} certificate parameter {key!r} must be of type {spec.kind}, "
                     f"got {parameters[key]!r}"
+                )
+            if not spec.allows(parameters[key]):
+                assert spec.choices is not None
+                raise CertificateFormatError(
+                    f"{mechanism} certificate label {key!r} is {parameters[key]!r}, which its profile "
+                    f"cannot support: allowed {', '.join(repr(c) for c in spec.choices)}"
                 )
         if trust_model not in self.trust_models:
             raise CertificateFormatError(
@@ -201,14 +235,27 @@ _BUILTIN_PROFILE_MODULES: dict[str, str] = {
 }
 
 
+def _origin(factory: Any) -> str:
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"
+
+
 def register_profile(
     mechanism: str,
     *,
     parameters: Mapping[str, ParameterSpec],
     trust_models: Iterable[TrustModel] = ALL_TRUST_MODELS,
     neighbourings: Iterable[Neighbouring] = EVENT_LEVEL,
+    force: bool = False,
 ) -> Callable[[ProfileFactory], ProfileFactory]:
     """Class/function decorator registering the privacy profile of a mechanism name.
+
+    A name is registered once: registering another factory under a registered name (a built-in one
+    included) raises :class:`~dpcert.errors.InvalidParameter` naming the mechanism, unless
+    ``force=True``, since every certificate of that name would from then on be verified by the new
+    profile.  The same factory registered again (same ``__module__`` and ``__qualname__``, e.g. when its
+    module is re-imported with :func:`importlib.reload`) replaces the old registration silently.  A
+    built-in name's module is imported first, so that a replacement is compared with the built-in
+    profile and a later import of that module does not meet a foreign registration.
 
     Parameters
     ----------
@@ -221,14 +268,37 @@ def register_profile(
         The labels the parameters can support.  A profile may also define
         ``check_labels(trust_model, neighbouring)`` for rules that depend on its parameters (e.g. a
         composition cannot claim a stronger trust model than its weakest component).
+    force
+        Replace a registration of ``mechanism`` by another factory (Opacus's
+        ``register_accountant(force=...)`` convention).
     """
+    if not isinstance(mechanism, str) or not mechanism:
+        raise InvalidParameter("mechanism", mechanism, "a non-empty string")
+    if not isinstance(force, bool):
+        raise InvalidParameter("force", force, "True or False")
     registration_parameters = MappingProxyType(dict(parameters))
+    for key, spec in registration_parameters.items():
+        if not isinstance(spec, ParameterSpec):
+            raise InvalidParameter(f"parameters[{key!r}]", spec, "a dpcert.certificates.ParameterSpec")
     allowed_trust = frozenset(TrustModel(t) for t in trust_models)
     allowed_relations = frozenset(Neighbouring(n) for n in neighbourings)
     if not allowed_trust or not allowed_relations:
         raise InvalidParameter("trust_models/neighbourings", mechanism, "at least one label each")
 
     def decorate(factory: ProfileFactory) -> ProfileFactory:
+        origin = _origin(factory)
+        builtin_module = _BUILTIN_PROFILE_MODULES.get(mechanism)
+        if builtin_module is not None and getattr(factory, "__module__", None) != builtin_module:
+            importlib.import_module(builtin_module)
+        registered = _PROFILES.get(mechanism)
+        if registered is not None and registered.origin != origin and not force:
+            raise InvalidParameter(
+                "mechanism",
+                mechanism,
+                f"a name not registered yet: {mechanism!r} is the profile of {registered.origin}; "
+                "pass force=True to replace it (every certificate of that name would then be verified "
+                f"by {origin})",
+            )
         _PROFILES[mechanism] = ProfileRegistration(
             factory, registration_parameters, allowed_trust, allowed_relations
         )
@@ -363,6 +433,27 @@ class Certificate:
     def delta(self) -> float:
         return self.guarantee.delta
 
+    @property
+    def sampler(self) -> str | None:
+        """The noise sampler the profile itself vouches for: ``"float"``, ``"integer-exact"`` or ``None``.
+
+        Decided by the registration, never by the certificate's own ``"sampler"`` label: a profile whose
+        registration admits a single sampler value (``"float"`` for the continuous Gaussian and Laplace
+        profiles, ``"integer-exact"`` for the discrete Gaussian ones) determines it, and a certificate
+        labelled otherwise is refused.  Where the registration admits several values (the discrete
+        Laplace profile is the same whichever sampler drew the noise) or none, the profile cannot tell
+        and this is ``None``: a floating-point warning should then be given.
+        """
+        spec = registration_for(self.mechanism).parameters.get(SAMPLER_LABEL)
+        if spec is None or spec.choices is None or len(spec.choices) != 1:
+            return None
+        return str(spec.choices[0])
+
+    @property
+    def integer_exact(self) -> bool:
+        """True only if the profile implies the integer-exact sampler (see :attr:`sampler`)."""
+        return self.sampler == INTEGER_EXACT
+
     def delta_for(self, epsilon: float) -> float:
         """Smallest δ for which the mechanism is (ε, δ)-DP, from its parameters (safe-side bound)."""
         return self.profile.delta_for(check.nonnegative_finite("epsilon", epsilon))
@@ -495,10 +586,25 @@ class Certificate:
         try:
             if data.get("format", FORMAT) != FORMAT:
                 raise CertificateFormatError(f"unsupported certificate format {data.get('format')!r}")
-            guarantee = Guarantee(float(data["guarantee"]["epsilon"]), float(data["guarantee"]["delta"]))
             if set(data) - _DOCUMENT_KEYS:
                 unknown = sorted(set(data) - _DOCUMENT_KEYS)[0]
                 raise CertificateFormatError(f"certificate has unknown member {unknown!r}")
+            if not isinstance(data["guarantee"], Mapping):
+                raise CertificateFormatError("certificate member 'guarantee' must be an object")
+            if set(data["guarantee"]) != _GUARANTEE_KEYS:
+                odd = sorted(set(data["guarantee"]) ^ _GUARANTEE_KEYS)[0]
+                raise CertificateFormatError(
+                    f"certificate member 'guarantee' has {'unknown' if odd in data['guarantee'] else 'no'} "
+                    f"key {odd!r}: it holds exactly 'epsilon' and 'delta'"
+                )
+            guarantee = Guarantee(data["guarantee"]["epsilon"], data["guarantee"]["delta"])
+            if not isinstance(data.get("basis", ""), str):
+                raise CertificateFormatError("certificate member 'basis' must be a string")
+            notes = data.get("notes", [])
+            if not isinstance(notes, (list, tuple)) or not all(isinstance(n, str) for n in notes):
+                raise CertificateFormatError("certificate member 'notes' must be a list of strings")
+            if not isinstance(data.get("parameters", {}), Mapping):
+                raise CertificateFormatError("certificate member 'parameters' must be an object")
             certificate = cls(
                 mechanism=data["mechanism"],
                 guarantee=guarantee,
@@ -506,7 +612,7 @@ class Certificate:
                 neighbouring=data["neighbouring"],
                 parameters=data.get("parameters", {}),
                 basis=data.get("basis", ""),
-                notes=tuple(data.get("notes", ())),
+                notes=tuple(notes),
             )
         except CertificateFormatError:
             raise
@@ -520,12 +626,12 @@ class Certificate:
     def from_json(cls, text: str, *, verify: bool = True, public_key: Any | None = None) -> Certificate:
         """Parse a certificate; by default re-verify it (a tampered claim raises).
 
-        With ``public_key``, also require a valid Ed25519 signature by that key (see :meth:`from_dict`).
+        A duplicate key at any depth, ``NaN`` or ``Infinity`` is refused
+        (:class:`~dpcert._json.JSONFormatError`, a :class:`CertificateFormatError`, naming the key and
+        where it is) before anything else, the signature included.  With ``public_key``, also require a
+        valid Ed25519 signature by that key (see :meth:`from_dict`).
         """
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise CertificateFormatError(f"certificate is not valid JSON: {exc}") from exc
+        data = _json.loads(text, what="certificate")
         if not isinstance(data, dict):
             raise CertificateFormatError("certificate JSON must be an object")
         return cls.from_dict(data, verify=verify, public_key=public_key)

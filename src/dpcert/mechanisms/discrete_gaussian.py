@@ -154,7 +154,7 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
         "sigma": ParameterSpec("number"),
         "sensitivity": ParameterSpec("integer", required=False),
         "compositions": ParameterSpec("integer", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("integer-exact",)),
         "granularity": ParameterSpec("number", required=False),
     },
     trust_models=ALL_TRUST_MODELS,

@@ -89,7 +89,7 @@ def grid_l2_sensitivity(sensitivity: float, coordinates: int, grid: Grid, fine_b
         "l2_sensitivity": ParameterSpec("number"),
         "coordinates": ParameterSpec("integer"),
         "compositions": ParameterSpec("integer", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("integer-exact",)),
         "granularity": ParameterSpec("number", required=False),
     },
     trust_models=ALL_TRUST_MODELS,

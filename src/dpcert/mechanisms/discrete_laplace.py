@@ -46,7 +46,7 @@ DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exac
     parameters={
         "noise_parameter": ParameterSpec("number"),
         "sensitivity": ParameterSpec("integer", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("integer-exact", "float")),
         "granularity": ParameterSpec("number", required=False),
     },
     trust_models=ALL_TRUST_MODELS,

@@ -106,7 +106,7 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
         "sensitivity": ParameterSpec("number", required=False),
         "compositions": ParameterSpec("integer", required=False),
         "participations": ParameterSpec("integer", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("float",)),
     },
     trust_models=ALL_TRUST_MODELS,
     neighbourings=ALL_RELATIONS,

@@ -39,7 +39,7 @@ LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
     parameters={
         "scale": ParameterSpec("number"),
         "sensitivity": ParameterSpec("number", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("float",)),
     },
     trust_models=ALL_TRUST_MODELS,
     neighbourings=EVENT_LEVEL,

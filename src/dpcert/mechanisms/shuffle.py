@@ -163,7 +163,7 @@ class PAmpProfile(_LocallyCheckedAmplification):
         "l2_sensitivity": ParameterSpec("number"),
         "coordinates": ParameterSpec("integer"),
         "granularity": ParameterSpec("number", required=False),
-        "sampler": ParameterSpec("string", required=False),
+        "sampler": ParameterSpec("string", required=False, choices=("integer-exact",)),
     },
     trust_models=SHUFFLE_OR_CENTRAL,
     neighbourings=EVENT_LEVEL,
