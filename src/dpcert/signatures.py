@@ -12,6 +12,11 @@ and the signature (64 bytes, base64), so the signer's name is covered too (Ed255
 2012; RFC 8032).  Verification requires the *expected* public key from the caller: a key embedded in
 the document only says who claims to have signed.
 
+A signature covers parsed content, so the text must parse the same way for every reader: a document
+with a duplicate key at any depth (``"sigma": 0.5, "sigma": 3.73``: Python keeps the last copy, other
+parsers the first) is refused by :func:`load_document` before its signature is looked at, as are
+``NaN`` and ``Infinity`` (:mod:`dpcert._json`).
+
 Needs the ``cryptography`` package (``pip install "dpcert[signing]"``).
 """
 
@@ -25,10 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpcert import _json
 from dpcert.errors import DPCertError, InvalidParameter
 
 ALGORITHM = "ed25519"
 SIGNATURE_MEMBER = "signature"
+SIGNATURE_KEYS = frozenset({"algorithm", "signer", "public_key", "value"})
 
 
 class SignatureInvalid(DPCertError):
@@ -164,6 +171,12 @@ def read_signature(document: Mapping[str, Any], public_key: Any | None = None) -
         return None
     if not isinstance(member, Mapping) or member.get("algorithm") != ALGORITHM:
         raise SignatureInvalid(f"unsupported or malformed signature (expected algorithm {ALGORITHM!r})")
+    if set(member) - SIGNATURE_KEYS:
+        unknown = sorted(set(member) - SIGNATURE_KEYS)[0]
+        raise SignatureInvalid(
+            f"malformed signature member: unknown key {unknown!r} "
+            f"(allowed {', '.join(sorted(SIGNATURE_KEYS))})"
+        )
     try:
         claimed_key = base64.b64decode(str(member["public_key"]), validate=True)
         value = base64.b64decode(str(member["value"]), validate=True)
@@ -188,3 +201,19 @@ def read_signature(document: Mapping[str, Any], public_key: Any | None = None) -
             "the signature does not match the document: it was altered after signing"
         ) from None
     return SignatureInfo(signer, info.public_key, verified=True)
+
+
+def load_document(
+    text: str | bytes, public_key: Any | None = None, *, what: str = "signed document"
+) -> tuple[dict[str, Any], SignatureInfo | None]:
+    """Parse a (signed) JSON document strictly, then read its signature as :func:`read_signature` does.
+
+    A duplicate key at any depth, ``NaN`` or ``Infinity`` raises :class:`~dpcert._json.JSONFormatError`
+    naming the key and where it is, before the signature is checked: the signed bytes are the
+    canonical form of the parsed document, which is only meaningful if every reader parses it alike.
+    ``what`` names the document in error messages.
+    """
+    document = _json.loads(text, what=what)
+    if not isinstance(document, dict):
+        raise _json.JSONFormatError(f"{what} must be a JSON object")
+    return document, read_signature(document, public_key)

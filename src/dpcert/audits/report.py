@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpcert import _json
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts, epsilon_ceiling
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.certificates import Guarantee
@@ -153,11 +154,12 @@ class AuditReport:
 
     @classmethod
     def from_json(cls, text: str, *, recheck: bool = True) -> AuditReport:
-        """Parse a saved report; by default re-derive its bound and verdict from the counts."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise CertificateFormatError(f"audit report is not valid JSON: {exc}") from exc
+        """Parse a saved report; by default re-derive its bound and verdict from the counts.
+
+        A duplicate key at any depth, ``NaN`` or ``Infinity`` is refused naming the key and where it is
+        (:class:`~dpcert._json.JSONFormatError`, a :class:`CertificateFormatError`).
+        """
+        data = _json.loads(text, what="audit report")
         if not isinstance(data, dict):
             raise CertificateFormatError("audit report JSON must be an object")
         return cls.from_dict(data, recheck=recheck)

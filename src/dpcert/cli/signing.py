@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dpcert import _json
 from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit
 from dpcert.errors import CertificateMismatch, InvalidParameter
 
@@ -38,10 +39,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise InvalidParameter("path", str(path), "a readable JSON file") from exc
     except UnicodeDecodeError as exc:
         raise InvalidParameter("path", str(path), "a UTF-8 JSON file") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidParameter("path", str(path), f"a JSON document ({exc})") from exc
+    data = _json.loads(text, what=str(path))  # duplicate keys, NaN and Infinity refused (exit 2)
     if not isinstance(data, dict):
         raise InvalidParameter("path", str(path), "a JSON object (a certificate or an audit report)")
     return data
@@ -82,6 +80,7 @@ def _sign(args: argparse.Namespace) -> int:
     signed = signatures.sign_document(document, key, signer=args.signer)
     out.write_text(json.dumps(signed, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     info = signatures.read_signature(signed)
+    assert info is not None  # just signed
     emit(
         args,
         {"signed": str(out), "signer": args.signer, "fingerprint": info.fingerprint},
@@ -121,6 +120,7 @@ def _verify(args: argparse.Namespace) -> int:
         sys.stderr.write(f"dpcert: forged or altered: {exc}\n")
         return EXIT_VIOLATED
     info = signatures.read_signature(document, public_key)
+    assert info is not None  # a key was given: an unsigned document raised above
     emit(
         args,
         {
