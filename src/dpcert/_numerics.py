@@ -18,13 +18,15 @@ def smallest_valid(
     *,
     xtol_relative: float = 1e-12,
     grow: bool = True,
+    first_step: float = 1e-15,
 ) -> float:
     """Smallest ``x`` in ``[low, inf)`` with ``excess(x) <= 0`` for a non-increasing ``excess``.
 
     The root of the continuous, non-increasing function ``excess`` is bracketed (``high`` is doubled
     until ``excess(high) <= 0`` when ``grow`` is true), located with Brent's method, then nudged
     upward until ``excess(x) <= 0`` holds *as evaluated*: the returned point is always valid, never
-    an optimistic approximation.
+    an optimistic approximation.  ``first_step`` is the first relative step of that nudge: a search
+    with a loose ``xtol_relative`` nudges at its own scale instead of from 1e-15 upward.
 
     Returns ``low`` if ``excess(low) <= 0`` and ``math.inf`` if no valid point is found.
     """
@@ -46,12 +48,16 @@ def smallest_valid(
         rtol=8.9e-16,
         maxiter=500,
     )
-    return nudge_up_until_valid(is_decreasing_excess, root, high)
+    return nudge_up_until_valid(is_decreasing_excess, root, high, step=first_step)
 
 
-def nudge_up_until_valid(excess: Callable[[float], float], x: float, ceiling: float) -> float:
-    """Increase ``x`` by relative steps of growing size until ``excess(x) <= 0``; ``ceiling`` is valid."""
-    step = 1e-15
+def nudge_up_until_valid(
+    excess: Callable[[float], float], x: float, ceiling: float, step: float = 1e-15
+) -> float:
+    """Increase ``x`` by relative steps of growing size until ``excess(x) <= 0``; ``ceiling`` is valid.
+
+    The first relative step is ``step``; each next one is four times larger.
+    """
     while excess(x) > 0.0:
         x = min(ceiling, x * (1.0 + step) + 1e-300)
         if x >= ceiling:

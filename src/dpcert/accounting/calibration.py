@@ -52,19 +52,38 @@ class LaplaceCalibration:
         return LaplaceMechanism(self.scale, self.certificate)
 
 
-def least_noise(delta_of_noise: Callable[[float], float], target_delta: float, initial: float) -> float:
+def least_noise(
+    delta_of_noise: Callable[[float], float],
+    target_delta: float,
+    initial: float,
+    *,
+    ratio: float = 2.0,
+    relative_tolerance: float | None = None,
+) -> float:
     """Least noise level ``s`` with ``delta_of_noise(s) <= target_delta`` (δ non-increasing in ``s``).
 
-    ``initial`` is any positive starting guess; the bracket grows or shrinks from it.
+    ``initial`` is any positive starting guess; the bracket shrinks from it by the factor ``ratio``
+    (> 1) until invalid, then spans ``[low, ratio * low]`` (grown by doubling if needed): a guess
+    known to lie within a few per cent of the answer saves evaluations with a ratio near 1.
+    ``relative_tolerance`` (default: about 1e-12) stops the search once the least valid level is
+    located within that relative distance; the returned level is valid as evaluated either way.
     """
     low = initial
     for _ in range(200):  # shrink until invalid so that the least valid point is bracketed
         if delta_of_noise(low) > target_delta:
             break
-        low /= 2.0
+        low /= ratio
     else:
         return low
-    return smallest_valid(lambda s: delta_of_noise(s) - target_delta, low, 2.0 * low)
+
+    def excess(s: float) -> float:
+        return delta_of_noise(s) - target_delta
+
+    if relative_tolerance is None:
+        return smallest_valid(excess, low, ratio * low)
+    return smallest_valid(
+        excess, low, ratio * low, xtol_relative=relative_tolerance, first_step=relative_tolerance
+    )
 
 
 def analytic_gaussian_sigma(

@@ -1,4 +1,4 @@
-"""``dpcert calibrate gaussian|laplace|discrete-gaussian`` and ``dpcert account gaussian|laplace``.
+"""``dpcert calibrate gaussian|laplace|discrete-gaussian|dp-sgd``, ``dpcert account gaussian|laplace|dp-sgd``.
 
 ``--secure`` calibrates the integer-exact mechanism on a grid (:mod:`dpcert.mechanisms.secure_noise`);
 without it the certificate is backed by a floating-point sampler and a one-line warning is printed on
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from dpcert.cli._common import (
     EXIT_OK,
@@ -19,11 +20,13 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     integer,
+    number,
     plot_certificate,
     positive,
 )
 
 GAUSSIAN_METHODS = LazyChoices("dpcert.accounting.calibration", "GAUSSIAN_METHODS")
+SAMPLINGS = LazyChoices("dpcert.accounting.dp_sgd", "SAMPLINGS")
 
 
 def register(groups: CommandGroups) -> None:
@@ -58,12 +61,36 @@ def register(groups: CommandGroups) -> None:
     )
 
     parser = groups.add(
+        "calibrate",
+        "dp-sgd",
+        "least DP-SGD noise multiplier for (epsilon, delta) over a training schedule",
+        _calibrate_dp_sgd,
+    )
+    parser.add_argument("--epsilon", type=positive, required=True)
+    parser.add_argument("--delta", type=delta_value, required=True)
+    _add_dp_sgd_schedule(parser)
+
+    parser = groups.add(
         "account", "gaussian", "epsilon of a (k-fold) Gaussian mechanism at delta", _account_gaussian
     )
     parser.add_argument("--sigma", type=positive, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument("--compositions", type=integer, default=1)
+
+    parser = groups.add(
+        "account",
+        "dp-sgd",
+        "epsilon at delta (or delta at epsilon) of a DP-SGD run with a given noise multiplier",
+        _account_dp_sgd,
+    )
+    parser.add_argument(
+        "--noise-multiplier", type=positive, required=True, help="z: noise sd = z * sensitivity"
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--delta", type=delta_value, help="report the least epsilon at this delta")
+    target.add_argument("--epsilon", type=number, help="report the least delta at this epsilon")
+    _add_dp_sgd_schedule(parser)
 
     parser = groups.add("account", "laplace", "epsilon of a Laplace mechanism", _account_laplace)
     parser.add_argument("--scale", type=positive, required=True)
@@ -74,6 +101,125 @@ def register(groups: CommandGroups) -> None:
         default=0.0,
         help="report the least epsilon at this delta (default 0: pure DP)",
     )
+
+
+def _add_dp_sgd_schedule(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sampling-probability", type=positive, default=None, metavar="Q", help="Poisson sampling rate q"
+    )
+    parser.add_argument(
+        "--batch-size", type=integer, default=None, metavar="B", help="B (with --dataset-size)"
+    )
+    parser.add_argument(
+        "--dataset-size", type=integer, default=None, metavar="N", help="N (with --batch-size)"
+    )
+    length = parser.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=integer, default=None, metavar="T")
+    length.add_argument(
+        "--epochs",
+        type=integer,
+        default=None,
+        metavar="E",
+        help="E epochs of ceil(N/B) steps (or ceil(1/q) with --sampling-probability)",
+    )
+    parser.add_argument(
+        "--sampling",
+        choices=SAMPLINGS,
+        default="poisson",
+        metavar="NAME",
+        help="%(choices)s (default %(default)s): poisson: add/remove; shuffle: B of N records drawn "
+        "without replacement at every step, replace-one (needs --batch-size and --dataset-size)",
+    )
+    parser.add_argument(
+        "--sensitivity",
+        type=positive,
+        default=1.0,
+        help="l2-sensitivity of a batch's gradient sum (default 1): clip norm C (poisson), 2C (shuffle)",
+    )
+
+
+def _schedule_options(args: argparse.Namespace) -> dict:
+    return {
+        "steps": args.steps,
+        "epochs": args.epochs,
+        "sampling_probability": args.sampling_probability,
+        "batch_size": args.batch_size,
+        "dataset_size": args.dataset_size,
+        "sampling": args.sampling,
+        "sensitivity": args.sensitivity,
+    }
+
+
+def _schedule_payload(schedule: Any) -> dict:
+    return {
+        "sampling": schedule.sampling,
+        "sampling_probability": schedule.sampling_probability,
+        "steps": schedule.steps,
+        "batch_size": schedule.batch_size,
+        "dataset_size": schedule.dataset_size,
+    }
+
+
+def _schedule_rows(schedule: Any) -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = [
+        ("sampling", schedule.sampling),
+        ("sampling probability", schedule.sampling_probability),
+        ("steps", schedule.steps),
+    ]
+    if schedule.batch_size is not None:
+        rows += [("batch size", schedule.batch_size), ("dataset size", schedule.dataset_size)]
+    return rows
+
+
+def _calibrate_dp_sgd(args: argparse.Namespace) -> int:
+    from dpcert.accounting.dp_sgd import calibrate_dp_sgd
+
+    result = calibrate_dp_sgd(epsilon=args.epsilon, delta=args.delta, **_schedule_options(args))
+    emit(
+        args,
+        {
+            "noise_multiplier": result.noise_multiplier,
+            "sigma": result.sigma,
+            **_schedule_payload(result.schedule),
+            "search": result.search.to_dict(),
+            "certificate": result.certificate.to_dict(),
+        },
+        [("noise multiplier", result.noise_multiplier), ("sigma", result.sigma)]
+        + _schedule_rows(result.schedule)
+        + [("evaluations", result.search.evaluations)]
+        + certificate_rows(result.certificate),
+    )
+    return EXIT_OK
+
+
+def _account_dp_sgd(args: argparse.Namespace) -> int:
+    from dpcert.accounting.dp_sgd import dp_sgd_certificate, dp_sgd_schedule
+
+    options = _schedule_options(args)
+    sensitivity = options.pop("sensitivity")
+    schedule = dp_sgd_schedule(**options)
+    certificate = dp_sgd_certificate(
+        args.noise_multiplier,
+        epsilon=args.epsilon,
+        delta=args.delta,
+        sensitivity=sensitivity,
+        **options,
+    )
+    emit(
+        args,
+        {
+            "epsilon": certificate.epsilon,
+            "delta": certificate.delta,
+            "noise_multiplier": args.noise_multiplier,
+            **_schedule_payload(schedule),
+            "certificate": certificate.to_dict(),
+        },
+        [("noise multiplier", args.noise_multiplier)]
+        + _schedule_rows(schedule)
+        + certificate_rows(certificate),
+    )
+    plot_certificate(args, certificate)
+    return EXIT_OK
 
 
 def _add_sampler_options(parser: argparse.ArgumentParser) -> None:
