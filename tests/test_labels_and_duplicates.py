@@ -502,3 +502,38 @@ def test_a_builtin_name_is_protected_before_its_module_is_imported():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["refused mechanism laplace", "True"]
+
+
+# --------------------------------------------------------------------------- other command-line JSON
+def test_command_line_json_inputs_refuse_duplicates_and_nan(tmp_path, capsys):
+    from dpcert.cli import main
+    from dpcert.cli.audit import parse_input
+    from dpcert.cli.bandit import parse_options
+
+    certificate = gaussian_certificate(3.0, delta=1e-6)
+    good = tmp_path / "good.json"
+    good.write_text(certificate.to_json())
+    compose = ["account", "compose", "--delta", "1e-5", "--method", "basic", "--certificate"]
+    assert main(compose + [str(good)]) == 0
+    capsys.readouterr()
+    forged = tmp_path / "forged.json"
+    forged.write_text("[" + dumps_with_duplicate(certificate.to_dict(), ("parameters",), "sigma", 30.0) + "]")
+    assert main(compose + [str(forged)]) == 2
+    err = capsys.readouterr().err
+    assert "duplicate key 'sigma' at [0].parameters.sigma" in err and err.count("\n") == 1
+
+    matrix = tmp_path / "matrix.json"
+    matrix.write_text("[[0.5, NaN], [0.5, 0.5]]")
+    shuffle = ["account", "shuffle", "--epsilon0", "1", "--users", "100", "--delta", "1e-6"]
+    assert main(shuffle + ["--randomizer", "matrix", "--matrix", str(matrix)]) == 2
+    assert "NaN at [0][1]" in capsys.readouterr().err
+
+    assert parse_options(['w={"a": 1}', "x=exact"]) == {"w": {"a": 1}, "x": "exact"}
+    for bad, named in [('w={"a": 1, "a": 2}', "duplicate key 'a'"), ("w=NaN", "NaN")]:
+        with pytest.raises(InvalidParameter, match=named):
+            parse_options([bad])
+    assert parse_input("--input", "[0, 1]").tolist() == [0.0, 1.0]
+    with pytest.raises(InvalidParameter, match="duplicate key 'x'"):
+        parse_input("--input", '{"x": 0, "x": 1}')
+    with pytest.raises(InvalidParameter, match="Infinity"):
+        parse_input("--input", "Infinity")

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _json
+
 BANDIT_RUN = "dpcert.bandit-run/1"
 """``dpcert bandit run --json`` and the JSON file ``--out`` writes."""
 BANDIT_CURVES = "dpcert.bandit-curves/1"
@@ -257,7 +259,7 @@ def markdown_footer(value: Mapping[str, Any]) -> str:
 def read_markdown(text: str) -> dict[str, Any] | None:
     """The record in a Markdown file's footer (the last one), or ``None``."""
     found = _MARKDOWN.findall(text)
-    return json.loads(found[-1]) if found else None
+    return _json.loads(found[-1], what="provenance record") if found else None
 
 
 def npz_entry(value: Mapping[str, Any]) -> np.ndarray:
@@ -268,10 +270,10 @@ def npz_entry(value: Mapping[str, Any]) -> np.ndarray:
 def read_npz(path: str | Path) -> dict[str, Any] | None:
     """The record of an NPZ file, or ``None``."""
     with np.load(path, allow_pickle=False) as data:
-        return json.loads(str(data[KEY])) if KEY in data.files else None
+        return _json.loads(str(data[KEY]), what="provenance record") if KEY in data.files else None
 
 
 def read_json(path: str | Path) -> dict[str, Any] | None:
     """The record of a JSON file, or ``None``."""
-    data = json.loads(Path(path).read_text())
+    data = _json.loads(Path(path).read_text(), what=str(path), allow_nan=True)  # results may hold NaN
     return data.get(KEY) if isinstance(data, dict) else None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from dpcert import _json
 from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
@@ -67,10 +67,7 @@ def read_certificates(path: str | Path) -> list[Any]:
         raise InvalidParameter(
             "--certificate", str(path), f"a UTF-8 JSON file (byte {exc.start} is not UTF-8)"
         ) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CertificateFormatError(f"{path}: certificate is not valid JSON: {exc}") from exc
+    data = _json.loads(text, what=f"{path}: certificate")  # duplicate keys, NaN and Infinity refused
     items = data if isinstance(data, list) else [data]
     certificates = []
     for item in items:

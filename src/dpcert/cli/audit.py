@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _json
 from dpcert.cli._common import (
     EXIT_OK,
     EXIT_VIOLATED,
@@ -153,9 +154,10 @@ def register(groups: CommandGroups) -> None:
 def parse_input(name: str, text: str) -> Any:
     """A JSON literal; lists become float arrays."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise InvalidParameter(name, text, 'a JSON literal, e.g. 0, 1.5 or "[0, 1]"') from None
+        value = _json.loads(text, what=name)
+    except _json.JSONFormatError as exc:
+        hint = str(exc) if exc.key is not None else None  # a duplicate key, NaN or Infinity
+        raise InvalidParameter(name, text, 'a JSON literal, e.g. 0, 1.5 or "[0, 1]"', hint) from None
     if isinstance(value, list):
         try:
             return np.asarray(value, dtype=float)
@@ -356,9 +358,10 @@ def _pairs(text: str) -> list:
             raise InvalidParameter("--pairs", text, "an existing .json file or a JSON list of pairs")
         text = path.read_text()
     try:
-        pairs = json.loads(text)
-    except json.JSONDecodeError:
-        raise InvalidParameter("--pairs", text, "a JSON list of [input, neighbour] pairs") from None
+        pairs = _json.loads(text, what="--pairs")
+    except _json.JSONFormatError as exc:
+        hint = str(exc) if exc.key is not None else None  # a duplicate key, NaN or Infinity
+        raise InvalidParameter("--pairs", text, "a JSON list of [input, neighbour] pairs", hint) from None
     if not isinstance(pairs, list) or not pairs or any(not isinstance(p, list) or len(p) != 2 for p in pairs):
         raise InvalidParameter("--pairs", text, "a non-empty JSON list of [input, neighbour] pairs")
     return [tuple(np.asarray(v, dtype=float) if isinstance(v, list) else v for v in pair) for pair in pairs]

@@ -7,10 +7,10 @@ themselves there, so this module knows no algorithm by name.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from dpcert import _json
 from dpcert.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -150,8 +150,10 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
         if not sep or not key:
             raise InvalidParameter("option", pair, "KEY=VALUE")
         try:
-            options[key] = json.loads(text)
-        except json.JSONDecodeError:
+            options[key] = _json.loads(text, what=f"option {key}")
+        except _json.JSONFormatError as exc:
+            if exc.key is not None:  # valid JSON but ambiguous: a duplicate key, NaN or Infinity
+                raise InvalidParameter("option", pair, "KEY=VALUE with unambiguous JSON", str(exc)) from None
             options[key] = text
     return options
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from dpcert import _json
 from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
@@ -105,13 +106,12 @@ def _add_randomizer_arguments(parser: argparse.ArgumentParser) -> None:
 def _read_matrix(path: str | None) -> object:
     if path is None:
         return None
-    import json
-
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            text = handle.read()
     except (OSError, ValueError) as error:
         raise InvalidParameter("--matrix", path, "a readable JSON file holding a list of rows") from error
+    return _json.loads(text, what=f"--matrix {path}")  # duplicate keys, NaN and Infinity refused
 
 
 def _randomizer_options(args: argparse.Namespace) -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dpcert import __version__ as dpcert_version
+from dpcert import _json
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
@@ -480,7 +481,7 @@ def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalib
     the cached parameters; anything else (missing, corrupt, tampered, other version) is a miss.
     """
     try:
-        entry = json.loads(path.read_text())
+        entry = _json.loads(path.read_text(), what=str(path))
         if entry.get("key") != key:
             return None
         parameters = BitSumParameters(**entry["parameters"])
