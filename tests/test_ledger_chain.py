@@ -1,5 +1,5 @@
 """The ledger's hash chain: every kind of tampering with the history is detected, an intact ledger
-verifies (also after a SIGKILL mid-charge), and version-2 ledgers are chained on migration."""
+verifies (also after a SIGKILL mid-charge), and version-2 ledgers are chained by an explicit migration."""
 
 from __future__ import annotations
 
@@ -159,7 +159,12 @@ def test_truncation_is_detected_with_a_known_head(tmp_path):
     source.backup(target)
     source.close()
     target.close()
-    tamper(truncated, "DELETE FROM charges WHERE run_id IS NULL")  # the last call
+    # the last call: its rows and its entry
+    tamper(
+        truncated,
+        "DELETE FROM charges WHERE run_id IS NULL",
+        "DELETE FROM entries WHERE id = (SELECT MAX(id) FROM entries)",
+    )
     with Ledger(truncated) as ledger:  # rebuild the users' state so that only the head can tell
         ledger._db.execute("DELETE FROM users WHERE user_id IN (9)")
         rows = ledger._db.execute(
@@ -228,11 +233,13 @@ def test_an_intact_ledger_verifies_after_a_sigkill_mid_charge(tmp_path):
         assert ledger.verify(head=report.head).ok
 
 
-def test_a_version_2_ledger_is_chained_when_migrated(tmp_path, capsys):
+def test_a_version_2_ledger_is_chained_when_migrated_explicitly(tmp_path, capsys):
     path = tmp_path / "ledger.db"
     make_ledger(path)
     tamper(
         path,
+        "DROP TABLE entries",
+        "DROP TABLE signatures",
         "ALTER TABLE charges DROP COLUMN prev_hash",
         "ALTER TABLE charges DROP COLUMN hash",
         "UPDATE meta SET value = '2' WHERE key = 'schema_version'",
@@ -242,8 +249,10 @@ def test_a_version_2_ledger_is_chained_when_migrated(tmp_path, capsys):
         assert not ledger.verify().ok
     assert main(["ledger", "verify", str(path)]) == 1
     assert "no hash chain" in capsys.readouterr().err
-    with Ledger(path) as ledger:
-        assert ledger.schema_version == SCHEMA_VERSION == 3
+    with pytest.raises(InvalidParameter, match="not migrated implicitly"):
+        Ledger(path)
+    with Ledger(path, migrate=True) as ledger:
+        assert ledger.schema_version == SCHEMA_VERSION == 4
         report = ledger.verify()
         assert report.ok and report.charges == 18
         ledger.charge([5], laplace_certificate(4.0))

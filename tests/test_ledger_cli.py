@@ -234,13 +234,15 @@ def test_retrying_a_committed_charge_with_its_key_records_it_once(tmp_path):
 def downgrade_to_version_1(path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE idempotency")
+        db.execute("DROP TABLE entries")
+        db.execute("DROP TABLE signatures")
         for column in ("idempotency_key", "prev_hash", "hash"):
             db.execute(f"ALTER TABLE charges DROP COLUMN {column}")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
 
 
-def test_a_version_1_ledger_is_read_unchanged_and_migrated_when_opened_for_writing(tmp_path, capsys):
+def test_a_version_1_ledger_is_read_unchanged_refused_for_writing_and_migrated_explicitly(tmp_path, capsys):
     path = tmp_path / "old.db"
     make_ledger(path)
     downgrade_to_version_1(path)
@@ -250,7 +252,10 @@ def test_a_version_1_ledger_is_read_unchanged_and_migrated_when_opened_for_writi
     assert main(["ledger", "show", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == 1
     assert digest(path) == before
-    with Ledger(path) as ledger:
+    with pytest.raises(InvalidParameter, match="ledger migrate"):
+        Ledger(path)
+    assert digest(path) == before
+    with Ledger(path, migrate=True) as ledger:
         assert ledger.schema_version == SCHEMA_VERSION
         assert ledger.spent("carol").epsilon == 0.125
         ledger.charge([1], laplace_certificate(8.0), idempotency_key="after-migration")

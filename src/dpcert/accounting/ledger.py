@@ -15,12 +15,34 @@ in a mechanism, and composes each user's participations into the privacy they ha
   charge on 10^6 users composes each distinct history once, inside the transaction; composed ε of
   ``base + m × certificate`` are remembered and probed ahead, so N charges of one certificate cost
   O(log N) compositions (:meth:`Ledger._fits_budget`);
-* every charge row is hash-chained to the one before (:func:`chain_hashes`); :meth:`Ledger.verify`
-  recomputes the chain, the certificates and each user's state from the rows;
-* an optional idempotency key makes a retried, already committed charge a no-op;
+* every charge row is hash-chained to the one before (:func:`chain_hashes`);
+* the whole state is a chained log of *entries* (table ``entries``, :func:`entry_hash`): entry 1
+  records the schema version and the operator's public key, then one entry per charge call (its
+  row count, the hash of its last row, certificate, run id, time and idempotency record) and one
+  per budget change.  :meth:`Ledger.verify` recomputes both chains and, from the entries, the
+  budgets, the idempotency records and each user's state, and compares them with the tables: a
+  budget or idempotency row no entry backs, a charge row no entry covers, or a user whose composed
+  spending exceeded the budget chained at the time is reported;
+* with ``signing_key`` (Ed25519, :mod:`dpcert.signatures`), every write transaction stores a
+  signature over (schema version, entry count, head hash) in ``signatures``.  The chain alone is
+  unkeyed SHA-256, so anyone able to write the file could rewrite and re-chain it; the signatures
+  make a rewrite without the private key detectable by ``verify(public_key=...)``, which checks
+  every stored signed head and that the last one covers the whole chain.  A ledger created with a
+  key is only written with that key (a writer without it is refused: it could not sign, and its
+  entries would be indistinguishable from an intruder's); a ledger created without one is never
+  signed later (a first signature would vouch for history nobody signed).  Before each signed
+  write the last signed head is checked, so a keyed writer never signs over entries written
+  without the key;
+* an optional idempotency key makes a retried, already committed charge a no-op; a key whose
+  record no chained entry backs is refused (:class:`LedgerIntegrityError`), not replayed;
 * ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
   files that are not dpcert ledgers; writers refuse another application's database too;
-* the schema version lives in the ``meta`` table; older ledgers are migrated when opened for writing;
+* the schema version lives in the ``meta`` table and in entry 1.  A ledger of an older schema
+  version, or one whose chained tables or hash columns are missing, is refused for writing, never
+  migrated (and re-chained) implicitly: a downgraded file would otherwise be re-chained as it
+  stands.  A genuine ledger of an earlier dpcert is migrated explicitly, once, with
+  ``Ledger(path, migrate=True, signing_key=...)`` (``dpcert ledger migrate``), which refuses files
+  that already had the chained tables;
 * storage goes through a backend object (:class:`SQLiteStore`, or
   :class:`~dpcert.accounting.ledger_postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
   ledger's SQL and the few engine-specific operations; the budget checks, compositions and the hash
@@ -33,6 +55,7 @@ a whole with :class:`~dpcert.errors.BudgetExceeded` and nothing is written.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import hashlib
@@ -42,6 +65,7 @@ import json
 import math
 import numbers
 import sqlite3
+import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -51,6 +75,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert import signatures
 from dpcert.accounting.composition import ALL_METHODS, compose_counts
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import (
@@ -62,10 +87,12 @@ from dpcert.errors import (
     UnknownUser,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 EXPORT_FORMAT = "dpcert.ledger-export/1"
 UserId = int | str
-LEDGER_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
+_LEGACY_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
+CHAINED_TABLES = frozenset({"entries", "signatures"})  # new in schema version 4
+LEDGER_TABLES = _LEGACY_TABLES | CHAINED_TABLES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,6 +110,12 @@ CREATE TABLE IF NOT EXISTS budgets (user_id PRIMARY KEY, epsilon REAL NOT NULL, 
 CREATE TABLE IF NOT EXISTS idempotency (
     key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, users INTEGER NOT NULL,
     certificate_sha256 TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, idempotency_key TEXT UNIQUE,
+    prev_hash BLOB NOT NULL, hash BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS signatures (
+    entries INTEGER PRIMARY KEY, schema_version INTEGER NOT NULL, head BLOB NOT NULL,
+    signature BLOB NOT NULL);
 """
 
 # Schema migrations: _MIGRATIONS[v] takes a ledger of schema version v to v + 1.
@@ -93,6 +126,7 @@ _MIGRATIONS = {
         "users INTEGER NOT NULL, certificate_sha256 TEXT NOT NULL, created REAL NOT NULL)",
     ),
     2: ("ALTER TABLE charges ADD COLUMN prev_hash BLOB", "ALTER TABLE charges ADD COLUMN hash BLOB"),
+    3: (),  # the chained tables come from the backend's schema statements (see _migrate_rows_3)
 }
 GENESIS = bytes(32)  # the "previous hash" of the first charge row
 _CHAIN_DOMAIN = b"dpcert ledger charge v1\x00"
@@ -136,6 +170,130 @@ def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> l
         previous = sha256(previous + entry + user_record(user)).digest()
         append(previous)
     return result
+
+
+_ENTRY_DOMAIN = b"dpcert ledger entry v4\x00"
+_HEAD_DOMAIN = b"dpcert ledger signed head v4\x00"
+
+
+def canonical_body(body: dict[str, Any]) -> str:
+    """An entry's body as stored and hashed: JSON with sorted keys, no spaces, floats by ``repr``."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+def entry_hash(previous: bytes, kind: str, body: str) -> bytes:
+    """Hash of a ledger entry: ``SHA-256(domain || previous || JSON([kind, body]))``.
+
+    Entry ``k`` stores ``h_{k-1}`` (``prev_hash``) and ``h_k`` (``hash``), ``h_0`` = :data:`GENESIS`.
+    """
+    return hashlib.sha256(_ENTRY_DOMAIN + previous + json.dumps([kind, body]).encode()).digest()
+
+
+def head_message(schema_version: int, entries: int, head: bytes) -> bytes:
+    """The bytes an operator signs: domain, schema version and entry count (8-byte big-endian), head."""
+    return _HEAD_DOMAIN + struct.pack(">QQ", schema_version, entries) + head
+
+
+def _ed25519() -> Any:
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise DPCertError(
+            'signed ledgers need the cryptography package: pip install "dpcert[signing]"'
+        ) from exc
+    return ed25519, serialization, InvalidSignature
+
+
+def _raw_public(key: Any) -> bytes:
+    """The raw 32 bytes of an Ed25519 public key (of a private key's public half)."""
+    _, serialization, _ = _ed25519()
+    public = key.public_key() if hasattr(key, "public_key") else key
+    return bytes(public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+
+
+def key_fingerprint(raw: bytes | None) -> str:
+    """First 16 hex digits of SHA-256 of a raw public key (as :class:`dpcert.signatures.SignatureInfo`)."""
+    if raw is None:
+        return "none"
+    return signatures.SignatureInfo("", base64.b64encode(raw).decode(), False).fingerprint
+
+
+def load_signing_key(value: object) -> Any | None:
+    """The operator's Ed25519 private key from a key object or a PEM file; ``None`` passes through."""
+    if value is None:
+        return None
+    if isinstance(value, (str, Path)):
+        try:
+            return signatures.load_private_key(Path(value))
+        except OSError as exc:
+            raise InvalidParameter(
+                "signing_key", str(value), f"a readable PEM Ed25519 private key file ({exc.strerror})"
+            ) from exc
+        except InvalidParameter as exc:
+            raise InvalidParameter("signing_key", str(value), exc.allowed) from exc
+    ed25519, _, _ = _ed25519()
+    if not isinstance(value, ed25519.Ed25519PrivateKey):
+        raise InvalidParameter(
+            "signing_key", type(value).__name__, "an Ed25519 private key or the path of its PEM file"
+        )
+    return value
+
+
+def load_verifying_key(value: object) -> Any | None:
+    """The expected Ed25519 public key from a key object or a PEM file; ``None`` passes through."""
+    if value is None:
+        return None
+    if isinstance(value, (str, Path)):
+        try:
+            return signatures.load_public_key(Path(value))
+        except OSError as exc:
+            raise InvalidParameter(
+                "public_key", str(value), f"a readable PEM Ed25519 public key file ({exc.strerror})"
+            ) from exc
+        except InvalidParameter as exc:
+            raise InvalidParameter("public_key", str(value), exc.allowed) from exc
+    ed25519, _, _ = _ed25519()
+    if not isinstance(value, ed25519.Ed25519PublicKey):
+        raise InvalidParameter(
+            "public_key", type(value).__name__, "an Ed25519 public key or the path of its PEM file"
+        )
+    return value
+
+
+def _signature_valid(raw_public: bytes, signature: bytes, message: bytes) -> bool:
+    ed25519, _, invalid_signature = _ed25519()
+    try:
+        ed25519.Ed25519PublicKey.from_public_bytes(raw_public).verify(signature, message)
+    except (invalid_signature, ValueError):
+        return False
+    return True
+
+
+def _user_json(user: UserId) -> list[Any]:
+    return ["s", user] if isinstance(user, str) else ["i", int(user)]
+
+
+def _user_from_json(value: Any) -> UserId:
+    if isinstance(value, list) and len(value) == 2:
+        if value[0] == "s" and isinstance(value[1], str):
+            return value[1]
+        if value[0] == "i" and type(value[1]) is int:
+            return int(value[1])
+    raise ValueError(f"malformed user {value!r}")
+
+
+class LedgerIntegrityError(DPCertError):
+    """The ledger's tables are not what its chained entries and signed heads say; nothing was written."""
+
+
+@dataclass
+class _Tail:
+    """The last entry of the chain during a write transaction: entry count and head hash."""
+
+    count: int
+    head: bytes
 
 
 # --------------------------------------------------------------------------- values
@@ -242,11 +400,22 @@ class ChainReport:
 
     ok: bool
     charges: int  # rows checked (up to and including the first broken one)
-    head: str | None  # hash of the last row that verified
+    head: str | None  # hash of the last charge row that verified
     problem: str | None  # the first broken entry
+    entries: int = 0  # entries checked (up to and including the first broken one)
+    entry_head: str | None = None  # hash of the last entry that verified (what the operator signs)
+    signed_by: str | None = None  # fingerprint of the key whose signatures were checked, if any
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "charges": self.charges, "head": self.head, "problem": self.problem}
+        return {
+            "ok": self.ok,
+            "charges": self.charges,
+            "head": self.head,
+            "problem": self.problem,
+            "entries": self.entries,
+            "entry_head": self.entry_head,
+            "signed_by": self.signed_by,
+        }
 
 
 # --------------------------------------------------------------------------- helpers
@@ -540,6 +709,18 @@ class Ledger:
         Seconds to wait for another writer's lock before giving up.
     create
         If false, refuse to open a file that does not exist yet.
+    readonly
+        Never write (see the module docstring).
+    signing_key
+        The operator's Ed25519 private key (a key object or the path of its PEM file, see
+        ``dpcert keygen``).  A new ledger created with a key records its public key in entry 1 and
+        every write transaction signs the chain head; such a ledger is then written only with that
+        key.  A ledger created without a key refuses one (see the module docstring).
+    migrate
+        Migrate a genuine ledger of schema version 1..3 to version 4 (chaining its rows, budgets and
+        idempotency records as they stand, signed with ``signing_key`` if given).  Without it, an
+        older ledger is refused for writing.  A file that already has the chained tables (a
+        downgraded version-4 ledger) is refused.
     """
 
     def __init__(
@@ -551,6 +732,8 @@ class Ledger:
         timeout: float = 60.0,
         create: bool = True,
         readonly: bool = False,
+        signing_key: Any = None,
+        migrate: bool = False,
     ) -> None:
         postgres = _is_postgres_url(path)
         self.path: Path | str = str(path) if postgres else Path(path)
@@ -559,6 +742,11 @@ class Ledger:
         self.method = method
         self.readonly = bool(readonly)
         timeout = check.positive_finite("timeout", timeout)
+        self._signing_key = load_signing_key(signing_key)
+        self._public = _raw_public(self._signing_key) if self._signing_key is not None else None
+        if migrate and readonly:
+            raise InvalidParameter("migrate", True, "False for a read-only ledger (a migration writes)")
+        self._migrate_requested = bool(migrate)
         self._db: Any
         if postgres:
             from dpcert.accounting.ledger_postgres import PostgresStore
@@ -622,37 +810,101 @@ class Ledger:
             raise InvalidParameter(
                 "path", str(self.path), f"a ledger with schema version 1..{SCHEMA_VERSION} (found {row[0]})"
             )
-        missing = LEDGER_TABLES - tables
+        missing = (LEDGER_TABLES if version >= 4 else _LEGACY_TABLES) - tables
         if missing:
             raise InvalidParameter(
-                "path", str(self.path), f"a dpcert ledger (tables missing: {', '.join(sorted(missing))})"
+                "path",
+                str(self.path),
+                f"a dpcert ledger of schema version {version} (tables missing: {', '.join(sorted(missing))})",
             )
+        if version >= 3:
+            try:
+                self._db.execute("SELECT prev_hash, hash FROM charges LIMIT 0").fetchall()
+            except self._db.database_errors as exc:
+                raise InvalidParameter(
+                    "path",
+                    str(self.path),
+                    f"a dpcert ledger of schema version {version} with its hash columns "
+                    f"(charges.prev_hash and charges.hash are missing: the file was altered): {exc}",
+                ) from None
         return version
 
     def _initialise(self) -> None:
         if self._version is None:
             self._create_schema()
         elif self._version < SCHEMA_VERSION:
+            if not self._migrate_requested:
+                raise self._old_version(self._version)
             self._migrate()
+        else:
+            self._check_key_policy(self._chained_public_key())
         self._db.prepare()
+
+    def _old_version(self, version: int) -> InvalidParameter:
+        """The refusal to write a ledger of an older schema version (never migrated implicitly)."""
+        return InvalidParameter(
+            "path",
+            str(self.path),
+            f"a ledger of schema version {SCHEMA_VERSION}: this one has version {version}, whose budgets, "
+            "idempotency records and schema version are not chained or signed; it is not migrated "
+            "implicitly, since a downgraded file would be re-chained as it stands. If it is a genuine "
+            f"ledger of an earlier dpcert, migrate it once: dpcert ledger migrate {self.path} "
+            "--signing-key KEY",
+        )
 
     def _create_schema(self) -> None:
         with self._transaction():
             if self._db.tables():
-                self._version = self._check_ledger()  # another process created it meanwhile
-                if self._version < SCHEMA_VERSION:
-                    self._migrate_steps()
+                version = self._check_ledger()  # another process created it meanwhile
+                self._version = version
+                if version is not None and version < SCHEMA_VERSION:
+                    raise self._old_version(version)
+                self._check_key_policy(self._chained_public_key())
                 return
             for statement in self._db.schema_statements():
                 self._db.execute(statement)
             self._db.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
+            tail = _Tail(0, GENESIS)
+            self._append(tail, "schema", self._schema_body(None, 0, GENESIS))
+            self._sign(tail)
         self._version = SCHEMA_VERSION
+
+    def _schema_body(self, migrated_from: int | None, rows: int, row_head: bytes) -> dict[str, Any]:
+        """Entry 1: the schema version, the operator's public key and the (migrated) rows it covers."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "public_key": base64.b64encode(self._public).decode() if self._public is not None else None,
+            "migrated_from": migrated_from,
+            "rows": rows,
+            "row_head": row_head.hex(),
+        }
 
     def _migrate(self) -> None:
         with self._transaction():
-            self._version = self._check_ledger()  # re-read under the write lock
+            version = self._check_ledger()  # re-read under the write lock
+            self._version = version
+            if version is None or version >= SCHEMA_VERSION:
+                return
+            present = CHAINED_TABLES & self._db.tables()
+            if present:
+                raise InvalidParameter(
+                    "path",
+                    str(self.path),
+                    f"a genuine ledger of an earlier dpcert: this one has the chained tables of schema "
+                    f"version {SCHEMA_VERSION} ({', '.join(sorted(present))}) but says version "
+                    f"{self._version}, so it was downgraded; it is not re-chained",
+                )
+            if self._version == 3:  # its rows are chained already: adopt them only if they verify
+                previous = GENESIS
+                for row in self._chain_rows():
+                    previous, problem = self._check_row(row, previous)
+                    if problem is not None:
+                        raise LedgerIntegrityError(
+                            f"ledger {self.path}: not migrated, its hash chain is broken: {problem}"
+                        )
+            self._migrated_from = self._version
             self._migrate_steps()
 
     def _migrate_steps(self) -> None:
@@ -678,6 +930,36 @@ class Ledger:
         ):
             yield (row[0], user(row[1]), *row[2:])
 
+    def _migrate_rows_3(self) -> None:
+        """Create the chained tables; entry 1 covers the rows as they stand, then the budgets and
+        idempotency records as entries; the head is signed with the operator's key if given."""
+        for statement in self._db.schema_statements():
+            self._db.execute(statement)
+        rows = int(self._db.execute("SELECT COUNT(*) FROM charges").fetchone()[0])
+        tail = _Tail(0, GENESIS)
+        self._append(tail, "schema", self._schema_body(self._migrated_from, rows, self._head_bytes()))
+        default = self.default_budget()
+        if default is not None:
+            self._append(tail, "budget", {"user": None, "epsilon": default.epsilon, "delta": default.delta})
+        for user, epsilon, delta in self._db.execute(
+            "SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id"
+        ).fetchall():
+            body = {"user": _user_json(self._db.user(user)), "epsilon": float(epsilon), "delta": float(delta)}
+            self._append(tail, "budget", body)
+        for key, request, run_id, users, digest, created in self._db.execute(
+            "SELECT key, request, run_id, users, certificate_sha256, created FROM idempotency ORDER BY key"
+        ).fetchall():
+            body = {
+                "idempotency_key": key,
+                "request": request,
+                "run_id": run_id,
+                "rows": int(users),
+                "certificate": digest,
+                "created": float(created),
+            }
+            self._append(tail, "idempotency", body, key)
+        self._sign(tail)
+
     def _migrate_rows_2(self) -> None:
         """Chain the rows of a version-2 ledger as they stand (their earlier history is not provable)."""
         previous = GENESIS
@@ -690,6 +972,128 @@ class Ledger:
                 self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
                 updates.clear()
         self._db.executemany("UPDATE charges SET prev_hash = ?, hash = ? WHERE id = ?", updates)
+
+    # ----------------------------------------------------------------- the chain of entries
+    def _chained_public_key(self) -> bytes | None:
+        """The operator's public key recorded in entry 1 (``None``: an unsigned ledger)."""
+        row = self._db.execute("SELECT body FROM entries WHERE id = 1").fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0]).get("public_key")
+            return None if value is None else base64.b64decode(str(value), validate=True)
+        except (ValueError, AttributeError) as exc:
+            raise LedgerIntegrityError(f"ledger {self.path}: entry 1 is malformed ({exc})") from None
+
+    def _check_key_policy(self, chained: bytes | None) -> None:
+        """Refuse a writer whose key is not the one the ledger was created with (see the module docstring)."""
+        if chained == self._public:
+            return
+        if chained is None:
+            raise InvalidParameter(
+                "signing_key",
+                key_fingerprint(self._public),
+                f"none: the ledger {self.path} was created unsigned, and signing it now would vouch for "
+                "history nobody signed (create a new ledger with the key)",
+            )
+        if self._public is None:
+            raise InvalidParameter(
+                "signing_key",
+                None,
+                f"the private key the ledger {self.path} is signed with "
+                f"(ed25519 {key_fingerprint(chained)}): "
+                "a writer without it cannot sign its entries, which would be indistinguishable from an "
+                "intruder's",
+            )
+        raise InvalidParameter(
+            "signing_key",
+            key_fingerprint(self._public),
+            f"the key the ledger {self.path} is signed with (ed25519 {key_fingerprint(chained)})",
+        )
+
+    def _writable_tail(self) -> _Tail:
+        """The chain's last entry, under the write lock, after checking that this writer may extend it.
+
+        With a signing key, the last signed head must be the current head and carry a valid
+        signature: a keyed writer never signs over entries written without the key.
+        """
+        self._check_key_policy(self._chained_public_key())
+        row = self._db.execute("SELECT id, hash FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise LedgerIntegrityError(
+                f"ledger {self.path}: its chain has no entries (entry 1 was deleted); nothing was recorded"
+            )
+        tail = _Tail(int(row[0]), bytes(row[1]))
+        if self._public is not None:
+            signed = self._db.execute(
+                "SELECT entries, schema_version, head, signature FROM signatures "
+                "ORDER BY entries DESC LIMIT 1"
+            ).fetchone()
+            if (
+                signed is None
+                or int(signed[0]) != tail.count
+                or bytes(signed[2]) != tail.head
+                or not _signature_valid(
+                    self._public, bytes(signed[3]), head_message(int(signed[1]), tail.count, tail.head)
+                )
+            ):
+                last = "none" if signed is None else f"entry {int(signed[0])}"
+                raise LedgerIntegrityError(
+                    f"ledger {self.path}: its head (entry {tail.count}) is not the last signed head "
+                    f"({last}): "
+                    "the ledger was changed without the signing key; nothing was recorded "
+                    "(run dpcert ledger verify --public-key)"
+                )
+        return tail
+
+    def _append(
+        self, tail: _Tail, kind: str, body: dict[str, Any], idempotency_key: str | None = None
+    ) -> None:
+        """Append one entry after ``tail`` (inside a write transaction) and advance ``tail``."""
+        text = canonical_body(body)
+        digest = entry_hash(tail.head, kind, text)
+        self._db.execute(
+            "INSERT INTO entries (id, kind, body, idempotency_key, prev_hash, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (tail.count + 1, kind, text, idempotency_key, tail.head, digest),
+        )
+        tail.count += 1
+        tail.head = digest
+
+    def _sign(self, tail: _Tail) -> None:
+        """Store the operator's signature over (schema version, entry count, head), if a key is held."""
+        if self._signing_key is None:
+            return
+        signature = self._signing_key.sign(head_message(SCHEMA_VERSION, tail.count, tail.head))
+        self._db.execute(
+            "INSERT INTO signatures (entries, schema_version, head, signature) VALUES (?, ?, ?, ?)",
+            (tail.count, SCHEMA_VERSION, tail.head, signature),
+        )
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[tuple[Any, _Tail]]:
+        """A write transaction that appends entries: the writer and the head are checked first, and the
+        new head is signed before the commit (only if entries were appended)."""
+        with self._transaction() as db:
+            tail = self._writable_tail()
+            start = tail.count
+            yield db, tail
+            if tail.count != start:
+                self._sign(tail)
+
+    def entry_head(self) -> str | None:
+        """Hex hash of the last entry: the head the operator signs (``None`` below schema version 4)."""
+        if self._version is not None and self._version < SCHEMA_VERSION:
+            return None
+        row = self._db.execute("SELECT hash FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else bytes(row[0]).hex()
+
+    def signing_key_fingerprint(self) -> str | None:
+        """Fingerprint of the public key recorded in entry 1 (``None``: an unsigned ledger)."""
+        if self._version is not None and self._version < SCHEMA_VERSION:
+            return None
+        chained = self._chained_public_key()
+        return None if chained is None else key_fingerprint(chained)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -717,8 +1121,15 @@ class Ledger:
     def set_budget(self, user_id: UserId | None, budget: Guarantee) -> None:
         """Set the budget of one user, or (``user_id=None``) the default budget of every user."""
         budget = _budget(budget)
-        with self._transaction() as db:
-            if user_id is None:
+        user = None if user_id is None else _user_id(user_id)
+        with self._write() as (db, tail):
+            body = {
+                "user": None if user is None else _user_json(user),
+                "epsilon": budget.epsilon,
+                "delta": budget.delta,
+            }
+            self._append(tail, "budget", body)
+            if user is None:
                 db.execute(
                     "INSERT INTO meta (key, value) VALUES ('default_budget', ?) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -728,7 +1139,7 @@ class Ledger:
                 db.execute(
                     "INSERT INTO budgets (user_id, epsilon, delta) VALUES (?, ?, ?) ON CONFLICT (user_id) "
                     "DO UPDATE SET epsilon = excluded.epsilon, delta = excluded.delta",
-                    (self._db.uid(_user_id(user_id)), budget.epsilon, budget.delta),
+                    (self._db.uid(user), budget.epsilon, budget.delta),
                 )
 
     def default_budget(self) -> Guarantee | None:
@@ -913,7 +1324,7 @@ class Ledger:
         ids = _user_ids(user_ids)
         created = time.time()
         request = None
-        with self._transaction() as db:
+        with self._write() as (db, tail):
             if idempotency_key is not None:
                 request = _request_fingerprint(ids, certificate, run_id)
                 replay = self._replay(idempotency_key, request)
@@ -947,6 +1358,16 @@ class Ledger:
             head = self._head_bytes()
             chain = self._chain_blob(head, entry_digest(digest, run_id, idempotency_key, created), ids)
             db.write_charge(ids, certificate_id, run_id, created, idempotency_key, chain, new_history)
+            body = {
+                "rows": len(ids),
+                "row_head": (chain[-32:] if chain is not None else head).hex(),
+                "certificate": digest,
+                "run_id": run_id,
+                "idempotency_key": idempotency_key,
+                "created": created,
+                "request": request,
+            }
+            self._append(tail, "charge", body, idempotency_key)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency (key, request, run_id, users, certificate_sha256, created) "
@@ -980,6 +1401,24 @@ class Ledger:
         ).fetchone()
         if row is None:
             return None
+        entry = self._db.execute(
+            "SELECT kind, body FROM entries WHERE idempotency_key = ?", (key,)
+        ).fetchone()
+        backed = False
+        if entry is not None and entry[0] in ("charge", "idempotency"):
+            body = json.loads(entry[1])
+            backed = (body.get("request"), body.get("run_id"), body.get("rows"), body.get("certificate")) == (
+                row[0],
+                row[1],
+                int(row[2]),
+                row[3],
+            )
+        if not backed:
+            raise LedgerIntegrityError(
+                f"ledger {self.path}: idempotency key {key!r} has a record that no chained entry backs "
+                "(written by hand: replaying it would skip a charge); nothing was recorded "
+                "(run dpcert ledger verify)"
+            )
         if row[0] != request:
             raise InvalidParameter(
                 "idempotency_key",
@@ -1072,64 +1511,357 @@ class Ledger:
         return summary.max_user, summary.max_certificate
 
     # ----------------------------------------------------------------- verification
-    def verify(self, head: str | None = None) -> ChainReport:
-        """Recompute the hash chain, every certificate and every user's state from the charge rows.
+    def verify(self, head: str | None = None, public_key: Any = None) -> ChainReport:
+        """Recompute both hash chains and every table's state from the chained entries.
 
-        Reports the first broken entry: a row whose ``prev_hash`` is not the hash of the row before
-        it (a row deleted, inserted or re-ordered), a row whose content no longer matches its hash
-        (edited), a certificate that fails its content hash or re-verification, or a user whose
-        stored state (charge count and history) differs from their charge rows.  With ``head`` (a
-        chain head recorded earlier, see :meth:`chain_head`), a chain that no longer contains that
-        head (truncated or rewritten) is reported too.  Budgets are settings, not history: they
-        are not part of the chain.
+        Reports the first broken entry: an entry or charge row whose ``prev_hash`` is not the hash of
+        the one before it (deleted, inserted or re-ordered), whose content no longer matches its hash
+        (edited), a charge entry whose rows end elsewhere than its chained row head (rows rewritten
+        and re-chained), a charge row no entry covers, a certificate that fails its content hash or
+        re-verification, a user whose stored state differs from their charge rows, a budget or
+        idempotency record that differs from (or is not backed by) a chained entry, a user whose
+        composed spending (at this ledger's method) exceeds the chained budget in force when they
+        were charged, and a schema version that differs from the chained one.
+
+        Signatures: with ``public_key`` (the operator's Ed25519 public key, a key object or the path
+        of its PEM file), the ledger must have been created with that key, every stored signed head
+        must be a head of the chain signed by it, and the last signed head must be the last entry: a
+        rewrite by anyone without the private key is reported, however it was re-chained.  Without
+        ``public_key`` the signatures are checked against the key recorded in entry 1, which only
+        shows consistency (an intruder could replace that key and every signature).
+
+        With ``head`` (a chain head recorded earlier: a charge row's hash, see :meth:`chain_head`, or
+        an entry's, see :meth:`entry_head`), a chain that no longer contains it is reported too.
         """
         if head is not None:
             head = str(head).strip().lower()
             if len(head) != 64 or any(ch not in "0123456789abcdef" for ch in head):
                 raise InvalidParameter("head", head, "a chain head: 64 hexadecimal digits")
-        if self._version is not None and self._version < 3:
-            return ChainReport(False, 0, None, f"schema version {self._version} has no hash chain")
+        verifying_key = load_verifying_key(public_key)
+        expected_key = _raw_public(verifying_key) if verifying_key is not None else None
+        if self._version is not None and self._version < SCHEMA_VERSION:
+            chain = "has no hash chain" if self._version < 3 else "chains only its charge rows"
+            return ChainReport(
+                False,
+                0,
+                None,
+                f"schema version {self._version} {chain}: its budgets, idempotency records and schema "
+                f"version are not chained or signed (version {SCHEMA_VERSION}); migrate a genuine ledger "
+                f"of an earlier dpcert with: dpcert ledger migrate {self.path}",
+            )
         with self._snapshot():
-            return self._verify(head)
+            return self._verify(bytes.fromhex(head) if head is not None else None, expected_key)
 
-    def _verify(self, head: str | None) -> ChainReport:
-        previous = GENESIS
-        rows = 0
-        head_seen = head is None or head == GENESIS.hex()
+    def _check_row(self, row: tuple[Any, ...], previous: bytes) -> tuple[bytes, str | None]:
+        """The hash of one charge row recomputed after ``previous``, or the problem with it."""
+        charge_id, user, digest, run_id, key, created, stored_prev, stored_hash = row
+        if digest is None:
+            return previous, f"charge {charge_id}: its certificate row is missing"
+        if stored_prev is None or bytes(stored_prev) != previous:
+            return previous, (
+                f"charge {charge_id}: previous hash does not match the row before it "
+                "(a charge was deleted, inserted or re-ordered)"
+            )
+        try:
+            expected = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
+        except (TypeError, ValueError, OverflowError):
+            return previous, f"charge {charge_id}: malformed content"
+        if stored_hash is None or bytes(stored_hash) != expected:
+            return previous, f"charge {charge_id}: content does not match its hash (edited)"
+        return expected, None
+
+    def _verify(self, head: bytes | None, expected_key: bytes | None) -> ChainReport:
+        signed = {
+            int(count): (int(version), bytes(signed_head), bytes(signature))
+            for count, version, signed_head, signature in self._db.execute(
+                "SELECT entries, schema_version, head, signature FROM signatures ORDER BY entries"
+            ).fetchall()
+        }
+        rows = entries = 0
+        row_previous = previous = GENESIS
+        last_row_id: Any = None
+        head_seen = head is None or head == GENESIS
+        chained_key: bytes | None = None
+        verifier: bytes | None = expected_key
+        default: Guarantee | None = None
+        own: dict[Any, Guarantee] = {}
+        budget_log: list[tuple[Any, Any, Guarantee]] = []  # (last row id before it, stored user, budget)
+        idempotency: dict[str, tuple[tuple[Any, ...], int]] = {}
+        row_stream = self._chain_rows()
 
         def broken(problem: str) -> ChainReport:
-            return ChainReport(False, rows, previous.hex(), problem)
+            return ChainReport(
+                False,
+                rows,
+                row_previous.hex(),
+                problem,
+                entries,
+                previous.hex(),
+                verifier and key_fingerprint(verifier),
+            )
 
-        for charge_id, user, digest, run_id, key, created, stored_prev, stored_hash in self._chain_rows():
-            rows += 1
-            if digest is None:
-                return broken(f"charge {charge_id}: its certificate row is missing")
+        for entry_id, kind, text, column_key, stored_prev, stored_hash in self._db.stream(
+            "SELECT id, kind, body, idempotency_key, prev_hash, hash FROM entries ORDER BY id"
+        ):
+            entries += 1
+            where = f"entry {entries}"
+            if int(entry_id) != entries:
+                return broken(
+                    f"{where}: stored with id {entry_id} (an entry was deleted, inserted or re-ordered)"
+                )
             if stored_prev is None or bytes(stored_prev) != previous:
                 return broken(
-                    f"charge {charge_id}: previous hash does not match the row before it "
-                    "(a charge was deleted, inserted or re-ordered)"
+                    f"{where}: previous hash does not match the entry before it "
+                    "(an entry was deleted, inserted or re-ordered)"
                 )
             try:
-                expected = chain_hashes(previous, entry_digest(digest, run_id, key, created), [user])[0]
-            except (TypeError, ValueError, OverflowError):
-                return broken(f"charge {charge_id}: malformed content")
+                expected = entry_hash(previous, str(kind), str(text))
+                body = json.loads(text)
+                if not isinstance(body, dict):
+                    raise ValueError("not an object")
+            except (TypeError, ValueError) as exc:
+                return broken(f"{where}: malformed content ({exc})")
             if stored_hash is None or bytes(stored_hash) != expected:
-                return broken(f"charge {charge_id}: content does not match its hash (edited)")
+                return broken(f"{where}: content does not match its hash (edited)")
             previous = expected
-            head_seen = head_seen or previous.hex() == head
+            head_seen = head_seen or previous == head
+            try:
+                if entries == 1:
+                    if kind != "schema":
+                        return broken(f"{where}: a {kind} entry where the schema entry should be")
+                    if body["schema_version"] != self._version:
+                        return broken(
+                            f"{where}: chained schema version {body['schema_version']}, stored version "
+                            f"{self._version} (the meta table was altered)"
+                        )
+                    if body["public_key"] is not None:
+                        chained_key = base64.b64decode(str(body["public_key"]), validate=True)
+                    if expected_key is not None and chained_key != expected_key:
+                        return broken(
+                            f"{where}: the ledger's signing key is {key_fingerprint(chained_key)}, not the "
+                            f"expected key {key_fingerprint(expected_key)}"
+                            + (
+                                " (the ledger is unsigned or its key was removed)"
+                                if chained_key is None
+                                else ""
+                            )
+                        )
+                    verifier = expected_key if expected_key is not None else chained_key
+                elif kind == "budget":
+                    budget = Guarantee(float(body["epsilon"]), float(body["delta"]))
+                    stored_user = (
+                        None if body["user"] is None else self._db.uid(_user_from_json(body["user"]))
+                    )
+                    if stored_user is None:
+                        default = budget
+                    else:
+                        own[stored_user] = budget
+                    budget_log.append((last_row_id, stored_user, budget))
+                elif kind == "idempotency":
+                    record = (body["request"], body["run_id"], int(body["rows"]), body["certificate"])
+                    if body["idempotency_key"] in idempotency:
+                        return broken(f"{where}: idempotency key {body['idempotency_key']!r} chained twice")
+                    idempotency[body["idempotency_key"]] = ((*record, float(body["created"])), entries)
+                elif kind != "charge":
+                    return broken(f"{where}: unknown kind {kind!r}")
+                count = int(body["rows"]) if kind in ("schema", "charge") else 0
+                key = body.get("idempotency_key") if kind in ("charge", "idempotency") else None
+                if column_key != key:
+                    return broken(
+                        f"{where}: its idempotency key column ({column_key!r}) differs from its content"
+                    )
+                fields = (
+                    (body["certificate"], body["run_id"], body["idempotency_key"], float(body["created"]))
+                    if kind == "charge"
+                    else None
+                )
+                for _ in range(count):
+                    row = next(row_stream, None)
+                    if row is None:
+                        return broken(f"{where}: chains {count} charge rows, the table ends before them")
+                    rows += 1
+                    row_previous, problem = self._check_row(row, row_previous)
+                    if problem is not None:
+                        return broken(problem)
+                    head_seen = head_seen or row_previous == head
+                    if fields is not None and (row[2], row[3], row[4], row[5]) != fields:
+                        return broken(
+                            f"charge {row[0]}: not part of {where} (its certificate, run id, idempotency key "
+                            "or time differ)"
+                        )
+                    last_row_id = row[0]
+                if count and row_previous.hex() != body["row_head"]:
+                    return broken(
+                        f"{where}: its charge rows end at hash {row_previous.hex()[:16]}…, "
+                        "not at the chained "
+                        f"row head {str(body['row_head'])[:16]}… (rows rewritten and re-chained)"
+                    )
+                if kind == "charge" and key is not None:
+                    if key in idempotency:
+                        return broken(f"{where}: idempotency key {key!r} chained twice")
+                    record = (body["request"], body["run_id"], count, body["certificate"])
+                    idempotency[key] = ((*record, float(body["created"])), entries)
+            except (KeyError, TypeError, ValueError) as exc:
+                return broken(f"{where}: malformed content ({type(exc).__name__}: {exc})")
+            if entries in signed and verifier is None:
+                return broken(f"{where}: signed, but entry 1 names no signing key (the key was removed)")
+            if verifier is not None and entries in signed:
+                version, signed_head, signature = signed[entries]
+                if signed_head != previous or version != self._version:
+                    return broken(
+                        f"{where}: its signed head differs from the chain (rewritten and re-chained "
+                        "without the signing key)"
+                    )
+                if not _signature_valid(verifier, signature, head_message(version, entries, signed_head)):
+                    return broken(f"{where}: its signature is not valid for key {key_fingerprint(verifier)}")
+        if entries == 0:
+            return broken("entry 1: missing (the ledger has no chained entries)")
+        extra = next(row_stream, None)
+        if extra is not None:
+            return broken(f"charge {extra[0]}: not backed by a chained entry (written outside the ledger)")
+        if verifier is not None:
+            if not signed:
+                return broken(f"entry 1: not signed (no signed head for key {key_fingerprint(verifier)})")
+            last = max(signed)
+            if last > entries:
+                return broken(
+                    f"entry {entries + 1}: signed (up to entry {last}) but missing (the ledger was truncated)"
+                )
+            if last < entries:
+                return broken(
+                    f"entry {last + 1}: written after the last signed head (entry {last}) without the "
+                    "signing key"
+                )
         if not head_seen:
+            assert head is not None
             return broken(
-                f"the recorded head {head} is not in the chain (the ledger was truncated or rewritten)"
+                f"the recorded head {head.hex()} is not in the chain (the ledger was truncated or rewritten)"
             )
         for (cid,) in self._db.execute("SELECT id FROM certificates ORDER BY id").fetchall():
             try:
                 self._certificate(cid)
             except DPCertError as exc:
                 return broken(f"certificate {cid}: {exc}")
-        problem = self._verify_user_state()
+        problem = (
+            self._verify_user_state()
+            or self._verify_budgets(default, own)
+            or self._verify_idempotency(idempotency)
+            or self._verify_spending(budget_log, last_row_id)
+        )
         if problem is not None:
             return broken(problem)
-        return ChainReport(True, rows, previous.hex(), None)
+        return ChainReport(
+            True,
+            rows,
+            row_previous.hex(),
+            None,
+            entries,
+            previous.hex(),
+            verifier and key_fingerprint(verifier),
+        )
+
+    def _verify_budgets(self, default: Guarantee | None, own: dict[Any, Guarantee]) -> str | None:
+        """The first budget whose stored value differs from the chained one, if any."""
+
+        def text(budget: Guarantee | None) -> str:
+            return "none" if budget is None else f"({budget.epsilon!r}, {budget.delta!r})"
+
+        try:
+            stored_default = self.default_budget()
+        except (ValueError, KeyError, TypeError, InvalidParameter) as exc:
+            return f"default budget: malformed ({exc})"
+        if stored_default != default:
+            return f"default budget: {text(stored_default)} stored, {text(default)} chained (edited)"
+        remaining = dict(own)
+        for user, epsilon, delta in self._db.stream(
+            "SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id"
+        ):
+            chained = remaining.pop(user, None)
+            name = repr(self._db.user(user))
+            if chained is None:
+                return f"budget of user {name}: not backed by a chained entry (written outside the ledger)"
+            if (epsilon, delta) != (chained.epsilon, chained.delta):
+                return f"budget of user {name}: ({epsilon!r}, {delta!r}) stored, {text(chained)} chained"
+        for user, chained in remaining.items():
+            return (
+                f"budget of user {self._db.user(user)!r}: chained {text(chained)} but missing from the table"
+            )
+        return None
+
+    def _verify_idempotency(self, chained: dict[str, tuple[tuple[Any, ...], int]]) -> str | None:
+        """The first idempotency record that differs from (or is not backed by) a chained entry."""
+        remaining = dict(chained)
+        for key, request, run_id, users, digest, created in self._db.stream(
+            "SELECT key, request, run_id, users, certificate_sha256, created FROM idempotency ORDER BY key"
+        ):
+            entry = remaining.pop(key, None)
+            if entry is None:
+                return (
+                    f"idempotency key {key!r}: not backed by a chained entry (a charge with this key "
+                    "would be skipped)"
+                )
+            if (request, run_id, int(users), digest, float(created)) != entry[0]:
+                return f"idempotency key {key!r}: differs from its chained entry {entry[1]} (edited)"
+        for key, entry in remaining.items():
+            return f"idempotency key {key!r}: chained in entry {entry[1]} but missing from the table"
+        return None
+
+    def _verify_spending(self, budget_log: list[tuple[Any, Any, Guarantee]], last_row_id: Any) -> str | None:
+        """The first user whose composed spending exceeded the chained budget in force when charged.
+
+        Budget changes cut the charge rows into epochs; a user's spent ε only grows with their
+        history (post-processing: Dwork & Roth 2014, Prop. 2.1), so the users charged in an epoch are
+        checked at its last row against the budgets in force during it.  Each distinct (history,
+        budget) is composed once, at this ledger's method.
+        """
+        if not budget_log or last_row_id is None:
+            return None
+        marks = sorted({m for m, _, _ in budget_log if m is not None and m < last_row_id})
+        default: Guarantee | None = None
+        own: dict[Any, Guarantee] = {}
+        applied = 0
+        start = None
+        digests: dict[int, str] = {}
+        composed: dict[tuple[Any, ...], float] = {}
+        for end in [*marks, last_row_id]:
+            while applied < len(budget_log) and (
+                budget_log[applied][0] is None or (start is not None and budget_log[applied][0] <= start)
+            ):
+                _, user, budget = budget_log[applied]
+                if user is None:
+                    default = budget
+                else:
+                    own[user] = budget
+                applied += 1
+            if default is not None or own:
+                sql = "SELECT c.user_id, c.certificate_id, COUNT(*) FROM charges AS c WHERE c.id <= ?"
+                params: tuple[Any, ...] = (end,)
+                if start is not None:
+                    sql += " AND c.user_id IN (SELECT user_id FROM charges WHERE id > ? AND id <= ?)"
+                    params = (end, start, end)
+                sql += " GROUP BY c.user_id, c.certificate_id ORDER BY c.user_id, c.certificate_id"
+                for user, group in itertools.groupby(self._db.stream(sql, params), key=lambda row: row[0]):
+                    applies = own.get(user, default)
+                    if applies is None:
+                        continue
+                    budget = applies
+                    content = []
+                    for _, cid, count in group:
+                        if int(cid) not in digests:
+                            digests[int(cid)] = self._digest(int(cid))
+                        content.append((digests[int(cid)], int(count)))
+                    key = (tuple(sorted(content)), budget.epsilon, budget.delta)
+                    epsilon = composed.get(key)
+                    if epsilon is None:
+                        epsilon = composed[key] = self._composed_epsilon(key[0], budget.delta)
+                    if epsilon > budget.epsilon:
+                        return (
+                            f"user {self._db.user(user)!r}: spent epsilon={epsilon:.6g} exceeds the chained "
+                            f"budget ({budget.epsilon:g}, {budget.delta:g}) in force at charge {end} "
+                            "(overspent: a budget was raised outside the ledger)"
+                        )
+            start = end
+        return None
 
     def _verify_user_state(self) -> str | None:
         """The first user whose stored state differs from their charge rows, if any."""
@@ -1314,6 +2046,7 @@ __all__ = [
     "ChainReport",
     "ChargeReceipt",
     "Ledger",
+    "LedgerIntegrityError",
     "LedgerStorageError",
     "SQLiteStore",
     "SpentSummary",

@@ -47,6 +47,10 @@ _SCHEMA = [
     "epsilon DOUBLE PRECISION NOT NULL, delta DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, "
     "users BIGINT NOT NULL, certificate_sha256 TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS entries (id BIGINT PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, "
+    "idempotency_key TEXT UNIQUE, prev_hash BYTEA NOT NULL, hash BYTEA NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS signatures (entries BIGINT PRIMARY KEY, schema_version INTEGER NOT NULL, "
+    "head BYTEA NOT NULL, signature BYTEA NOT NULL)",
 ]
 
 

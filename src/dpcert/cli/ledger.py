@@ -1,8 +1,12 @@
-"""``dpcert ledger show|export|budget|verify``: inspect, export, set budgets of or verify a ledger.
+"""``dpcert ledger show|export|budget|verify|migrate``: inspect, export, set budgets of, verify or
+migrate a ledger.
 
 ``show``, ``export`` and ``verify`` open the file read-only and refuse a file that is not a dpcert ledger
-(exit 2, the file untouched); ``budget`` is the only command that writes.
-Exit status: 0 success, 1 refused, 2 bad input (one line naming the parameter), 3 internal error.
+(exit 2, the file untouched); ``budget`` and ``migrate`` write.  Writers take ``--signing-key KEY.pem``
+(the operator's Ed25519 key from ``dpcert keygen``): a ledger created with a key is signed on every
+write and refuses writers without it; ``verify --public-key KEY.pub.pem`` checks those signatures.
+Exit status: 0 success, 1 refused or verification failed, 2 bad input (one line naming the
+parameter), 3 storage or internal error.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from dpcert.accounting.ledger import Ledger, LedgerStorageError, UserId
+from dpcert.accounting.ledger import (
+    Ledger,
+    LedgerIntegrityError,
+    LedgerStorageError,
+    UserId,
+    load_signing_key,
+    load_verifying_key,
+)
 from dpcert.certificates import Guarantee
 from dpcert.cli._common import (
     EXIT_OK,
@@ -41,6 +52,9 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
         except LedgerStorageError as exc:
             sys.stderr.write(f"dpcert: error: {exc}\n")
             return EXIT_INTERNAL
+        except LedgerIntegrityError as exc:
+            sys.stderr.write(f"dpcert: refused: {exc}\n")
+            return EXIT_VIOLATED
         except (DPCertError, BrokenPipeError):
             raise
         except Exception as exc:
@@ -91,6 +105,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--epsilon", type=number, required=True, help="budget epsilon (>= 0)")
     parser.add_argument("--delta", type=number, required=True, help="budget delta (0 <= delta < 1)")
     parser.add_argument("--user", help="one user's budget (an existing integer id first, then the string)")
+    add_signing_key(parser)
     parser = groups.add(
         "ledger",
         "verify",
@@ -100,6 +115,34 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument(
         "--head", default=None, help="a chain head recorded earlier (from `ledger show`): detects truncation"
+    )
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        default=None,
+        metavar="KEY.pub.pem",
+        help="the operator's Ed25519 public key: every signed head must be signed by it and the last one "
+        "must cover the whole chain (detects a history rewritten without the private key)",
+    )
+    parser = groups.add(
+        "ledger",
+        "migrate",
+        "migrate a genuine ledger of an earlier dpcert (schema version 1-3) to the chained, signed format",
+        _guarded(_migrate),
+    )
+    parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
+    add_signing_key(parser)
+
+
+def add_signing_key(parser: argparse.ArgumentParser) -> None:
+    """``--signing-key KEY.pem`` on a command that writes a ledger."""
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        default=None,
+        metavar="KEY.pem",
+        help="the operator's Ed25519 private key (dpcert keygen): a new ledger is signed with it on every "
+        "write; a ledger created with a key is written only with that key",
     )
 
 
@@ -153,6 +196,8 @@ def _show(args: argparse.Namespace) -> int:
                 "path": str(args.path),
                 "schema_version": ledger.schema_version,
                 "chain_head": head,
+                "entry_head": ledger.entry_head(),
+                "signed_by": ledger.signing_key_fingerprint(),
                 "default_budget": default.to_dict() if default else None,
                 **summary.to_dict(),
             }
@@ -166,8 +211,10 @@ def _show(args: argparse.Namespace) -> int:
                 ("default budget", f"({default.epsilon:g}, {default.delta:g})" if default else "none"),
                 (
                     "chain head",
-                    head if head is not None else "none (schema version < 3: open for writing to chain)",
+                    head if head is not None else "none (schema version < 3: see `dpcert ledger migrate`)",
                 ),
+                ("entry head", payload["entry_head"] or "none (schema version < 4)"),
+                ("signed by", payload["signed_by"] or "nobody (an unsigned ledger)"),
             ]
         if args.plot is not None:
             from dpcert.plots import plot_spent
@@ -204,7 +251,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def _budget(args: argparse.Namespace) -> int:
     budget = Guarantee(args.epsilon, args.delta)  # validates epsilon and delta before the file is opened
-    with Ledger(args.path) as ledger:
+    key = load_signing_key(args.signing_key)
+    with Ledger(args.path, signing_key=key) as ledger:
         user = None if args.user is None else _resolve_user(ledger, args.user, must_exist=False)
         ledger.set_budget(user, budget)
         payload = {"path": str(args.path), "user": user, "epsilon": budget.epsilon, "delta": budget.delta}
@@ -222,10 +270,17 @@ def _budget(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    public_key = load_verifying_key(args.public_key)  # a bad key file is bad input, before the ledger
     with Ledger(args.path, readonly=True) as ledger:
-        report = ledger.verify(head=args.head)
+        report = ledger.verify(head=args.head, public_key=public_key)
     payload = {"path": str(args.path), **report.to_dict()}
     if report.ok:
+        if report.signed_by is None:
+            signed = "no (an unsigned ledger)"
+        elif public_key is None:
+            signed = f"consistent with the key in the ledger ({report.signed_by}); no expected key given"
+        else:
+            signed = f"yes, by the expected key ({report.signed_by})"
         emit(
             args,
             payload,
@@ -234,6 +289,9 @@ def _verify(args: argparse.Namespace) -> int:
                 ("verified", "yes"),
                 ("charges", report.charges),
                 ("chain head", report.head),
+                ("entries", report.entries),
+                ("entry head", report.entry_head),
+                ("signed", signed),
             ],
         )
         return EXIT_OK
@@ -241,3 +299,32 @@ def _verify(args: argparse.Namespace) -> int:
         emit(args, payload, [])
     sys.stderr.write(f"dpcert: verification failed: {report.problem}\n")
     return EXIT_VIOLATED
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    key = load_signing_key(args.signing_key)
+    with Ledger(args.path, readonly=True) as ledger:
+        before = ledger.schema_version
+    with Ledger(args.path, signing_key=key, migrate=True) as ledger:
+        report = ledger.verify()
+        after = ledger.schema_version
+        fingerprint = ledger.signing_key_fingerprint()
+    payload = {
+        "path": str(args.path),
+        "from_version": before,
+        "schema_version": after,
+        "signed_by": fingerprint,
+        **{k: v for k, v in report.to_dict().items() if k != "signed_by"},
+    }
+    emit(
+        args,
+        payload,
+        [
+            ("ledger", str(args.path)),
+            ("schema version", f"{before} -> {after}" if before != after else f"{after} (already current)"),
+            ("signed by", fingerprint or "nobody (no --signing-key)"),
+            ("verified", "yes" if report.ok else f"no: {report.problem}"),
+            ("entry head", report.entry_head),
+        ],
+    )
+    return EXIT_OK if report.ok else EXIT_VIOLATED
