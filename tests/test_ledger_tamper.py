@@ -550,3 +550,35 @@ def test_bad_key_files_are_bad_input_and_a_broken_file_a_storage_error(
     assert main(["ledger", "verify", str(big), "--public-key", str(key_files[1])]) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "error" in err[0], err
+
+
+def test_a_bandit_run_signs_the_ledger_it_charges_and_refuses_without_the_key(tmp_path, key_files, capsys):
+    path = tmp_path / "ledger.db"
+    private, public = key_files
+    run = [
+        "bandit",
+        "run",
+        "dp-dpe",
+        "--privacy",
+        "central",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--horizon",
+        "2000",
+    ]
+    run += ["--option", "dimension=3", "--option", "arms=8", "--ledger", str(path)]
+    assert main([*run, "--signing-key", str(private)]) == 0
+    with Ledger(path, readonly=True) as ledger:
+        report = ledger.verify(public_key=public)
+        users = len(ledger.users())
+    assert report.ok and report.signed_by is not None and users > 0
+    assert report.entries >= 2  # the schema entry and at least one charge, each head signed
+    capsys.readouterr()
+    before = file_digest(path)
+    assert main(run) == 2  # the ledger is signed: a run without the key is refused before it charges
+    assert "signing_key" in capsys.readouterr().err
+    assert file_digest(path) == before
+    assert main([*run[:-2], "--signing-key", str(private)]) == 2  # a key without a ledger
+    assert "--signing-key" in capsys.readouterr().err

@@ -127,7 +127,7 @@ def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
     if config.ledger_path is not None:
         from dpcert.accounting.ledger import Ledger
 
-        ledger = Ledger(config.ledger_path)
+        ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
     namespace = new_namespace(config.algorithm, config.privacy)
     return [PrivacySession(f"{namespace}/r{index}", ledger) for index in range(runs)]
 

@@ -42,6 +42,7 @@ class RunConfig:
     seed: int = 0
     calibration: str = "tight"  # tight | paper
     ledger_path: Path | None = None
+    ledger_signing_key: Path | None = None  # the operator's Ed25519 key: the ledger's heads are signed
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

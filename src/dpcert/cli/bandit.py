@@ -20,6 +20,7 @@ from dpcert.cli._common import (
     delta_value,
     emit,
     gib,
+    input_file,
     ledger_output,
     output_directory,
     output_file_anywhere,
@@ -61,6 +62,14 @@ def register(groups: CommandGroups) -> None:
         default=None,
         metavar="FILE.db|URL",
         help="charge this ledger (a SQLite file or a postgresql:// URL)",
+    )
+    parser.add_argument(
+        "--signing-key",
+        type=input_file,
+        default=None,
+        metavar="KEY.pem",
+        help="with --ledger: the operator's Ed25519 private key (dpcert keygen); a ledger created with a "
+        "key is signed on every write and written only with that key",
     )
     parser.add_argument("--plot", type=output_file_anywhere, default=None, metavar="FILE.png")
     parser.add_argument(
@@ -205,6 +214,10 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidParameter("privacy", args.privacy, "one of " + ", ".join(spec.privacy_models))
     check_options(options, getattr(spec, "options", None), args.algorithm)
     plumb_scheduler(args, spec, options)
+    if args.signing_key is not None and args.ledger is None:
+        raise InvalidParameter(
+            "--signing-key", str(args.signing_key), "only with --ledger (it signs the ledger)"
+        )
     config = registry.RunConfig(
         algorithm=args.algorithm,
         privacy=args.privacy,
@@ -215,6 +228,7 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         calibration=args.calibration,
         ledger_path=args.ledger,
+        ledger_signing_key=args.signing_key,
         options=options,
     )
     run = spec.run(config)
