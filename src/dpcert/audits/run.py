@@ -23,6 +23,7 @@ from dpcert.audits.sampling import (
 )
 from dpcert.audits.search import Search, screen
 from dpcert.audits.selection import DEFAULT_MAX_CELLS
+from dpcert.audits.timing import draw_timed, joint_view
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
@@ -125,6 +126,7 @@ def audit(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
     search: Search | None = None,
+    timing: bool = False,
 ) -> AuditReport:
     """Test the claim that ``mechanism`` is (ε, δ)-DP on the neighbouring inputs ``a`` and ``b``.
 
@@ -151,6 +153,11 @@ def audit(
         A neighbour search (:class:`dpcert.audits.search.VectorSearch`, ``ScalarSearch`` or
         ``CandidatePairs``): a share of ``samples`` screens its candidate pairs, the rest audits the
         best pair on fresh draws; the report names the pair (``inputs``) and the search (``search``).
+    timing
+        Audit what an observer of release times sees: the pair (output, release time) of single
+        releases made in turn on ``a`` and ``b`` and timed one by one (:mod:`dpcert.audits.timing`);
+        scalar outputs, no ``score``, ``search`` or batches.  The times, hence the bound, are not
+        reproducible from the seed.
 
     Returns
     -------
@@ -163,6 +170,8 @@ def audit(
     rng = generator_from(seed, rng)
     start = time.perf_counter()
     if search is not None:
+        if timing:
+            raise InvalidParameter("timing", timing, "False with a neighbour search")
         if a is not None or b is not None:
             raise InvalidParameter("a, b", (a, b), "None when a search chooses the pair")
         report = _audit_with_search(
@@ -171,6 +180,11 @@ def audit(
         return replace(report, seconds=time.perf_counter() - start)
     if a is None or b is None:
         raise InvalidParameter("a, b", (a, b), "two neighbouring inputs (or search=...)")
+    if timing:
+        if score is not None:
+            raise InvalidParameter("score", score, "None with timing=True (the view is (output, time))")
+        report = _audit_timing(mechanism, a, b, claim, samples, rng, confidence)
+        return replace(report, seconds=time.perf_counter() - start)
     pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size, progress=progress)
     report = audit_samples(
         pair,
@@ -182,6 +196,41 @@ def audit(
         inputs=(a, b),
     )
     return replace(report, seconds=time.perf_counter() - start)
+
+
+def _audit_timing(
+    mechanism: Mechanism,
+    a: Any,
+    b: Any,
+    claim: Guarantee,
+    samples: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> AuditReport:
+    """The audit of the joint view (output, release time); the bound of the outputs alone, from the
+    same draws and output bins, is stated in a note for comparison (the verdict is the joint one)."""
+    draws = draw_timed(mechanism, a, b, samples, rng)
+    split = int(round(samples * SELECTION_FRACTION))
+    if not 1 <= split < samples:
+        raise InvalidParameter(
+            "samples", samples, "at least 2 draws per input (one to select, one to evaluate)"
+        )
+    view = joint_view(draws, split)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewDrawsWarning)
+        alone = audit_samples(
+            view.outputs_only(), claim.epsilon, claim.delta, confidence=confidence, max_cells=view.cells
+        )
+    report = audit_samples(
+        view.pair, claim.epsilon, claim.delta, confidence=confidence, max_cells=view.cells, inputs=(a, b)
+    )
+    notes = view.notes(draws) + [
+        f"outputs alone (same draws and output bins, release time dropped): epsilon >= "
+        f"{alone.epsilon_lower_bound:.4f} ({alone.verdict}); the verdict is the joint view's"
+    ]
+    return replace(
+        report, method=f"{report.method} on (output, release time)", notes=tuple(notes) + report.notes
+    )
 
 
 def _audit_with_search(

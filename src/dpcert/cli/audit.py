@@ -103,6 +103,12 @@ def register(groups: CommandGroups) -> None:
         help="audit the lowest-set-bit statistic of the outputs (flags textbook floating-point noise)",
     )
     parser.add_argument(
+        "--timing",
+        action="store_true",
+        help="audit the joint view (output, release time) of single releases timed one by one "
+        "(what an observer of release times sees; times are not reproducible from --seed)",
+    )
+    parser.add_argument(
         "--save",
         type=output_file,
         default=None,
@@ -397,6 +403,8 @@ def _audit(args: argparse.Namespace) -> int:
     from dpcert.audits.run import audit
     from dpcert.audits.sampling import accepts_size
 
+    if args.timing and args.floating_point:
+        raise InvalidParameter("--timing", True, "not combined with --floating-point")
     search = search_from_arguments(args)
     if search is not None:
         return _audit_search(args, search)
@@ -435,7 +443,7 @@ def _audit(args: argparse.Namespace) -> int:
         extra = {"floating_point": {k: v for k, v in result.to_dict().items() if k != "audit"}}
     else:
         progress = not args.json and sys.stderr.isatty() and args.samples >= 1_000_000
-        report = audit(*claim, **options, progress=progress)
+        report = audit(*claim, **options, progress=progress and not args.timing, timing=args.timing)
         extra = {}
     run = {
         "target": args.target,
@@ -445,7 +453,7 @@ def _audit(args: argparse.Namespace) -> int:
         "seed": seed,
         "samples": args.samples,
         "confidence": args.confidence,
-        "options": {"floating_point": args.floating_point, **parameters},
+        "options": {"floating_point": args.floating_point, "timing": args.timing, **parameters},
         "reproducible_from_seed": reproducible,
         "warnings": warnings,
         "dpcert_version": __version__,
@@ -497,6 +505,8 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
         raise InvalidParameter("--floating-point", True, "not combined with --search")
     if args.secure:
         raise InvalidParameter("--secure", True, "not combined with --search")
+    if args.timing:
+        raise InvalidParameter("--timing", True, "not combined with --search")
     check_memory(args.samples, 1, batched=True)  # before importing a file target
     if args.target.startswith("builtin:"):
         probe = search.candidates(np.random.default_rng(0))[0]
