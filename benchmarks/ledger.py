@@ -2,7 +2,9 @@
 cost of one user's 1000th Laplace charge under a budget.
 
 Run as ``python benchmarks/ledger.py [--anchor COMMIT]``; prints the markdown section for
-benchmarks/RESULTS.md.  ``python benchmarks/ledger.py --backends [--postgres URL]`` prints only the
+benchmarks/RESULTS.md.  ``python benchmarks/ledger.py --signing --anchor COMMIT`` prints only the schema-4
+ledger (chained entries, unsigned and with signed heads) beside the ledger of an earlier commit.
+``python benchmarks/ledger.py --backends [--postgres URL]`` prints only the
 SQLite and PostgreSQL ledgers side by side (without a URL it starts a temporary PostgreSQL server
 from the installed ``initdb``/``pg_ctl``, with the default, durable settings).  A "charge" here is
 one user's participation (one row); a call charges many users in one transaction.  The anchor is
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcert import Guarantee
+from dpcert import Guarantee, signatures
 from dpcert.accounting.ledger import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -223,6 +225,86 @@ def chain_section(root: Path, anchor_commit: str) -> None:
         print(f"| {name} | {wall:,.0f} | {cpu:,.0f} | {cpu / anchor_cpu:.2f} |")
 
 
+SIGNING_REPEATS = 3
+MILLION = 1_000_000
+
+
+def one_call_seconds(ledger_class, path: Path, users: int) -> float:
+    """Wall seconds of one budget-checked charge of ``users`` users (durable)."""
+    with ledger_class(path) as ledger:
+        ledger.set_budget(None, Guarantee(10.0, 1e-5))
+        ids = np.arange(users)
+        start = time.perf_counter()
+        ledger.charge(ids, CERTIFICATE, run_id="million")
+        return time.perf_counter() - start
+
+
+def small_call_rate(ledger_class, path: Path) -> float:
+    """One-user charges per second (budget checked, synchronous=NORMAL: the per-transaction work)."""
+    with ledger_class(path, durable=False) as ledger:
+        ledger.set_budget(None, Guarantee(10.0, 1e-5))
+        start = time.perf_counter()
+        for call in range(SMALL_CALLS):
+            ledger.charge([call % 50], CERTIFICATE, run_id=f"small-{call}")
+        return SMALL_CALLS / (time.perf_counter() - start)
+
+
+def verify_seconds(ledger_class, path: Path, **options) -> float:
+    with ledger_class(path, readonly=True) as ledger:
+        start = time.perf_counter()
+        report = ledger.verify(**options)
+        seconds = time.perf_counter() - start
+    assert report.ok, report.problem
+    return seconds
+
+
+def signing_section(root: Path, anchor_commit: str) -> None:
+    """Schema version 4 (chained entries, signed heads) against the ledger of ``anchor_commit``."""
+    key = signatures.generate_private_key()
+    anchor = load_anchor(anchor_commit).Ledger
+
+    class SignedLedger(Ledger):
+        def __init__(self, path, **options):  # noqa: ANN001, ANN003
+            super().__init__(path, signing_key=key, **options)
+
+    variants = [
+        (f"anchor `{anchor_commit}` (schema 3: chained rows only)", anchor),
+        ("this ledger, unsigned (schema 4: chained entries)", Ledger),
+        ("this ledger, signed heads (Ed25519)", SignedLedger),
+    ]
+    results: dict[str, dict[str, list[float]]] = {name: {} for name, _ in variants}
+    for repeat in range(SIGNING_REPEATS):  # interleaved, so that load changes hit every variant alike
+        for index, (name, ledger_class) in enumerate(variants):
+            out = results[name]
+            batched = root / f"sign-{repeat}-{index}.db"
+            out.setdefault("batched", []).append(batched_throughput(ledger_class, batched)[0])
+            options = {"public_key": key.public_key()} if ledger_class is SignedLedger else {}
+            out.setdefault("verify", []).append(verify_seconds(ledger_class, batched, **options))
+            small = root / f"small-{repeat}-{index}.db"
+            out.setdefault("small", []).append(small_call_rate(ledger_class, small))
+            million = root / f"million-{repeat}-{index}.db"
+            out.setdefault("million", []).append(one_call_seconds(ledger_class, million, MILLION))
+    print("\n#### Chained entries and signed heads: side by side\n")
+    print(
+        f"Batched: {CALLS} calls of {USERS_PER_CALL:,} users, synchronous=FULL; one by one: {SMALL_CALLS} "
+        f"one-user calls, synchronous=NORMAL (the per-transaction work, not the fsync); one call of "
+        f"{MILLION:,} users, synchronous=FULL; verify: the batched ledger ({CALLS * USERS_PER_CALL:,} rows; "
+        f"the signed one against the expected public key). Default budget checked on every charge; "
+        f"variants interleaved, best of {SIGNING_REPEATS}.\n"
+    )
+    print(
+        "| ledger | batched (charges per second) | one by one (charges per second) | "
+        f"one call of {MILLION:,} users (s) | verify (s) |"
+    )
+    print("|---|---|---|---|---|")
+    for name, _ in variants:
+        out = results[name]
+        print(
+            f"| {name} | {max(out['batched']):,.0f} | {max(out['small']):,.0f} | "
+            f"{min(out['million']):.2f} | {min(out['verify']):.2f} |"
+        )
+
+
 BACKEND_REPEATS = 3
 
 
@@ -316,7 +398,19 @@ def main() -> None:
     parser.add_argument("--anchor", default="fb83ef1", help="commit whose ledger is the anchor")
     parser.add_argument("--backends", action="store_true", help="only SQLite and PostgreSQL side by side")
     parser.add_argument("--postgres", help="URL of a PostgreSQL database allowed to create databases")
+    parser.add_argument(
+        "--signing", action="store_true", help="only chained entries and signed heads against the anchor"
+    )
     args = parser.parse_args()
+    if args.signing:
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(f"Command: `python benchmarks/ledger.py --signing --anchor {args.anchor}`  ")
+        print(f"Machine: {platform.machine()}, {os.cpu_count()} cores; `uptime` before: {load}  ")
+        with tempfile.TemporaryDirectory() as directory:
+            signing_section(Path(directory), args.anchor)
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(f"\n`uptime` after: {load}")
+        return
     if args.backends:
         with tempfile.TemporaryDirectory() as directory:
             if args.postgres:

@@ -157,7 +157,7 @@ def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> l
     as in an append-only hash-chained log (Haber & Stornetta 1991).
     """
     sha256 = hashlib.sha256
-    result = []
+    result: list[bytes] = []
     append = result.append
     if set(map(type, user_ids)) <= {int}:
         packed = np.asarray(user_ids, dtype=">i8").tobytes()
@@ -530,7 +530,10 @@ class SQLiteStore:
 
     def insert_id(self, sql: str, params: Sequence[Any]) -> int:
         """Run an ``INSERT`` of one row into a table with an ``id`` key and return the new id."""
-        return int(self.connection.execute(sql, params).lastrowid)
+        row_id = self.connection.execute(sql, params).lastrowid
+        if row_id is None:
+            raise DPCertError(f"ledger {self.path}: internal error: an INSERT returned no row id")
+        return int(row_id)
 
     @property
     def in_transaction(self) -> bool:
@@ -754,9 +757,10 @@ class Ledger:
             self._db = PostgresStore(str(path), durable=durable, timeout=timeout, readonly=self.readonly)
             self.path = self._db.path  # the URL without its password
         else:
-            if (readonly or not create) and not self.path.is_file():
-                raise InvalidParameter("path", str(self.path), "an existing dpcert ledger file")
-            self._db = SQLiteStore(self.path, durable=durable, timeout=timeout, readonly=self.readonly)
+            file_path = Path(path)
+            if (readonly or not create) and not file_path.is_file():
+                raise InvalidParameter("path", str(file_path), "an existing dpcert ledger file")
+            self._db = SQLiteStore(file_path, durable=durable, timeout=timeout, readonly=self.readonly)
         try:
             self._version = self._check_ledger()
             if not self.readonly:
@@ -909,6 +913,10 @@ class Ledger:
 
     def _migrate_steps(self) -> None:
         """Apply the migrations from the stored version to :data:`SCHEMA_VERSION` (in a transaction)."""
+        if self._version is None:
+            raise DPCertError(
+                f"ledger {self.path}: internal error: migrating a ledger with no schema version"
+            )
         version = int(self._version)
         while version < SCHEMA_VERSION:
             for statement in _MIGRATIONS[version]:
@@ -1597,7 +1605,7 @@ class Ledger:
                 problem,
                 entries,
                 previous.hex(),
-                verifier and key_fingerprint(verifier),
+                None if verifier is None else key_fingerprint(verifier),
             )
 
         for entry_id, kind, text, column_key, stored_prev, stored_hash in self._db.stream(
@@ -1757,7 +1765,7 @@ class Ledger:
             None,
             entries,
             previous.hex(),
-            verifier and key_fingerprint(verifier),
+            None if verifier is None else key_fingerprint(verifier),
         )
 
     def _verify_budgets(self, default: Guarantee | None, own: dict[Any, Guarantee]) -> str | None:

@@ -192,12 +192,14 @@ def _show(args: argparse.Namespace) -> int:
             summary = ledger.spent_summary(delta=args.delta)
             default = ledger.default_budget()
             head = ledger.chain_head()
+            entry_head = ledger.entry_head()
+            signed_by = ledger.signing_key_fingerprint()
             payload = {
                 "path": str(args.path),
                 "schema_version": ledger.schema_version,
                 "chain_head": head,
-                "entry_head": ledger.entry_head(),
-                "signed_by": ledger.signing_key_fingerprint(),
+                "entry_head": entry_head,
+                "signed_by": signed_by,
                 "default_budget": default.to_dict() if default else None,
                 **summary.to_dict(),
             }
@@ -206,15 +208,15 @@ def _show(args: argparse.Namespace) -> int:
                 ("charges", summary.charges),
                 ("distinct histories", summary.histories),
                 ("max user epsilon", summary.max_epsilon),
-                ("at delta", payload["max_user_delta"]),
+                ("at delta", summary.max_certificate.delta if summary.max_certificate is not None else 0.0),
                 ("worst user", summary.max_user if summary.max_user is not None else "none"),
                 ("default budget", f"({default.epsilon:g}, {default.delta:g})" if default else "none"),
                 (
                     "chain head",
                     head if head is not None else "none (schema version < 3: see `dpcert ledger migrate`)",
                 ),
-                ("entry head", payload["entry_head"] or "none (schema version < 4)"),
-                ("signed by", payload["signed_by"] or "nobody (an unsigned ledger)"),
+                ("entry head", entry_head or "none (schema version < 4)"),
+                ("signed by", signed_by or "nobody (an unsigned ledger)"),
             ]
         if args.plot is not None:
             from dpcert.plots import plot_spent
