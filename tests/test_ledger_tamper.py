@@ -19,7 +19,7 @@ import pytest
 from dpcert import Guarantee, signatures
 from dpcert.accounting.ledger import Ledger, LedgerIntegrityError
 from dpcert.cli import main
-from dpcert.errors import InvalidParameter
+from dpcert.errors import BudgetExceeded, InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
 
 GENESIS = bytes(32)
@@ -582,3 +582,53 @@ def test_a_bandit_run_signs_the_ledger_it_charges_and_refuses_without_the_key(tm
     assert file_digest(path) == before
     assert main([*run[:-2], "--signing-key", str(private)]) == 2  # a key without a ledger
     assert "--signing-key" in capsys.readouterr().err
+
+
+def genuine_version_3(path: Path) -> None:
+    """A ledger as an earlier dpcert (schema version 3: chained rows, nothing else) left it."""
+    with Ledger(path) as ledger:
+        ledger.set_budget(None, BUDGET)
+        ledger.charge([1, 2, "ann"], laplace_certificate(2.0), run_id="r1", idempotency_key="k1")
+        ledger.charge([2, 3], laplace_certificate(4.0), run_id="r2")
+    tamper(
+        path,
+        "DROP TABLE entries",
+        "DROP TABLE signatures",
+        "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+    )
+
+
+def test_ledger_migrate_chains_and_signs_a_genuine_old_ledger_once(tmp_path, key_files, capsys):
+    private, public = key_files
+    path = tmp_path / "old.db"
+    genuine_version_3(path)
+    assert main(["ledger", "verify", str(path), "--public-key", str(public)]) == 1
+    assert "schema version 3 chains only its charge rows" in capsys.readouterr().err
+    assert main(["ledger", "migrate", str(path), "--signing-key", str(private), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["from_version"], data["schema_version"], data["ok"]) == (3, 4, True)
+    assert data["entries"] == 3  # schema (covering the 5 rows), the default budget, the idempotency record
+    assert main(["ledger", "verify", str(path), "--public-key", str(public)]) == 0
+    assert main(["ledger", "show", str(path)]) == 0
+    fp = hashlib.sha256(signatures.load_public_key(public).public_bytes_raw()).hexdigest()[:16]
+    assert f"signed by           {fp}" in capsys.readouterr().out
+    with Ledger(path, signing_key=private) as ledger:  # the migrated budget and idempotency record hold
+        assert ledger.charge(
+            [1, 2, "ann"], laplace_certificate(2.0), run_id="r1", idempotency_key="k1"
+        ).replayed
+        with pytest.raises(BudgetExceeded):
+            ledger.charge([2], laplace_certificate(0.5))  # 0.5 + 0.25 + 2 > 1.5
+        assert ledger.verify(public_key=public).ok
+    assert main(["ledger", "migrate", str(path), "--signing-key", str(private)]) == 0  # already current
+    assert "already current" in capsys.readouterr().out
+
+
+def test_ledger_migrate_refuses_an_old_ledger_whose_rows_do_not_verify(tmp_path, key_files, capsys):
+    path = tmp_path / "old.db"
+    genuine_version_3(path)
+    tamper(path, "UPDATE charges SET user_id = 7 WHERE id = 4")
+    before = file_digest(path)
+    assert main(["ledger", "migrate", str(path), "--signing-key", str(key_files[0])]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not migrated, its hash chain is broken: charge 4:" in err[0], err
+    assert file_digest(path) == before
