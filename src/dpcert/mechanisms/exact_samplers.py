@@ -429,8 +429,9 @@ class LaplacePlan:
 
     @property
     def failure(self) -> float:
-        """Probability, per draw, that the draw leaves the fixed-work path (an upper bound)."""
-        return _failure(len(self.coins.coins), self.coins.gap)
+        """Probability, per draw, that the draw leaves the fixed-work path (an upper bound); 1 for
+        scales beyond 2^61/89, whose magnitudes are summed on Python integers of varying size."""
+        return 1.0 if self.wide else _failure(len(self.coins.coins), self.coins.gap)
 
 
 @lru_cache(maxsize=256)
@@ -547,7 +548,12 @@ class GaussianPlan:
         return math.ceil((2 * draws * p + ROUNDS_HOEFFDING + root) / (2 * p * p))
 
     def failure(self, draws: int) -> float:
-        """Bound on the probability that a batch of ``draws`` draws leaves the fixed-work path."""
+        """Bound on the probability that a batch of ``draws`` draws leaves the fixed-work path: the
+        union bound over the coins of the rounds run (those fixed by ``draws`` and, on average, the
+        rounds a short batch adds); 1 when the plan is not vectorised (σ beyond about 2^27), whose
+        acceptance runs on Python integers of varying size."""
+        if not self.vectorised:
+            return 1.0
         expected_rounds = self.rounds(draws) + draws / float(self.acceptance)
         coins = len(self.coins.coins) + len(self.proposal.coins.coins)
         return math.nextafter(

@@ -18,6 +18,14 @@ The noise parameters are chosen so that the sampler's integers stay small (the v
 discrete Laplace parameter a is a dyadic rational with 20 significant bits (rounded down: more noise) and
 the discrete Gaussian σ is an integer number of grid steps (rounded up), on a grid 2^13 times finer
 than σ (Laplace: 2^20 times finer than Δ).
+
+Release time.  The samplers do a fixed amount of work per release except on an event of probability
+p <= :func:`~dpcert.mechanisms.exact_samplers.timing_failure` (about 10^-36 per release), so the view
+(output, release time) is within total variation p of the output followed by a constant delay, and is
+(ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.  The certificates claim that point:
+δ includes (1 + e^ε) p (:func:`timing_delta`; for the Laplace, whose output is pure ε-DP, it is the
+whole δ), and a note says so.  The profile the certificate names is the output's; a composition
+that re-derives points from the profiles adds (1 + e^ε) Σ p on top of them (the notes state p).
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import Certificate, Neighbouring, TrustModel
+from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import (
     discrete_gaussian_certificate,
@@ -41,12 +49,14 @@ from dpcert.mechanisms.exact_samplers import (
     SecureRandom,
     sample_discrete_gaussian,
     sample_discrete_laplace,
+    timing_failure,
 )
 
 LAPLACE_GRID_BITS = 20  # default grid: g = 2^(⌊log2 Δ⌋ − 20)
 GAUSSIAN_GRID_BITS = 13  # default grid: g = 2^(⌊log2 σ⌋ − 13)
 _PARAMETER_BITS = 20  # significant bits of the discrete Laplace parameter a
 _MAX_UNITS = 2.0**52
+MAX_GAUSSIAN_STEPS = 1 << 26  # sigma in grid steps the fixed-work discrete Gaussian covers
 BITS = ("os", "rng")
 
 
@@ -149,15 +159,70 @@ def short_dyadic_below(value: float, bits: int = _PARAMETER_BITS) -> float:
     return math.ldexp(math.floor(math.ldexp(mantissa, bits)), exponent - bits)
 
 
+def timing_delta(epsilon: float, failure: float) -> float:
+    """(1 + e^ε)·p rounded up: what release times can add to δ when the fixed-work path is left with
+    probability p (a view within total variation p of an (ε, δ)-DP one is (ε, δ + (1 + e^ε) p)-DP)."""
+    if failure >= 1.0:
+        return 1.0
+    return min(1.0, math.nextafter((1.0 + math.exp(epsilon)) * failure * (1.0 + 1e-12), math.inf))
+
+
+def _room(certificate: Certificate, epsilon: float, delta: float, failure: float) -> bool:
+    """δ_out(ε) + timing_delta(ε, p) <= δ, in exact rational arithmetic."""
+    return Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)) <= Fraction(
+        delta
+    )
+
+
+def _with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -> Certificate:
+    """``certificate`` claiming a point that also covers release times: δ_out(ε) + timing_delta <= δ.
+
+    ``keep_delta``: the caller asked for this δ; ε is raised (by ulps) until the output's δ leaves room
+    for the timing term, checked in exact rational arithmetic.  Otherwise δ is raised instead.
+    """
+    if failure >= 1.0:
+        raise InvalidParameter(
+            "sigma", certificate.parameters.get("sigma"), "a sigma the fixed-work sampler covers"
+        )
+    epsilon, delta = certificate.epsilon, certificate.delta
+
+    if keep_delta:
+        step = math.ulp(epsilon) if epsilon > 0 else 2.0**-1074
+        while not _room(certificate, epsilon, delta, failure):
+            epsilon += step
+            step *= 2.0
+    else:
+        delta = float(Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)))
+        while not _room(certificate, epsilon, delta, failure):
+            delta = math.nextafter(delta, math.inf)
+    note = (
+        f"release time: fixed work per release except with probability <= {failure:.3g}; delta includes "
+        f"(1 + e^epsilon) x that = {timing_delta(epsilon, failure):.3g} for an observer of release times"
+    )
+    return Certificate(
+        certificate.mechanism,
+        Guarantee(epsilon, delta),
+        certificate.trust_model,
+        certificate.neighbouring,
+        dict(certificate.parameters),
+        certificate.basis,
+        certificate.notes + (note,),
+    ).verify()
+
+
 def secure_laplace_certificate(
     noise_parameter: float,
     integer_sensitivity: int,
     grid: Grid,
     *,
+    draws: int = 1,
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
 ) -> Certificate:
-    """The pure ε = a·Δ_g certificate of discrete Laplace noise DLap(a) in grid units, grid recorded."""
+    """The ε = a·Δ_g certificate of discrete Laplace noise DLap(a) in grid units, grid recorded.
+
+    The output is pure ε-DP; the claimed δ is the release-time term (:func:`timing_delta`) of a release
+    of ``draws`` noise draws (the coordinates)."""
     from dpcert.mechanisms._common import certificate_at_delta
     from dpcert.mechanisms.discrete_laplace import DISCRETE_LAPLACE_BASIS, DiscreteLaplaceProfile
 
@@ -167,7 +232,7 @@ def secure_laplace_certificate(
         "granularity": grid.granularity,
         "sampler": "integer-exact",
     }
-    return certificate_at_delta(
+    output = certificate_at_delta(
         "discrete-laplace",
         DiscreteLaplaceProfile(parameters),
         parameters,
@@ -176,6 +241,8 @@ def secure_laplace_certificate(
         neighbouring,
         DISCRETE_LAPLACE_BASIS + "; integer-exact sampler on a grid (Mironov 2012 snapping)",
     )
+    failure = timing_failure("discrete-laplace", 1 / Fraction(parameters["noise_parameter"]), draws)
+    return _with_timing(output, failure, keep_delta=False)
 
 
 @dataclass(frozen=True)
@@ -270,7 +337,7 @@ def secure_laplace(
             "epsilon/scale", target, "noise of at least 2^-40 grid steps; use a finer grid"
         )
     certificate = secure_laplace_certificate(
-        noise_parameter, shift, grid, trust_model=trust_model, neighbouring=neighbouring
+        noise_parameter, shift, grid, draws=dimension, trust_model=trust_model, neighbouring=neighbouring
     )
     return SecureLaplaceMechanism(grid, noise_parameter, certificate, dimension, _check_bits(bits))
 
@@ -343,7 +410,8 @@ def secure_gaussian(
 
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     dimension = check.positive_int("dimension", dimension)
-    compositions = check.positive_int("compositions", compositions) * dimension
+    releases = check.positive_int("compositions", compositions)
+    compositions = releases * dimension
     if sigma is None:
         if epsilon is None or delta is None:
             raise InvalidParameter("epsilon/delta", (epsilon, delta), "both epsilon and delta (or sigma)")
@@ -360,16 +428,28 @@ def secure_gaussian(
         units = float(math.ceil(math.ldexp(reference, -int(grid.exponent))))
         if epsilon is None and delta is None:
             raise InvalidParameter("epsilon/delta", None, "epsilon or delta at which to state the guarantee")
-    if units > 2.0**40:
-        raise InvalidParameter("granularity", grid.granularity, "a grid with sigma <= 2^40 steps")
-    certificate = discrete_gaussian_certificate(
-        units,
-        epsilon=epsilon,
-        delta=delta,
-        sensitivity=shift,
-        compositions=compositions,
-        granularity=grid.granularity,
-        trust_model=trust_model,
-        neighbouring=neighbouring,
-    )
+    if units > MAX_GAUSSIAN_STEPS:
+        raise InvalidParameter(
+            "granularity",
+            grid.granularity,
+            f"a grid with sigma <= 2^{MAX_GAUSSIAN_STEPS.bit_length() - 1} steps",
+        )
+    while True:
+        certificate = discrete_gaussian_certificate(
+            units,
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=shift,
+            compositions=compositions,
+            granularity=grid.granularity,
+            trust_model=trust_model,
+            neighbouring=neighbouring,
+        )
+        failure = releases * timing_failure("discrete-gaussian", Fraction(units) ** 2, dimension)
+        asked = certificate.delta if sigma is None else None  # (ε, δ) both asked for
+        if asked is None or _room(certificate, certificate.epsilon, asked, failure):
+            certificate = _with_timing(certificate, failure, keep_delta=delta is not None)
+            break
+        # no room for the release-time term at (ε, δ) (not seen in practice): a whole step more noise
+        units += 1.0
     return SecureGaussianMechanism(grid, units, certificate, _check_bits(bits), dimension)
