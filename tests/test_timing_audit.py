@@ -13,8 +13,8 @@ Release times are measured, so these audits are not reproducible from the seed. 
 confidence 0.999: a mechanism whose (output, time) view really is ε-DP is reported violated with
 probability at most 10^-3 (the Clopper–Pearson union bound of the audit, valid whatever the load as
 long as the draws on the two inputs are alike, which the interleaving a, b, b, a, … provides).  The
-leaky mechanisms' bounds (2.1 to 4.8 in runs on a loaded machine, load average 8) are far from the claim, so a loaded
-machine does not hide them; the time-free output view is also reported, and stays near ε = 1.
+leaky mechanisms' bounds (2.1 to 4.8 at 3000 draws on a machine at load average 8) are far from the
+claim, so load does not hide them; the output view without time is reported too and stays below 1.
 """
 
 from __future__ import annotations
