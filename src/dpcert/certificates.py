@@ -10,6 +10,12 @@ Profiles are registered by the modules that define mechanisms (see :func:`regist
 generic ``"approximate-dp"`` profile below is the tightest profile implied by an (ε, δ) guarantee
 alone: the profile of the canonical (ε, δ) randomized-response pair (Kairouz, Oh & Viswanath 2015,
 Thm 2.1; Murtagh & Vadhan 2016).
+
+A certificate read back is refused (:class:`~dpcert.errors.CertificateFormatError`, naming what is wrong)
+for a duplicate key at any depth or a ``NaN`` (:mod:`dpcert._json`), an unknown member or parameter, and a
+label its profile cannot support: a trust model, a neighbouring relation, or a parameter outside its
+:class:`ParameterSpec` ``choices`` such as a continuous Gaussian labelled ``"sampler": "integer-exact"``.
+A registered mechanism name is not replaced unless ``register_profile(..., force=True)``.
 """
 
 from __future__ import annotations
