@@ -49,52 +49,81 @@ def _postgres_bin() -> Path | None:
     return None
 
 
+class PostgresServer:
+    """A throw-away PostgreSQL server in a temporary directory: superuser ``postgres``, trust
+    authentication, a Unix socket only; :meth:`stop` and :meth:`start` simulate an outage."""
+
+    def __init__(self) -> None:
+        pytest.importorskip("psycopg", reason='psycopg 3 is not installed (pip install "dpcert[postgres]")')
+        binary = _postgres_bin()
+        if binary is None:
+            pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; apt-get install postgresql")
+        self.binary = binary
+        self.root = Path(tempfile.mkdtemp(prefix="dpcert-pg-"))
+        self.data = self.root / "data"
+        self.run_as: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root: run the server as an unprivileged user
+            runuser = shutil.which("runuser")
+            if runuser is None:
+                shutil.rmtree(self.root)
+                pytest.skip("running as root without runuser: cannot start PostgreSQL as another user")
+            account = pwd.getpwnam("nobody")
+            os.chown(self.root, account.pw_uid, account.pw_gid)
+            self.run_as = [runuser, "-u", "nobody", "--"]
+        try:
+            subprocess.run(
+                [*self.run_as, str(binary / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"]
+                + ["-E", "UTF8", "--locale=C", "--no-sync"],
+                check=True,
+                capture_output=True,
+                cwd=self.root,
+            )
+            self.start()
+        except subprocess.CalledProcessError as exc:
+            shutil.rmtree(self.root, ignore_errors=True)
+            pytest.skip(f"could not start a PostgreSQL server: {exc.stderr.decode(errors='replace')[-300:]}")
+
+    def _pg_ctl(self, *args: str, check: bool = True) -> None:
+        subprocess.run(
+            [*self.run_as, str(self.binary / "pg_ctl"), "-D", str(self.data), *args],
+            check=check,
+            capture_output=True,
+            cwd=self.root,
+        )
+
+    def start(self) -> None:
+        options = f"-k {self.root} -c listen_addresses='' -c fsync=off -c max_connections=40"
+        self._pg_ctl("-o", options, "-l", str(self.root / "log"), "-w", "start")
+
+    def stop(self) -> None:
+        """Stop at once, as a crash: server processes killed, no checkpoint, clients cut off."""
+        self._pg_ctl("-m", "immediate", "-w", "stop")
+
+    def remove(self) -> None:
+        self._pg_ctl("-m", "immediate", "stop", check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, database: str, user: str = "postgres") -> str:
+        return f"postgresql:///{database}?host={self.root}&user={user}"
+
+    def new_database(self) -> str:
+        """The name of a new, empty database."""
+        import psycopg
+
+        name = f"ledger_{os.getpid()}_{next(_database_numbers)}"
+        with psycopg.connect(self.url("postgres"), autocommit=True) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        return name
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """Socket directory of a throw-away PostgreSQL server (superuser ``postgres``, trust auth)."""
-    pytest.importorskip("psycopg", reason='psycopg 3 is not installed (pip install "dpcert[postgres]")')
-    binary = _postgres_bin()
-    if binary is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; apt-get install postgresql")
-    root = Path(tempfile.mkdtemp(prefix="dpcert-pg-"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root: run the server as an unprivileged user
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            shutil.rmtree(root)
-            pytest.skip("running as root without runuser: cannot start PostgreSQL as another user")
-        account = pwd.getpwnam("nobody")
-        os.chown(root, account.pw_uid, account.pw_gid)
-        run_as = [runuser, "-u", "nobody", "--"]
-    data = root / "data"
+    server = PostgresServer()
     try:
-        subprocess.run(
-            [*run_as, str(binary / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
-            + ["-E", "UTF8", "--locale=C", "--no-sync"],
-            check=True,
-            capture_output=True,
-            cwd=root,
-        )
-        options = f"-k {root} -c listen_addresses='' -c fsync=off -c max_connections=40"
-        subprocess.run(
-            [*run_as, str(binary / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log")]
-            + ["-w", "start"],
-            check=True,
-            capture_output=True,
-            cwd=root,
-        )
-    except subprocess.CalledProcessError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"could not start a PostgreSQL server: {exc.stderr.decode(errors='replace')[-300:]}")
-    try:
-        yield root
+        yield server.root
     finally:
-        subprocess.run(
-            [*run_as, str(binary / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True,
-            cwd=root,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
 
 
 @pytest.fixture
@@ -173,7 +202,7 @@ def test_postgres_verify_detects_an_edited_row_and_readers_do_not_write(postgres
         with pytest.raises(InvalidParameter, match="readonly"):
             reader.charge([4], laplace_certificate(4.0))
     with psycopg.connect(postgres_url, autocommit=True) as db:
-        db.execute("UPDATE charges SET run_id = 'y' WHERE id = 2")
+        db.execute("UPDATE dpcert.charges SET run_id = 'y' WHERE id = 2")
     with Ledger(postgres_url) as ledger:
         report = ledger.verify()
         assert not report.ok and report.charges == 2 and "edited" in report.problem
@@ -185,7 +214,8 @@ def test_postgres_refuses_other_databases_and_newer_schemas(postgres_url):
     with pytest.raises(InvalidParameter, match="no tables"):
         Ledger(postgres_url, readonly=True)
     with psycopg.connect(postgres_url, autocommit=True) as db:
-        db.execute("CREATE TABLE accounts (id INT)")
+        db.execute("CREATE SCHEMA dpcert")  # the ledger's schema, holding another application's table
+        db.execute("CREATE TABLE dpcert.accounts (id INT)")
     with pytest.raises(InvalidParameter, match="no dpcert schema version"):
         Ledger(postgres_url)
     with pytest.raises(InvalidParameter, match="reachable PostgreSQL"):
