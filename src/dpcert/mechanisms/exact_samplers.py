@@ -454,13 +454,13 @@ def _failure(coins_per_draw: float, gap: int) -> float:
     return math.nextafter(coins_per_draw * gap * 2.0**-COIN_BITS + math.exp(-TAIL_EXPONENT), math.inf)
 
 
-def _laplace_candidates(
-    plan: LaplacePlan, source: RandomSource, count: int, stream: WordStream
-) -> np.ndarray:
-    """``count`` draws of Lap_Z(t/s): every draw takes ``plan.words`` words; rare draws finish exactly."""
+def _laplace_candidates(plan: LaplacePlan, block: np.ndarray, stream: WordStream) -> np.ndarray:
+    """Draws of Lap_Z(t/s), one per row of ``block`` (``plan.words`` words each: the coins' words, then
+    the sign's); rare draws finish exactly with words from ``stream``."""
     coins = plan.coins
-    words = random_words(source, count * coins.words).reshape(count, len(coins.coins), WORDS_PER_COIN)
-    signs = (random_words(source, count) & np.uint64(1)).astype(bool)
+    count = block.shape[0]
+    words = block[:, : coins.words].reshape(count, len(coins.coins), WORDS_PER_COIN)
+    signs = (block[:, coins.words] & np.uint64(1)).astype(bool)
     heads, undecided = coins.flip(words)
     digits = heads[:, 1 : plan.levels + 1]
     if plan.wide:
@@ -533,19 +533,13 @@ class GaussianPlan:
         return not self.proposal.wide and self.levels <= 63 and reach < 1 << 63
 
     def rounds(self, draws: int) -> int:
-        """Rounds run for ``draws`` draws: the least B >= n/P with (BP − n)² >= 14 B, P the acceptance
-        bound; by Hoeffding's inequality fewer than n of B rounds are accepted with probability at most
-        exp(−2(BP − n)²/B) <= e^{−28} < 2^-40.  Integer arithmetic only (the same B on every machine).
-
-        (BP − n)² >= 14B for every B at or beyond the larger root of P²B² − (2nP + 14)B + n²,
-        (2nP + 14 + √(56nP + 196)) / (2P²); the square root is rounded up.
+        """Rounds run for ``draws`` = n draws: B = ⌈(2nP + 14 + √(56nP + 196)) / (2P²)⌉ with P the
+        acceptance bound and the square root rounded up, the larger root of P²B² − (2nP + 14)B + n², so
+        that BP >= n and (BP − n)² >= 14B: by Hoeffding's inequality fewer than n of B rounds are
+        accepted with probability at most exp(−2(BP − n)²/B) <= e^{−28} < 2^-40.  Rational and integer
+        arithmetic only (the same B on every machine).
         """
-        if draws == 0:
-            return 0
-        p = self.acceptance
-        discriminant = 56 * draws * p + 196
-        root = Fraction(math.isqrt(math.floor(discriminant * (1 << 40))) + 1, 1 << 20)
-        return math.ceil((2 * draws * p + ROUNDS_HOEFFDING + root) / (2 * p * p))
+        return _rounds(self.acceptance, draws)
 
     def failure(self, draws: int) -> float:
         """Bound on the probability that a batch of ``draws`` draws leaves the fixed-work path: the
@@ -559,6 +553,16 @@ class GaussianPlan:
         return math.nextafter(
             expected_rounds * _failure(coins, max(self.coins.gap, self.proposal.coins.gap)), math.inf
         )
+
+
+@lru_cache(maxsize=1024)
+def _rounds(p: Fraction, draws: int) -> int:
+    """:meth:`GaussianPlan.rounds` for the acceptance bound ``p``."""
+    if draws == 0:
+        return 0
+    discriminant = 56 * draws * p + 196
+    root = Fraction(math.isqrt(math.floor(discriminant * (1 << 40))) + 1, 1 << 20)
+    return math.ceil((2 * draws * p + ROUNDS_HOEFFDING + root) / (2 * p * p))
 
 
 @lru_cache(maxsize=256)
@@ -599,10 +603,11 @@ def _acceptance_bound(p: int, q: int, a: int, b: int, tau: Fraction) -> Fraction
 def _gaussian_round(
     plan: GaussianPlan, source: RandomSource, rounds: int, stream: WordStream
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``rounds`` candidates and whether each is accepted (a fixed number of words per round)."""
-    candidates = _laplace_candidates(plan.proposal, source, rounds, stream)
+    """``rounds`` candidates and whether each is accepted (``plan.round_words`` words per round)."""
+    block = random_words(source, rounds * plan.round_words).reshape(rounds, plan.round_words)
+    candidates = _laplace_candidates(plan.proposal, block[:, : plan.proposal.words], stream)
     coins = plan.coins
-    words = random_words(source, rounds * coins.words).reshape(rounds, len(coins.coins), WORDS_PER_COIN)
+    words = block[:, plan.proposal.words :].reshape(rounds, len(coins.coins), WORDS_PER_COIN)
     heads, undecided = coins.flip(words)
     levels = plan.levels
     exact = candidates.dtype == object or not plan.vectorised
@@ -670,7 +675,9 @@ def _laplace_draws(plan: LaplacePlan, source: RandomSource, count: int) -> np.nd
     stream = WordStream(source)
     chunk = max(1, _CHUNK_WORDS // plan.words)
     pieces = [
-        _laplace_candidates(plan, source, min(chunk, count - start), stream)
+        _laplace_candidates(
+            plan, random_words(source, min(chunk, count - start) * plan.words).reshape(-1, plan.words), stream
+        )
         for start in range(0, count, chunk)
     ]
     if not pieces:
