@@ -159,6 +159,13 @@ def test_missing_privileges_are_one_line_naming_the_privilege_and_the_object(ser
         assert "GRANT INSERT ON dpcert.charges TO dave" in message
         assert _rows(admin, "SELECT count(*) FROM dpcert.charges") == [(1,)]
 
+        _create_role(admin, "frank")  # may not create a schema for a new ledger of its own
+        with pytest.raises(LedgerStorageError, match=f"role frank lacks CREATE on database {database}"):
+            Ledger(server.url(database, "frank") + "&schema=frank_ledger")
+        admin.execute("CREATE SCHEMA frank_ledger")  # the schema exists, but is not frank's to write in
+        with pytest.raises(LedgerStorageError, match="role frank lacks USAGE, CREATE on schema frank_ledger"):
+            Ledger(server.url(database, "frank") + "&schema=frank_ledger")
+
         _create_role(admin, "erin")  # no privilege at all: the schema's USAGE is named first
         with pytest.raises(LedgerStorageError, match="role erin lacks USAGE on schema dpcert"):
             Ledger(server.url(database, "erin"), readonly=True)

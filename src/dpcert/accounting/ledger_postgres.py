@@ -217,6 +217,12 @@ class PostgresStore:
                     ) from exc
                 last = exc
                 continue
+            version = connection.info.server_version
+            if version < 130000:  # pg_current_xact_id and pg_xact_status (a lost COMMIT looked up)
+                connection.close()
+                raise InvalidParameter(
+                    "path", self.path, f"a PostgreSQL server of version 13 or later (this one is {version})"
+                )
             try:
                 self._set_up(connection)
             except psycopg.OperationalError as exc:
@@ -334,16 +340,9 @@ class PostgresStore:
 
     # schema
     def tables(self) -> set[str]:
-        """The tables of the ledger's schema.  None: refused if another schema on the role's search
-        path (or ``public``) holds a dpcert ledger, rather than start a second one."""
-        usage = self.execute(
-            "SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM pg_catalog.pg_namespace "
-            "WHERE nspname = ?",
-            (self.schema,),
-        ).fetchone()
-        if usage is not None and not usage[0]:  # its tables would silently drop out of the search path
-            schema = _quoted(self.schema)
-            raise LedgerStorageError(self._lacking(["USAGE"], f"schema {schema}", f"SCHEMA {schema}"))
+        """The tables of the ledger's schema (a role without ``USAGE`` on it is told so).  An empty
+        schema is refused if another schema on the role's search path, or ``public``, holds a dpcert
+        ledger, rather than start a second one."""
         rows = self.execute(
             "SELECT c.relname FROM pg_catalog.pg_class AS c "
             "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
@@ -351,6 +350,15 @@ class PostgresStore:
             (self.schema,),
         )
         names = {str(row[0]) for row in rows}
+        rights = self.execute(
+            "SELECT pg_catalog.has_schema_privilege(oid, 'USAGE'), "
+            "pg_catalog.has_schema_privilege(oid, 'CREATE') FROM pg_catalog.pg_namespace WHERE nspname = ?",
+            (self.schema,),
+        ).fetchone()
+        if rights is not None and not rights[0]:  # its tables would silently drop out of the search path
+            missing = ["USAGE"] if names or self.readonly or rights[1] else ["USAGE", "CREATE"]
+            schema = _quoted(self.schema)
+            raise LedgerStorageError(self._lacking(missing, f"schema {schema}", f"SCHEMA {schema}"))
         if not names:
             self._refuse_a_second_ledger()
         return names
