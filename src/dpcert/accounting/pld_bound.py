@@ -132,13 +132,33 @@ def loss_pmf_from_masses(
     return LossPmf(interval, lowest, probs, infinity)
 
 
+@dataclass(frozen=True, eq=False)
+class LossPmfPair:
+    """The two directions of one mechanism's discretised PLD, each already an upper bound.
+
+    ``remove`` is the law of the privacy loss ``ln(P/Q)`` under ``P`` and ``add`` that of ``ln(Q/P)``
+    under ``Q`` for the mechanism's dominating pair ``(P, Q)``.  Compared by identity (so that caches
+    keyed by the object stay cheap).
+    """
+
+    remove: LossPmf
+    add: LossPmf
+
+    def __post_init__(self) -> None:
+        if self.remove.discretization != self.add.discretization:
+            raise ValueError("both directions must share one discretization interval")
+
+
 def loss_pmfs(privacy_loss_distribution: Any) -> tuple[LossPmf, LossPmf | None]:
     """The remove and add pmfs of a ``dp_accounting`` PLD (``None`` for add if symmetric), inflated.
 
-    A :class:`LossPmf` stands for a symmetric pair (both directions have its law) and is returned as is.
+    A :class:`LossPmf` stands for a symmetric pair (both directions have its law) and is returned as
+    is; a :class:`LossPmfPair` gives its two directions as they are.
     """
     if isinstance(privacy_loss_distribution, LossPmf):
         return privacy_loss_distribution, None
+    if isinstance(privacy_loss_distribution, LossPmfPair):
+        return privacy_loss_distribution.remove, privacy_loss_distribution.add
     remove = _loss_pmf(privacy_loss_distribution._pmf_remove)
     if privacy_loss_distribution._symmetric:
         return remove, None
@@ -204,7 +224,12 @@ def _tilt(pmf: LossPmf, lam: float) -> tuple[_Tilted, np.ndarray]:
 class ComposedLossBound:
     """Upper bound on δ(ε) of ``Π_i pmf_i^{*k_i}`` (one direction) with proven round-off."""
 
-    def __init__(self, parts: Sequence[tuple[LossPmf, int]]) -> None:
+    def __init__(
+        self,
+        parts: Sequence[tuple[LossPmf, int]],
+        coarse_points: int | None = _COARSE_POINTS,
+        steering_points: int | None = None,
+    ) -> None:
         if not parts:
             raise ValueError("at least one pmf is needed")
         steps = {p.discretization for p, _ in parts}
@@ -220,13 +245,23 @@ class ComposedLossBound:
         )
         # 1 − Π (1 − ι_i)^{k_i}, rounded up (relative allowance for log1p/expm1 and the sum).
         self._passes: dict[tuple[float, int, int], _Pass] = {}
-        self._cumulants: dict[float, tuple[float, float, float]] = {}
-        coarse = [_coarsened(p) for p, _ in self.parts]
-        self._coarse_sizes = np.array([c.probs.size for c in coarse])
-        self._coarse_starts = np.concatenate(([0], np.cumsum(self._coarse_sizes)[:-1]))
-        self._coarse_log_probs = np.concatenate([c.log_probs for c in coarse])
-        self._coarse_losses = np.concatenate([c.losses for c in coarse])
-        self._coarse_counts = np.array([k for _, k in self.parts], dtype=float)
+        # cumulants on losses rounded up to at most ``coarse_points`` points per component (all points
+        # if None): cheaper, still valid for Chernoff bounds.  The saddle points and windows are
+        # steered by cumulants on ``steering_points`` points per component at the bins' mean losses
+        # (the rounded-up ones if None), which do not drift when a component's mass sits in a few
+        # of many points (subsampled mechanisms).
+        counts = np.array([k for _, k in self.parts], dtype=float)
+        coarse = [p if coarse_points is None else _coarsened(p, coarse_points) for p, _ in self.parts]
+        self._bound_table = _CumulantTable(coarse, counts)
+        self._steering_table = (
+            self._bound_table
+            if steering_points is None
+            else _CumulantTable([_binned_means(p, steering_points) for p, _ in self.parts], counts)
+        )
+        # each component's sum of n positive terms errs by at most γ_n relative (its log by ~γ_n)
+        self._summation_slack = float(
+            sum(k * 2.0 * _gamma(c.probs.size + 4) for k, c in zip(counts, coarse, strict=True))
+        )
         allowance = 64.0 * UNIT_ROUNDOFF * (len(self.parts) + 2)
         self.infinity_mass = min(1.0, -math.expm1(log_finite) * (1.0 + allowance))
 
@@ -238,21 +273,11 @@ class ComposedLossBound:
         For λ >= 0 the coarse ``K`` is at least the exact one (losses only move up), so Chernoff
         bounds computed from it remain valid; the derivatives only steer the tilt and window.
         """
-        cached = self._cumulants.get(lam)
-        if cached is not None:
-            return cached
-        exponents = self._coarse_log_probs + lam * self._coarse_losses if lam else self._coarse_log_probs
-        peaks = np.maximum.reduceat(exponents, self._coarse_starts)
-        weights = np.exp(exponents - np.repeat(peaks, self._coarse_sizes))
-        sums = np.add.reduceat(weights, self._coarse_starts)
-        first = np.add.reduceat(weights * self._coarse_losses, self._coarse_starts) / sums
-        second = np.add.reduceat(weights * self._coarse_losses**2, self._coarse_starts) / sums
-        counts = self._coarse_counts
-        log_norm = fixed_order.sum_of_products(counts, np.log(sums) + peaks)
-        mean = fixed_order.sum_of_products(counts, first)
-        variance = fixed_order.sum_of_products(counts, np.maximum(second - first**2, 0.0))
-        self._cumulants[lam] = (log_norm, mean, variance)
-        return log_norm, mean, variance
+        return self._bound_table.evaluate(lam)
+
+    def steering_cumulants(self, lam: float) -> tuple[float, float, float]:
+        """The cumulants that steer saddle points and windows (never used in a bound)."""
+        return self._steering_table.evaluate(lam)
 
     def saddle_point(self, epsilon: float) -> float:
         """λ >= 0 with ``K'(λ) = ε`` (0 if the mean loss is already above ε), to about 1e-4.
@@ -260,13 +285,13 @@ class ComposedLossBound:
         Safeguarded Newton iteration on the increasing ``K'``; only the lattice point of λ matters
         (see ``_pass_for``), and any λ >= 0 gives a valid bound.
         """
-        _, mean, variance = self.cumulants(0.0)
+        _, mean, variance = self.steering_cumulants(0.0)
         if mean >= epsilon:
             return 0.0
         low, high = 0.0, math.inf
         lam = (epsilon - mean) / variance if variance > 0.0 else 1.0
         for _ in range(100):
-            _, mean, variance = self.cumulants(lam)
+            _, mean, variance = self.steering_cumulants(lam)
             if mean < epsilon:
                 low = lam
             else:
@@ -292,6 +317,7 @@ class ComposedLossBound:
             log_norm, _, _ = self.cumulants(t)
             exponent = log_norm - t * bound
             slack = 64.0 * UNIT_ROUNDOFF * (abs(log_norm) + abs(t * bound) + 1.0) * (self.total_count + 1)
+            slack += self._summation_slack
             total = exponent + slack + 1e-12
             if total < 0.0:  # a bound of 1 or more says nothing (and may overflow exp)
                 best = min(best, math.exp(total))
@@ -328,10 +354,10 @@ class ComposedLossBound:
         """ε where the saddle-point approximation ``e^{K(λ) − λK'(λ)} / (λ(1 + λ)√(2πK''(λ)))``
         of the finite part meets the target δ (a starting point only)."""
         target = math.log(max(delta - self.infinity_mass, 1e-300))
-        _, mean0, _ = self.cumulants(0.0)
+        _, mean0, _ = self.steering_cumulants(0.0)
 
         def gap(t: float) -> float:
-            log_norm, mean, variance = self.cumulants(t)
+            log_norm, mean, variance = self.steering_cumulants(t)
             correction = math.log(t * (1.0 + t) * math.sqrt(2.0 * math.pi * max(variance, 1e-300)))
             return log_norm - t * mean - max(0.0, correction) - target
 
@@ -344,7 +370,7 @@ class ComposedLossBound:
             low, high = high, high * 2.0
         else:
             return self.highest * self.discretization
-        return max(0.0, self.cumulants(brentq(gap, low, high, rtol=1e-3))[1])
+        return max(0.0, self.steering_cumulants(brentq(gap, low, high, rtol=1e-3))[1])
 
     def _pass_for(self, epsilon: float) -> _Pass:
         """The cached FFT pass for ε: tilt at the saddle point of ε rounded to a lattice of step
@@ -355,9 +381,9 @@ class ComposedLossBound:
         only in the (tiny) round-off term.
         """
         h = self.discretization
-        step = max(2.0 * h, 2.0 * math.sqrt(max(self.cumulants(0.0)[2], 0.0)))
+        step = max(2.0 * h, 2.0 * math.sqrt(max(self.steering_cumulants(0.0)[2], 0.0)))
         lam = self.saddle_point(step * round(epsilon / step))
-        log_norm, mean, variance = self.cumulants(lam)
+        log_norm, mean, variance = self.steering_cumulants(lam)
         half_width = int(math.ceil(_WINDOW_SDS * math.sqrt(max(variance, 0.0)) / h)) + 64
         centre = int(math.floor(mean / h))
         floor_index = int(math.floor(epsilon / h)) - 64
@@ -376,6 +402,33 @@ class ComposedLossBound:
             tail = 0.0 if high >= self.highest else self.tail_above((high + 1) * h)
             target = _TAIL_TARGET * math.exp(min(chernoff_log, 700.0))
             if tail <= target or high >= self.highest or 2 * size > MAX_FFT_SIZE:
+                break
+            half_width *= 2
+        result = self._compute_pass(lam, low, high, size, tail)
+        self._passes[key] = result
+        return result
+
+    def lattice_pass(self, target: float, floor_epsilon: float) -> _Pass:
+        """The cached FFT pass tilted at the saddle point of ``target``, its window reaching down to
+        ``floor_epsilon`` (and up until the Chernoff tail is negligible), a function of the two
+        arguments only: the same arguments always give the same pass."""
+        h = self.discretization
+        lam = self.saddle_point(target)
+        log_norm, mean, variance = self.steering_cumulants(lam)
+        half_width = int(math.ceil(_WINDOW_SDS * math.sqrt(max(variance, 0.0)) / h)) + 64
+        centre = int(math.floor(mean / h))
+        floor_index = int(math.floor(floor_epsilon / h)) - 64
+        chernoff_log = log_norm - lam * max(target, mean)
+        while True:
+            low = max(self.lowest, min(centre - half_width, floor_index))
+            high = min(self.highest, max(centre, floor_index) + half_width)
+            size = 1 << max(1, (high - low).bit_length())
+            key = (lam, low, high)
+            if key in self._passes:
+                return self._passes[key]
+            tail = 0.0 if high >= self.highest else self.tail_above((high + 1) * h)
+            target_tail = _TAIL_TARGET * math.exp(min(chernoff_log, 700.0))
+            if tail <= target_tail or high >= self.highest or 2 * size > MAX_FFT_SIZE:
                 break
             half_width *= 2
         result = self._compute_pass(lam, low, high, size, tail)
@@ -508,6 +561,62 @@ class _Pass:
         # Terms below the smallest normal double may be flushed: an absolute allowance for them.
         self._underflow = 4.0 * losses.size * np.finfo(float).tiny
 
+    @cached_property
+    def _interval_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For ε in ``[L_i, L_{i+1})`` the bound is ``(ι + max(0, A_i − e^ε (1 − 4u) B_i) + C_i)(1 + 1e-12)``
+        (capped at 1), with ``A_i``, ``B_i``, ``C_i`` constant on the interval: the terms of
+        :meth:`delta_for`, each replaced by its largest value over the interval.  The result is
+        non-increasing in ε on each interval (``np.exp`` and IEEE rounding are monotone)."""
+        n = self.losses.size
+        r = self._relative
+        total_a = self._sum_a[1:] * (1.0 + r) + self._underflow
+        total_b = self._sum_b[1:] * (1.0 - r)
+        squares = self._sum_squares[1:] * (1.0 + r) + self._underflow
+        h = (self.losses[-1] - self.losses[0]) / (n - 1) if n > 1 else 1.0
+        ends = np.concatenate((self.losses[1:], self.losses[-1:] + h))
+        with np.errstate(over="ignore", invalid="ignore"):
+            near_sums = self._sum_a[np.maximum(np.arange(n) - 1, 0)] * (1.0 + r) + self._underflow
+            near = near_sums * 8.0 * UNIT_ROUNDOFF * (np.maximum(np.abs(self.losses), np.abs(ends)) + 1.0)
+            spread = (total_a + np.exp(ends) * total_b) * 8.0 * UNIT_ROUNDOFF
+            constant = (
+                self.error_2 * np.sqrt(squares) * (1.0 + 4.0 * UNIT_ROUNDOFF) + spread + near + self.tail
+            )
+        bad = ~(np.isfinite(total_a) & np.isfinite(constant))
+        total_a = np.where(bad, np.inf, total_a)
+        return total_a, total_b, np.where(bad, np.inf, constant)
+
+    def interval_bounds(self, positions: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
+        """The bound of :attr:`_interval_terms` for each ``epsilons[k]`` on interval ``positions[k]``."""
+        total_a, total_b, constant = self._interval_terms
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = total_a[positions] - np.exp(epsilons) * (1.0 - 4.0 * UNIT_ROUNDOFF) * total_b[positions]
+            value = (self.infinity_mass + np.maximum(finite, 0.0) + constant[positions]) * (1.0 + 1e-12)
+        return np.where(np.isfinite(value), np.minimum(value, 1.0), 1.0)
+
+    @cached_property
+    def running_minimum(self) -> np.ndarray:
+        """``M_i``: the least bound of this pass over ``[L_0, L_i]`` (ends of intervals included)."""
+        n = self.losses.size
+        positions = np.arange(n)
+        starts = self.interval_bounds(positions, self.losses)
+        h = (self.losses[-1] - self.losses[0]) / (n - 1) if n > 1 else 1.0
+        ends = np.concatenate((self.losses[1:], self.losses[-1:] + h))
+        at_ends = self.interval_bounds(positions, ends)
+        # sequence F_0(L_0), F_0(L_1), F_1(L_1), F_1(L_2), ...: M_i is its running minimum at F_i(L_i)
+        sequence = np.empty(2 * n)
+        sequence[0::2] = starts
+        sequence[1::2] = at_ends
+        return np.minimum.accumulate(sequence)[0::2]
+
+    def monotone_bound(self, epsilon: float) -> float:
+        """``min(M_i, F_i(ε))`` for ``L_i <= ε < L_{i+1}``: valid (δ is non-increasing) and
+        non-increasing in ε; 1 below the window."""
+        if epsilon < self.losses[0] or (epsilon < self.covers_from):
+            return 1.0
+        position = int(np.searchsorted(self.losses, epsilon, side="right")) - 1
+        value = self.interval_bounds(np.array([position]), np.array([epsilon]))[0]
+        return float(min(self.running_minimum[position], value))
+
     def delta_for(self, epsilon: float) -> float:
         if epsilon < self.covers_from:
             return 1.0  # masses below the window are not represented: no claim from this pass
@@ -536,13 +645,57 @@ class _Pass:
         return min(self.top, found)
 
 
-def _coarsened(pmf: LossPmf) -> LossPmf:
+class _CumulantTable:
+    """Cumulants ``K(λ)``, ``K'(λ)``, ``K''(λ)`` of a composition of pmfs with counts, memoised."""
+
+    def __init__(self, pmfs: Sequence[LossPmf], counts: np.ndarray) -> None:
+        self.sizes = np.array([p.probs.size for p in pmfs])
+        self.starts = np.concatenate(([0], np.cumsum(self.sizes)[:-1]))
+        self.log_probs = np.concatenate([p.log_probs for p in pmfs])
+        self.losses = np.concatenate([p.losses for p in pmfs])
+        self.counts = counts
+        self._memo: dict[float, tuple[float, float, float]] = {}
+
+    def evaluate(self, lam: float) -> tuple[float, float, float]:
+        cached = self._memo.get(lam)
+        if cached is not None:
+            return cached
+        exponents = self.log_probs + lam * self.losses if lam else self.log_probs
+        peaks = np.maximum.reduceat(exponents, self.starts)
+        weights = np.exp(exponents - np.repeat(peaks, self.sizes))
+        sums = np.add.reduceat(weights, self.starts)
+        first = np.add.reduceat(weights * self.losses, self.starts) / sums
+        second = np.add.reduceat(weights * self.losses**2, self.starts) / sums
+        log_norm = fixed_order.sum_of_products(self.counts, np.log(sums) + peaks)
+        mean = fixed_order.sum_of_products(self.counts, first)
+        variance = fixed_order.sum_of_products(self.counts, np.maximum(second - first**2, 0.0))
+        self._memo[lam] = (log_norm, mean, variance)
+        return log_norm, mean, variance
+
+
+def _binned_means(pmf: LossPmf, points: int) -> LossPmf:
+    """``pmf`` summed over bins of consecutive points (at most ``points`` bins), each bin's mass at its
+    mean loss: close cumulants for steering (not a bound)."""
+    factor = -(-pmf.probs.size // points)
+    if factor <= 1:
+        return pmf
+    padded = np.zeros(-(-pmf.probs.size // factor) * factor)
+    padded[: pmf.probs.size] = pmf.probs
+    blocks = padded.reshape(-1, factor)
+    sums = blocks.sum(axis=1)
+    offsets = fixed_order.matvec(blocks, np.arange(factor, dtype=float))
+    keep = sums > 0.0
+    index = pmf.lower + factor * np.nonzero(keep)[0] + offsets[keep] / sums[keep]
+    return _SparseLossPmf(pmf.discretization, int(pmf.lower), sums[keep], pmf.infinity_mass, index)
+
+
+def _coarsened(pmf: LossPmf, points: int = _COARSE_POINTS) -> LossPmf:
     """``pmf`` with its losses rounded up to a grid of at most ``_COARSE_POINTS`` points.
 
     Bin sums of non-negative masses are inflated by ``γ_{m+1}`` so that they stay upper bounds; the
     result keeps the fine discretization (its losses are the bins' largest fine losses).
     """
-    factor = -(-pmf.probs.size // _COARSE_POINTS)
+    factor = -(-pmf.probs.size // points)
     if factor <= 1:
         return pmf
     padded = np.zeros(-(-pmf.probs.size // factor) * factor)
@@ -621,3 +774,117 @@ def compose_epsilon_bound(directions: Sequence[ComposedLossBound], delta: float)
     return nudge_up_until_valid(
         lambda e: compose_delta_bound(directions, e) - delta, epsilon, max(top, epsilon)
     )
+
+
+class MonotoneDeltaCurve:
+    """A proven δ(ε) of a composition that is non-increasing in ε, and its least ε for a δ.
+
+    ``directions`` are the :class:`ComposedLossBound` of each direction of the composition (one for a
+    symmetric pair, remove and add otherwise); δ(ε) is the largest of theirs.  In each direction the
+    ε axis is cut into cells of width ``s = max(2h, 2σ₀)`` (σ₀ the largest standard deviation of
+    the untilted composed losses); cell ``j`` owns one FFT pass tilted at the saddle point of ``j s``
+    (:meth:`ComposedLossBound.lattice_pass`), a function of ``j`` only.  At ε in cell ``j`` the bound
+    is the least, over the passes of cells ``0 … j``, of ``min(M_i, F_i(ε))``
+    (:meth:`_Pass.monotone_bound`): every term is a valid bound at ε (a pass's bound at any
+    ``ε' <= ε`` bounds the true δ(ε), which is non-increasing), each is non-increasing in ε, and the set
+    of passes only grows with ε, so the minimum is non-increasing too.  The value depends on ε and
+    the parameters only, never on which values were asked before.
+    """
+
+    def __init__(self, directions: Sequence[ComposedLossBound]) -> None:
+        if not directions:
+            raise ValueError("at least one direction is needed")
+        self.directions = tuple(directions)
+        steps = {direction.discretization for direction in self.directions}
+        if len(steps) != 1:
+            raise ValueError("all directions must share one discretization interval")
+        self.discretization = steps.pop()
+        spread = max(
+            math.sqrt(max(direction.steering_cumulants(0.0)[2], 0.0)) for direction in self.directions
+        )
+        self.cell_width = max(2.0 * self.discretization, 2.0 * spread)
+        self.top = max(direction.highest * direction.discretization for direction in self.directions)
+        self._lattice: dict[tuple[int, int], _Pass] = {}
+
+    def cell(self, epsilon: float) -> int:
+        return max(0, int(math.floor(epsilon / self.cell_width + 0.5)))
+
+    def passes(self, direction: int, cell: int) -> list[_Pass]:
+        """The passes of cells ``0 … cell`` of one direction."""
+        bound = self.directions[direction]
+        width = self.cell_width
+        result = []
+        for j in range(cell + 1):
+            key = (direction, j)
+            if key not in self._lattice:
+                self._lattice[key] = bound.lattice_pass(j * width, (j - 0.5) * width)
+            result.append(self._lattice[key])
+        return result
+
+    def delta_for(self, epsilon: float) -> float:
+        """Proven upper bound on δ(ε), non-increasing in ε."""
+        if math.isnan(epsilon):
+            return 1.0
+        if epsilon >= self.top:
+            return min(1.0, max(d.infinity_mass for d in self.directions) * (1.0 + 1e-12))
+        cell = self.cell(epsilon)
+        return max(
+            min(p.monotone_bound(epsilon) for p in self.passes(index, cell))
+            for index in range(len(self.directions))
+        )
+
+    def _grid_bounds(self, cell: int, first: int, last: int) -> np.ndarray:
+        """δ at the grid losses ``first … last`` (indices) of ``cell``: the running minima there."""
+        values = np.zeros(last - first + 1)
+        h = self.discretization
+        grid = np.arange(first, last + 1) * h
+        for index in range(len(self.directions)):
+            least = np.ones_like(values)
+            for p in self.passes(index, cell):
+                positions = np.searchsorted(p.losses, grid, side="right") - 1
+                inside = (positions >= 0) & (grid >= p.covers_from)
+                minima = np.where(inside, p.running_minimum[np.maximum(positions, 0)], 1.0)
+                least = np.minimum(least, minima)
+            values = np.maximum(values, least)
+        return values
+
+    def epsilon_for(self, delta: float) -> float:
+        """Least ε >= 0 with :meth:`delta_for` ``<= delta`` as evaluated (``inf`` if none).
+
+        Cells are scanned upward at the grid losses (one FFT pass per cell and direction, no
+        bisection across passes); inside the grid interval where the bound first meets ``delta`` the
+        point is found by bisection on floats and checked.
+        """
+        if self.delta_for(self.top) > delta:
+            return math.inf
+        if self.delta_for(0.0) <= delta:
+            return 0.0
+        h = self.discretization
+        width = self.cell_width
+        cell = 0
+        while True:
+            first = max(0, int(math.ceil((cell - 0.5) * width / h)))
+            last = int(math.floor((cell + 0.5) * width / h))
+            if (first - 1) * h > self.top:
+                return self.top
+            if last >= first:
+                values = self._grid_bounds(cell, first, last)
+                hits = np.nonzero(values <= delta)[0]
+                if hits.size:
+                    upper = float((first + int(hits[0])) * h)
+                    return self._refine(delta, max(0.0, upper - h), upper)
+            cell += 1
+
+    def _refine(self, delta: float, low: float, high: float) -> float:
+        """Least float in ``(low, high]`` with ``delta_for <= delta`` (``high`` qualifies)."""
+        if self.delta_for(high) > delta:  # the grid value is a running minimum: high itself must pass
+            return nudge_up_until_valid(lambda e: self.delta_for(e) - delta, high, max(self.top, high))
+        for _ in range(200):
+            middle = 0.5 * (low + high)
+            if middle <= low or middle >= high:
+                break
+            if self.delta_for(middle) <= delta:
+                high = middle
+            else:
+                low = middle
+        return high
