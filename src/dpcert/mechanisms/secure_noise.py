@@ -20,12 +20,14 @@ the discrete Gaussian σ is an integer number of grid steps (rounded up), on a g
 than σ (Laplace: 2^20 times finer than Δ).
 
 Release time.  The samplers do a fixed amount of work per release except on an event of probability
-p <= :func:`~dpcert.mechanisms.exact_samplers.timing_failure` (about 10^-36 per release), so the view
-(output, release time) is within total variation p of the output followed by a constant delay, and is
-(ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.  The certificates claim that point:
-δ includes (1 + e^ε) p (:func:`timing_delta`; for the Laplace, whose output is pure ε-DP, it is the
-whole δ), and a note says so.  The profile the certificate names is the output's; a composition
-that re-derives points from the profiles adds (1 + e^ε) Σ p on top of them (the notes state p).
+p <= :func:`~dpcert.mechanisms.exact_samplers.timing_failure` (10^-37 to 10^-35 per release), so the
+view (output, release time) is within total variation p of the output followed by a delay that depends
+on neither the values nor the input (the rounds a short discrete Gaussian batch adds depend only on
+which rounds were accepted), and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.
+The certificates claim that point: δ includes (1 + e^ε) p (:func:`timing_delta`; for the Laplace,
+whose output is pure ε-DP, it is the whole δ), and a note says so.  The profile the certificate names
+is the output's; a composition that re-derives points from the profiles adds (1 + e^ε) Σ p on top of
+them (the notes state p).
 """
 
 from __future__ import annotations
