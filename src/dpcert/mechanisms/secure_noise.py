@@ -26,8 +26,8 @@ on neither the values nor the input (the rounds a short discrete Gaussian batch 
 which rounds were accepted), and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.
 The certificates claim that point: δ includes (1 + e^ε) p (:func:`timing_delta`; for the Laplace,
 whose output is pure ε-DP, it is the whole δ), and a note says so.  The profile the certificate names
-is the output's; a composition that re-derives points from the profiles adds (1 + e^ε) Σ p on top of
-them (the notes state p).
+is the output's: a composition in :mod:`dpcert.accounting` that re-derives points from the profiles
+does not carry this term, which for k releases is at most (1 + e^ε) Σ p (the notes state each p).
 """
 
 from __future__ import annotations
