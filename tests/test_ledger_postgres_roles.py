@@ -22,6 +22,7 @@ import pytest
 from test_ledger_postgres import PostgresServer
 
 from dpcert import BudgetExceeded, Guarantee
+from dpcert.accounting import ledger_postgres
 from dpcert.accounting.ledger import Ledger
 from dpcert.errors import InvalidParameter, LedgerStorageError
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -220,9 +221,10 @@ class _CommitLost:
         return self._connection.execute(query, *args, **kwargs)
 
 
-def test_a_commit_whose_answer_is_lost_is_looked_up_on_the_server(server):
+def test_a_commit_whose_answer_is_lost_is_looked_up_on_the_server(server, monkeypatch):
     """The server crashes around a charge's COMMIT; the ledger reconnects and asks the server
-    whether that transaction committed (pg_xact_status) instead of guessing."""
+    whether that transaction committed (pg_xact_status) instead of guessing, and says the outcome
+    is unknown when it cannot reconnect."""
     database = server.new_database()
 
     def committed_then_crash(connection: Any) -> Any:
@@ -246,6 +248,18 @@ def test_a_commit_whose_answer_is_lost_is_looked_up_on_the_server(server):
         with pytest.raises(LedgerStorageError, match="rolled it back: nothing was recorded") as raised:
             ledger.charge([4], laplace_certificate(4.0), run_id="rolled back")
         assert "\n" not in str(raised.value)
+        assert ledger.users() == [1, 2, 3] and ledger.verify().ok
+
+        def crash_for_good(connection: Any) -> Any:
+            server.stop()
+            return connection.execute("COMMIT")
+
+        store.connection = _CommitLost(store.connection, crash_for_good)
+        with monkeypatch.context() as patch:  # one reconnection attempt instead of 7.5 s of them
+            patch.setattr(ledger_postgres, "RECONNECT_DELAYS", ())
+            with pytest.raises(LedgerStorageError, match="whether this write was recorded is unknown"):
+                ledger.charge([5], laplace_certificate(4.0), run_id="unknown")
+        server.start()
         assert ledger.users() == [1, 2, 3] and ledger.verify().ok
     with _admin(server, database) as admin:
         assert _rows(admin, ROWS_PER_RUN) == [
