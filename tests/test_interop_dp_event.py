@@ -26,7 +26,9 @@ def _gaussian_epsilon_reference(mu: float, delta: float) -> float:
 
 
 def test_gaussian_event_is_the_exact_gaussian():
-    certificate = Certificate.from_dp_event(dp_event.GaussianDpEvent(1.0), delta=1e-5)
+    certificate = Certificate.from_dp_event(
+        dp_event.GaussianDpEvent(1.0), delta=1e-5, neighbouring="add/remove"
+    )
     reference = _gaussian_epsilon_reference(1.0, 1e-5)
     assert round(reference, 4) == 4.3772  # the value the analytic Gaussian gives at sigma 1, delta 1e-5
     assert reference <= certificate.epsilon <= reference * (1 + 1e-9)
@@ -35,15 +37,15 @@ def test_gaussian_event_is_the_exact_gaussian():
 
 def test_self_composed_gaussian_is_one_gaussian_with_sqrt_n_sensitivity():
     event = dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(10.0), 100)
-    certificate = Certificate.from_dp_event(event, delta=1e-5)
+    certificate = Certificate.from_dp_event(event, delta=1e-5, neighbouring="add/remove")
     reference = _gaussian_epsilon_reference(math.sqrt(100) / 10.0, 1e-5)
     assert reference <= certificate.epsilon <= reference * (1 + 1e-6)
 
 
 def test_laplace_and_discrete_laplace_events_are_pure():
-    laplace = Certificate.from_dp_event(dp_event.LaplaceDpEvent(2.0))
+    laplace = Certificate.from_dp_event(dp_event.LaplaceDpEvent(2.0), neighbouring="add/remove")
     assert laplace.delta == 0.0 and laplace.epsilon == 0.5
-    discrete = Certificate.from_dp_event(dp_event.DiscreteLaplaceDpEvent(0.25, 3))
+    discrete = Certificate.from_dp_event(dp_event.DiscreteLaplaceDpEvent(0.25, 3), neighbouring="add/remove")
     assert discrete.delta == 0.0 and discrete.epsilon == 0.75
 
 

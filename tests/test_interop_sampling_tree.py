@@ -99,7 +99,8 @@ def test_composed_tree_and_gaussian_never_below_their_exact_gaussian_composition
         [dp_event.SingleEpochTreeAggregationDpEvent(4.0, 15), dp_event.GaussianDpEvent(3.0)]
     )
     certificate = Certificate.from_dp_event(event, delta=1e-6)
-    exact = _gaussian_epsilon_reference(math.sqrt(4 * 4 / 4.0**2 + 1 / 3.0**2), 1e-6)  # depth 4
+    # depth 4; a replaced value of norm at most C moves the Gaussian event's sum by 2 C
+    exact = _gaussian_epsilon_reference(math.sqrt(4 * 4 / 4.0**2 + 4 / 3.0**2), 1e-6)
     assert exact <= certificate.epsilon <= exact * 1.02
     assert Certificate.from_json(certificate.to_json()).guarantee == certificate.guarantee
 
@@ -141,16 +142,19 @@ WITHOUT_REPLACEMENT_CASES = [(1000, 10, 1.1, 300), (500, 100, 2.0, 50), (100, 10
 def test_without_replacement_is_dp_accountings_rdp_and_never_below_a_realised_pair(n, m, sigma, steps):
     step = dp_event.SampledWithoutReplacementDpEvent(n, m, dp_event.GaussianDpEvent(sigma))
     certificate = Certificate.from_dp_event(dp_event.SelfComposedDpEvent(step, steps), delta=1e-5)
-    rdp = _rdp_epsilon(dp_event.SelfComposedDpEvent(step, steps), NeighboringRelation.REPLACE_ONE, 1e-5)
+    # dp_accounting's RDP takes the inner multiplier relative to the batch sum's replace-one
+    # sensitivity, 2 C for values of norm at most C: the event's noise is s/2 in those units
+    halved = dp_event.SampledWithoutReplacementDpEvent(n, m, dp_event.GaussianDpEvent(sigma / 2))
+    rdp = _rdp_epsilon(dp_event.SelfComposedDpEvent(halved, steps), NeighboringRelation.REPLACE_ONE, 1e-5)
     assert rdp <= certificate.epsilon <= rdp * (1 + 1e-9)
-    # Two neighbouring datasets (all values -1/2 but one replaced by +1/2) realise at every step the
-    # pair (N(0, s^2), (1 - m/n) N(0, s^2) + m/n N(1, s^2)); dp_accounting's optimistic PLD of its
+    # Two neighbouring datasets (all values -C but one replaced by +C) realise at every step the
+    # pair (N(0, s^2), (1 - m/n) N(0, s^2) + m/n N(2, s^2)); dp_accounting's optimistic PLD of its
     # composition is below its true profile (FFT round-off near 1e-13, far below delta = 1e-5)
     profile = certificate.profile
     lower = profile.realised_pair(interval=1e-3).epsilon_for(1e-5)
     assert 0.0 < lower <= certificate.epsilon
     if m == n:  # no sampling: RDP of the composed Gaussian, above its exact profile
-        exact = _gaussian_epsilon_reference(math.sqrt(steps) / sigma, 1e-5)
+        exact = _gaussian_epsilon_reference(2.0 * math.sqrt(steps) / sigma, 1e-5)
         assert exact <= certificate.epsilon <= exact * 1.1
     assert certificate.delta_for(certificate.epsilon) <= 1e-5
     assert Certificate.from_json(certificate.to_json()) == certificate

@@ -1,27 +1,45 @@
-"""Certificates for other libraries' mechanisms: ``dp_accounting`` events and OpenDP measurements in.
+"""Certificates for other libraries' mechanisms: ``dp_accounting`` events, Opacus histories and OpenDP
+measurements in.
 
 :func:`certificate_from_dp_event` maps a ``dp_accounting.dp_event.DpEvent`` to a re-verifiable
 certificate, so a mechanism described for dp_accounting can be charged to a :class:`~dpcert.Ledger`
-and audited like dpcert's own.  Each event gets the exact closed-form profile where one exists:
+and audited like dpcert's own.  Each event is read with the meaning dp_accounting 0.6 documents for
+it (``dp_event.py``), under the neighbouring relation asked for: ``GaussianDpEvent(s)`` releases
+``Σ v_i + N(0, s²C²)`` for values of norm ``‖v_i‖ <= C``, so removing or adding a record moves the
+sum by ``C`` and *replacing* one moves it by ``2C`` (dp_accounting's PLD accountant uses sensitivity
+``2C`` under ``REPLACE_ONE``; its RDP accountant does not, and is not followed).  The same holds for
+Laplace and discrete Laplace sums.  A relation for which dp_accounting defines no accounting of the
+event is refused:
 
-======================================  =========================================================
-``GaussianDpEvent(σ)``                  Gaussian, ℓ2 sensitivity 1 (Balle & Wang 2018, Thm 8)
-``LaplaceDpEvent(b)``                   Laplace, ℓ1 sensitivity 1 (exact profile)
-``DiscreteLaplaceDpEvent(a, Δ)``        discrete Laplace (Canonne, Kamath & Steinke 2020)
-``RandomizedResponseDpEvent(p, k)``     k-ary randomized response (exact profile)
-``SelfComposedDpEvent(e, n)``           ``n`` adaptive runs of ``e``, composed (``compose``, ``best``)
-``ComposedDpEvent([e1, …])``            the adaptive composition of the events
-``NoOpDpEvent()``                       nothing data-dependent: (0, 0) with its reason stated
-``PoissonSampledDpEvent(q, Gaussian)``  DP-SGD steps, add/remove (self-composed: ``steps`` of them),
-                                        PLD composed with a proven round-off bound
-``SampledWithoutReplacementDpEvent``    fixed-size batches (``n``, ``m``, Gaussian), replace-one;
-                                        subsampled RDP (Wang, Balle & Kasiviswanathan 2019, Thm 27)
-``SingleEpochTreeAggregationDpEvent``   Gaussian tree aggregation, replace-one: one Gaussian of
-                                        sensitivity 2 sqrt(h) (exact; self-composed: ``epochs``)
-======================================  =========================================================
+======================================  ======================  ==========================================
+event                                   ``add/remove``          ``replace-one`` (the default)
+======================================  ======================  ==========================================
+``GaussianDpEvent(s)``                  Gaussian, Δ = 1, σ = s  Gaussian, Δ = 2, σ = s (Balle & Wang 2018)
+``LaplaceDpEvent(s)``                   Laplace, Δ = 1, b = s   Laplace, Δ = 2, b = s
+``DiscreteLaplaceDpEvent(a, C)``        DLap(a), Δ = C          DLap(a), Δ = 2C (Canonne et al. 2020)
+``RandomizedResponseDpEvent(p, k)``     refused                 k-ary randomized response (exact)
+``PoissonSampledDpEvent(q, Gauss(s))``  DP-SGD steps, Δ = 1     refused
+``SampledWithoutReplacementDpEvent``    refused                 fixed-size batches, Δ = 2 (the batch
+(``n``, ``m``, ``Gaussian(s)``)                                 sum's replace-one sensitivity; WBK 2019)
+``SingleEpochTreeAggregationDpEvent``   refused                 one Gaussian of sensitivity 2 sqrt(h)
+``SelfComposedDpEvent(e, n)``           ``n`` runs of ``e``     ``n`` runs of ``e`` (``compose``)
+``ComposedDpEvent([e1, …])``            the composition         the composition
+``NoOpDpEvent()``                       (0, 0), reason stated   (0, 0), reason stated
+======================================  ======================  ==========================================
+
+dp_accounting's RDP accountant reads the Gaussian inside ``SampledWithoutReplacementDpEvent`` with
+the batch query's *replace-one* sensitivity as unit (Wang, Balle & Kasiviswanathan 2019, Thm 27),
+while ``GaussianDpEvent`` documents ``C`` as a bound on each value's norm: replacing a record of the
+batch moves the sum by ``2C``, so dpcert certifies Δ = 2 (the accountant's ε for noise multiplier
+``s/2``).  For a batch query whose replace-one sensitivity really is ``C``, certify it directly with
+:func:`~dpcert.accounting.sampled_without_replacement.sampled_without_replacement_certificate`.
 
 ``NonPrivateDpEvent`` and ``UnsupportedDpEvent`` are refused (no finite guarantee exists), and so are
 the other sampled events (with replacement, or of mechanisms other than the Gaussian) and mixtures.
+
+:func:`certificate_from_opacus_history` composes an Opacus accountant's ``history`` of
+``(noise_multiplier, sample_rate, steps)`` entries: Poisson-subsampled Gaussian steps under
+add/remove, noise ``noise_multiplier × max_grad_norm`` for gradients clipped to ``max_grad_norm``.
 
 :func:`certificate_from_opendp` reads an OpenDP measurement through its privacy map at ``d_in``:
 pure DP (``MaxDivergence``) and ``Approximate(MaxDivergence)`` become declared (ε, δ) certificates,
@@ -32,11 +50,21 @@ is only as good as the library's privacy map; it is re-verifiable as the (ε, δ
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dpcert import _validation as check
+from dpcert.accounting.composition import compose, compose_counts
+from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
+from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
+from dpcert.accounting.zcdp import ZCDP_BASIS, zcdp_certificate
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.randomized_response import randomized_response_certificate
+from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
 
 
 def certificate_from_dp_event(
@@ -51,7 +79,9 @@ def certificate_from_dp_event(
     Parameters
     ----------
     event
-        A ``dp_accounting.dp_event.DpEvent``.
+        A ``dp_accounting.dp_event.DpEvent``, read with dp_accounting's documented meaning under
+        ``neighbouring`` (see the module docstring: a Gaussian, Laplace or discrete Laplace event's
+        sensitivity doubles under ``replace-one``).
     delta
         The δ of the claimed point; required unless the event is pure DP (then it defaults to 0).
     neighbouring, trust_model
@@ -69,31 +99,31 @@ def certificate_from_dp_event(
             neighbouring.value,
             "an event-level relation (compose a user's events for user-level)",
         )
-    labels = {"neighbouring": neighbouring, "trust_model": trust_model}
+    labels: dict[str, Any] = {"neighbouring": neighbouring, "trust_model": trust_model}
+    # dp_accounting's values have norm at most C: a replaced record moves their sum by 2C
+    shift = 2 if neighbouring is Neighbouring.REPLACE_ONE else 1
 
     if isinstance(event, dp_event.GaussianDpEvent):
-        from dpcert.mechanisms.gaussian import gaussian_certificate
-
         if delta is None or delta == 0.0:
             raise InvalidParameter("delta", delta, "0 < delta < 1 for a Gaussian event")
-        return gaussian_certificate(
-            check.positive_finite("noise_multiplier", event.noise_multiplier), delta=delta, **labels
-        )
+        sigma = check.positive_finite("noise_multiplier", event.noise_multiplier)
+        return gaussian_certificate(sigma, sensitivity=float(shift), delta=delta, **labels)
     if isinstance(event, dp_event.LaplaceDpEvent):
-        from dpcert.mechanisms.laplace import laplace_certificate
-
-        return laplace_certificate(
-            check.positive_finite("noise_multiplier", event.noise_multiplier), delta=delta or 0.0, **labels
-        )
+        scale = check.positive_finite("noise_multiplier", event.noise_multiplier)
+        return laplace_certificate(scale, sensitivity=float(shift), delta=delta or 0.0, **labels)
     if isinstance(event, dp_event.DiscreteLaplaceDpEvent):
-        from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
-
+        sensitivity = check.positive_int("sensitivity", event.sensitivity)
         return discrete_laplace_certificate(
-            event.noise_parameter, sensitivity=event.sensitivity, delta=delta or 0.0, **labels
+            event.noise_parameter, sensitivity=shift * sensitivity, delta=delta or 0.0, **labels
         )
     if isinstance(event, dp_event.RandomizedResponseDpEvent):
-        from dpcert.mechanisms.randomized_response import randomized_response_certificate
-
+        if neighbouring is not Neighbouring.REPLACE_ONE:
+            raise InvalidParameter(
+                "neighbouring",
+                neighbouring.value,
+                "replace-one for a randomized response event (its input bucket is replaced by another; "
+                "dp_accounting defines no add/remove accounting of it)",
+            )
         return randomized_response_certificate(
             event.noise_parameter, event.num_buckets, delta=delta or 0.0, **labels
         )
@@ -107,12 +137,11 @@ def certificate_from_dp_event(
         )
     sampled = _poisson_sampled_gaussian(event)
     if sampled is not None:
-        from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
-
         _require_relation_and_delta(
             neighbouring,
             Neighbouring.ADD_REMOVE,
-            "add/remove (Poisson subsampling amplifies under add/remove)",
+            "add/remove for a Poisson-subsampled event (dpcert certifies Poisson subsampling under "
+            "add/remove only)",
             delta,
             "a subsampled Gaussian event",
         )
@@ -120,8 +149,6 @@ def certificate_from_dp_event(
         return poisson_sampled_gaussian_certificate(sigma, q, steps, delta=delta, trust_model=trust_model)
     without_replacement = _sampled_without_replacement_gaussian(event)
     if without_replacement is not None:
-        from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
-
         _require_relation_and_delta(
             neighbouring,
             Neighbouring.REPLACE_ONE,
@@ -132,12 +159,10 @@ def certificate_from_dp_event(
         )
         n, m, sigma, steps = without_replacement
         return sampled_without_replacement_certificate(
-            sigma, m, n, steps, delta=delta, trust_model=trust_model
+            sigma, m, n, steps, sensitivity=2.0, delta=delta, trust_model=trust_model
         )
     tree = _tree_aggregation(event)
     if tree is not None:
-        from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
-
         _require_relation_and_delta(
             neighbouring,
             Neighbouring.REPLACE_ONE,
@@ -151,14 +176,10 @@ def certificate_from_dp_event(
             sigma, counts, epochs=epochs, delta=delta, trust_model=trust_model
         )
     if isinstance(event, dp_event.SelfComposedDpEvent):
-        from dpcert.accounting.composition import compose_counts
-
         count = check.positive_int("count", event.count)
         inner = _component(event.event, delta, count, labels)
         return compose_counts([(inner, count)], delta=delta)
     if isinstance(event, dp_event.ComposedDpEvent):
-        from dpcert.accounting.composition import compose
-
         if not event.events:
             raise InvalidParameter("event", "ComposedDpEvent([])", "a composition of at least one event")
         parts = [_component(e, delta, len(event.events), labels) for e in event.events]
@@ -176,12 +197,64 @@ def _component(event: Any, delta: float | None, count: int, labels: dict[str, An
     """A part of a composition, claiming a small share of δ (the composition re-points along profiles)."""
     try:
         return certificate_from_dp_event(event, delta=0.0, **labels)
-    except InvalidParameter:
+    except InvalidParameter as refusal:
+        if refusal.name != "delta":
+            raise
         if delta is None or delta == 0.0:
             raise InvalidParameter(
                 "delta", delta, "0 < delta < 1 for a composition with approximate-DP parts"
             ) from None
         return certificate_from_dp_event(event, delta=delta / (2 * count), **labels)
+
+
+def certificate_from_opacus_history(
+    history: Iterable[Any], *, delta: float, trust_model: TrustModel | str = TrustModel.CENTRAL
+) -> Certificate:
+    """One certificate of the DP-SGD run an Opacus accountant recorded.
+
+    Parameters
+    ----------
+    history
+        Opacus 1.x ``RDPAccountant.history`` / ``PRVAccountant.history``: ``(noise_multiplier,
+        sample_rate, steps)`` entries, each ``steps`` Poisson-subsampled Gaussian steps with sampling
+        probability ``sample_rate`` and noise ``noise_multiplier × max_grad_norm`` on gradients
+        clipped to ``max_grad_norm`` (sensitivity ``max_grad_norm``, add/remove: Opacus's meaning).
+    delta
+        The δ of the claimed point (``0 < delta < 1``).
+    trust_model
+        The trust model of the claim (central for DP-SGD on a trusted server).
+
+    Entries with the same noise multiplier and sample rate are merged (their steps added); each
+    distinct one is :func:`~dpcert.accounting.sampled_gaussian.poisson_sampled_gaussian_certificate`
+    and several are composed by :func:`~dpcert.accounting.composition.compose`.  No torch or Opacus
+    import is needed.
+    """
+    delta = check.positive_delta(delta)
+    trust_model = TrustModel(trust_model)
+    if isinstance(history, (str, bytes)) or not isinstance(history, Iterable):
+        raise InvalidParameter(
+            "history", type(history).__name__, "a list of (noise_multiplier, sample_rate, steps)"
+        )
+    steps_of: dict[tuple[float, float], int] = {}
+    for index, entry in enumerate(history):
+        name = f"history[{index}]"
+        if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != 3:
+            raise InvalidParameter(name, entry, "a (noise_multiplier, sample_rate, steps) triple")
+        sigma = check.positive_finite(f"{name}.noise_multiplier", entry[0])
+        rate = check.probability(f"{name}.sample_rate", entry[1], open_low=True)
+        steps = check.positive_int(f"{name}.steps", entry[2])
+        steps_of[(sigma, rate)] = steps_of.get((sigma, rate), 0) + steps
+    if not steps_of:
+        raise InvalidParameter("history", [], "at least one (noise_multiplier, sample_rate, steps) entry")
+    if len(steps_of) == 1:
+        (((sigma, rate), steps),) = steps_of.items()
+        return poisson_sampled_gaussian_certificate(sigma, rate, steps, delta=delta, trust_model=trust_model)
+    share = delta / (2 * len(steps_of))
+    parts = [
+        poisson_sampled_gaussian_certificate(sigma, rate, steps, delta=share, trust_model=trust_model)
+        for (sigma, rate), steps in steps_of.items()
+    ]
+    return compose(parts, delta=delta)
 
 
 def certificate_from_opendp(
@@ -220,8 +293,6 @@ def certificate_from_opendp(
             float(epsilon), float(declared_delta), mechanism_name=name, basis=basis, **labels
         )
     if measure == "ZeroConcentratedDivergence":
-        from dpcert.accounting.zcdp import ZCDP_BASIS, zcdp_certificate
-
         if delta is None:
             raise InvalidParameter("delta", delta, "0 <= delta < 1: the point of the zCDP profile to claim")
         return zcdp_certificate(

@@ -27,13 +27,19 @@ Methods
     which proves a bound on all floating-point round-off of its tilted FFT convolutions (Higham
     2002, Thm 24.2, made relative by exponential tilting at the saddle point) and adds it to δ.
     All Gaussian components are first merged exactly into one Gaussian.  A component uses, in
-    order of preference: a ``privacy_loss_parts(interval)`` method of its profile (single-mechanism
-    PLDs with their counts, taken as given), its ``dp_accounting`` event (Gaussian, Laplace,
-    discrete Laplace, and compositions of them), or the pessimistic PLD of its claimed (ε, δ)
+    order of preference: the :class:`PrivacyLossParts` protocol of its profile (its own pessimistic
+    loss pmfs, taken as given: randomized response, Laplace, discrete Laplace, …), its Gaussian
+    ``dp_accounting`` event (merged as above), or the pessimistic PLD of its claimed (ε, δ)
     (``from_privacy_parameters``); nested composition certificates are flattened.
 ``"rdp"``
-    Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant``; only when every component
-    has a ``dp_accounting`` event the accountant supports.
+    Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant`` built for the components'
+    common neighbouring relation (:class:`~dpcert.accounting.rdp_events.RdpEventProfile`, the one
+    RDP path of dpcert); only when every component has a ``dp_accounting`` event the accountant
+    supports under that relation (for ``replace-one``: Gaussian, Laplace, randomized response,
+    batches sampled without replacement, tree aggregation; for ``add/remove``: Gaussian, Laplace,
+    Poisson-subsampled Gaussian).  A profile's event describes its dominating pair: a
+    ``GaussianDpEvent(s)`` of a profile is the pair ``N(0, s²), N(1, s²)`` under either relation,
+    which is how the RDP accountant reads it.
 ``"best"`` (default)
     The smallest ε among all methods applicable to the list, including, for lists of zCDP
     certificates (``zcdp``, ``discrete-gaussian-l2``), ρ added over the components (Bun & Steinke
@@ -58,14 +64,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
-from dpcert.accounting.pld_bound import ComposedLossBound, compose_epsilon_bound, loss_pmfs
+from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf, compose_epsilon_bound, loss_pmfs
+from dpcert.accounting.rdp_events import RdpEventProfile
+from dpcert.accounting.rdp_events import rdp_supports as event_rdp_supports
 from dpcert.certificates import (
     ALL_RELATIONS,
     ALL_TRUST_MODELS,
@@ -107,6 +115,35 @@ _KOV_RELATIVE_SLACK = 1e-9
 _LARGEST_EXPONENT = 700.0
 
 _STRENGTH = {TrustModel.LOCAL: 2, TrustModel.SHUFFLE: 1, TrustModel.CENTRAL: 0}
+
+
+# --------------------------------------------------------------------------- the PLD protocol
+@runtime_checkable
+class PrivacyLossParts(Protocol):
+    """A profile that gives its own privacy loss distribution to the ``"pld"`` composition.
+
+    ``privacy_loss_parts(interval)`` returns ``(single, count)`` pairs: the mechanism the profile
+    describes is the adaptive composition of ``count`` runs of each ``single``, a single-run PLD on
+    the loss grid ``interval`` (the composition's ``value_discretization_interval``) given as
+
+    * a :class:`~dpcert.accounting.pld_bound.LossPmf`: a symmetric pair, both directions have this
+      law of the loss;
+    * a pair ``(remove, add)`` of ``LossPmf`` (a 2-tuple, or an object with ``remove`` and ``add``
+      attributes): ``remove`` is the law of ``ln(P/Q)`` under ``P`` and ``add`` that of
+      ``ln(Q/P)`` under ``Q`` for the mechanism's dominating pair ``(P, Q)``;
+    * a ``dp_accounting`` ``PrivacyLossDistribution`` built with ``pessimistic_estimate=True``.
+
+    Each ``LossPmf`` must be *pessimistic*: every finite loss rounded up to the grid, every mass an
+    upper bound on the exact one (the allowances for the floating-point evaluation of the masses
+    stated in the implementing module), the mass of losses left out moved to ``infinity_mass``.
+    Then the composition's δ(ε) is an upper bound on the true one (pessimistic discretisation only
+    moves mass toward larger losses, Koskela et al. 2021; Doroshenko et al. 2022), and
+    :mod:`dpcert.accounting.pld_bound` bounds the round-off of composing them.  Composition calls
+    the method for any profile that has it (never by profile type), before falling back on the
+    profile's Gaussian event or its claimed (ε, δ).
+    """
+
+    def privacy_loss_parts(self, interval: float) -> Sequence[tuple[Any, int]]: ...
 
 
 # --------------------------------------------------------------------------- components
@@ -373,18 +410,18 @@ def _collect_plds(
             result.extend((single, inner * count) for single, inner in hook(interval))
             continue
         event = certificate.to_dp_event()
-        if event is not None and _collect_event(event, count, interval, result, gaussian_terms):
+        if event is not None and _collect_event(event, count, gaussian_terms):
             continue
         result.append((_privacy_parameters_pld(certificate.epsilon, certificate.delta, interval), count))
 
 
-def _collect_event(
-    event: Any, count: int, interval: float, result: list[tuple[Any, int]], gaussian_terms: list[Fraction]
-) -> bool:
-    """Add the single-mechanism PLDs of ``count`` runs of a dp_accounting event; False if unsupported."""
+def _collect_event(event: Any, count: int, gaussian_terms: list[Fraction]) -> bool:
+    """Add ``count`` runs of a (composition of) Gaussian event(s) to the merged Gaussian; False otherwise.
+
+    Other mechanisms with a PLD of their own give it through :class:`PrivacyLossParts`.
+    """
     from dp_accounting import dp_event
 
-    parts: list[tuple[Any, int]] = []
     gaussians: list[Fraction] = []
     pending: list[tuple[Any, int]] = [(event, count)]
     while pending:
@@ -395,14 +432,8 @@ def _collect_event(
             pending.extend((inner, times) for inner in current.events)
         elif isinstance(current, dp_event.GaussianDpEvent) and current.noise_multiplier > 0:
             gaussians.append(Fraction(times) / Fraction(current.noise_multiplier) ** 2)
-        elif isinstance(current, dp_event.DiscreteLaplaceDpEvent) and current.noise_parameter > 0:
-            single = _discrete_laplace_pld(current.noise_parameter, current.sensitivity, interval)
-            parts.append((single, times))
-        elif isinstance(current, dp_event.LaplaceDpEvent) and current.noise_multiplier > 0:
-            parts.append((_laplace_pld(current.noise_multiplier, interval), times))
         else:
             return False
-    result.extend(parts)
     gaussian_terms.extend(gaussians)
     return True
 
@@ -437,28 +468,6 @@ def _gaussian_pld(standard_deviation: float, interval: float) -> Any:
 
 
 @lru_cache(maxsize=256)
-def _laplace_pld(parameter: float, interval: float) -> Any:
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    _check_grid(2.0 / parameter, interval, "this Laplace mechanism")
-
-    return pld.from_laplace_mechanism(
-        parameter, pessimistic_estimate=True, value_discretization_interval=interval
-    )
-
-
-@lru_cache(maxsize=256)
-def _discrete_laplace_pld(parameter: float, sensitivity: int, interval: float) -> Any:
-    from dp_accounting.pld import privacy_loss_distribution as pld
-
-    _check_grid(2.0 * parameter * sensitivity, interval, "this discrete Laplace mechanism")
-
-    return pld.from_discrete_laplace_mechanism(
-        parameter, sensitivity=sensitivity, pessimistic_estimate=True, value_discretization_interval=interval
-    )
-
-
-@lru_cache(maxsize=256)
 def _privacy_parameters_pld(epsilon: float, delta: float, interval: float) -> Any:
     from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as pld
@@ -475,8 +484,6 @@ def clear_pld_cache() -> None:
     """Forget the memoised single-mechanism PLDs (e.g. to time a cold composition)."""
     for cached in (
         _gaussian_pld,
-        _laplace_pld,
-        _discrete_laplace_pld,
         _privacy_parameters_pld,
         _loss_pmfs_cached,
     ):
@@ -489,6 +496,12 @@ def _loss_pmfs_cached(single: Any) -> tuple[Any, Any]:
 
 
 def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
+    """(remove, add or ``None`` if symmetric) of one part given by :class:`PrivacyLossParts`."""
+    if isinstance(single, tuple) and len(single) == 2 and all(isinstance(x, LossPmf) for x in single):
+        return single
+    remove, add = getattr(single, "remove", None), getattr(single, "add", None)
+    if isinstance(remove, LossPmf) and isinstance(add, LossPmf):
+        return remove, add
     try:
         return _loss_pmfs_cached(single)
     except TypeError:  # unhashable PLD object
@@ -523,36 +536,36 @@ def _composed_event(components: Sequence[Component]) -> Any:
 
 
 def rdp_supports(components: Sequence[Component]) -> bool:
-    """True if every component has a dp_accounting event the RDP accountant supports."""
-    from dp_accounting.rdp import rdp_privacy_accountant
-
-    event = _composed_event(components)
-    return event is not None and rdp_privacy_accountant.RdpAccountant().supports(event)
+    """True if dp_accounting's RDP accountant supports every component's event under their common
+    neighbouring relation (the relation the accountant is built for)."""
+    relations = {c.certificate.neighbouring for c in components}
+    if len(relations) != 1:
+        return False
+    return event_rdp_supports(_composed_event(components), relations.pop())
 
 
 class RDPCompositionProfile:
-    """Profile from Rényi DP (``dp_accounting.rdp.RdpAccountant``, default orders)."""
+    """Profile from Rényi DP: :class:`~dpcert.accounting.rdp_events.RdpEventProfile` of the composed
+    event under the components' common relation (default orders; ε nudged up until the accountant's
+    own δ(ε) confirms it)."""
 
     def __init__(self, components: Sequence[Component]) -> None:
-        from dp_accounting.rdp import rdp_privacy_accountant
-
+        relation = _common_neighbouring(components)
         event = _composed_event(components)
-        self.accountant = rdp_privacy_accountant.RdpAccountant()
-        if event is None or not self.accountant.supports(event):
+        if not event_rdp_supports(event, relation):
             raise InvalidParameter(
                 "method",
                 "rdp",
-                "a list whose components all have dp_accounting events the RDP accountant supports",
+                f"a list whose components all have dp_accounting events the RDP accountant supports "
+                f"under {relation.value}",
             )
-        self.accountant.compose(event)
+        self._rdp = RdpEventProfile(event, relation)
 
     def delta_for(self, epsilon: float) -> float:
-        return min(1.0, max(0.0, float(self.accountant.get_delta(epsilon))))
+        return self._rdp.delta_for(epsilon)
 
     def epsilon_for(self, delta: float) -> float:
-        if delta <= 0.0:
-            return math.inf
-        return _safe_epsilon(self.delta_for, delta, float(self.accountant.get_epsilon(delta)))
+        return self._rdp.epsilon_for(delta)
 
 
 # --------------------------------------------------------------------------- the registered profile
@@ -774,7 +787,7 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
         )
     if _common_neighbouring(components) is Neighbouring.USER_LEVEL:  # a user's participations add up
         parameters["participations"] = sum(
-            p.participations * c.count for p, c in zip(profiles, components, strict=True)
+            int(p.participations or 0) * c.count for p, c in zip(profiles, components, strict=True)
         )
     profile = GaussianProfile(parameters)
     epsilon = profile.epsilon_for(delta)
@@ -798,7 +811,8 @@ def _lacks_pld(component: Component) -> bool:
         return False
     if callable(getattr(certificate.profile, "privacy_loss_parts", None)):
         return False
-    return certificate.to_dp_event() is None
+    event = certificate.to_dp_event()
+    return event is None or not _collect_event(event, 1, [])
 
 
 def _is_black_box(certificate: Certificate) -> bool:
@@ -872,7 +886,8 @@ def compose_components(
             raise InvalidParameter(
                 "method",
                 method,
-                "basic, advanced, optimal or pld for this list (RDP needs dp_accounting events)",
+                "basic, advanced, optimal or pld for this list (RDP needs dp_accounting events that "
+                f"its accountant supports under {_common_neighbouring(components).value})",
             )
         return _composition_certificate(components, method, delta, interval)
     if _identical_black_boxes(components):

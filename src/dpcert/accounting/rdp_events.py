@@ -7,18 +7,33 @@ module wraps the accountant as a :class:`~dpcert.certificates.PrivacyProfile` wh
 is nudged upward until ``delta_for`` confirms it, so a returned ε is never on the optimistic side of
 the accountant's own δ(ε).
 
-It serves two purposes: the profile of events that dp_accounting supports only through RDP
-(sampling without replacement, :mod:`dpcert.accounting.sampled_without_replacement`), and the
-"RDP conversion" comparison curve of :func:`dpcert.plots.plot_profile`.
+It is dpcert's one RDP path: the profile of events that dp_accounting supports only through RDP
+(sampling without replacement, :mod:`dpcert.accounting.sampled_without_replacement`), the ``"rdp"``
+method of :func:`dpcert.accounting.composition.compose` (built for the components' common relation),
+and the "RDP conversion" comparison curve of :func:`dpcert.plots.plot_profile`.
+
+The events it is given are those of dpcert's profiles (``PrivacyProfile.dp_event``), which describe
+a mechanism's *dominating pair*: ``GaussianDpEvent(s)`` is ``N(0, s²)`` against ``N(1, s²)``,
+``LaplaceDpEvent(b)`` is a shift of 1 under Laplace noise of scale ``b``, the inner Gaussian of
+``SampledWithoutReplacementDpEvent`` has the batch query's replace-one sensitivity as its unit
+(Wang, Balle & Kasiviswanathan 2019, Thm 27).  That is how dp_accounting's RDP accountant computes
+these events under either relation (its Gaussian and Laplace RDP do not depend on the relation), so
+the accountant's result is the profile of the pair.  Events written by users with dp_accounting's
+documented meaning (a sum of values of norm at most ``C``: a shift of ``2C`` when one is replaced)
+are translated by :func:`dpcert.interop.certificate_from_dp_event`, never passed here as they are.
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 from dpcert._numerics import nudge_up_until_valid
 from dpcert.certificates import Neighbouring
+from dpcert.errors import InvalidParameter
 
 RDP_BASIS = (
     "Renyi DP (Mironov 2017) converted to (epsilon, delta) by dp_accounting (Canonne, Kamath & Steinke 2020)"
@@ -47,6 +62,11 @@ class RdpEventProfile:
     neighbouring
         The relation the event's parameters refer to (``add/remove`` or ``replace-one``).
 
+    The curve is the one dp_accounting's ``RdpAccountant`` (default orders) composes: RDP adds up
+    over compositions (Mironov 2017, Prop. 1), so the event is flattened into its distinct
+    mechanisms with their counts, each mechanism's RDP vector is computed by the accountant once
+    (and remembered), and the vectors are added with their counts in a fixed order.
+
     Raises
     ------
     ValueError
@@ -55,32 +75,36 @@ class RdpEventProfile:
     """
 
     def __init__(self, event: Any, neighbouring: Neighbouring | str) -> None:
-        from dp_accounting.rdp import rdp_privacy_accountant
-
-        from dpcert.errors import InvalidParameter
-
-        relation = accountant_relation(neighbouring)
-        if relation is None:
-            raise InvalidParameter(
-                "neighbouring", Neighbouring(neighbouring).value, "add/remove or replace-one for RDP"
-            )
-        self.accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation)
-        if not self.accountant.supports(event):
+        relation = Neighbouring(neighbouring)
+        if accountant_relation(relation) is None:
+            raise InvalidParameter("neighbouring", relation.value, "add/remove or replace-one for RDP")
+        if not rdp_supports(event, relation):
             raise InvalidParameter(
                 "event",
                 type(event).__name__,
-                f"an event dp_accounting's RDP accountant supports under {Neighbouring(neighbouring).value}",
+                f"an event dp_accounting's RDP accountant supports under {relation.value}",
             )
-        self.accountant.compose(event)
+        total: np.ndarray | None = None
+        for leaf, count in _leaves(event):
+            curve = count * _leaf_curve(leaf, relation)
+            total = curve if total is None else total + curve
+        orders = np.array(_leaf_orders())
+        self.orders = orders
+        self.rdp = np.zeros_like(orders) if total is None else total
         self.event = event
 
     def delta_for(self, epsilon: float) -> float:
-        return min(1.0, max(0.0, float(self.accountant.get_delta(epsilon))))
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        delta = float(rdp_privacy_accountant.compute_delta(self.orders, self.rdp, epsilon)[0])
+        return min(1.0, max(0.0, delta))
 
     def epsilon_for(self, delta: float) -> float:
+        from dp_accounting.rdp import rdp_privacy_accountant
+
         if delta <= 0.0:
             return math.inf
-        candidate = float(self.accountant.get_epsilon(delta))
+        candidate = float(rdp_privacy_accountant.compute_epsilon(self.orders, self.rdp, delta)[0])
         if not math.isfinite(candidate):
             return math.inf
         candidate = max(0.0, candidate)
@@ -91,6 +115,50 @@ class RdpEventProfile:
 
     def dp_event(self) -> Any:
         return self.event
+
+
+def _leaves(event: Any) -> list[tuple[Any, int]]:
+    """The mechanisms of nested ``SelfComposedDpEvent`` / ``ComposedDpEvent`` with their counts, in order."""
+    from dp_accounting import dp_event
+
+    result: list[tuple[Any, int]] = []
+    pending: list[tuple[Any, int]] = [(event, 1)]
+    while pending:
+        current, count = pending.pop()
+        if isinstance(current, dp_event.SelfComposedDpEvent):
+            pending.append((current.event, count * int(current.count)))
+        elif isinstance(current, dp_event.ComposedDpEvent):
+            pending.extend((inner, count) for inner in reversed(current.events))
+        else:
+            result.append((current, count))
+    return result
+
+
+def _leaf_orders() -> tuple[float, ...]:
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    return tuple(float(order) for order in rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
+
+
+def _leaf_curve(event: Any, relation: Neighbouring) -> np.ndarray:
+    """The accountant's RDP vector of one run of ``event`` (remembered for hashable events)."""
+    try:
+        return np.array(_cached_leaf_curve(event, relation))
+    except TypeError:  # an event holding a list (e.g. tree step counts) is not hashable
+        return np.array(_compute_leaf_curve(event, relation))
+
+
+@lru_cache(maxsize=1024)
+def _cached_leaf_curve(event: Any, relation: Neighbouring) -> tuple[float, ...]:
+    return _compute_leaf_curve(event, relation)
+
+
+def _compute_leaf_curve(event: Any, relation: Neighbouring) -> tuple[float, ...]:
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=accountant_relation(relation))
+    accountant.compose(event)
+    return tuple(float(value) for value in accountant.rdp)
 
 
 def rdp_supports(event: Any, neighbouring: Neighbouring | str) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,35 @@ class DiscreteLaplaceProfile:
         return dp_event.DiscreteLaplaceDpEvent(
             noise_parameter=self.noise_parameter, sensitivity=self.sensitivity
         )
+
+    def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
+        """dp_accounting's pessimistic PLD of this mechanism (the PLD protocol of
+        :class:`dpcert.accounting.composition.PrivacyLossParts`)."""
+        return [(discrete_laplace_pld(self.noise_parameter, self.sensitivity, interval), 1)]
+
+
+MAX_PLD_POINTS = 2**22
+
+
+@lru_cache(maxsize=256)
+def discrete_laplace_pld(noise_parameter: float, sensitivity: int, interval: float) -> Any:
+    """Pessimistic PLD of DLap(``noise_parameter``) for integer ``sensitivity`` (losses in ±aΔ)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    loss_range = 2.0 * noise_parameter * sensitivity
+    if not loss_range / interval <= MAX_PLD_POINTS:
+        raise InvalidParameter(
+            "value_discretization_interval",
+            interval,
+            f"an interval above {loss_range / MAX_PLD_POINTS:.3g} for this discrete Laplace mechanism "
+            f"(at most {MAX_PLD_POINTS} grid points), or another method",
+        )
+    return pld.from_discrete_laplace_mechanism(
+        noise_parameter,
+        sensitivity=sensitivity,
+        pessimistic_estimate=True,
+        value_discretization_interval=interval,
+    )
 
 
 def discrete_laplace_certificate(

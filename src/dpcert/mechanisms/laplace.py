@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from dpcert.certificates import (
     TrustModel,
     register_profile,
 )
+from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
 
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
@@ -75,6 +77,31 @@ class LaplaceProfile:
         from dp_accounting import dp_event
 
         return dp_event.LaplaceDpEvent(noise_multiplier=self.scale / self.sensitivity)
+
+    def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
+        """dp_accounting's pessimistic PLD of this Laplace mechanism (the PLD protocol of
+        :class:`dpcert.accounting.composition.PrivacyLossParts`)."""
+        return [(laplace_pld(self.scale, self.sensitivity, interval), 1)]
+
+
+MAX_PLD_POINTS = 2**22
+
+
+@lru_cache(maxsize=256)
+def laplace_pld(scale: float, sensitivity: float, interval: float) -> Any:
+    """Pessimistic PLD of Laplace noise of ``scale`` for ℓ1 ``sensitivity`` (losses in ±Δ/b)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    if not 2.0 * sensitivity / scale / interval <= MAX_PLD_POINTS:
+        raise InvalidParameter(
+            "value_discretization_interval",
+            interval,
+            f"an interval above {2.0 * sensitivity / scale / MAX_PLD_POINTS:.3g} for this Laplace mechanism "
+            f"(at most {MAX_PLD_POINTS} grid points), or another method",
+        )
+    return pld.from_laplace_mechanism(
+        scale, sensitivity=sensitivity, pessimistic_estimate=True, value_discretization_interval=interval
+    )
 
 
 def laplace_certificate(
