@@ -668,7 +668,10 @@ def _gaussian_draws(plan: GaussianPlan, source: RandomSource, count: int) -> np.
         found = np.concatenate(accepted)[:needed]
         pieces.append(found)
         needed -= found.size
-    return _as_int64_if_fits(np.concatenate(pieces).tolist()) if pieces else np.empty(0, dtype=np.int64)
+    if not pieces:
+        return np.empty(0, dtype=np.int64)
+    values = np.concatenate(pieces)  # int64 unless a rare draw came out as a Python integer
+    return values if values.dtype == np.int64 else _as_int64_if_fits(values.tolist())
 
 
 def _laplace_draws(plan: LaplacePlan, source: RandomSource, count: int) -> np.ndarray:
