@@ -29,6 +29,7 @@ import pytest
 from scipy import stats
 from test_timing_audit import old_loop_laplace
 
+from dpcert.errors import InvalidParameter
 from dpcert.mechanisms import exact_samplers as es
 from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
 
@@ -242,6 +243,12 @@ def test_timing_failure_bounds_are_tiny_and_honest_beyond_the_fixed_work_range()
     certificate = SECURE_LAPLACE.certificate
     assert certificate.delta >= (1 + math.e) * es.timing_failure("discrete-laplace", SECURE_SCALE, 1)
     assert any(note.startswith("release time") for note in certificate.notes)
+    gaussian = secure_gaussian(1.0, 1e-5, bits="rng").certificate
+    failure = es.timing_failure("discrete-gaussian", gaussian.parameters["sigma"] ** 2, 1)
+    exact = Fraction(gaussian.delta_for(1.0)) + Fraction((1 + math.e) * failure)
+    assert gaussian.delta == 1e-5 and exact <= Fraction(1e-5)  # room for the release-time term
+    with pytest.raises(InvalidParameter, match="delta"):  # no δ below the release-time term
+        secure_gaussian(1.0, 1e-40)
 
 
 # --------------------------------------------------------------------------- timing (measured)

@@ -189,8 +189,16 @@ def _with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) 
     epsilon, delta = certificate.epsilon, certificate.delta
 
     if keep_delta:
+        if timing_delta(epsilon, failure) >= delta:
+            raise InvalidParameter(
+                "delta",
+                delta,
+                f"delta > {timing_delta(epsilon, failure):.3g} (the release-time term at epsilon)",
+            )
         step = math.ulp(epsilon) if epsilon > 0 else 2.0**-1074
         while not _room(certificate, epsilon, delta, failure):
+            if timing_delta(epsilon + step, failure) >= delta:
+                raise InvalidParameter("delta", delta, "a delta with room for the release-time term")
             epsilon += step
             step *= 2.0
     else:
@@ -449,6 +457,12 @@ def secure_gaussian(
         )
         failure = releases * timing_failure("discrete-gaussian", Fraction(units) ** 2, dimension)
         asked = certificate.delta if sigma is None else None  # (ε, δ) both asked for
+        if asked is not None and timing_delta(certificate.epsilon, failure) >= asked:
+            raise InvalidParameter(
+                "delta",
+                asked,
+                f"delta > {timing_delta(certificate.epsilon, failure):.3g} (the release-time term)",
+            )
         if asked is None or _room(certificate, certificate.epsilon, asked, failure):
             certificate = _with_timing(certificate, failure, keep_delta=delta is not None)
             break
