@@ -2,9 +2,12 @@
 
 Run as ``python benchmarks/dp_sgd_calibration.py``; prints the markdown section for
 benchmarks/RESULTS.md.  For each schedule (q, T) and target (ε, δ) it reports the noise multiplier z
-that each library returns, the process CPU time of the call (median of ``--repeats``, after one
-untimed warm-up call of every library so that imports are not timed), and the δ(ε) that dpcert's
-certificate proves for that z, i.e. whether the returned z meets the target by a proven bound:
+that each library returns, the process CPU time of the call, and the δ(ε) that dpcert's certificate
+proves for that z, i.e. whether the returned z meets the target by a proven bound.  Every timed call
+runs in a fresh Python process (dpcert's profiles keep per-process caches of single-step PLDs, so a
+repeated call in one process would time a cache hit), after the library is imported and one untimed
+call on another schedule has loaded its lazy imports; the median of ``--repeats`` processes is shown.
+The libraries:
 
 * dpcert: :func:`dpcert.accounting.dp_sgd.calibrate_dp_sgd` (Poisson: the proven PLD bound and RDP;
   shuffle: the subsampled RDP of Wang, Balle & Kasiviswanathan 2019);
@@ -21,11 +24,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import logging
 import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -55,6 +61,17 @@ CASES = (
     Case("q = 0.001, T = 10000", 1.0, 1e-6, "poisson", 0.001, 10_000),
     Case("shuffle: B = 256 of N = 60000, 10 epochs", 3.0, 1e-5, "shuffle", 256 / 60000, 2350, 256, 60000),
 )
+
+
+def processor() -> str:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def version(distribution: str) -> str:
@@ -153,13 +170,25 @@ def methods(case: Case) -> list[tuple[str, Callable[[Case], float]]]:
     return rows
 
 
-def cpu_median(function: Callable[[], float], repeats: int) -> tuple[float, float]:
-    times, value = [], math.nan
-    for _ in range(repeats):
-        start = time.process_time()
-        value = function()
-        times.append(time.process_time() - start)
-    return value, statistics.median(times)
+def timed_in_fresh_process(case_index: int, name: str) -> tuple[float, float]:
+    """(z, CPU seconds) of one call of library ``name`` on ``CASES[case_index]`` in a new process."""
+    command = [sys.executable, os.path.abspath(__file__), "--one", str(case_index), name]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    result = json.loads(output.strip().splitlines()[-1])
+    return result["z"], result["seconds"]
+
+
+def one(case_index: int, name: str) -> None:
+    """Child process: warm up library ``name``, time one call on the case, print JSON."""
+    case = CASES[case_index]
+    method = dict(methods(case))[name]
+    warm = Case("warm-up", 1.0, 1e-5, case.sampling, 0.1, 10, 10, 100)
+    if case.sampling == "poisson":
+        warm = Case("warm-up", 1.0, 1e-5, "poisson", 0.1, 10)
+    method(warm)
+    start = time.process_time()
+    z = method(case)
+    print(json.dumps({"z": z, "seconds": time.process_time() - start}))
 
 
 def proven_delta(case: Case, z: float) -> float:
@@ -182,23 +211,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", type=int, nargs="*", default=None, help="indices into CASES")
+    parser.add_argument("--one", nargs=2, default=None, metavar=("CASE", "LIBRARY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp_accounting's RDP warns per excluded order
     warnings.filterwarnings("ignore")
+    if args.one is not None:
+        one(int(args.one[0]), args.one[1])
+        return
     load_start = os.getloadavg()[0]
-    cases = [CASES[i] for i in args.cases] if args.cases is not None else list(CASES)
-    warm = Case("warm-up", 1.0, 1e-5, "poisson", 0.1, 10)
-    for _, method in methods(warm):
-        method(warm)
+    indices = args.cases if args.cases is not None else list(range(len(CASES)))
     print(
         "| schedule | target (ε, δ) | library | noise multiplier z | z / dpcert's "
         "| dpcert's proven δ(ε) at z | meets target (proven) | CPU s (median) |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for case in cases:
+    for index in indices:
+        case = CASES[index]
         reference = math.nan
-        for name, method in methods(case):
-            z, seconds = cpu_median(lambda method=method, case=case: method(case), args.repeats)
+        for name, _ in methods(case):
+            runs = [timed_in_fresh_process(index, name) for _ in range(args.repeats)]
+            z = runs[0][0]
+            assert all(run[0] == z for run in runs), f"{name} returned different z in different runs"
+            seconds = statistics.median(run[1] for run in runs)
             if name == "dpcert":
                 reference = z
             delta = proven_delta(case, z)
@@ -210,7 +244,7 @@ def main() -> None:
             )
     print()
     print(
-        f"Machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python "
+        f"Machine: {os.cpu_count()} cores, {processor()}, Python "
         f"{platform.python_version()}; dpcert {version('dpcert')}, dp-accounting {version('dp-accounting')}, "
         f"opacus {version('opacus')} (torch {version('torch')}), prv-accountant {version('prv-accountant')}; "
         f"load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end."
