@@ -22,7 +22,7 @@ The schedule is given by exactly one of ``sampling_probability`` q or ``batch_si
 
 :func:`calibrate_dp_sgd` searches the noise multiplier with the project's one calibration search
 (:func:`~dpcert.accounting.calibration.least_noise`, Brent's method on log δ(ε) against z, started
-from the central-limit estimate of Bu et al. 2020 / Dong, Roth & Su 2022), stops once the least valid
+from the central-limit estimate of Bu, Dong, Long & Su 2020), stops once the least valid
 z is located to a relative 1e-4, and returns a z whose certificate is re-derived and verified.
 """
 
@@ -273,7 +273,7 @@ def central_limit_guess(epsilon: float, delta: float, sampling_probability: floa
     """The noise multiplier at which the central-limit approximation meets (ε, δ) — a starting guess.
 
     ``steps`` Poisson-subsampled Gaussian steps are close to μ-GDP with
-    μ = q √(T (exp(1/z²) − 1)) (Bu et al. 2020; Dong, Roth & Su 2022, Cor. 5.4), and μ-GDP is
+    μ = q √(T (exp(1/z²) − 1)) (Dong, Roth & Su 2019; Bu, Dong, Long & Su 2020), and μ-GDP is
     (ε, δ)-DP exactly when the Gaussian mechanism of noise 1/μ is (Balle & Wang 2018).  The
     approximation is neither an upper nor a lower bound; it only starts the search.
     """
