@@ -58,6 +58,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import functools
 import hashlib
 import io
 import itertools
@@ -67,10 +68,10 @@ import numbers
 import sqlite3
 import struct
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 import numpy as np
 
@@ -84,6 +85,7 @@ from dpcert.errors import (
     DPCertError,
     InvalidParameter,
     LedgerStorageError,
+    LedgerWriteInterrupted,
     UnknownUser,
 )
 
@@ -691,6 +693,25 @@ def _is_postgres_url(path: object) -> bool:
     return isinstance(path, str) and path.split(":", 1)[0].lower() in ("postgresql", "postgres")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _run_again_if_rolled_back(write: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a write once more if the connection to the ledger's server was lost during it and the
+    server rolled it back (:class:`~dpcert.errors.LedgerWriteInterrupted`: nothing was recorded, so
+    the write, its budget check included, starts afresh on the state as it then is)."""
+
+    @functools.wraps(write)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return write(*args, **kwargs)
+        except LedgerWriteInterrupted:
+            return write(*args, **kwargs)
+
+    return run
+
+
 # --------------------------------------------------------------------------- the ledger
 class Ledger:
     """A per-user privacy ledger stored in the SQLite file ``path`` or a PostgreSQL database.
@@ -750,6 +771,7 @@ class Ledger:
         if migrate and readonly:
             raise InvalidParameter("migrate", True, "False for a read-only ledger (a migration writes)")
         self._migrate_requested = bool(migrate)
+        self._signed_head: tuple[int, bytes] | None = None  # the last head this object signed and committed
         self._db: Any
         if postgres:
             from dpcert.accounting.ledger_postgres import PostgresStore
@@ -1023,7 +1045,8 @@ class Ledger:
         """The chain's last entry, under the write lock, after checking that this writer may extend it.
 
         With a signing key, the last signed head must be the current head and carry a valid
-        signature: a keyed writer never signs over entries written without the key.
+        signature: a keyed writer never signs over entries written without the key.  (A head this
+        object signed and committed itself is not checked again.)
         """
         self._check_key_policy(self._chained_public_key())
         row = self._db.execute("SELECT id, hash FROM entries ORDER BY id DESC LIMIT 1").fetchone()
@@ -1032,7 +1055,7 @@ class Ledger:
                 f"ledger {self.path}: its chain has no entries (entry 1 was deleted); nothing was recorded"
             )
         tail = _Tail(int(row[0]), bytes(row[1]))
-        if self._public is not None:
+        if self._public is not None and (tail.count, tail.head) != self._signed_head:
             signed = self._db.execute(
                 "SELECT entries, schema_version, head, signature FROM signatures "
                 "ORDER BY entries DESC LIMIT 1"
@@ -1082,12 +1105,16 @@ class Ledger:
     def _write(self) -> Iterator[tuple[Any, _Tail]]:
         """A write transaction that appends entries: the writer and the head are checked first, and the
         new head is signed before the commit (only if entries were appended)."""
+        signed = None
         with self._transaction() as db:
             tail = self._writable_tail()
             start = tail.count
             yield db, tail
-            if tail.count != start:
+            if tail.count != start and self._signing_key is not None:
                 self._sign(tail)
+                signed = (tail.count, tail.head)
+        if signed is not None:  # committed: the next write by this object need not re-check its signature
+            self._signed_head = signed
 
     def entry_head(self) -> str | None:
         """Hex hash of the last entry: the head the operator signs (``None`` below schema version 4)."""
@@ -1126,6 +1153,7 @@ class Ledger:
         return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
     # ----------------------------------------------------------------- budgets
+    @_run_again_if_rolled_back
     def set_budget(self, user_id: UserId | None, budget: Guarantee) -> None:
         """Set the budget of one user, or (``user_id=None``) the default budget of every user."""
         budget = _budget(budget)
@@ -1300,6 +1328,7 @@ class Ledger:
         return epsilon <= limit, epsilon
 
     # ----------------------------------------------------------------- charging
+    @_run_again_if_rolled_back
     def charge(
         self,
         user_ids: Sequence[UserId] | np.ndarray | UserId,
