@@ -12,6 +12,8 @@ import json
 import math
 import sqlite3
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -637,3 +639,39 @@ def test_ledger_migrate_refuses_an_old_ledger_whose_rows_do_not_verify(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not migrated, its hash chain is broken: charge 4:" in err[0], err
     assert file_digest(path) == before
+
+
+WRITER = """
+import sys
+from dpcert.accounting.ledger import Ledger
+from dpcert.mechanisms.laplace import laplace_certificate
+path, key, name = sys.argv[1:4]
+with Ledger(path, signing_key=key, timeout=120, durable=False) as ledger:
+    for index in range(20):
+        ledger.charge([f"{name}-{index % 5}", "shared"], laplace_certificate(100.0), run_id=f"{name}-{index}")
+"""
+
+
+def test_concurrent_signed_writers_interleave_and_every_head_is_signed(tmp_path, operator_key, key_files):
+    path = tmp_path / "ledger.db"
+    private, public = key_files
+    with Ledger(path, signing_key=operator_key) as ledger:
+        ledger.set_budget(None, Guarantee(10.0, 1e-6))
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(private), name]) for name in ("a", "b")
+    ]
+    assert [writer.wait(timeout=300) for writer in writers] == [0, 0]
+    with Ledger(path, readonly=True) as ledger:
+        report = ledger.verify(public_key=public)
+        assert report.ok, report.problem
+        assert (report.entries, report.charges) == (2 + 40, 80)
+        assert len(ledger.charges("shared")) == 40
+    db = sqlite3.connect(path)
+    counts = [row[0] for row in db.execute("SELECT entries FROM signatures ORDER BY entries")]
+    runs = [
+        json.loads(row[0])["run_id"][0]
+        for row in db.execute("SELECT body FROM entries WHERE kind = 'charge'")
+    ]
+    db.close()
+    assert counts == list(range(1, 43))  # every write transaction signed its head
+    assert sorted(runs) == ["a"] * 20 + ["b"] * 20
