@@ -58,6 +58,11 @@ class LedgerStorageError(DPCertError):
     anything was recorded."""
 
 
+class LedgerWriteInterrupted(LedgerStorageError):
+    """The connection to a ledger's server was lost during a write, which the server rolled back:
+    nothing was recorded, and the write may safely be run again."""
+
+
 class UnknownUser(DPCertError, KeyError):
     """A ledger query named a user that has never been charged."""
 

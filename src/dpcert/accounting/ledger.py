@@ -58,6 +58,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import functools
 import hashlib
 import io
 import itertools
@@ -67,10 +68,10 @@ import numbers
 import sqlite3
 import struct
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ParamSpec, TextIO, TypeVar
 
 import numpy as np
 
@@ -84,6 +85,7 @@ from dpcert.errors import (
     DPCertError,
     InvalidParameter,
     LedgerStorageError,
+    LedgerWriteInterrupted,
     UnknownUser,
 )
 
@@ -691,6 +693,25 @@ def _is_postgres_url(path: object) -> bool:
     return isinstance(path, str) and path.split(":", 1)[0].lower() in ("postgresql", "postgres")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _run_again_if_rolled_back(write: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a write once more if the connection to the ledger's server was lost during it and the
+    server rolled it back (:class:`~dpcert.errors.LedgerWriteInterrupted`: nothing was recorded, so
+    the write, its budget check included, starts afresh on the state as it then is)."""
+
+    @functools.wraps(write)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return write(*args, **kwargs)
+        except LedgerWriteInterrupted:
+            return write(*args, **kwargs)
+
+    return run
+
+
 # --------------------------------------------------------------------------- the ledger
 class Ledger:
     """A per-user privacy ledger stored in the SQLite file ``path`` or a PostgreSQL database.
@@ -1132,6 +1153,7 @@ class Ledger:
         return int(self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
     # ----------------------------------------------------------------- budgets
+    @_run_again_if_rolled_back
     def set_budget(self, user_id: UserId | None, budget: Guarantee) -> None:
         """Set the budget of one user, or (``user_id=None``) the default budget of every user."""
         budget = _budget(budget)
@@ -1306,6 +1328,7 @@ class Ledger:
         return epsilon <= limit, epsilon
 
     # ----------------------------------------------------------------- charging
+    @_run_again_if_rolled_back
     def charge(
         self,
         user_ids: Sequence[UserId] | np.ndarray | UserId,

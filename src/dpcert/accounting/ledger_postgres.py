@@ -25,14 +25,16 @@ Same tables, schema version, hash chain and export as the SQLite ledger; the led
 * verification and exports read in one ``REPEATABLE READ`` snapshot;
 * **outages.**  A connection lost between transactions (a server restart, a dropped link) is
   re-opened before the next statement with a bounded retry: attempts after 0.5, 1, 2 and 4 s
-  (:data:`RECONNECT_DELAYS`, 7.5 s in all).  A transaction is never re-run: one interrupted before
-  its ``COMMIT`` was sent is rolled back by the server, and reported (nothing was recorded); one whose
-  ``COMMIT`` got no answer is looked up after reconnecting (``pg_xact_status`` of its transaction id,
-  PostgreSQL ≥ 13): committed, the call succeeds; rolled back, it is reported as not recorded; and if
-  the server cannot be reached again, the error says the outcome is unknown (a charge retried with
-  the same idempotency key is then recorded at most once).  A server out of reach for longer than
-  the retries, like every other storage failure, is a :class:`~dpcert.errors.LedgerStorageError`
-  with a one-line message (``dpcert`` exits 3);
+  (:data:`RECONNECT_DELAYS`, 7.5 s in all).  A write cut off before its ``COMMIT`` was sent is rolled
+  back by the server; one whose ``COMMIT`` got no answer is looked up after reconnecting
+  (``pg_xact_status`` of its transaction id, PostgreSQL ≥ 13; after a server restart a charge must
+  also find its last row): committed, the call succeeds.  A write known to be rolled back raises
+  :class:`~dpcert.errors.LedgerWriteInterrupted`, on which :meth:`Ledger.charge` and
+  :meth:`Ledger.set_budget` run once more from the start, budget check included (nothing of the first
+  run was recorded).  If the server cannot be reached again, the error says the outcome is unknown (a
+  charge retried with the same idempotency key is then recorded at most once).  A server out of reach
+  for longer than the retries, like every other storage failure, is a
+  :class:`~dpcert.errors.LedgerStorageError` with a one-line message (``dpcert`` exits 3);
 * **privileges.**  A statement the role may not run ends in one line naming the missing privilege
   and the object, with the ``GRANT`` that fixes it (e.g. ``role alice lacks INSERT on
   dpcert.charges``).  A writer needs ``USAGE`` on the schema and ``SELECT``, ``INSERT`` and
@@ -54,7 +56,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from dpcert.errors import DPCertError, InvalidParameter, LedgerStorageError
+from dpcert.errors import DPCertError, InvalidParameter, LedgerStorageError, LedgerWriteInterrupted
 
 _OFFSET = 2**63
 _CREATE_LOCK = 0x6470636572740001  # advisory lock held while a new ledger's tables are created
@@ -500,7 +502,7 @@ class PostgresStore:
         if status == "committed":
             return
         if status == "aborted":
-            raise LedgerStorageError(f"{lost}; the server rolled it back: nothing was recorded")
+            raise LedgerWriteInterrupted(f"{lost}; the server rolled it back: nothing was recorded")
         raise LedgerStorageError(f"{lost}; {unknown}")
 
     def _transaction_status(self, xid: str) -> str | None:
@@ -555,9 +557,11 @@ class PostgresStore:
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
             raise LedgerStorageError(self._privilege_message(exc, writing)) from exc
         if self._lost(exc):
-            raise LedgerStorageError(
+            lost = (
                 f"ledger {self.path}: the connection to the server was lost ({_one_line(exc)}); {consequence}"
-            ) from exc
+            )
+            # a write cut off before its COMMIT is rolled back by the server: it may run again
+            raise (LedgerWriteInterrupted if writing else LedgerStorageError)(lost) from exc
         state = getattr(exc, "sqlstate", None) or ""
         causes = {
             "53": "the server is out of disk space, memory or connections",
