@@ -78,6 +78,19 @@ def _dpcert_command(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess
     return dpcert
 
 
+def test_the_schema_parameter_is_read_by_dpcert_and_never_reaches_libpq():
+    assert ledger_postgres.split_url("postgresql:///db?host=/s&schema=ledger_2&user=u") == (
+        "postgresql:///db?host=/s&user=u",
+        "ledger_2",
+    )
+    assert ledger_postgres.split_url("postgresql://u@h/db") == ("postgresql://u@h/db", "dpcert")
+    for bad in ("1x", "pg_temp", "a-b", "x" * 64, "", "a&schema=b"):
+        with pytest.raises(InvalidParameter, match="schema"):
+            ledger_postgres.split_url(f"postgresql:///db?schema={bad}")
+    redacted = ledger_postgres._redacted("postgresql://u:secret@h/db?password=secret&schema=s")
+    assert "secret" not in redacted and redacted.endswith("schema=s")
+
+
 def test_two_roles_one_with_a_schema_of_its_own_see_one_ledger_and_one_budget(server):
     database = server.new_database()
     with _admin(server, database) as admin:

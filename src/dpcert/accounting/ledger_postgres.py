@@ -126,6 +126,7 @@ def _psycopg() -> Any:
 
 def _redacted(url: str) -> str:
     """The URL without its password (for messages)."""
+    url = re.sub(r"([?&]password=)[^&]*", r"\1***", url)
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -413,8 +414,9 @@ class PostgresStore:
         """A write transaction holding the row lock on ``meta.schema_version`` (see the module docstring).
 
         A new database has no ``meta`` row yet: its creation is serialised by an advisory lock.  A
-        connection found lost when the transaction begins is re-opened (nothing has run yet); one lost
-        later is reported, after finding out whether a lost ``COMMIT`` took effect.
+        connection found lost when the transaction begins is re-opened (nothing has run yet).  One lost
+        later raises :class:`~dpcert.errors.LedgerWriteInterrupted` if the server rolled the
+        transaction back (a lost ``COMMIT`` is looked up first), so that the write may run again.
         """
         psycopg = self._psycopg
         xid = self._begin_write()
