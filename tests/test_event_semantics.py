@@ -24,6 +24,7 @@ from dpcert import Certificate
 from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.interop import certificate_from_dp_event, certificate_from_opacus_history
+from dpcert.mechanisms.gaussian import gaussian_certificate
 
 REPLACE = NeighboringRelation.REPLACE_ONE
 ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
@@ -251,3 +252,14 @@ def test_opacus_history_is_validated_naming_the_entry():
             certificate_from_opacus_history(history, delta=1e-5)
     with pytest.raises(InvalidParameter, match="delta"):
         certificate_from_opacus_history([(1.0, 0.01, 10)], delta=0.0)
+
+
+def test_a_certificates_own_event_is_its_dominating_pair_read_back_under_add_remove():
+    # to_dp_event() describes the pair N(0, sigma^2), N(Delta, sigma^2) whatever the certificate's
+    # relation: GaussianDpEvent(sigma / Delta) in dp_accounting's add/remove reading
+    certificate = gaussian_certificate(2.0, sensitivity=1.5, delta=1e-5)
+    assert certificate.neighbouring.value == "replace-one"
+    back = Certificate.from_dp_event(certificate.to_dp_event(), delta=1e-5, neighbouring="add/remove")
+    assert back.epsilon == pytest.approx(certificate.epsilon, rel=1e-12)
+    exact = _gaussian_epsilon(1.5 / 2.0, 1e-5)
+    assert exact <= certificate.epsilon <= exact * (1 + 1e-9)

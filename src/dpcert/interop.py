@@ -34,6 +34,10 @@ batch moves the sum by ``2C``, so dpcert certifies Δ = 2 (the accountant's ε f
 ``s/2``).  For a batch query whose replace-one sensitivity really is ``C``, certify it directly with
 :func:`~dpcert.accounting.sampled_without_replacement.sampled_without_replacement_certificate`.
 
+:meth:`Certificate.to_dp_event` goes the other way with another convention: it describes the
+certificate's dominating pair (``GaussianDpEvent(σ/Δ)`` is ``N(0, σ²)`` against ``N(Δ, σ²)``), which is
+dp_accounting's ``add/remove`` reading of the event; read it back with ``neighbouring="add/remove"``.
+
 ``NonPrivateDpEvent`` and ``UnsupportedDpEvent`` are refused (no finite guarantee exists), and so are
 the other sampled events (with replacement, or of mechanisms other than the Gaussian) and mixtures.
 
