@@ -114,11 +114,16 @@ def test_batch_words_depend_on_the_batch_size_only(counted_words):
     assert totals == {plan.rounds(5000) * plan.round_words}
 
 
-@pytest.mark.parametrize("draws", [1, 7, 1000, 123_456])
-def test_rounds_meet_their_hoeffding_condition(draws):
+@pytest.mark.parametrize("draws", [1, 7, 32, 33, 1000, 123_456])
+def test_rounds_leave_fewer_accepted_than_needed_with_probability_below_2_to_minus_40(draws):
     plan = es.gaussian_plan(100, 1)
     rounds, p = plan.rounds(draws), plan.acceptance
-    assert rounds * p >= draws and (rounds * p - draws) ** 2 >= 14 * rounds
+    if draws <= 32:  # the least such count, by scipy's binomial CDF
+        assert stats.binom.cdf(draws - 1, rounds, float(p)) <= 2.0**-40 * (1 + 1e-9)
+        assert stats.binom.cdf(draws - 1, rounds - 1, float(p)) > 2.0**-40
+    else:  # Hoeffding's condition
+        assert rounds * p >= draws and (rounds * p - draws) ** 2 >= 14 * rounds
+        assert stats.binom.cdf(draws - 1, rounds, float(p)) <= 2.0**-40
     # the acceptance bound is below the true probability Z_G e^{-c²/2σ²} / Z_L, summed directly
     y = np.arange(-2000, 2001, dtype=float)
     z_gauss, z_laplace = np.exp(-(y**2) / 200).sum(), np.exp(-np.abs(y) / 10).sum()

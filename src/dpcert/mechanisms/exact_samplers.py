@@ -259,6 +259,7 @@ def bernoulli_exp_neg(source: RandomSource, numerator: np.ndarray, denominator: 
 COIN_BITS = 128
 WORDS_PER_COIN = COIN_BITS // 64
 TAIL_EXPONENT = 89  # overflow coins: probability <= e^-89 < 2^-128
+EXACT_ROUNDS_UP_TO = 32  # batches this small get their round count from the exact binomial tail
 ROUNDS_HOEFFDING = 14  # extra rounds are needed with probability <= exp(-2 · 14) per batch (< 2^-40)
 _CHUNK_WORDS = 1 << 21
 _TOP = 1 << COIN_BITS
@@ -533,11 +534,15 @@ class GaussianPlan:
         return not self.proposal.wide and self.levels <= 63 and reach < 1 << 63
 
     def rounds(self, draws: int) -> int:
-        """Rounds run for ``draws`` = n draws: B = ⌈(2nP + 14 + √(56nP + 196)) / (2P²)⌉ with P the
-        acceptance bound and the square root rounded up, the larger root of P²B² − (2nP + 14)B + n², so
-        that BP >= n and (BP − n)² >= 14B: by Hoeffding's inequality fewer than n of B rounds are
-        accepted with probability at most exp(−2(BP − n)²/B) <= e^{−28} < 2^-40.  Rational and integer
-        arithmetic only (the same B on every machine).
+        """Rounds run for ``draws`` = n draws, so that fewer than n of them are accepted with probability
+        below 2^-40 (each round is accepted with probability at least P, the acceptance bound).
+
+        For n <= ``EXACT_ROUNDS_UP_TO``: the least B with P(Bin(B, P) < n) <= 2^-40, the binomial tail
+        summed exactly.  Beyond: B = ⌈(2nP + 14 + √(56nP + 196)) / (2P²)⌉ with the square root rounded
+        up, the larger root of P²B² − (2nP + 14)B + n², so that BP >= n and (BP − n)² >= 14B: by
+        Hoeffding's inequality fewer than n of B rounds are accepted with probability at most
+        exp(−2(BP − n)²/B) <= e^{−28} < 2^-40.  Rational and integer arithmetic only (the same B on
+        every machine).
         """
         return _rounds(self.acceptance, draws)
 
@@ -560,9 +565,21 @@ def _rounds(p: Fraction, draws: int) -> int:
     """:meth:`GaussianPlan.rounds` for the acceptance bound ``p``."""
     if draws == 0:
         return 0
+    if draws <= EXACT_ROUNDS_UP_TO:
+        rounds = draws
+        while _binomial_below(rounds, p, draws) > Fraction(1, 1 << 40):
+            rounds += 1
+        return rounds
     discriminant = 56 * draws * p + 196
     root = Fraction(math.isqrt(math.floor(discriminant * (1 << 40))) + 1, 1 << 20)
     return math.ceil((2 * draws * p + ROUNDS_HOEFFDING + root) / (2 * p * p))
+
+
+def _binomial_below(rounds: int, p: Fraction, draws: int) -> Fraction:
+    """P(Bin(rounds, p) < draws), exactly."""
+    return sum(
+        (math.comb(rounds, k) * p**k * (1 - p) ** (rounds - k) for k in range(draws)), start=Fraction(0)
+    )
 
 
 @lru_cache(maxsize=256)
