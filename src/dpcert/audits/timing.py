@@ -16,7 +16,9 @@ on the selection draws alone, so the Clopper–Pearson bound of
 release time carries information about its input gets a larger bound than its outputs alone give.
 
 Measured times are noisy and not reproducible from a seed: the verdict of a timing audit is a
-statement about this machine under its load while the audit ran.
+statement about this machine under its load while the audit ran.  The bound treats the releases as
+independent draws, as every audit does; the interleaving keeps a changing load from favouring either
+input, and the time bins move with the load only through the selection draws.
 """
 
 from __future__ import annotations
