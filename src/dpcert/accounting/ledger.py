@@ -1853,6 +1853,8 @@ class Ledger:
         """
         if not budget_log or last_row_id is None:
             return None
+        if all(mark is None for mark, _, _ in budget_log):
+            return self._verify_final_spending(budget_log)
         marks = sorted({m for m, _, _ in budget_log if m is not None and m < last_row_id})
         default: Guarantee | None = None
         own: dict[Any, Guarantee] = {}
@@ -1898,6 +1900,32 @@ class Ledger:
                             "(overspent: a budget was raised outside the ledger)"
                         )
             start = end
+        return None
+
+    def _verify_final_spending(self, budget_log: list[tuple[Any, Any, Guarantee]]) -> str | None:
+        """:meth:`_verify_spending` when every budget was set before the first charge: one epoch, whose
+        budgets are the final ones and whose histories are the users' stored ones (both checked equal
+        to the chain before this runs), grouped in SQL by (history, own budget)."""
+        default = None
+        for _, user, budget in budget_log:
+            if user is None:
+                default = budget
+        groups = self._db.stream(
+            "SELECT u.history_id, b.epsilon, b.delta, MIN(u.user_id) FROM users AS u "
+            "LEFT JOIN budgets AS b ON b.user_id = u.user_id WHERE u.charges > 0 GROUP BY 1, 2, 3 ORDER BY 4"
+        )
+        for history_id, epsilon, delta, example in groups:
+            applies = Guarantee(epsilon, delta) if epsilon is not None else default
+            if applies is None:
+                continue
+            budget = applies
+            spent = self._composed_epsilon(self._content(self._history(int(history_id))), budget.delta)
+            if spent > budget.epsilon:
+                return (
+                    f"user {self._db.user(example)!r}: spent epsilon={spent:.6g} exceeds the chained "
+                    f"budget ({budget.epsilon:g}, {budget.delta:g}) in force when charged "
+                    "(overspent: a budget was raised outside the ledger)"
+                )
         return None
 
     def _verify_user_state(self) -> str | None:
