@@ -675,3 +675,45 @@ def test_concurrent_signed_writers_interleave_and_every_head_is_signed(tmp_path,
     db.close()
     assert counts == list(range(1, 43))  # every write transaction signed its head
     assert sorted(runs) == ["a"] * 20 + ["b"] * 20
+
+
+# --------------------------------------------------------------------------- the same on PostgreSQL
+@pytest.fixture(scope="module")
+def postgres_server():
+    from test_ledger_postgres import PostgresServer  # the throw-away server of the PostgreSQL tests
+
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.mark.parametrize(
+    "statement, first_broken",
+    [
+        (
+            "UPDATE meta SET value = '{\"epsilon\": 100.0, \"delta\": 1e-06}' WHERE key = 'default_budget'",
+            "default budget:",
+        ),
+        (
+            "INSERT INTO idempotency VALUES ('nightly', 'x', NULL, 1, 'y', 0.0)",
+            "idempotency key 'nightly': not backed by a chained entry",
+        ),
+        ("UPDATE charges SET run_id = 'r9' WHERE id = 8", "charge 8: content does not match its hash"),
+        ("DELETE FROM signatures WHERE entries = 7", "entry 7: written after the last signed head (entry 6)"),
+    ],
+)
+def test_tampering_with_a_signed_postgres_ledger_is_named(
+    postgres_server, operator_key, key_files, capsys, statement, first_broken
+):
+    import psycopg
+
+    url = postgres_server.url(postgres_server.new_database())
+    make_ledger(url, operator_key)
+    with Ledger(url, readonly=True) as ledger:
+        assert ledger.verify(public_key=key_files[1]).ok
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("SET search_path TO dpcert")
+        db.execute(statement)
+    check(url, key_files[1], first_broken, capsys)
