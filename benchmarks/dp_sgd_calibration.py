@@ -95,7 +95,7 @@ def dpcert_calibration(case: Case) -> float:
 
 def dp_accounting_calibration(case: Case, accountant: str) -> float:
     from dp_accounting import NeighboringRelation, dp_event
-    from dp_accounting.mechanism_calibration import calibrate_dp_mechanism
+    from dp_accounting.mechanism_calibration import LowerEndpointAndGuess, calibrate_dp_mechanism
     from dp_accounting.pld import PLDAccountant
     from dp_accounting.rdp import RdpAccountant
 
@@ -117,12 +117,16 @@ def dp_accounting_calibration(case: Case, accountant: str) -> float:
             return PLDAccountant(relation, value_discretization_interval=1e-4)
         return RdpAccountant(neighboring_relation=relation)
 
+    # dp_accounting's default bracket starts at z = 0, where its sampling-without-replacement RDP
+    # divides by zero: that case starts at 0.1 instead
+    bracket = LowerEndpointAndGuess(0.1, 1.0) if case.sampling == "shuffle" else None
     return float(
         calibrate_dp_mechanism(
             fresh,
             lambda z: dp_event.SelfComposedDpEvent(step(z), case.steps),
             case.epsilon,
             case.delta,
+            bracket_interval=bracket,
             tol=DP_ACCOUNTING_TOL,
         )
     )
