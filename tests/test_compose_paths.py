@@ -20,6 +20,7 @@ from dpcert.accounting.composition import PrivacyLossParts, compose, compose_cou
 from dpcert.accounting.ledger import Ledger
 from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.binary_sum import binary_sum_certificate
 from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -195,4 +196,30 @@ def test_a_thousand_mixed_certificates_lie_between_dp_accountings_optimistic_and
     # dp_accounting's optimistic discretisation (losses rounded down, tails dropped) is below the truth
     assert lower - 1e-6 <= composed.epsilon <= upper * 1.005
     assert composed.epsilon <= lower * 1.02
+    assert composed.delta_for(composed.epsilon) <= delta
+
+
+def test_binary_sums_compose_through_their_binomial_loss_distribution():
+    # (N, N + 1) with N ~ Bin(200, 1/2): dp_accounting's optimistic and pessimistic PLDs of the same two
+    # pmfs (built here from exact log-binomials at 30 digits) bracket the 20-fold composition
+    bits, runs, delta = 200, 20, 1e-6
+    certificate = binary_sum_certificate(bits, delta=1e-3)
+    assert isinstance(certificate.profile, PrivacyLossParts)
+    with mpmath.workdps(30):
+        log_pmf = {
+            k: float(mpmath.log(mpmath.binomial(bits, k)) - bits * mpmath.log(2)) for k in range(bits + 1)
+        }
+    upper = log_pmf
+    lower = {k + 1: value for k, value in log_pmf.items()}
+
+    def reference(pessimistic: bool) -> float:
+        single = pld.from_two_probability_mass_functions(
+            lower, upper, pessimistic_estimate=pessimistic, value_discretization_interval=INTERVAL
+        )
+        return single.self_compose(runs).get_epsilon_for_delta(delta)
+
+    composed = compose_counts([(certificate, runs)], delta=delta)
+    assert reference(False) - 1e-6 <= composed.epsilon <= reference(True) + 1e-6
+    # each run's loss is rounded up (pessimistic) or down (optimistic) by less than one interval
+    assert composed.epsilon <= reference(False) + 2 * runs * INTERVAL
     assert composed.delta_for(composed.epsilon) <= delta

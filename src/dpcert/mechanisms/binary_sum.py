@@ -34,7 +34,7 @@ from scipy.special import logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.binomial_accounting import log_binomial_pmf
+from dpcert.accounting.binomial_accounting import dominating_loss_pmf, log_binomial_pmf
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -145,6 +145,11 @@ class BinarySumProfile:
 
     def dp_event(self) -> Any:
         return None
+
+    def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
+        """The exact loss law of ``(N, N + 1)``, ``N ~ Bin(noise_bits, 1/2)`` (symmetric), rounded up to
+        the grid ``interval``: the PLD protocol of :class:`dpcert.accounting.composition.PrivacyLossParts`."""
+        return [(dominating_loss_pmf(self.noise_bits, 1, interval), 1)]
 
 
 def binary_sum_certificate(
