@@ -8,8 +8,9 @@ it (``dp_event.py``), under the neighbouring relation asked for: ``GaussianDpEve
 ``Σ v_i + N(0, s²C²)`` for values of norm ``‖v_i‖ <= C``, so removing or adding a record moves the
 sum by ``C`` and *replacing* one moves it by ``2C`` (dp_accounting's PLD accountant uses sensitivity
 ``2C`` under ``REPLACE_ONE``; its RDP accountant does not, and is not followed).  The same holds for
-Laplace and discrete Laplace sums.  A relation for which dp_accounting defines no accounting of the
-event is refused:
+Laplace and discrete Laplace sums.  A relation under which dp_accounting does not account the event
+(randomized response under add/remove, tree aggregation under either), or for which dpcert has no
+certificate of it (Poisson sampling under replace-one), is refused naming the relation:
 
 ======================================  ======================  ==========================================
 event                                   ``add/remove``          ``replace-one`` (the default)
