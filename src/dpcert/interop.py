@@ -9,8 +9,10 @@ it (``dp_event.py``), under the neighbouring relation asked for: ``GaussianDpEve
 sum by ``C`` and *replacing* one moves it by ``2C`` (dp_accounting's PLD accountant uses sensitivity
 ``2C`` under ``REPLACE_ONE``; its RDP accountant does not, and is not followed).  The same holds for
 Laplace and discrete Laplace sums.  A relation under which dp_accounting does not account the event
-(randomized response under add/remove, tree aggregation under either), or for which dpcert has no
-certificate of it (Poisson sampling under replace-one), is refused naming the relation:
+(randomized response, batches sampled without replacement and tree aggregation under add/remove; the
+tree is accounted only under zero-out, and its replace-one reading follows from its documentation),
+or for which dpcert has no certificate of it (Poisson sampling under replace-one), is refused naming
+the relation:
 
 ======================================  ======================  ==========================================
 event                                   ``add/remove``          ``replace-one`` (the default)
