@@ -13,6 +13,7 @@ import math
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import pytest
 from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
@@ -246,12 +247,17 @@ def test_opacus_history_is_validated_naming_the_entry():
         ([(1.0, 0.01, 2.5)], r"history\[0\]\.steps"),
         ([(1.0, 0.01)], r"history\[0\]"),
         ([], "history"),
+        ([{"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 10}], r"history\[0\]"),
+        (None, "history"),
         ("1.0,0.01,10", "history"),
     ):
         with pytest.raises(InvalidParameter, match=match):
             certificate_from_opacus_history(history, delta=1e-5)
     with pytest.raises(InvalidParameter, match="delta"):
         certificate_from_opacus_history([(1.0, 0.01, 10)], delta=0.0)
+    # rows of an array are triples too (steps as an integral float)
+    rows = certificate_from_opacus_history(np.array([[1.1, 0.01, 100.0]]), delta=1e-5)
+    assert rows == certificate_from_opacus_history([(1.1, 0.01, 100)], delta=1e-5)
 
 
 def test_a_certificates_own_event_is_its_dominating_pair_read_back_under_add_remove():

@@ -57,7 +57,7 @@ is only as good as the library's privacy map; it is re-verifiable as the (ε, δ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dpcert import _validation as check
@@ -245,11 +245,15 @@ def certificate_from_opacus_history(
     steps_of: dict[tuple[float, float], int] = {}
     for index, entry in enumerate(history):
         name = f"history[{index}]"
-        if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != 3:
-            raise InvalidParameter(name, entry, "a (noise_multiplier, sample_rate, steps) triple")
-        sigma = check.positive_finite(f"{name}.noise_multiplier", entry[0])
-        rate = check.probability(f"{name}.sample_rate", entry[1], open_low=True)
-        steps = check.positive_int(f"{name}.steps", entry[2])
+        try:
+            if isinstance(entry, (str, bytes, Mapping)) or len(entry) != 3:
+                raise TypeError
+            values = (entry[0], entry[1], entry[2])
+        except (TypeError, IndexError, KeyError):
+            raise InvalidParameter(name, entry, "a (noise_multiplier, sample_rate, steps) triple") from None
+        sigma = check.positive_finite(f"{name}.noise_multiplier", values[0])
+        rate = check.probability(f"{name}.sample_rate", values[1], open_low=True)
+        steps = check.positive_int(f"{name}.steps", values[2])
         steps_of[(sigma, rate)] = steps_of.get((sigma, rate), 0) + steps
     if not steps_of:
         raise InvalidParameter("history", [], "at least one (noise_multiplier, sample_rate, steps) entry")
