@@ -17,6 +17,7 @@ import pytest
 from dpcert import Certificate
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.dp_sgd import (
+    MAX_NOISE_MULTIPLIER,
     MAX_STEPS,
     calibrate_dp_sgd,
     dp_sgd_certificate,
@@ -193,6 +194,15 @@ def test_validation_names_the_parameter(arguments, name):
     with pytest.raises(InvalidParameter) as error:
         calibrate_dp_sgd(**call)
     assert error.value.name == name
+
+
+def test_a_target_no_noise_multiplier_in_range_meets_is_refused():
+    """q = 1 for 10^7 steps at ε = 1e-3, δ = 1e-10 needs z = √T σ(ε, δ) far above 1e6 (closed form)."""
+    needed = analytic_gaussian_sigma(1e-3, 1e-10, compositions=10**7)
+    assert needed > MAX_NOISE_MULTIPLIER
+    with pytest.raises(InvalidParameter) as error:
+        calibrate_dp_sgd(epsilon=1e-3, delta=1e-10, sampling_probability=1.0, steps=10**7)
+    assert error.value.name == "epsilon" and "1e+06" in str(error.value)
 
 
 def test_account_validation_names_the_parameter():
