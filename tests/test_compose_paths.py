@@ -223,3 +223,11 @@ def test_binary_sums_compose_through_their_binomial_loss_distribution():
     # each run's loss is rounded up (pessimistic) or down (optimistic) by less than one interval
     assert composed.epsilon <= reference(False) + 2 * runs * INTERVAL
     assert composed.delta_for(composed.epsilon) <= delta
+
+
+def test_a_loss_grid_too_large_is_refused_naming_the_interval_and_best_goes_without_it():
+    nearly_exact = randomized_response_certificate(1e-200, 4)  # losses ±462
+    with pytest.raises(InvalidParameter, match="value_discretization_interval"):
+        compose_counts([(nearly_exact, 3)], method="pld", delta=1e-6)
+    # "best" goes on with the other methods: never above basic composition (three times the pure epsilon)
+    assert compose_counts([(nearly_exact, 3)], delta=1e-6).epsilon <= 3 * nearly_exact.epsilon * (1 + 1e-15)

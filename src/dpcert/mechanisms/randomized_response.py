@@ -38,6 +38,7 @@ from dpcert.certificates import (
     point_on_profile,
     register_profile,
 )
+from dpcert.errors import InvalidParameter
 
 RANDOMIZED_RESPONSE_BASIS = (
     "Warner 1965; Kairouz, Oh & Viswanath 2016 (k-ary randomized response, exact profile)"
@@ -91,6 +92,7 @@ class RandomizedResponseProfile:
         return [(randomized_response_loss_pmf(self.noise_parameter, self.buckets, interval), 1)]
 
 
+MAX_PLD_POINTS = 2**22
 # Relative error of the computed masses (1 − p) + p/k, p/k and (k − 2)p/k: at most three roundings.
 _MASS_ALLOWANCE = 8.0 * UNIT_ROUNDOFF
 # Relative error of the computed ε0 = log1p(k(1 − p)/p): the ratio's 3u relative error moves it by at
@@ -110,6 +112,13 @@ def randomized_response_loss_pmf(noise_parameter: float, buckets: int, interval:
     k = check.positive_int("buckets", buckets, minimum=2)
     h = check.positive_finite("interval", interval)
     epsilon0 = math.log1p(k * (1.0 - p) / p)
+    if not 2.0 * epsilon0 / h <= MAX_PLD_POINTS:
+        raise InvalidParameter(
+            "value_discretization_interval",
+            interval,
+            f"an interval above {2.0 * epsilon0 / MAX_PLD_POINTS:.3g} for this randomized response (its "
+            f"losses span ±{epsilon0:.3g}; at most {MAX_PLD_POINTS} grid points), or another method",
+        )
     up = epsilon0 * (1.0 + _LOSS_ALLOWANCE) + 4.0 * UNIT_ROUNDOFF * h
     down = -epsilon0 * (1.0 - _LOSS_ALLOWANCE) + 4.0 * UNIT_ROUNDOFF * h
     losses = np.array([up, down, 0.0])
