@@ -76,6 +76,7 @@ from dpcert._numerics import UNIT_ROUNDOFF, nudge_up_until_valid, smallest_valid
 MASS_RELATIVE_ALLOWANCE = 2.0**-44
 MASS_ABSOLUTE_ALLOWANCE = 2.0**-48
 MAX_FFT_SIZE = 2**22
+MAX_CELLS = 64  # cells scanned by MonotoneDeltaCurve.epsilon_for before it answers inf
 # Window half-width in standard deviations of the tilted composed loss, and the tail target
 # relative to the Chernoff level at ε (only tightness depends on these, never validity).
 _WINDOW_SDS = 8.0
@@ -544,9 +545,12 @@ class _Pass:
         self.covers_from = covers_from
         self.top = top
         log_a = log_constant - lam * losses
+        # B is kept relative to e^{-S} (S the lowest loss of the window) so that e^ε B is computed as
+        # e^{ε − S} B' without overflow at large ε
+        self.shift = float(losses[0]) if losses.size else 0.0
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             a = np.exp(log_a)
-            b = np.exp(log_a - losses)
+            b = np.exp(log_a - (losses - self.shift))
             terms_a = masses * a
             terms_b = masses * b
             squares = a * a
@@ -555,7 +559,7 @@ class _Pass:
         self._sum_b = _suffix_sums(terms_b)
         self._sum_squares = _suffix_sums(squares)
         magnitude = float(np.max(np.abs(log_a))) if log_a.size else 0.0
-        magnitude += (1.0 + lam) * float(np.max(np.abs(losses))) if losses.size else 0.0
+        magnitude += (2.0 + lam) * float(np.max(np.abs(losses))) if losses.size else 0.0
         # Relative error of each suffix sum: the exponent arguments, exp, one product, the sum.
         self._relative = _gamma(losses.size + 8) + 4.0 * UNIT_ROUNDOFF * (magnitude + abs(log_constant) + 2.0)
         # Terms below the smallest normal double may be flushed: an absolute allowance for them.
@@ -577,7 +581,7 @@ class _Pass:
         with np.errstate(over="ignore", invalid="ignore"):
             near_sums = self._sum_a[np.maximum(np.arange(n) - 1, 0)] * (1.0 + r) + self._underflow
             near = near_sums * 8.0 * UNIT_ROUNDOFF * (np.maximum(np.abs(self.losses), np.abs(ends)) + 1.0)
-            spread = (total_a + np.exp(ends) * total_b) * 8.0 * UNIT_ROUNDOFF
+            spread = (total_a + self._scaled(ends, total_b)) * 8.0 * UNIT_ROUNDOFF
             constant = (
                 self.error_2 * np.sqrt(squares) * (1.0 + 4.0 * UNIT_ROUNDOFF) + spread + near + self.tail
             )
@@ -589,7 +593,7 @@ class _Pass:
         """The bound of :attr:`_interval_terms` for each ``epsilons[k]`` on interval ``positions[k]``."""
         total_a, total_b, constant = self._interval_terms
         with np.errstate(over="ignore", invalid="ignore"):
-            finite = total_a[positions] - np.exp(epsilons) * (1.0 - 4.0 * UNIT_ROUNDOFF) * total_b[positions]
+            finite = total_a[positions] - self._scaled(epsilons, total_b[positions], down=True)
             value = (self.infinity_mass + np.maximum(finite, 0.0) + constant[positions]) * (1.0 + 1e-12)
         return np.where(np.isfinite(value), np.minimum(value, 1.0), 1.0)
 
@@ -629,7 +633,7 @@ class _Pass:
         squares = float(self._sum_squares[start]) * (1.0 + r) + self._underflow
         if not (math.isfinite(total_a) and math.isfinite(squares)):
             return 1.0
-        difference = total_a - math.exp(epsilon) * (1.0 - 4.0 * UNIT_ROUNDOFF) * total_b
+        difference = total_a - (self._exp_shifted(epsilon) * total_b if total_b > 0.0 else 0.0)
         finite = max(0.0, difference) + self.error_2 * math.sqrt(squares) * (1.0 + 4.0 * UNIT_ROUNDOFF)
         finite += abs(difference) * 8.0 * UNIT_ROUNDOFF + self.tail
         # Losses within a few ulp of ε may fall on either side of it as computed: their weight
@@ -637,6 +641,21 @@ class _Pass:
         near = float(self._sum_a[max(0, start - 2)]) * (1.0 + r) + self._underflow
         finite += near * 8.0 * UNIT_ROUNDOFF * (abs(epsilon) + 1.0)
         return min(1.0, (self.infinity_mass + finite) * (1.0 + 1e-12))
+
+    def _scaled(self, epsilons: np.ndarray, totals: np.ndarray, down: bool = False) -> np.ndarray:
+        """``e^{ε − S} B'`` elementwise (0 where ``B' = 0``), rounded down if ``down`` else up."""
+        gaps = epsilons - self.shift
+        slack = 4.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * np.abs(gaps)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.exp(gaps) * totals * ((1.0 - slack) if down else (1.0 + slack))
+        return np.where(totals > 0.0, values, 0.0)
+
+    def _exp_shifted(self, epsilon: float) -> float:
+        """``e^{ε − S}`` rounded down (the subtraction errs by at most u|ε − S|, exp by 4u)."""
+        gap = epsilon - self.shift
+        if gap > 709.0:
+            return math.inf
+        return math.exp(gap) * (1.0 - 4.0 * UNIT_ROUNDOFF - 2.0 * UNIT_ROUNDOFF * abs(gap))
 
     def smallest_epsilon(self, delta: float) -> float:
         """Smallest ε >= ``covers_from`` with ``delta_for(ε) <= delta`` on this pass (``top`` if none)."""
@@ -791,7 +810,7 @@ class MonotoneDeltaCurve:
     the parameters only, never on which values were asked before.
     """
 
-    def __init__(self, directions: Sequence[ComposedLossBound]) -> None:
+    def __init__(self, directions: Sequence[ComposedLossBound], cell_sds: float = 6.0) -> None:
         if not directions:
             raise ValueError("at least one direction is needed")
         self.directions = tuple(directions)
@@ -802,7 +821,7 @@ class MonotoneDeltaCurve:
         spread = max(
             math.sqrt(max(direction.steering_cumulants(0.0)[2], 0.0)) for direction in self.directions
         )
-        self.cell_width = max(2.0 * self.discretization, 2.0 * spread)
+        self.cell_width = max(2.0 * self.discretization, cell_sds * spread)
         self.top = max(direction.highest * direction.discretization for direction in self.directions)
         self._lattice: dict[tuple[int, int], _Pass] = {}
 
@@ -867,6 +886,8 @@ class MonotoneDeltaCurve:
             last = int(math.floor((cell + 0.5) * width / h))
             if (first - 1) * h > self.top:
                 return self.top
+            if cell > MAX_CELLS:  # refuse rather than scan without end (no finite claim made)
+                return math.inf
             if last >= first:
                 values = self._grid_bounds(cell, first, last)
                 hits = np.nonzero(values <= delta)[0]

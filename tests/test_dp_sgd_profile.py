@@ -1,0 +1,186 @@
+"""DP-SGD accounting: the Poisson-subsampled Gaussian profile is proven, monotone, tight and floor-free.
+
+References used below:
+
+* dp_accounting 0.6 (pessimistic connect-the-dots PLD at interval 1e-4, computed in the tests);
+* prv_accountant 0.2.0 (Gopi, Lee & Wutschitz 2021): ``PRVAccountant(prvs=[PoissonSubsampledGaussian
+  Mechanism(1e-3, 1.1)], eps_error=0.01, delta_error=1e-8, max_self_compositions=[1000])
+  .compute_epsilon(1e-5, [1000])`` = (0.11235, 0.12236, 0.13238), quoted here;
+* prv_accountant's published tests (github.com/microsoft/prv_accountant, tests/test_dpsgd.py
+  ``test_inverse`` and tests/test_accountant.py ``test_analytic_solution``,
+  ``test_analytic_solution_heterogeneous``);
+* exact single-step profiles by mpmath at 40 digits (the loss is monotone in the output, so
+  δ(ε) = P(L > ε) − e^ε Q(L > ε) at the crossing point).
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld
+from scipy.special import ndtr
+
+from dpcert import Certificate
+from dpcert._numerics import UNIT_ROUNDOFF
+from dpcert.accounting.sampled_gaussian import (
+    NDTR_ULPS,
+    PoissonSampledGaussianProfile,
+    poisson_gaussian_loss_pmfs,
+    poisson_sampled_gaussian_certificate,
+)
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import gaussian_delta
+
+PRV_LOWER, PRV_UPPER = 0.11235, 0.13238  # (1e-3, 1.1, 1000 steps, δ = 1e-5), prv_accountant 0.2.0
+
+
+def profile(sigma: float, q: float, steps: int) -> PoissonSampledGaussianProfile:
+    return PoissonSampledGaussianProfile({"sigma": sigma, "sampling_probability": q, "steps": steps})
+
+
+def pessimistic_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
+    single = pld.from_gaussian_mechanism(sigma, sampling_prob=q, value_discretization_interval=1e-4)
+    return float(single.self_compose(steps).get_epsilon_for_delta(delta))
+
+
+def pmf_delta(pmf, epsilon: float) -> float:
+    above = pmf.losses > epsilon
+    return pmf.infinity_mass + float(np.sum(pmf.probs[above] * -np.expm1(epsilon - pmf.losses[above])))
+
+
+def exact_single_step(sigma: float, q: float, epsilon: float) -> tuple[float, float]:
+    """δ(ε) of one step in both directions, by mpmath (40 digits) at the loss's crossing point."""
+    with mpmath.workdps(40):
+        d = 1 / mpmath.mpf(sigma)
+        q = mpmath.mpf(q)
+        eps = mpmath.mpf(epsilon)
+        phi_c = lambda x: mpmath.ncdf(-x)  # noqa: E731
+        # remove: P = (1-q)N(0)+qN(d), Q = N(0); L > eps iff q e^{zd - d²/2} > e^eps - 1 + q
+        c = mpmath.expm1(eps) + q
+        if c <= 0:
+            remove = 1 - mpmath.exp(eps)
+        else:
+            z = (mpmath.log(c / q) + d * d / 2) / d
+            remove = (1 - q) * phi_c(z) + q * phi_c(z - d) - mpmath.exp(eps) * phi_c(z)
+        # add: P = N(0), Q = (1-q)N(0)+qN(d); L > eps iff q e^{zd - d²/2} < e^{-eps} - 1 + q
+        c = mpmath.expm1(-eps) + q
+        if c <= 0:
+            add = mpmath.mpf(0)
+        else:
+            z = (mpmath.log(c / q) + d * d / 2) / d
+            cdf = mpmath.ncdf
+            add = cdf(z) - mpmath.exp(eps) * ((1 - q) * cdf(z) + q * cdf(z - d))
+        return float(remove), float(add)
+
+
+def test_ndtr_is_as_accurate_as_the_masses_assume():
+    """The single-step masses assume ndtr(x) within NDTR_ULPS (1 + x²) ulp; mpmath checks it."""
+    rng = np.random.default_rng(20261128)
+    points = np.concatenate([rng.uniform(-25.0, 8.0, 400), rng.normal(0.0, 1e-3, 50), [-24.9, -12.0, 0.0]])
+    with mpmath.workdps(40):
+        for x in points:
+            exact = mpmath.ncdf(mpmath.mpf(float(x)))
+            error = abs(mpmath.mpf(float(ndtr(x))) - exact) / exact
+            assert error <= NDTR_ULPS * UNIT_ROUNDOFF * (1.0 + x * x)
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(1.1, 1e-3), (0.5, 0.1), (2.0, 1.0)])
+def test_single_step_bounds_the_exact_profile_and_matches_dp_accounting(sigma, q):
+    pair = poisson_gaussian_loss_pmfs(1.0 / sigma, q, 1e-4)
+    theirs = pld.from_gaussian_mechanism(sigma, sampling_prob=q, value_discretization_interval=1e-4)
+    for epsilon in (0.0, 0.05, 0.3, 1.0, 2.5):
+        exact_remove, exact_add = exact_single_step(sigma, q, epsilon)
+        ours_remove, ours_add = pmf_delta(pair.remove, epsilon), pmf_delta(pair.add, epsilon)
+        assert ours_remove >= exact_remove
+        assert ours_add >= exact_add
+        # connect-the-dots at h = 1e-4 and the relative mass bounds cost little
+        assert ours_remove <= exact_remove * (1 + 2e-3) + 1e-30
+        assert ours_add <= exact_add * (1 + 2e-3) + 1e-30
+        reference = float(theirs.get_delta_for_epsilon(epsilon))
+        assert max(ours_remove, ours_add) == pytest.approx(reference, rel=2e-3, abs=1e-25)
+
+
+def test_regression_point_is_monotone_tight_and_above_prv_lower_bound():
+    """(q, σ, steps) = (1e-3, 1.1, 1000): δ(ε) used to jump from 9e-7 to 0.42 and back, and ε at
+    δ = 1e-5 was 0.5295 from the RDP fallback where dp_accounting gives 0.1224."""
+    p = profile(1.1, 1e-3, 1000)
+    grid = np.arange(0.0, 1.0, 0.0025)
+    values = np.array([p.delta_for(e) for e in grid])
+    assert np.all(np.diff(values) <= 0.0)
+    assert values[grid >= 0.3].max() < 1e-9  # no band of large values, no floor
+    epsilon = p.epsilon_for(1e-5)
+    reference = pessimistic_epsilon(1.1, 1e-3, 1000, 1e-5)
+    assert abs(epsilon - reference) <= max(0.01 * reference, 0.005)
+    assert PRV_LOWER <= epsilon <= PRV_UPPER
+    assert p.delta_for(epsilon) <= 1e-5
+    # at δ = 1e-8 the RDP conversion gave 0.990; the PLD bound itself now reaches it
+    assert abs(p.epsilon_for(1e-8) - pessimistic_epsilon(1.1, 1e-3, 1000, 1e-8)) <= 0.005
+
+
+def test_epsilon_decreases_with_delta_and_is_checked():
+    p = profile(0.8, 1e-3, 1000)
+    deltas = [1e-4, 1e-5, 1e-6, 1e-8, 1e-10]
+    epsilons = [p.epsilon_for(d) for d in deltas]
+    assert epsilons == sorted(epsilons)
+    for delta, epsilon in zip(deltas, epsilons, strict=True):
+        assert p.delta_for(epsilon) <= delta
+        assert p.delta_for(epsilon * (1 - 1e-6)) > delta  # the least such ε, to bisection precision
+    assert abs(epsilons[1] - pessimistic_epsilon(0.8, 1e-3, 1000, 1e-5)) <= 0.005  # was 0.987
+
+
+def test_never_below_dp_accountings_optimistic_estimate():
+    p = profile(1.1, 0.01, 300)
+    optimistic = pld.from_gaussian_mechanism(
+        1.1,
+        sampling_prob=0.01,
+        pessimistic_estimate=False,
+        value_discretization_interval=1e-4,
+        use_connect_dots=False,
+    ).self_compose(300)
+    for epsilon in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0):
+        # the optimistic PLD is below the truth in exact arithmetic; its FFT round-off is ~1e-14
+        assert p.delta_for(epsilon) >= float(optimistic.get_delta_for_epsilon(epsilon)) - 1e-13
+
+
+@pytest.mark.parametrize(("sigma", "steps"), [(100.0, 10_000), (10.0, 100)])
+def test_prv_accountant_analytic_solutions(sigma, steps):
+    """prv_accountant tests/test_accountant.py: q = 1, σ√(1/steps) = 1, δ(4) of the Gaussian with
+    μ = 1 (Dong, Roth & Su 2019), to rel 1e-3; here also never below it."""
+    exact = gaussian_delta(4.0, math.sqrt(steps) / sigma)
+    ours = profile(sigma, 1.0, steps).delta_for(4.0)
+    assert exact <= ours <= exact * (1 + 1e-3)
+
+
+def test_prv_accountant_inverse():
+    """prv_accountant tests/test_dpsgd.py::test_inverse: σ = find_noise_multiplier(2e-3, 10 000, 4.0,
+    1e-7) = 0.6764091553781707 (prv_accountant 0.2.0), asserted ε = 4 ± 0.5 at δ = 1e-7.  The former
+    profile gave 4.657; dp_accounting's pessimistic PLD gives 3.9458, prv's estimate 3.9405."""
+    epsilon = profile(0.6764091553781707, 2e-3, 10_000).epsilon_for(1e-7)
+    assert epsilon == pytest.approx(4.0, abs=0.5)
+    assert epsilon == pytest.approx(3.9458, abs=0.005)
+
+
+def test_certificates_round_trip_and_former_claims_still_verify():
+    certificate = poisson_sampled_gaussian_certificate(1.1, 1e-3, 1000, delta=1e-5)
+    assert Certificate.from_json(certificate.to_json()) == certificate
+    former = certificate.to_dict()
+    former["guarantee"] = {**former["guarantee"], "epsilon": 0.5295}  # the former RDP answer
+    restored = Certificate.from_dict(former)
+    assert restored.epsilon == 0.5295 and restored.delta == 1e-5
+    assert restored.delta_for(0.5295) <= 1e-5
+
+
+def test_inputs_are_checked_before_work():
+    with pytest.raises(InvalidParameter, match="steps"):
+        poisson_sampled_gaussian_certificate(1.0, 0.01, 10**7 + 1, delta=1e-5)
+    with pytest.raises(InvalidParameter, match="steps"):
+        profile(1.0, 0.01, 10**7 + 1)
+    with pytest.raises(InvalidParameter, match="sigma"):
+        profile(0.0, 0.01, 10)
+    with pytest.raises(InvalidParameter, match="sampling_probability"):
+        profile(1.0, 1.5, 10)
+    with pytest.raises(InvalidParameter, match="value_discretization_interval"):
+        poisson_sampled_gaussian_certificate(0.5, 0.1, 10, delta=1e-5, value_discretization_interval=1e-8)
