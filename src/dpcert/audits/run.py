@@ -23,7 +23,7 @@ from dpcert.audits.sampling import (
 )
 from dpcert.audits.search import Search, screen
 from dpcert.audits.selection import DEFAULT_MAX_CELLS
-from dpcert.audits.timing import draw_timed, joint_view
+from dpcert.audits.timing import CLOCKS, draw_timed, joint_view
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
@@ -126,7 +126,7 @@ def audit(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
     search: Search | None = None,
-    timing: bool = False,
+    timing: bool | str = False,
 ) -> AuditReport:
     """Test the claim that ``mechanism`` is (ε, δ)-DP on the neighbouring inputs ``a`` and ``b``.
 
@@ -156,8 +156,9 @@ def audit(
     timing
         Audit what an observer of release times sees: the pair (output, release time) of single
         releases made in turn on ``a`` and ``b`` and timed one by one (:mod:`dpcert.audits.timing`);
-        scalar outputs, no ``score``, ``search`` or batches.  The times, hence the bound, are not
-        reproducible from the seed.
+        scalar outputs, no ``score``, ``search`` or batches.  ``True`` or ``"wall"`` times them with the
+        wall clock, ``"cpu"`` with the thread's processor time (the work alone, without the waits of a
+        loaded machine).  The times, hence the bound, are not reproducible from the seed.
 
     Returns
     -------
@@ -165,6 +166,10 @@ def audit(
         With ``verdict`` ``"violated"`` iff the lower bound exceeds the claimed ε.
     """
     claim = _claim(mechanism, epsilon, delta)
+    if timing is True:
+        timing = "wall"
+    if timing is not False and timing not in CLOCKS:
+        raise InvalidParameter("timing", timing, "False, True, 'wall' or 'cpu'")
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     samples = check.positive_int("samples", samples, minimum=2)
     rng = generator_from(seed, rng)
@@ -183,7 +188,7 @@ def audit(
     if timing:
         if score is not None:
             raise InvalidParameter("score", score, "None with timing=True (the view is (output, time))")
-        report = _audit_timing(mechanism, a, b, claim, samples, rng, confidence)
+        report = _audit_timing(mechanism, a, b, claim, samples, rng, confidence, str(timing))
         return replace(report, seconds=time.perf_counter() - start)
     pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size, progress=progress)
     report = audit_samples(
@@ -206,10 +211,11 @@ def _audit_timing(
     samples: int,
     rng: np.random.Generator,
     confidence: float,
+    clock: str,
 ) -> AuditReport:
     """The audit of the joint view (output, release time); the bound of the outputs alone, from the
     same draws and output bins, is stated in a note for comparison (the verdict is the joint one)."""
-    draws = draw_timed(mechanism, a, b, samples, rng)
+    draws = draw_timed(mechanism, a, b, samples, rng, clock=clock).alternated()
     split = int(round(samples * SELECTION_FRACTION))
     if not 1 <= split < samples:
         raise InvalidParameter(

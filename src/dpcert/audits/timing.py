@@ -8,7 +8,8 @@ sees the pair (output, release time), so that pair is what a timing audit tests.
 :func:`draw_timed` calls the mechanism once per release on the two inputs in turn (a, b, b, a, a, b, …,
 so that changes in machine load fall on both alike), timing each call with :func:`time.perf_counter_ns`.
 :func:`joint_view` cuts the outputs and the times into quantile bins of the pooled *selection* draws
-(both inputs, never the evaluation draws) and hands the cells (output bin, release-time bin) to the
+(both inputs, never the evaluation draws; :meth:`TimedDraws.alternated` spreads the selection and the
+evaluation draws over the whole run) and hands the cells (output bin, release-time bin) to the
 usual rejection-set machinery (:func:`dpcert.audits.selection.select_rejection_set`: superlevel sets
 of the estimated likelihood ratio over cells).  A set of cells is an event of the joint view chosen
 on the selection draws alone, so the Clopper–Pearson bound of
@@ -34,6 +35,9 @@ from dpcert import _validation as check
 from dpcert.audits.sampling import Mechanism, SamplePair
 from dpcert.errors import InvalidParameter
 
+CLOCKS = {"wall": time.perf_counter_ns, "cpu": time.thread_time_ns}
+"""``"wall"``: the time an observer of the release sees; ``"cpu"``: the calling thread's processor time,
+which leaves out the waits the operating system imposes on a loaded machine (the work itself)."""
 DEFAULT_TIME_BINS = 8
 DEFAULT_OUTPUT_BINS = 16
 WARM_UP = 32  # releases per input made and discarded before timing (caches, first-call set-up)
@@ -47,10 +51,27 @@ class TimedDraws:
     outputs_b: np.ndarray
     times_a: np.ndarray
     times_b: np.ndarray
+    clock: str = "wall"
 
     @property
     def samples(self) -> int:
         return int(self.outputs_a.shape[0])
+
+    def alternated(self) -> TimedDraws:
+        """The same draws reordered so that the first half takes every other block of two pairs
+        (pairs 0, 1, 4, 5, 8, 9, …) and the second half the others (2, 3, 6, 7, …).
+
+        Audits choose the rejection set on the first half and count on the second; in this order both
+        halves span the whole run, so a drift of the machine's speed during the audit reaches them
+        alike, and in each half each input goes first in every other pair.  The order depends on the
+        position of a pair only, never on what was drawn.
+        """
+        index = np.arange(self.samples)
+        first = (index // 2) % 2 == 0
+        order = np.concatenate([index[first], index[~first]])
+        return TimedDraws(
+            self.outputs_a[order], self.outputs_b[order], self.times_a[order], self.times_b[order], self.clock
+        )
 
 
 def _single_release(mechanism: Mechanism) -> Any:
@@ -79,16 +100,26 @@ def _scalar(output: Any) -> float:
 
 
 def draw_timed(
-    mechanism: Mechanism, a: Any, b: Any, samples: int, rng: np.random.Generator, *, warm_up: int = WARM_UP
+    mechanism: Mechanism,
+    a: Any,
+    b: Any,
+    samples: int,
+    rng: np.random.Generator,
+    *,
+    warm_up: int = WARM_UP,
+    clock: str = "wall",
 ) -> TimedDraws:
     """``samples`` releases on each input, interleaved a, b, b, a, a, b, …, each timed on its own.
 
     Consecutive releases alternate between the inputs and each input is first in every other pair, so
     that drifts in machine load and any cost of going first or second fall on both inputs alike.
 
-    The clock is read immediately before and after each call (``time.perf_counter_ns``); nothing
-    else runs between the two readings.  ``warm_up`` releases per input are made first and discarded.
+    The clock (:data:`CLOCKS`: ``time.perf_counter_ns`` or ``time.thread_time_ns``) is read
+    immediately before and after each call; nothing else runs between the two readings.  ``warm_up``
+    releases per input are made first and discarded.
     """
+    if clock not in CLOCKS:
+        raise InvalidParameter("clock", clock, "'wall' (time.perf_counter_ns) or 'cpu' (time.thread_time_ns)")
     samples = check.positive_int("samples", samples)
     rng = check.generator(rng)
     if not callable(mechanism):
@@ -100,17 +131,17 @@ def draw_timed(
     outputs = np.empty((2, samples), dtype=float)
     times = np.empty((2, samples), dtype=np.int64)
     inputs = (a, b)
-    clock = time.perf_counter_ns
+    read = CLOCKS[clock]
     for i in range(samples):
         first = i & 1  # a, b, b, a, a, b, …: each input goes first in every other pair
-        start = clock()
+        start = read()
         out_first = release(inputs[first], rng)
-        middle = clock()
+        middle = read()
         out_second = release(inputs[1 - first], rng)
-        end = clock()
+        end = read()
         times[first, i], times[1 - first, i] = middle - start, end - middle
         outputs[first, i], outputs[1 - first, i] = _scalar(out_first), _scalar(out_second)
-    return TimedDraws(outputs[0], outputs[1], times[0], times[1])
+    return TimedDraws(outputs[0], outputs[1], times[0], times[1], clock)
 
 
 def _edges(pooled: np.ndarray, bins: int) -> np.ndarray:
@@ -140,9 +171,15 @@ class JointView:
 
     def notes(self, draws: TimedDraws) -> list[str]:
         times = np.concatenate([draws.times_a, draws.times_b]) / 1e3
+        clock = (
+            "wall clock, time.perf_counter_ns"
+            if draws.clock == "wall"
+            else "thread CPU time, time.thread_time_ns"
+        )
         return [
-            "timing audit: looked at each release's output and its release time (time.perf_counter_ns "
-            "around one call), releases on the two inputs interleaved a, b, b, a, a, b, …",
+            f"timing audit: looked at each release's output and its release time ({clock} around one "
+            "call), releases on the two inputs interleaved a, b, b, a, a, b, …; selection and evaluation "
+            "draws alternate in blocks of two pairs over the run",
             f"joint view: {self.output_edges.size + 1} output bins x {self.time_edges.size + 1} "
             "release-time bins, edges at quantiles of the pooled selection draws; cell = (output bin, "
             "time bin)",
