@@ -97,8 +97,8 @@ def opacus_rdp(q: float, sigma: float, steps: int, delta: float) -> float:
     from dp_accounting.rdp import rdp_privacy_accountant
 
     orders = np.array(OPACUS_ORDERS)
-    rdp = steps * np.array(
-        [rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, sigma, a) for a in orders]
+    rdp = steps * np.asarray(
+        rdp_privacy_accountant._compute_rdp_poisson_subsampled_gaussian(q, sigma, orders)
     )
     eps = rdp - (np.log(delta) + np.log(orders)) / (orders - 1) + np.log((orders - 1) / orders)
     return float(np.nanmin(eps))
