@@ -16,7 +16,11 @@ The bound is conservative: for the sum of per-record values in [−Δ/2, Δ/2] (
 sensitivity Δ), two neighbouring datasets (every value −Δ/2 except one, replaced by +Δ/2) realise
 the pair (N(0, σ²), (1 − γ) N(0, σ²) + γ N(Δ, σ²)) at every step, whose
 composed profile is the Poisson-subsampled Gaussian's (:mod:`dpcert.accounting.sampled_gaussian`)
-at q = γ.  The true profile lies between that and this certificate's.
+at q = γ.  The true profile lies between that and this certificate's.  That lower profile is not
+an upper bound: under composition, sampling without replacement with replace-one neighbours can
+lose far more than Poisson sampling at the same rate (Lebeda, Regehr, Kamath & Steinke 2024,
+"Avoiding pitfalls for privacy accounting of subsampled mechanisms under composition", who
+construct the dominating pairs a PLD bound for this scheme would need).
 """
 
 from __future__ import annotations
