@@ -67,6 +67,7 @@ or below ε), and finds the least ε for a δ without a new pass per bisection s
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -755,7 +756,8 @@ class _SparseLossPmf(LossPmf):
 def _suffix_sums(values: np.ndarray) -> np.ndarray:
     """``out[i] = Σ_{j >= i} values[j]`` (sequential sums), with ``out[n] = 0``."""
     out = np.zeros(values.size + 1)
-    np.cumsum(values[::-1], out=out[-2::-1])
+    with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum makes its bound 1
+        np.cumsum(values[::-1], out=out[-2::-1])
     return out
 
 
@@ -810,10 +812,14 @@ class MonotoneDeltaCurve:
 
     ``directions`` are the :class:`ComposedLossBound` of each direction of the composition (one for a
     symmetric pair, remove and add otherwise); δ(ε) is the largest of theirs.  In each direction the
-    ε axis is cut into cells of width ``s = max(2h, 2σ₀)`` (σ₀ the largest standard deviation of
-    the untilted composed losses); cell ``j`` owns one FFT pass tilted at the saddle point of ``j s``
-    (:meth:`ComposedLossBound.lattice_pass`), a function of ``j`` only.  At ε in cell ``j`` the bound
-    is the least, over the passes of cells ``0 … j``, of ``min(M_i, F_i(ε))``
+    ε axis is cut into cells: cell 0 is ``[−w₀/2, w₀/2)`` with ``w₀ = max(2h, c σ₀)`` (σ₀ the largest
+    standard deviation of the untilted composed losses, ``c = cell_sds``), and each next cell, from
+    the previous cell's upper edge ``e``, is ``max(previous width, c σ_e)`` wide, σ_e the standard
+    deviation of the composed loss tilted to mean ``e`` (steering cumulants), so that cells widen
+    where tilting spreads the loss (subsampled mechanisms' heavy right tails).  The cells depend on
+    the parameters only; cell ``j`` owns one FFT pass tilted at the saddle point of its centre, its
+    window reaching down to its lower edge (:meth:`ComposedLossBound.lattice_pass`).  At ε in cell
+    ``j`` the bound is the least, over the passes of cells ``0 … j``, of ``min(M_i, F_i(ε))``
     (:meth:`_Pass.monotone_bound`): every term is a valid bound at ε (a pass's bound at any
     ``ε' <= ε`` bounds the true δ(ε), which is non-increasing), each is non-increasing in ε, and the set
     of passes only grows with ε, so the minimum is non-increasing too.  The value depends on ε and
@@ -832,21 +838,42 @@ class MonotoneDeltaCurve:
             math.sqrt(max(direction.steering_cumulants(0.0)[2], 0.0)) for direction in self.directions
         )
         self.cell_width = max(2.0 * self.discretization, cell_sds * spread)
+        self.cell_sds = cell_sds
+        self._edges = [-0.5 * self.cell_width, 0.5 * self.cell_width]
         self.top = max(direction.highest * direction.discretization for direction in self.directions)
         self._lattice: dict[tuple[int, int], _Pass] = {}
 
+    def _extend(self) -> None:
+        start = self._edges[-1]
+        spread = 0.0
+        for direction in self.directions:
+            lam = direction.saddle_point(start)
+            spread = max(spread, math.sqrt(max(direction.steering_cumulants(lam)[2], 0.0)))
+        width = max(self._edges[-1] - self._edges[-2], self.cell_sds * spread)
+        self._edges.append(start + width)
+
+    def edges(self, cell: int) -> tuple[float, float]:
+        """Lower and upper edge of ``cell``."""
+        while len(self._edges) < cell + 2:
+            self._extend()
+        return self._edges[cell], self._edges[cell + 1]
+
     def cell(self, epsilon: float) -> int:
-        return max(0, int(math.floor(epsilon / self.cell_width + 0.5)))
+        """The cell holding ε (0 below it; the last of ``MAX_CELLS + 1`` cells above them)."""
+        while self._edges[-1] <= epsilon and len(self._edges) <= MAX_CELLS + 1:
+            self._extend()
+        return min(max(0, bisect.bisect_right(self._edges, epsilon) - 1), MAX_CELLS)
 
     def passes(self, direction: int, cell: int) -> list[_Pass]:
         """The passes of cells ``0 … cell`` of one direction."""
         bound = self.directions[direction]
-        width = self.cell_width
         result = []
         for j in range(cell + 1):
             key = (direction, j)
             if key not in self._lattice:
-                self._lattice[key] = bound.lattice_pass(j * width, (j - 0.5) * width)
+                low, high = self.edges(j)
+                centre = 0.0 if j == 0 else 0.5 * (low + high)
+                self._lattice[key] = bound.lattice_pass(centre, low)
             result.append(self._lattice[key])
         return result
 
@@ -889,15 +916,19 @@ class MonotoneDeltaCurve:
         if self.delta_for(0.0) <= delta:
             return 0.0
         h = self.discretization
-        width = self.cell_width
         cell = 0
         while True:
-            first = max(0, int(math.ceil((cell - 0.5) * width / h)))
-            last = int(math.floor((cell + 0.5) * width / h))
-            if (first - 1) * h > self.top:
-                return self.top
             if cell > MAX_CELLS:  # refuse rather than scan without end (no finite claim made)
                 return math.inf
+            low, high = self.edges(cell)
+            first = max(0, int(math.ceil(low / h)))
+            while first * h < low:
+                first += 1
+            last = int(math.ceil(high / h))
+            while last * h >= high:
+                last -= 1
+            if (first - 1) * h > self.top:
+                return self.top
             if last >= first:
                 values = self._grid_bounds(cell, first, last)
                 hits = np.nonzero(values <= delta)[0]
