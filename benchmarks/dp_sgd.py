@@ -128,8 +128,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="six regression points instead of the grid")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sampling", type=float, nargs="+", default=SAMPLING, help="subset of q")
+    parser.add_argument("--sigmas", type=float, nargs="+", default=SIGMAS, help="subset of σ")
+    parser.add_argument("--steps", type=int, nargs="+", default=STEPS, help="subset of step counts")
     args = parser.parse_args()
-    points = QUICK if args.quick else [(q, s, k) for q in SAMPLING for s in SIGMAS for k in STEPS]
+    points = (
+        QUICK if args.quick else [(q, s, k) for q in args.sampling for s in args.sigmas for k in args.steps]
+    )
     load = os.getloadavg()
     print(f"command: `{' '.join([os.path.basename(sys.executable), *sys.argv])}`  ")
     machine = f"{platform.machine()} {_processor()}, {os.cpu_count()} cores"
