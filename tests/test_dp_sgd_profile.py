@@ -176,6 +176,21 @@ def test_certificates_round_trip_and_former_claims_still_verify():
     assert restored.delta_for(0.5295) <= 1e-5
 
 
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "delta", "former_epsilon"),
+    [  # ε the former profile (dp_accounting masses with absolute allowances, RDP fallback) certified
+        (1.1, 0.01, 1000, 1e-5, 1.5162417611836734),
+        (2.0, 0.05, 10, 1e-5, 0.3848209995186599),
+        (0.8, 0.01, 300, 1e-6, 2.5525890810661043),
+        (1.1, 0.01, 1000, 1e-8, 2.493121285248451),
+    ],
+)
+def test_certificates_of_the_former_profile_still_verify(sigma, q, steps, delta, former_epsilon):
+    p = profile(sigma, q, steps)
+    assert p.delta_for(former_epsilon) <= delta
+    assert p.epsilon_for(delta) <= former_epsilon
+
+
 def test_inputs_are_checked_before_work():
     with pytest.raises(InvalidParameter, match="steps"):
         poisson_sampled_gaussian_certificate(1.0, 0.01, 10**7 + 1, delta=1e-5)
