@@ -4,7 +4,7 @@ Each step samples every record independently with probability ``q`` and releases
 sampled records' contributions (ℓ2 sensitivity Δ) plus N(0, σ²) noise (Abadi et al. 2016).  Under the
 add/remove relation the pair ``P = (1 − q) N(0, 1) + q N(d, 1)``, ``Q = N(0, 1)`` with ``d = Δ/σ``
 (rounded up) is a dominating pair: ``ln(P/Q)`` under ``P`` is the "remove" direction and ``ln(Q/P)``
-under ``Q`` the "add" direction (Koskela, Jälkö & Honkela 2020; Zhu, Dong & Wang 2022, Thm 10).
+under ``Q`` the "add" direction (Koskela, Jälkö & Honkela 2020; Zhu, Dong & Wang 2022).
 δ(ε) of ``steps`` steps is the larger of the two directions' composed δ.
 
 Single step: pessimistic connect-the-dots masses with relative error bounds
@@ -41,8 +41,11 @@ The ``steps``-fold composition of each direction is computed by
 :class:`~dpcert.accounting.pld_bound.ComposedLossBound` (exponentially tilted FFT with Higham's
 round-off bound added) and read through :class:`~dpcert.accounting.pld_bound.MonotoneDeltaCurve`,
 which makes δ(ε) non-increasing in ε and finds the least ε for a δ without new FFT passes per
-bisection step.  No RDP fallback is used.  :meth:`PoissonSampledGaussianProfile.privacy_loss_parts`
-hands the single-step pair to compositions with other mechanisms.
+bisection step.  No RDP fallback is used.  When the composed loss is spread over millions of grid
+points the grid is coarsened by a power of two (:func:`effective_interval`, a function of the
+parameters only; still a pessimistic discretisation).
+:meth:`PoissonSampledGaussianProfile.privacy_loss_parts` hands the single-step pair to compositions
+with other mechanisms.
 """
 
 from __future__ import annotations
