@@ -134,6 +134,18 @@ def test_epsilon_decreases_with_delta_and_is_checked():
     assert abs(epsilons[1] - pessimistic_epsilon(0.8, 1e-3, 1000, 1e-5)) <= 0.005  # was 0.987
 
 
+def test_delta_does_not_depend_on_what_was_asked_before():
+    from dpcert.accounting import sampled_gaussian
+
+    points = (0.05, 0.2, 0.6, 1.3)
+    sampled_gaussian._composed_curve.cache_clear()
+    direct = [profile(0.8, 1e-3, 1000).delta_for(e) for e in points]
+    sampled_gaussian._composed_curve.cache_clear()
+    warmed = profile(0.8, 1e-3, 1000)
+    warmed.epsilon_for(1e-10)  # visits every cell up to a large ε first
+    assert [warmed.delta_for(e) for e in reversed(points)][::-1] == direct
+
+
 def test_never_below_dp_accountings_optimistic_estimate():
     p = profile(1.1, 0.01, 300)
     optimistic = pld.from_gaussian_mechanism(
