@@ -75,6 +75,7 @@ from typing import Any, ParamSpec, TextIO, TypeVar
 
 import numpy as np
 
+from dpcert import _json as strict_json
 from dpcert import _validation as check
 from dpcert import signatures
 from dpcert.accounting.composition import ALL_METHODS, compose_counts
@@ -1010,7 +1011,7 @@ class Ledger:
         if row is None:
             return None
         try:
-            value = json.loads(row[0]).get("public_key")
+            value = strict_json.loads(row[0], what="ledger entry 1").get("public_key")
             return None if value is None else base64.b64decode(str(value), validate=True)
         except (ValueError, AttributeError) as exc:
             raise LedgerIntegrityError(f"ledger {self.path}: entry 1 is malformed ({exc})") from None
@@ -1182,7 +1183,7 @@ class Ledger:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'default_budget'").fetchone()
         if row is None:
             return None
-        data = json.loads(row[0])
+        data = strict_json.loads(row[0], what="ledger default budget")
         return Guarantee(float(data["epsilon"]), float(data["delta"]))
 
     def budget(self, user_id: UserId) -> Guarantee | None:
@@ -1443,7 +1444,7 @@ class Ledger:
         ).fetchone()
         backed = False
         if entry is not None and entry[0] in ("charge", "idempotency"):
-            body = json.loads(entry[1])
+            body = strict_json.loads(entry[1], what="ledger idempotency entry")
             backed = (body.get("request"), body.get("run_id"), body.get("rows"), body.get("certificate")) == (
                 row[0],
                 row[1],
@@ -1653,7 +1654,7 @@ class Ledger:
                 )
             try:
                 expected = entry_hash(previous, str(kind), str(text))
-                body = json.loads(text)
+                body = strict_json.loads(text, what="ledger entry")
                 if not isinstance(body, dict):
                     raise ValueError("not an object")
             except (TypeError, ValueError) as exc:
