@@ -123,6 +123,15 @@ def test_regression_point_is_monotone_tight_and_above_prv_lower_bound():
 
 
 @pytest.mark.slow
+def test_a_direction_whose_losses_end_early_keeps_its_own_tilt():
+    """(1e-3, 1.1, 10⁴) at δ = 1e-8: the add direction's losses end near 1, and tilting its pass to
+    the centre of a cell reaching 4.8 overflowed it, leaving only its untilted pass: ε was 0.9055."""
+    epsilon = profile(1.1, 1e-3, 10_000).epsilon_for(1e-8)
+    reference = pessimistic_epsilon(1.1, 1e-3, 10_000, 1e-8)
+    assert abs(epsilon - reference) <= max(0.01 * reference, 0.005)
+
+
+@pytest.mark.slow
 def test_epsilon_decreases_with_delta_and_is_checked():
     p = profile(0.8, 1e-3, 1000)
     deltas = [1e-4, 1e-5, 1e-6, 1e-8, 1e-10]

@@ -871,11 +871,20 @@ class MonotoneDeltaCurve:
         for j in range(cell + 1):
             key = (direction, j)
             if key not in self._lattice:
-                low, high = self.edges(j)
-                centre = 0.0 if j == 0 else 0.5 * (low + high)
-                self._lattice[key] = bound.lattice_pass(centre, low)
+                self._lattice[key] = bound.lattice_pass(self._target(direction, j), self.edges(j)[0])
             result.append(self._lattice[key])
         return result
+
+    def _target(self, direction: int, cell: int) -> float:
+        """Where a direction's pass for ``cell`` is tilted: the cell's centre, but no further above
+        its lower edge than ``cell_sds / 2`` of the direction's own tilted spread there (a direction
+        whose losses end below the centre would otherwise be tilted so far that its pass overflows)."""
+        if cell == 0:
+            return 0.0
+        low, high = self.edges(cell)
+        bound = self.directions[direction]
+        spread = math.sqrt(max(bound.steering_cumulants(bound.saddle_point(low))[2], 0.0))
+        return min(0.5 * (low + high), low + 0.5 * self.cell_sds * spread)
 
     def delta_for(self, epsilon: float) -> float:
         """Proven upper bound on δ(ε), non-increasing in ε."""
