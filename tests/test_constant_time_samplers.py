@@ -259,17 +259,26 @@ def test_timing_failure_bounds_are_tiny_and_honest_beyond_the_fixed_work_range()
 
 
 # --------------------------------------------------------------------------- timing (measured)
-def median_ratio(mechanism, releases: int, noise_of) -> float:
-    """Median time of the quarter of releases with the largest |noise| over the smallest quarter."""
-    rng = np.random.default_rng(40)
-    for _ in range(50):
-        mechanism(0.0, rng)
+def median_ratio(mechanism, releases: int, noise_of, repeats: int = 3) -> float:
+    """Median time of the quarter of releases with the largest |noise| over the smallest quarter.
+
+    Release ``i`` is drawn from its own seeded generator and replayed ``repeats`` times (the same bits,
+    so the same work and output); its time is the least of the replays, which removes most of what
+    other processes add to a thread's CPU time on a loaded machine.
+    """
+    for seed in range(50):
+        mechanism(0.0, np.random.default_rng(seed))
     times = np.empty(releases)
     sizes = np.empty(releases)
     for i in range(releases):
-        start = time.thread_time_ns()
-        output = mechanism(0.0, rng)
-        times[i] = time.thread_time_ns() - start
+        best = None
+        for _ in range(repeats):
+            rng = np.random.default_rng([40, i])
+            start = time.thread_time_ns()
+            output = mechanism(0.0, rng)
+            elapsed = time.thread_time_ns() - start
+            best = elapsed if best is None else min(best, elapsed)
+        times[i] = best
         sizes[i] = abs(noise_of(output))
     low, high = np.quantile(sizes, [0.25, 0.75])
     return float(np.median(times[sizes >= high]) / np.median(times[sizes <= low]))
