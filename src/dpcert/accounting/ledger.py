@@ -225,42 +225,32 @@ def key_fingerprint(raw: bytes | None) -> str:
 
 def load_signing_key(value: object) -> Any | None:
     """The operator's Ed25519 private key from a key object or a PEM file; ``None`` passes through."""
-    if value is None:
-        return None
-    if isinstance(value, (str, Path)):
-        try:
-            return signatures.load_private_key(Path(value))
-        except OSError as exc:
-            raise InvalidParameter(
-                "signing_key", str(value), f"a readable PEM Ed25519 private key file ({exc.strerror})"
-            ) from exc
-        except InvalidParameter as exc:
-            raise InvalidParameter("signing_key", str(value), exc.allowed) from exc
-    ed25519, _, _ = _ed25519()
-    if not isinstance(value, ed25519.Ed25519PrivateKey):
-        raise InvalidParameter(
-            "signing_key", type(value).__name__, "an Ed25519 private key or the path of its PEM file"
-        )
-    return value
+    return _load_key(value, "signing_key", "private", signatures.load_private_key, "Ed25519PrivateKey")
 
 
 def load_verifying_key(value: object) -> Any | None:
     """The expected Ed25519 public key from a key object or a PEM file; ``None`` passes through."""
+    return _load_key(value, "public_key", "public", signatures.load_public_key, "Ed25519PublicKey")
+
+
+def _load_key(value: object, name: str, kind: str, load: Any, key_class: str) -> Any | None:
+    """An Ed25519 ``kind`` key (class ``key_class`` of ``cryptography``) given as a key object or the
+    path of its PEM file; ``name`` is the parameter named in errors."""
     if value is None:
         return None
     if isinstance(value, (str, Path)):
         try:
-            return signatures.load_public_key(Path(value))
+            return load(Path(value))
         except OSError as exc:
             raise InvalidParameter(
-                "public_key", str(value), f"a readable PEM Ed25519 public key file ({exc.strerror})"
+                name, str(value), f"a readable PEM Ed25519 {kind} key file ({exc.strerror})"
             ) from exc
         except InvalidParameter as exc:
-            raise InvalidParameter("public_key", str(value), exc.allowed) from exc
+            raise InvalidParameter(name, str(value), exc.allowed) from exc
     ed25519, _, _ = _ed25519()
-    if not isinstance(value, ed25519.Ed25519PublicKey):
+    if not isinstance(value, getattr(ed25519, key_class)):
         raise InvalidParameter(
-            "public_key", type(value).__name__, "an Ed25519 public key or the path of its PEM file"
+            name, type(value).__name__, f"an Ed25519 {kind} key or the path of its PEM file"
         )
     return value
 
