@@ -22,8 +22,8 @@ import tempfile
 import time
 from types import ModuleType
 
-from dpcert.accounting import amplification as amp
-from dpcert.accounting.randomizer_matrix import (
+from dpcert.theory import amplification as amp
+from dpcert.theory.randomizer_matrix import (
     randomized_response_matrix,
     randomizer_matrix,
     unary_encoding_matrix,

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from dp_accounting.pld import pld_pmf
 
-from dpcert.accounting import binomial_accounting as exact
+from dpcert.theory import binomial as exact
 
 
 def direct_delta(pmf, coordinates: int, epsilon: float) -> float:

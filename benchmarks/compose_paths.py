@@ -36,14 +36,14 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpcert import Guarantee
-from dpcert.accounting import rdp_events
 from dpcert.accounting.composition import clear_pld_cache, compose, compose_counts
-from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms import randomized_response
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.randomized_response import randomized_response_certificate
+from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
+from dpcert.theory import rdp as rdp_events
 
 REPEATS = 3
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from dpcert.accounting import sampled_gaussian
-from dpcert.accounting.sampled_gaussian import PoissonSampledGaussianProfile
+from dpcert.mechanisms import subsampled_gaussian as sampled_gaussian
+from dpcert.mechanisms.subsampled_gaussian import PoissonSampledGaussianProfile
 
 INTERVAL = 1e-4
 SAMPLING = (1e-3, 1e-2, 0.1)

@@ -20,7 +20,7 @@ import sys
 import time
 
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
-from dpcert.bandits.figures.ldp_linear import figure_runs
+from dpcert.reproductions.improved_ldp_linear import figure_runs
 
 RUNS, HORIZON, DELTA = 50, 20_000, 0.1
 ORDER = (

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from dpcert import Guarantee, signatures
-from dpcert.accounting.ledger import Ledger
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 
@@ -55,7 +55,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 def load_anchor(commit: str):
     """The ledger module as of ``commit`` (read with ``git show``), imported under another name."""
     source = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "show", f"{commit}:src/dpcert/accounting/ledger.py"],
+        ["git", "-C", str(REPOSITORY), "show", f"{commit}:src/dpcert/ledger/api.py"],
         capture_output=True,
         text=True,
         check=True,

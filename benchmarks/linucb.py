@@ -26,7 +26,7 @@ import numpy as np
 
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, JOINT_SENSITIVITY, tree_levels
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.figures.linucb import figure_runs
+from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 
 RUNS, HORIZON, DIMENSION, ARMS, DELTA, BATCH = 50, 20_000, 5, 100, 0.1, 20
 LOOP_RUNS = int(os.environ.get("LOOP_RUNS", "1"))
@@ -167,7 +167,7 @@ PANEL = (
     "import sys, time\n"
     "if sys.argv[1] == 'numpy': sys.modules['numba'] = None  # the installation without the extra\n"
     "s, c = time.perf_counter(), time.process_time()\n"
-    "from dpcert.bandits.figures.linucb import figure_runs\n"
+    "from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs\n"
     "i, ic = time.perf_counter() - s, time.process_time() - c\n"
     "horizon, runs = int(sys.argv[2]), int(sys.argv[3])\n"
     "s, c = time.perf_counter(), time.process_time()\n"
@@ -420,7 +420,8 @@ def main() -> None:
         "local calibration, so tight SDP-Amp has LDP's per-user noise, batched. The paper's SDP-Amp noise "
         "relies on Lemma B.4, whose preconditions (ε0 ≤ 1, B ≥ 16 e^ε0 ln(4/δ)) fail at B = 20; its "
         "certificate is the exact local guarantee. SDP-Vec `tight`: p = 1/2, g = max(4, ⌈√B⌉) and the "
-        "least b by exact accounting of the binomial counts (dpcert.mechanisms.binomial_sum). Radius: the "
+        "least b by exact accounting of the binomial counts "
+        "(dpcert.mechanisms.shuffle.binomial_sum). Radius: the "
         "paper's experiment form (`radius='experiment'`). Arms are chosen on the index summed in one "
         "fixed order (lowest index on ties), the same on every BLAS kernel. Ordering verdicts use "
         "paired differences over the same 50 instances (2 s.e.)."

@@ -32,8 +32,8 @@ import numpy as np
 
 import dpcert.bandits.algorithms.linucb as linucb
 import dpcert.bandits.algorithms.linucb_kernel as kernel
-import dpcert.bandits.figures.linucb as figures
-from dpcert.accounting.session import PrivacySession
+import dpcert.reproductions.chowdhury_zhou_2022 as figures
+from dpcert.session import PrivacySession
 
 PARTS = (
     "calibrations",

@@ -23,7 +23,13 @@ import numpy as np
 from scipy import stats
 
 from dpcert.bandits.environments.mab import SPEC_001_MEANS
-from dpcert.bandits.figures.mab import CENTRAL, LOCAL, SEED001_DELTA, SEED001_EPSILONS, reproduce_seed001
+from dpcert.reproductions.tenenbaum_2021 import (
+    CENTRAL,
+    LOCAL,
+    SEED001_DELTA,
+    SEED001_EPSILONS,
+    reproduce_seed001,
+)
 
 
 def _cell(row: dict) -> str:
@@ -80,12 +86,12 @@ def main() -> None:
     if not certified:
         lines.append(
             "N is the least N with δ_N(ε) <= δ from the table of docs/PAPER_NOTES.md, PN-TKMS-3 "
-            "(dpcert.mechanisms.binary_sum "
+            "(dpcert.mechanisms.shuffle.binary_sum "
             "was not installed, so these runs carry no certificate)."
         )
     else:
         lines.append(
-            "N is the least N with δ_N(ε) <= δ computed by dpcert.mechanisms.binary_sum (certified)."
+            "N is the least N with δ_N(ε) <= δ computed by dpcert.mechanisms.shuffle.binary_sum (certified)."
         )
     lines.append("")
 

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 WORKLOADS = {
     "LinUCB Figure 1 panel, eps = 0.2 (5 algorithms x 50 runs x T = 20,000)": (
         "try:\n"
-        "    from dpcert.bandits.figures.linucb import figure_runs\n"
+        "    from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs\n"
         "except ImportError:  # code before the algorithms/figures layout\n"
         "    from dpcert.bandits.linucb import figure_runs\n"
         "runs = figure_runs(0.2, runs=50, horizon=20_000)\n"

@@ -18,9 +18,9 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln, log_ndtr, logsumexp
 
-from dpcert.accounting.binomial_accounting import log_binomial_pmf
-from dpcert.mechanisms.binary_sum import binary_sum_delta
 from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.mechanisms.shuffle.binary_sum import binary_sum_delta
+from dpcert.theory.binomial import log_binomial_pmf
 
 
 def exact_binary_sum(epsilon: float, noise_bits: int) -> mpmath.mpf:

@@ -33,8 +33,8 @@ import numpy as np
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.audits.run import FewDrawsWarning, audit
 from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
-from dpcert.mechanisms.exact_samplers import SecureRandom, sample_discrete_gaussian, sample_discrete_laplace
-from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
+from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_gaussian, sample_discrete_laplace
 
 DRAWS = 1_000_000
 SCALE = 10
@@ -106,10 +106,10 @@ def sigma_table() -> list[tuple[float, float, float, float, float]]:
 
 
 def old_samplers() -> types.ModuleType:
-    """``dpcert.mechanisms.exact_samplers`` as it was at ``OLD_REVISION`` (read with ``git show``)."""
+    """``dpcert.mechanisms.secure.samplers`` as it was at ``OLD_REVISION`` (read with ``git show``)."""
     root = Path(__file__).resolve().parents[1]
     text = subprocess.run(
-        ["git", "show", f"{OLD_REVISION}:src/dpcert/mechanisms/exact_samplers.py"],
+        ["git", "show", f"{OLD_REVISION}:src/dpcert/mechanisms/secure/samplers.py"],
         cwd=root,
         capture_output=True,
         text=True,

@@ -9,10 +9,14 @@ import os
 import statistics
 import time
 
-from dpcert.accounting import binomial_accounting
-from dpcert.mechanisms.binary_sum import hoeffding_noise_bits, least_noise_bits
-from dpcert.mechanisms.binomial_sum import BitSumParameters, binomial_sum_certificate, calibrate_binomial_sum
-from dpcert.mechanisms.shuffle import calibrate_pamp
+from dpcert.mechanisms.shuffle.binary_sum import hoeffding_noise_bits, least_noise_bits
+from dpcert.mechanisms.shuffle.binomial_sum import (
+    BitSumParameters,
+    binomial_sum_certificate,
+    calibrate_binomial_sum,
+)
+from dpcert.mechanisms.shuffle.pamp import calibrate_pamp
+from dpcert.theory import binomial as binomial_accounting
 
 
 def clear_caches() -> None:

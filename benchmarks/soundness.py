@@ -30,11 +30,11 @@ from test_soundness_profiles import (  # noqa: E402
 )
 
 from dpcert.certificates import ApproximateDPProfile  # noqa: E402
-from dpcert.mechanisms.binary_sum import BinarySumProfile  # noqa: E402
-from dpcert.mechanisms.binomial_sum import BinomialSumProfile  # noqa: E402
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceProfile  # noqa: E402
 from dpcert.mechanisms.gaussian import GaussianProfile  # noqa: E402
 from dpcert.mechanisms.laplace import LaplaceProfile  # noqa: E402
+from dpcert.mechanisms.shuffle.binary_sum import BinarySumProfile  # noqa: E402
+from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumProfile  # noqa: E402
 
 
 def _sweep(cases):

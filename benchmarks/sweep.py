@@ -16,7 +16,7 @@ import time
 
 import distributed
 
-from dpcert.bandits.sweep import reproduce
+from dpcert.reproductions.sweep import reproduce
 
 
 def _without_seconds(value):

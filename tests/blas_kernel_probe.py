@@ -12,8 +12,8 @@ from dpcert.bandits.algorithms import linucb_kernel
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, LocalGaussian, TreeGaussian, run_batched_linucb
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.figures.linucb import figure_runs
 from dpcert.provenance import openblas_core
+from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 
 
 def digest(array: np.ndarray) -> str:

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from dpcert import BudgetExceeded, Guarantee
-from dpcert.accounting.ledger import Ledger
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.laplace import laplace_certificate
 
 STREAM_USERS = 2000

@@ -10,14 +10,14 @@ from scipy import stats
 from statsmodels.stats.weightstats import ztest
 
 from dpcert import Certificate, CertificateMismatch, PreconditionFailed, approximate_dp_certificate
-from dpcert.accounting import amplification as amp
-from dpcert.mechanisms.shuffle import (
+from dpcert.mechanisms.shuffle.pamp import (
     GaussianShuffleSum,
     ShuffleProtocol,
     calibrate_pamp,
     local_delta,
     pamp_paper_sigma,
 )
+from dpcert.theory import amplification as amp
 
 # Statistical assertions: seeded, two-sided level 1e-4 each (suite false-positive rate < 0.1 %).
 LEVEL = 1e-4
@@ -257,7 +257,7 @@ def test_certificates_at_any_delta_re_verify(method):
 def test_numeric_epsilon_with_local_delta_is_the_least_point_of_its_own_profile():
     """With δ0 > 0 the δ0 term grows with ε: the inverse must search below ε0, not stop at ε0
     (P_Amp at B = 1000 users, target (0.2, 0.1) once returned ε0 = 3.26 for a profile meeting 0.2)."""
-    from dpcert.accounting.amplification import approximate_term, numeric_delta, numeric_epsilon
+    from dpcert.theory.amplification import approximate_term, numeric_delta, numeric_epsilon
 
     epsilon0, delta0, users, delta = 3.258203333102713, 2.208365970032883e-05, 1000, 0.1
 

@@ -20,7 +20,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 from dpcert import Certificate, CertificateMismatch, InvalidParameter
-from dpcert.accounting import amplification as amp
+from dpcert.theory import amplification as amp
 
 
 def hockey_stick(upper: np.ndarray, lower: np.ndarray, epsilon: float) -> float:

@@ -1,4 +1,4 @@
-"""Amplification by shuffling for a randomizer stated by its matrix (dpcert.accounting.randomizer_matrix).
+"""Amplification by shuffling for a randomizer stated by its matrix (dpcert.theory.randomizer_matrix).
 
 Independent reference: the exact δ(ε) of the shuffled histogram, worst case over every dataset of the
 other users and every pair of victim inputs, enumerated histogram by histogram (tiny n, k).
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from dpcert import Certificate, CertificateMismatch, InvalidParameter
-from dpcert.accounting import amplification as amp
-from dpcert.accounting.randomizer_matrix import (
+from dpcert.errors import CertificateFormatError
+from dpcert.theory import amplification as amp
+from dpcert.theory.randomizer_matrix import (
     randomized_response_matrix,
     randomizer_matrix,
     unary_encoding_matrix,
 )
-from dpcert.errors import CertificateFormatError
 
 
 def hockey_stick(upper: np.ndarray, lower: np.ndarray, epsilon: float) -> float:

@@ -16,10 +16,10 @@ import numpy as np
 from scipy.stats import norm
 
 from dpcert.accounting.composition import compose_counts
-from dpcert.accounting.ledger import Ledger
 from dpcert.bandits import registry
 from dpcert.certificates import Certificate
 from dpcert.cli import main
+from dpcert.ledger.api import Ledger
 from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON, DELTA = 1.0, 1e-5

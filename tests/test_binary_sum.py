@@ -12,8 +12,7 @@ from scipy import stats
 from statsmodels.stats.weightstats import ztest
 
 from dpcert import Certificate, CertificateMismatch, InvalidParameter
-from dpcert.accounting.binomial_accounting import shift_delta
-from dpcert.mechanisms.binary_sum import (
+from dpcert.mechanisms.shuffle.binary_sum import (
     BinarySum,
     binary_sum_certificate,
     binary_sum_delta,
@@ -22,6 +21,7 @@ from dpcert.mechanisms.binary_sum import (
     hoeffding_noise_bits,
     least_noise_bits,
 )
+from dpcert.theory.binomial import shift_delta
 
 # Statistical assertions: seeded, two-sided level 1e-4 each (suite false-positive rate < 0.1 %).
 LEVEL = 1e-4

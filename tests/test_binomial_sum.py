@@ -12,8 +12,7 @@ from scipy import stats
 from statsmodels.stats.weightstats import ztest
 
 from dpcert import Certificate, CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
-from dpcert.accounting import binomial_accounting as exact
-from dpcert.mechanisms.binomial_sum import (
+from dpcert.mechanisms.shuffle.binomial_sum import (
     BinomialSumMechanism,
     BitSumParameters,
     binomial_sum_certificate,
@@ -21,6 +20,7 @@ from dpcert.mechanisms.binomial_sum import (
     paper_parameters,
     simulate_group_sums,
 )
+from dpcert.theory import binomial as exact
 
 # Every statistical test below uses a seeded generator and a two-sided level of 1e-4 per
 # assertion: with about 20 such assertions the suite's false-positive rate is below 0.2 %.

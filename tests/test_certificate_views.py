@@ -7,7 +7,7 @@ import pytest
 from dpcert.accounting.composition import compose
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.plots import profile_curve
+from dpcert.viz.plots import profile_curve
 
 
 def test_profile_plot_is_written_with_comparisons(tmp_path):
@@ -65,7 +65,7 @@ def test_console_plots_are_written(tmp_path):
     import numpy as np
 
     from dpcert import Guarantee
-    from dpcert.accounting.ledger import Ledger
+    from dpcert.ledger.api import Ledger
     from dpcert.mechanisms.laplace import laplace_certificate
 
     assert (
@@ -107,8 +107,8 @@ def test_audit_report_and_ledger_summary_render_in_notebooks(tmp_path):
     import numpy as np
 
     from dpcert import Guarantee
-    from dpcert.accounting.ledger import Ledger
     from dpcert.audits import audit
+    from dpcert.ledger.api import Ledger
     from dpcert.mechanisms.laplace import laplace_certificate
 
     report = audit(lambda v, rng, size: v + rng.laplace(0, 1.0, size), 0.0, 1.0, 1.0, samples=20_000, seed=3)

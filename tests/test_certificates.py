@@ -132,20 +132,20 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     import subprocess
     import sys
 
-    from dpcert.accounting.amplification import amplification_certificate
     from dpcert.accounting.composition import compose
-    from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
-    from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
-    from dpcert.accounting.zcdp import zcdp_certificate
     from dpcert.certificates import _BUILTIN_PROFILE_MODULES
-    from dpcert.mechanisms.binary_sum import binary_sum_certificate
-    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
     from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
     from dpcert.mechanisms.discrete_gaussian_l2 import discrete_gaussian_l2_certificate
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
-    from dpcert.mechanisms.shuffle import calibrate_pamp, secure_pamp_certificate
+    from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
+    from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
+    from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
+    from dpcert.mechanisms.shuffle.pamp import calibrate_pamp, secure_pamp_certificate
+    from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
     from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
+    from dpcert.theory.amplification import amplification_certificate
+    from dpcert.theory.zcdp import zcdp_certificate
 
     certificates = [
         gaussian_certificate(2.0, delta=1e-5),

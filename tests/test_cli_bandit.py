@@ -94,7 +94,7 @@ def test_parse_options():
 
 @pytest.mark.parametrize("name", ["dpdpe-fig2b", "dpdpe-fig2c", "dpdpe-fig2a"])
 def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
-    from dpcert.bandits.figures import dpdpe as figures_dpdpe
+    from dpcert.reproductions import dpdpe as figures_dpdpe
 
     monkeypatch.setattr(figures_dpdpe, "HORIZON", 3000)
     monkeypatch.setattr(figures_dpdpe, "EPSILON_GRID", (1.0, 10.0))
@@ -119,7 +119,7 @@ def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
 
 
 def test_ledger_is_charged_once_per_user(capsys, tmp_path):
-    ledger_module = pytest.importorskip("dpcert.accounting.ledger")
+    ledger_module = pytest.importorskip("dpcert.ledger.api")
     path = tmp_path / "ledger.db"
     code, data, _ = run_json(
         capsys,
@@ -137,7 +137,7 @@ def test_ledger_is_charged_once_per_user(capsys, tmp_path):
 
 
 def test_ledger_budget_refusal_exits_1(capsys, tmp_path):
-    ledger_module = pytest.importorskip("dpcert.accounting.ledger")
+    ledger_module = pytest.importorskip("dpcert.ledger.api")
     from dpcert.certificates import Guarantee
 
     path = tmp_path / "ledger.db"
@@ -150,7 +150,7 @@ def test_ledger_budget_refusal_exits_1(capsys, tmp_path):
 
 
 def test_shuffle_run_reports_bits_and_a_shuffle_certificate(capsys):
-    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    pytest.importorskip("dpcert.mechanisms.shuffle.binomial_sum")
     code, data, _ = run_json(
         capsys,
         "bandit", "run", "dp-dpe", "--privacy", "shuffle", "--epsilon", "5", "--delta", "0.01",

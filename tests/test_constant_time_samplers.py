@@ -32,8 +32,8 @@ from scipy import stats
 from test_timing_audit import old_loop_laplace
 
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms import exact_samplers as es
-from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+from dpcert.mechanisms.secure import samplers as es
+from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
 
 ALPHA = 1e-3
 SECURE_LAPLACE = secure_laplace(1.0, bits="rng")

@@ -16,7 +16,7 @@ def test_demo_runs_and_writes_verifiable_certificate(tmp_path, capsys):
     assert certificate.guarantee.epsilon == 1.0
     written = json.loads((tmp_path / "provenance.json").read_text())
     record = written["provenance"]
-    assert record == payload["provenance"] and record["format"] == "dpcert.demo/1"
+    assert record == payload["provenance"] and record["format"] == "dpcert.reproductions.demo/1"
     assert record["command"] == {"argv": ["dpcert", "demo", "--out", str(tmp_path), "--json"]}
     assert record["seeds"]["seed"] == 2026 and "gaussian_certificate.json" in written["files"]
     bandit = json.loads((tmp_path / "bandit" / "dp-dpe-central.json").read_text())["provenance"]

@@ -120,7 +120,7 @@ def test_composition_bounds_the_exact_k_fold_profile(epsilon):
 
 def test_single_release_composition_with_pld_is_consistent():
     profile = DiscreteGaussianProfile({"sigma": 4.0})
-    from dpcert.accounting.pld_bound import ComposedLossBound
+    from dpcert.theory.pld import ComposedLossBound
 
     pmf = profile.single_release_loss_pmf(1e-4)
     single = ComposedLossBound([(pmf, 1)])

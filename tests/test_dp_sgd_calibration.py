@@ -23,9 +23,9 @@ from dpcert.accounting.dp_sgd import (
     dp_sgd_certificate,
     dp_sgd_schedule,
 )
-from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 
 EPSILON, DELTA = 1.0, 1e-5
 Q, STEPS = 0.01, 1000  # 10 epochs of ceil(1/q) = 100 steps

@@ -25,14 +25,14 @@ from scipy.special import ndtr
 
 from dpcert import Certificate
 from dpcert._numerics import UNIT_ROUNDOFF
-from dpcert.accounting.sampled_gaussian import (
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.mechanisms.subsampled_gaussian import (
     NDTR_ULPS,
     PoissonSampledGaussianProfile,
     poisson_gaussian_loss_pmfs,
     poisson_sampled_gaussian_certificate,
 )
-from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta
 
 PRV_LOWER, PRV_UPPER = 0.11235, 0.13238  # (1e-3, 1.1, 1000 steps, δ = 1e-5), prv_accountant 0.2.0
 
@@ -144,7 +144,7 @@ def test_epsilon_decreases_with_delta_and_is_checked():
 
 
 def test_delta_does_not_depend_on_what_was_asked_before():
-    from dpcert.accounting import sampled_gaussian
+    from dpcert.mechanisms import subsampled_gaussian as sampled_gaussian
 
     points = (0.05, 0.2, 0.6, 1.3)
     sampled_gaussian._composed_curve.cache_clear()

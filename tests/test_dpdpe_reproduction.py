@@ -12,7 +12,7 @@ from dpcert.cli import main
 
 @pytest.fixture
 def small_instance(monkeypatch):
-    import dpcert.bandits.figures.dpdpe as figure
+    import dpcert.reproductions.li_zhou_ji_2022 as figure
 
     monkeypatch.setattr(figure, "HORIZON", 3000)
     monkeypatch.setattr(figure, "SETTING", {"dimension": 3, "arms": 8, "heterogeneity": 0.1, "alpha": 0.8})

@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 from scipy.stats import norm
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import (
     EliminationSettings,
@@ -24,6 +23,7 @@ from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_in
 from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, NonPrivate, make_privatizer
 from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DataOutOfBounds, DPCertError, InvalidParameter
+from dpcert.session import PrivacySession
 
 
 class RecordingLedger:
@@ -379,7 +379,7 @@ def test_run_config_errors():
 
 # ----------------------------------------------------------------------------- shuffle privatizer
 def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
-    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    pytest.importorskip("dpcert.mechanisms.shuffle.binomial_sum")
     from dpcert.bandits.privatizers import ShuffleBitSum
 
     rng = np.random.default_rng(8)
@@ -400,7 +400,7 @@ def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
 
 
 def test_shuffle_dp_dpe_charges_each_user_once():
-    pytest.importorskip("dpcert.mechanisms.binomial_sum")
+    pytest.importorskip("dpcert.mechanisms.shuffle.binomial_sum")
     bandit = sample_instances(2, 4, 1, np.random.default_rng(12))[0]
     ledger = RecordingLedger()
     privatizer = make_privatizer("shuffle", reward_bound=bandit.reward_bound, epsilon=5.0, delta=0.01)
@@ -507,7 +507,7 @@ def brute_shift_delta(epsilon: float, trials: int, p: float, shift: int) -> floa
 def test_bit_sum_privacy_improves_with_more_users_at_fixed_g_b_p(g, b, p):
     # The claim behind the size grid: with (g, b, p) fixed, more users is at least as private
     # (the profile depends on n only through M = n·b; Bin(M', p) = Bin(M, p) + independent noise).
-    from dpcert.mechanisms.binomial_sum import BinomialSumProfile
+    from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumProfile
 
     users = [4, 8, 16, 32, 64, 128]
     for epsilon in (0.0, 0.5, 1.0, 2.0):
@@ -522,7 +522,7 @@ def test_bit_sum_privacy_improves_with_more_users_at_fixed_g_b_p(g, b, p):
 def test_bit_sum_privacy_is_not_monotone_when_g_grows_with_users():
     # The grid must keep the grid size's g: the per-size precision g = ⌈√n⌉ grows with n, and the same
     # b at a larger n with its own larger g misses the target (so "more users" alone is not the claim).
-    from dpcert.mechanisms.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
+    from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
 
     small = calibrate_binomial_sum(1.0, 1e-3, users=100, bound=2.1)
     assert small.g == 10
@@ -546,7 +546,7 @@ def test_grid_size_is_the_largest_grid_point_below():
 @pytest.mark.parametrize("epsilon, delta", [(1.0, 1e-3), (10.0, 0.25)])
 def test_grid_protocol_is_conservative_for_the_actual_group(epsilon, delta):
     from dpcert.bandits.privatizers import ShuffleBitSum, grid_size
-    from dpcert.mechanisms.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
+    from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumProfile, calibrate_binomial_sum
 
     privatizer = ShuffleBitSum(2.1, epsilon, delta)
     for users in (1, 7, 100, 101, 118, 119, 500, 4321):

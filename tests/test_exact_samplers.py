@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms import exact_samplers as es
+from dpcert.mechanisms.secure import samplers as es
 
 ALPHA = 1e-3
 

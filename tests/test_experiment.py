@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.experiment import (
     combine_runs,
     curve_rounds,
@@ -20,6 +19,7 @@ from dpcert.bandits.experiment import (
 )
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
+from dpcert.session import PrivacySession
 
 
 def _square(index: int) -> int:

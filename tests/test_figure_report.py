@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from dpcert.bandits.figures.report import MAX_CURVES, Curve, markdown_table, write_report  # noqa: E402
+from dpcert.reproductions.report import MAX_CURVES, Curve, markdown_table, write_report  # noqa: E402
 
 
 def _curves(count: int, runs: int = 5, panel: str = "eps = 1") -> list[Curve]:

@@ -8,9 +8,9 @@ import mpmath
 import pytest
 
 from dpcert import Certificate
-from dpcert.accounting.zcdp import ZCDPProfile, log_delta_at_order, zcdp_delta
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.theory.zcdp import ZCDPProfile, log_delta_at_order, zcdp_delta
 
 
 @pytest.mark.parametrize("rho", [0.001, 0.125, 1.0, 8.0])

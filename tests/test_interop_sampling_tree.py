@@ -15,9 +15,9 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpcert import Certificate, Guarantee
-from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
+from dpcert.ledger.api import Ledger
+from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate, tree_depth
 
 

@@ -259,7 +259,7 @@ def test_combiner_mechanics():
 
 
 def test_seed004_reproduction_small(tmp_path):
-    from dpcert.bandits.figures.ldp_linear import reproduce
+    from dpcert.reproductions.improved_ldp_linear import reproduce
 
     summary = reproduce(runs=2, out=tmp_path, horizon=160)
     assert [p["epsilon"] for p in summary["panels"]] == [0.2, 1.0, 10.0]

@@ -18,9 +18,9 @@ import pytest
 
 from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.composition import compose, compose_counts
-from dpcert.accounting.ledger import SCHEMA_VERSION, Ledger
 from dpcert.certificates import Certificate, approximate_dp_certificate
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter, UnknownUser
+from dpcert.ledger.api import SCHEMA_VERSION, Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 

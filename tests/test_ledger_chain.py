@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from dpcert import Guarantee
-from dpcert.accounting.ledger import GENESIS, SCHEMA_VERSION, Ledger, chain_hashes, entry_digest
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
+from dpcert.ledger.api import GENESIS, SCHEMA_VERSION, Ledger, chain_hashes, entry_digest
 from dpcert.mechanisms.laplace import laplace_certificate
 
 WORKER = Path(__file__).with_name("ledger_worker.py")

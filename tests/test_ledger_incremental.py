@@ -13,7 +13,7 @@ import pytest
 
 from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.composition import compose, compose_counts
-from dpcert.accounting.ledger import Ledger
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 

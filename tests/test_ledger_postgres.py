@@ -26,8 +26,8 @@ import pytest
 
 from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.composition import compose
-from dpcert.accounting.ledger import Ledger
 from dpcert.errors import InvalidParameter
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 

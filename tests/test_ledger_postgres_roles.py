@@ -22,9 +22,9 @@ import pytest
 from test_ledger_postgres import PostgresServer
 
 from dpcert import BudgetExceeded, Guarantee
-from dpcert.accounting import ledger_postgres
-from dpcert.accounting.ledger import Ledger
 from dpcert.errors import InvalidParameter, LedgerStorageError
+from dpcert.ledger import postgres as ledger_postgres
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.laplace import laplace_certificate
 
 WRITER_GRANTS = "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dpcert TO {role}"

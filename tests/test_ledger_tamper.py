@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from dpcert import Guarantee, signatures
-from dpcert.accounting.ledger import Ledger, LedgerIntegrityError
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.ledger.api import Ledger, LedgerIntegrityError
 from dpcert.mechanisms.laplace import laplace_certificate
 
 GENESIS = bytes(32)
@@ -643,7 +643,7 @@ def test_ledger_migrate_refuses_an_old_ledger_whose_rows_do_not_verify(tmp_path,
 
 WRITER = """
 import sys
-from dpcert.accounting.ledger import Ledger
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.laplace import laplace_certificate
 path, key, name = sys.argv[1:4]
 with Ledger(path, signing_key=key, timeout=120, durable=False) as ledger:

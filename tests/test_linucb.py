@@ -16,7 +16,6 @@ import dpcert.bandits.calibration.linucb as calibration_module
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import advanced_epsilon
 from dpcert.accounting.returning_users import paper_split
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.linucb import (
     ALGORITHMS,
     JOINT_SENSITIVITY,
@@ -43,10 +42,11 @@ from dpcert.bandits.calibration.linucb import (
     classical_pair_sigma,
 )
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
-from dpcert.bandits.figures.linucb import figure_runs
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
+from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
+from dpcert.session import PrivacySession
 
 
 # ----------------------------------------------------------------------------- constants of the paper
@@ -502,7 +502,7 @@ def test_registry_run_with_returning_users_reports_the_ledger():
 
 
 def test_reproduction_writes_summary_and_curves(tmp_path):
-    from dpcert.bandits.figures.linucb import reproduction
+    from dpcert.reproductions.chowdhury_zhou_2022 import reproduction
 
     summary = reproduction("tiny", (1.0,), (3,), horizon=200)(runs=2, out=tmp_path, seed=1)
     panel = summary["panels"][0]
@@ -526,9 +526,9 @@ def test_tight_pamp_uses_amplification_where_it_needs_less_noise():
 
 
 def test_ledger_holds_each_users_composed_guarantee(tmp_path):
-    from dpcert.accounting.ledger import Ledger
     from dpcert.bandits import registry
     from dpcert.bandits.registry import RunConfig
+    from dpcert.ledger.api import Ledger
 
     path = tmp_path / "users.db"
     config = RunConfig(
@@ -718,7 +718,7 @@ def test_amplified_pamp_is_calibrated_at_the_joint_sensitivity():
     # P_Amp's users send LinUCB's (phi y, upper(phi phi^T)): the local guarantee is stated at 3/sqrt(2),
     # the brute-force maximum above, not the paper's 2 sqrt(2) for an arbitrary vector and matrix
     from dpcert.bandits.calibration.linucb import _amplified_pamp
-    from dpcert.mechanisms.shuffle import PAMP_SENSITIVITY, calibrate_pamp, local_delta
+    from dpcert.mechanisms.shuffle.pamp import PAMP_SENSITIVITY, calibrate_pamp, local_delta
 
     joint = _amplified_pamp(0.2, 0.1, 1000, 5, "tight")
     generic = calibrate_pamp(0.2, 0.1, users=1000, dimension=5)

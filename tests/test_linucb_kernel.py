@@ -186,7 +186,7 @@ def test_without_numba_the_numpy_path_runs():
         "import sys; sys.modules['numba'] = None\n"  # `import numba` now raises ImportError
         "import numpy as np\n"
         "from dpcert.bandits.algorithms import linucb_kernel\n"
-        "from dpcert.bandits.figures.linucb import figure_runs\n"
+        "from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs\n"
         "assert not linucb_kernel.AVAILABLE\n"
         "runs = figure_runs(1.0, runs=2, horizon=40, dimension=3, arms=5, calibration='paper')\n"
         "print(sorted(runs))\n"

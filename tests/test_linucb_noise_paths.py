@@ -24,7 +24,7 @@ from dpcert.bandits.algorithms.linucb import (
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import (
+from dpcert.mechanisms.shuffle.binomial_sum import (
     BinomialSumMechanism,
     BitSumParameters,
     analyze_count,

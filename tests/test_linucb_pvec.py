@@ -19,7 +19,7 @@ from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
-from dpcert.mechanisms.binomial_sum import (
+from dpcert.mechanisms.shuffle.binomial_sum import (
     BinomialSumProfile,
     BitSumParameters,
     binomial_sum_certificate,
@@ -145,9 +145,9 @@ def test_paper_split_per_batch_parameters_follow_thm_3_5_and_the_certificate_hol
 
 # ----------------------------------------------------------------------------- ledger
 def test_returning_user_ledger_totals_for_a_small_sdp_vec_run(tmp_path):
-    from dpcert.accounting.ledger import Ledger
     from dpcert.bandits import registry
     from dpcert.bandits.registry import RunConfig
+    from dpcert.ledger.api import Ledger
 
     horizon, batch, participations = 200, 20, 4
     config = RunConfig(

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     CentralLaplaceSum,
@@ -32,6 +31,7 @@ from dpcert.bandits.algorithms.mab import (
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.errors import DataOutOfBounds, InvalidParameter
+from dpcert.session import PrivacySession
 
 SPEC_BANDIT = MultiArmedBandit(np.array(SPEC_001_MEANS))
 
@@ -322,7 +322,7 @@ def test_registry_runs_return_the_common_shape(tmp_path):
 
 
 def test_seed001_reproduction_writes_its_table(tmp_path):
-    from dpcert.bandits.figures.mab import reproduce_seed001
+    from dpcert.reproductions.tenenbaum_2021 import reproduce_seed001
 
     summary = reproduce_seed001(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
     assert (tmp_path / "seed001_shuffle_mab.json").exists() and (
@@ -337,9 +337,9 @@ def test_seed001_reproduction_writes_its_table(tmp_path):
 
 
 def test_certified_shuffle_runs_with_binary_sum():
-    """With dpcert.mechanisms.binary_sum installed: the least N matches PN-TKMS-7 reference values
+    """With dpcert.mechanisms.shuffle.binary_sum installed: the least N matches PN-TKMS-7 reference values
     and an SDP-AE / VB-SDP-AE run's certificate is exactly the summation's (ε, δ) (PN-TKMS-7)."""
-    pytest.importorskip("dpcert.mechanisms.binary_sum")
+    pytest.importorskip("dpcert.mechanisms.shuffle.binary_sum")
     from dpcert.bandits.algorithms.mab import shuffle_binary_sum
     from dpcert.certificates import Certificate
 
@@ -384,8 +384,8 @@ def test_engine_invariants_on_random_instances(means, horizon, noise_bits, doubl
 def test_registry_run_charges_a_real_ledger(tmp_path):
     """``--ledger``: every aggregated user of every run is charged once, and each user's spent guarantee is
     the batch summation's ε (one participation, nothing composed)."""
-    from dpcert.accounting.ledger import Ledger
     from dpcert.bandits import registry
+    from dpcert.ledger.api import Ledger
 
     path = tmp_path / "mab.db"
     config = registry.RunConfig("mab-se", "central", 0.8, None, horizon=600, runs=2, seed=1, ledger_path=path)

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     batched_arm_elimination,
@@ -19,6 +18,7 @@ from dpcert.bandits.algorithms.mab import (
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.cli import main
+from dpcert.session import PrivacySession
 
 BANDIT = MultiArmedBandit(np.asarray(SPEC_001_MEANS))
 
@@ -34,7 +34,7 @@ class RecordingLedger:
 def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monkeypatch, capsys):
     """``dpcert reproduce seed001-shuffle-mab --runs 2`` writes PNGs, tables, NPZ and JSON, and every
     private row carries the certificate its ``certified`` flag claims (T shortened for speed)."""
-    import dpcert.bandits.figures.mab as figure
+    import dpcert.reproductions.tenenbaum_2021 as figure
 
     monkeypatch.setattr(figure, "SEED001_HORIZON", 3000)
     monkeypatch.setattr(figure, "SEED001_EPSILONS", (1.0, 0.5))
@@ -60,7 +60,7 @@ def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monk
 
 
 def test_zero_spread_rows_are_explained_by_identical_pulls(tmp_path):
-    from dpcert.bandits.figures.mab import reproduce_seed001
+    from dpcert.reproductions.tenenbaum_2021 import reproduce_seed001
 
     summary = reproduce_seed001(3, tmp_path, 0, horizon=3000, epsilons=(0.1,))
     for label, row in summary["rows"].items():

@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.audits import audit, audit_samples
 from dpcert.audits.exact import DiscretePair
 from dpcert.audits.pipelines import (
@@ -45,8 +44,13 @@ from dpcert.bandits.algorithms.mab import (
 from dpcert.bandits.algorithms.robust_elimination import LaplaceClients, LinearArms, robust_elimination
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum
-from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters, calibrate_binomial_sum
+from dpcert.mechanisms.shuffle.binary_sum import BinarySum, binary_sum_delta, calibrate_binary_sum
+from dpcert.mechanisms.shuffle.binomial_sum import (
+    BinomialSumMechanism,
+    BitSumParameters,
+    calibrate_binomial_sum,
+)
+from dpcert.session import PrivacySession
 
 CONFIDENCE = 0.999  # α = 1e-3: false-positive rate of each "consistent" verdict
 CHI_SQUARE_LEVEL = 1e-4  # false-positive rate of each goodness-of-fit test

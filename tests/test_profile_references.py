@@ -12,7 +12,7 @@ from dpcert import Certificate
 from dpcert.accounting.composition import compose
 from dpcert.mechanisms.gaussian import classical_sigma, gaussian_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
-from dpcert.plots import plot_profile, reference_curves
+from dpcert.viz.plots import plot_profile, reference_curves
 
 RDP = "RDP conversion (Mironov 2017; dp_accounting)"
 CLASSICAL = "classical bound (Dwork & Roth 2014, Thm A.1; ε < 1)"
@@ -70,7 +70,7 @@ def test_profile_plot_with_references_is_written(tmp_path):
 
 
 def test_shuffle_certificates_draw_the_papers_closed_form_above_the_numeric_bound():
-    from dpcert.accounting.amplification import amplification_certificate, closed_form_epsilon
+    from dpcert.theory.amplification import amplification_certificate, closed_form_epsilon
 
     certificate = amplification_certificate(2.0, 10_000, delta=1e-6)  # FMT Thm 3.2, evaluated exactly
     curves = reference_curves(certificate)

@@ -11,8 +11,8 @@ import pytest
 import dpcert
 from dpcert import provenance
 from dpcert.bandits import registry
-from dpcert.bandits.figures import dpdpe, linucb
 from dpcert.cli import main
+from dpcert.reproductions import dpdpe, linucb
 
 VERSION = importlib.metadata.version("dpcert")
 ENVIRONMENT = {"python", "numpy", "scipy", "dp_accounting", "numba", "platform", "machine", "processor"}
@@ -171,7 +171,7 @@ def test_linucb_panels_record_a_python_call_that_runs_again(tmp_path):
     check_record(record, provenance.REPRODUCTION, 0)
     check_written(tmp_path / "a", "cz2022-figure1", record)
     call = record["command"]["python"]
-    assert "dpcert.bandits.figures.linucb.FigurePanels(epsilons=(1.0,)" in call
+    assert "dpcert.reproductions.chowdhury_zhou_2022.FigurePanels(epsilons=(1.0,)" in call
     again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
     assert final_regrets(again) == final_regrets(first)
 

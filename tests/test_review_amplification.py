@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting import amplification as amp
+from dpcert.theory import amplification as amp
 
 
 def hockey_stick(upper: np.ndarray, lower: np.ndarray, epsilon: float) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dpcert.errors import DPCertError
-from dpcert.mechanisms.binary_sum import (
+from dpcert.mechanisms.shuffle.binary_sum import (
     binary_sum_certificate,
     binary_sum_delta,
     binary_sum_epsilon,
@@ -104,7 +104,7 @@ def test_materialized_messages_follow_the_accounted_law() -> None:
     # shuffled messages' count (level 1e-3 = false-positive rate of an unseeded run).
     from scipy.stats import binom, chisquare
 
-    from dpcert.mechanisms.binary_sum import BinarySum
+    from dpcert.mechanisms.shuffle.binary_sum import BinarySum
 
     noise_bits, bits, draws = 12, np.array([1, 0, 1, 1, 0]), 20_000
     mechanism = BinarySum(noise_bits, binary_sum_certificate(noise_bits, delta=0.4))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting import binomial_accounting as exact
+from dpcert.theory import binomial as exact
 
 EPSILONS = np.linspace(0.0, 3.0, 13)
 
@@ -162,7 +162,7 @@ def test_emitted_view_follows_the_accounted_law(path: str) -> None:
     # 1e-3 is the false-positive rate of an unseeded run (the seed makes the test deterministic).
     from scipy.stats import chisquare
 
-    from dpcert.mechanisms.binomial_sum import (
+    from dpcert.mechanisms.shuffle.binomial_sum import (
         BinomialSumMechanism,
         BitSumParameters,
         binomial_sum_certificate,

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.spectral_filter import (
     chernoff_trim_fraction,
     least_squares,
@@ -22,6 +21,7 @@ from dpcert.bandits.algorithms.spectral_filter import (
     spectral_filter,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.session import PrivacySession
 
 
 def _unit_rows(rng: np.random.Generator, count: int, dimension: int) -> np.ndarray:

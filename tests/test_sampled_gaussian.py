@@ -10,11 +10,11 @@ from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpcert import Certificate, Guarantee
-from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.sampled_gaussian import PoissonSampledGaussianProfile
 from dpcert.certificates import Neighbouring
 from dpcert.errors import CertificateFormatError, InvalidParameter
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.mechanisms.subsampled_gaussian import PoissonSampledGaussianProfile
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.5, 3.0])
@@ -83,7 +83,7 @@ def test_profile_is_below_the_pld_and_rdp_bounds_and_stays_above_the_optimistic_
     what dp_accounting's pessimistic PLD composed with the proven round-off bound or the RDP
     conversion give, and never less than dp_accounting's optimistic PLD (a lower estimate)."""
     from dpcert.accounting.composition import pld_self_composed_delta_for
-    from dpcert.accounting.rdp_events import RdpEventProfile
+    from dpcert.theory.rdp import RdpEventProfile
 
     sigma, q, steps = 1.1, 0.01, 300
     profile = PoissonSampledGaussianProfile({"sigma": sigma, "sampling_probability": q, "steps": steps})

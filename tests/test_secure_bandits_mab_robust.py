@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
     CentralLaplaceSum,
@@ -30,8 +29,9 @@ from dpcert.bandits.design import near_g_optimal_design
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.secure.samplers import sample_discrete_laplace
+from dpcert.session import PrivacySession
 from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON = 1.0

@@ -19,7 +19,7 @@ from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_ra
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.cli import main
 from dpcert.errors import DataOutOfBounds, InvalidParameter
-from dpcert.mechanisms.exact_samplers import IntegerPool
+from dpcert.mechanisms.secure.samplers import IntegerPool
 from dpcert.testing import assert_release_stops_at_refusal
 
 EPSILON, DELTA, DIMENSION = 1.0, 1e-5, 5

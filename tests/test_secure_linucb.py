@@ -34,7 +34,6 @@ from dpcert.bandits.runner import run_linucb_config
 from dpcert.certificates import Certificate
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, CertificateMismatch, InvalidParameter
-from dpcert.mechanisms import exact_samplers
 from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
 from dpcert.mechanisms.discrete_gaussian_l2 import (
     DiscreteGaussianL2Profile,
@@ -44,7 +43,8 @@ from dpcert.mechanisms.discrete_gaussian_l2 import (
     secure_l2_gaussian,
 )
 from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.mechanisms.secure_noise import Grid, secure_gaussian
+from dpcert.mechanisms.secure import samplers as exact_samplers
+from dpcert.mechanisms.secure.noise import Grid, secure_gaussian
 
 
 def _log_masses(sigma: float, reach: float) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +330,7 @@ def test_float_privatizers_are_unchanged_by_the_secure_module():
 
 def test_best_composition_adds_rho_for_zcdp_certificates():
     from dpcert.accounting.composition import compose_counts
-    from dpcert.accounting.zcdp import zcdp_certificate
+    from dpcert.theory.zcdp import zcdp_certificate
 
     single = discrete_gaussian_l2_certificate(
         900.0, l2_sensitivity=300.0, coordinates=20, granularity=2.0**-9, delta=1e-6
@@ -393,8 +393,8 @@ def test_paper_sigma_and_auto_batch_carry_over_to_the_secure_path(algorithm):
 
 # ----------------------------------------------------------------------------- secure P_Amp, amplified
 def test_secure_pamp_uses_amplification_where_it_needs_less_noise():
-    from dpcert.accounting import amplification
     from dpcert.mechanisms.discrete_gaussian_l2 import DiscreteGaussianL2Profile
+    from dpcert.theory import amplification
 
     common = {"epsilon": 0.2, "delta": 0.1, "horizon": 20000, "dimension": 5}
     amplified = calibrate_secure("linucb-sdp-amp", batch_size=1000, **common)

@@ -19,7 +19,7 @@ from dpcert.audits import audit
 from dpcert.cli import main
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import DiscreteGaussianProfile, discrete_gaussian_delta
-from dpcert.mechanisms.secure_noise import Grid, secure_gaussian, secure_laplace
+from dpcert.mechanisms.secure.noise import Grid, secure_gaussian, secure_laplace
 
 ALPHA = 1e-3
 
@@ -193,7 +193,7 @@ def test_cli_calibrates_the_discrete_gaussian(capsys):
 
 def test_rounding_charge_is_needed_and_sufficient():
     # Δ = 0.75 on the grid 1/4: 0.125 and 0.875 round (half to even) to 0 and 4 steps, one more than Δ/g.
-    from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
+    from dpcert.mechanisms.secure.samplers import sample_discrete_laplace
 
     grid = Grid.of(0.25)
     uncharged_parameter = Fraction(1, 3)  # ε = 1 only for a shift of 3 steps

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, make_privatizer
 from dpcert.certificates import Guarantee
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.ledger.api import Ledger
+from dpcert.session import PrivacySession
 
 BOUND = 1.0
 EPSILON, DELTA = 1.0, 1e-5

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from dpcert.accounting.calibration import calibrate_gaussian
-from dpcert.accounting.ledger import Ledger
-from dpcert.accounting.session import PrivacySession, meets_target, new_namespace, worst_certificate
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import BudgetExceeded, InvalidParameter
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_certificate, gaussian_delta
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.session import PrivacySession, meets_target, new_namespace, worst_certificate
 
 
 class RecordingLedger:

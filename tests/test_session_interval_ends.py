@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpcert.accounting.session import PrivacySession
 from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.session import PrivacySession
 
 
 @pytest.mark.parametrize("overlap", [None, "range", "ids", "ranges"])

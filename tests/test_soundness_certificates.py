@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcert import Certificate, Guarantee, Neighbouring, TrustModel
-from dpcert.accounting.amplification import amplification_certificate
 from dpcert.accounting.composition import compose
 from dpcert.certificates import ParameterSpec, approximate_dp_certificate, register_profile
 from dpcert.errors import CertificateFormatError, DPCertError
-from dpcert.mechanisms.binary_sum import binary_sum_certificate
-from dpcert.mechanisms.binomial_sum import BitSumParameters, binomial_sum_certificate
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceProfile, discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import LaplaceProfile, laplace_certificate
+from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
+from dpcert.mechanisms.shuffle.binomial_sum import BitSumParameters, binomial_sum_certificate
+from dpcert.theory.amplification import amplification_certificate
 
 
 def _edited(certificate: Certificate, **changes) -> str:
@@ -260,19 +260,19 @@ def _maximal_multisets_brute_force(coordinates: int, g: int) -> set[tuple[int, .
     ("coordinates", "g"), [(1, 1), (1, 4), (2, 3), (3, 4), (4, 3), (5, 2), (6, 4), (3, 6)]
 )
 def test_l2_shift_multisets_match_brute_force(coordinates, g):
-    from dpcert.accounting.binomial_accounting import l2_shift_multisets
+    from dpcert.theory.binomial import l2_shift_multisets
 
     assert set(l2_shift_multisets(coordinates, g)) == _maximal_multisets_brute_force(coordinates, g)
 
 
 def test_l2_accounting_refuses_at_once_instead_of_hanging_or_recursing():
 
-    from dpcert.accounting.binomial_accounting import (
+    from dpcert.errors import InvalidParameter
+    from dpcert.theory.binomial import (
         TooManyShiftPatterns,
         l2_pattern_count,
         l2_shift_multisets,
     )
-    from dpcert.errors import InvalidParameter
 
     # 50-dimensional P_Vec statistic: 50 + 50*51/2 = 1325 coordinates (used to raise RecursionError)
     assert l2_pattern_count((50, 1275), 3) is not None

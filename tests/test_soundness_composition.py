@@ -278,7 +278,7 @@ def test_kov_reference_matches_brute_force() -> None:
 def test_the_tilted_fft_bound_against_exact_convolution_down_to_tiny_deltas() -> None:
     # A three-point loss pmf (losses −h, 0, h) composed 40 times, against the same convolution in
     # 40-digit mpmath: the bound is never below it and tight to 1e-6 relative, down to δ ≈ 1e-50.
-    from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf
+    from dpcert.theory.pld import ComposedLossBound, LossPmf
 
     mpmath.mp.dps = 40
     h, probs, k = 0.01, [0.6, 0.39, 0.01], 40

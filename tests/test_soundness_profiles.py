@@ -24,11 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcert.certificates import ApproximateDPProfile
-from dpcert.mechanisms.binary_sum import BinarySumProfile
-from dpcert.mechanisms.binomial_sum import BinomialSumProfile
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceProfile
 from dpcert.mechanisms.gaussian import GaussianProfile
 from dpcert.mechanisms.laplace import LaplaceProfile
+from dpcert.mechanisms.shuffle.binary_sum import BinarySumProfile
+from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumProfile
 
 DIGITS = 40
 # Relative looseness allowed of an exact profile (its documented safe-side allowances are far smaller).

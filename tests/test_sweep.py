@@ -11,8 +11,8 @@ import pytest
 from dpcert.bandits import registry
 from dpcert.bandits.experiment import run_repetitions
 from dpcert.bandits.scheduler import chunk_bounds, map_on_dask
-from dpcert.bandits.sweep import reproduce, sweep
 from dpcert.cli import main
+from dpcert.reproductions.sweep import reproduce, sweep
 
 distributed = pytest.importorskip("distributed", reason="needs the distributed extra")
 
@@ -89,7 +89,7 @@ def _without_seconds(value):
 
 
 def test_figure1_split_by_panel_equals_the_registered_reproduction(address, tmp_path):
-    from dpcert.bandits.figures.linucb import reproduction
+    from dpcert.reproductions.chowdhury_zhou_2022 import reproduction
 
     original = reproduction("cz2022-figure1", (0.2, 1.0, 10.0), (5,), horizon=300)(runs=3, out=None, seed=5)
     split = reproduce("cz2022-figure1", runs=3, out=tmp_path, seed=5, scheduler=address, horizon=300)

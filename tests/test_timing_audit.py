@@ -34,8 +34,8 @@ from dpcert.audits.search import ScalarSearch
 from dpcert.audits.timing import TimedDraws, draw_timed, joint_view
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms import exact_samplers as es
-from dpcert.mechanisms.secure_noise import secure_laplace
+from dpcert.mechanisms.secure import samplers as es
+from dpcert.mechanisms.secure.noise import secure_laplace
 
 CONFIDENCE = 0.999
 SECURE = secure_laplace(1.0, bits="rng")  # grid 2^-20, ε <= 1 after rounding

@@ -222,22 +222,22 @@ _PROFILES: dict[str, ProfileRegistration] = {}
 # Where the built-in profiles are registered: imported on first use, so that ``import dpcert`` stays
 # light and a certificate read back from JSON can always be re-verified.
 _BUILTIN_PROFILE_MODULES: dict[str, str] = {
-    "binary-sum": "dpcert.mechanisms.binary_sum",
-    "binomial-sum": "dpcert.mechanisms.binomial_sum",
+    "binary-sum": "dpcert.mechanisms.shuffle.binary_sum",
+    "binomial-sum": "dpcert.mechanisms.shuffle.binomial_sum",
     "composition": "dpcert.accounting.composition",
     "discrete-gaussian": "dpcert.mechanisms.discrete_gaussian",
     "discrete-gaussian-l2": "dpcert.mechanisms.discrete_gaussian_l2",
     "discrete-laplace": "dpcert.mechanisms.discrete_laplace",
     "gaussian": "dpcert.mechanisms.gaussian",
     "laplace": "dpcert.mechanisms.laplace",
-    "pamp": "dpcert.mechanisms.shuffle",
-    "pamp-secure": "dpcert.mechanisms.shuffle",
-    "poisson-sampled-gaussian": "dpcert.accounting.sampled_gaussian",
+    "pamp": "dpcert.mechanisms.shuffle.pamp",
+    "pamp-secure": "dpcert.mechanisms.shuffle.pamp",
+    "poisson-sampled-gaussian": "dpcert.mechanisms.subsampled_gaussian",
     "randomized-response": "dpcert.mechanisms.randomized_response",
-    "sampled-without-replacement-gaussian": "dpcert.accounting.sampled_without_replacement",
-    "shuffle-amplification": "dpcert.accounting.amplification",
+    "sampled-without-replacement-gaussian": "dpcert.mechanisms.sampled_without_replacement",
+    "shuffle-amplification": "dpcert.theory.amplification",
     "tree-aggregation": "dpcert.mechanisms.tree_aggregation",
-    "zcdp": "dpcert.accounting.zcdp",
+    "zcdp": "dpcert.theory.zcdp",
 }
 
 
@@ -529,8 +529,11 @@ class Certificate:
         neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
         trust_model: TrustModel | str = TrustModel.CENTRAL,
     ) -> Certificate:
-        """The certificate of a ``dp_accounting`` event (:func:`dpcert.interop.certificate_from_dp_event`)."""
-        from dpcert.interop import certificate_from_dp_event
+        """The certificate of a ``dp_accounting`` event.
+
+        See :func:`dpcert.interop.dp_accounting.certificate_from_dp_event`.
+        """
+        from dpcert.interop.dp_accounting import certificate_from_dp_event
 
         return certificate_from_dp_event(
             event, delta=delta, neighbouring=neighbouring, trust_model=trust_model
@@ -546,8 +549,11 @@ class Certificate:
         neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
         trust_model: TrustModel | str = TrustModel.CENTRAL,
     ) -> Certificate:
-        """The certificate of an OpenDP measurement at input distance ``d_in`` (:mod:`dpcert.interop`)."""
-        from dpcert.interop import certificate_from_opendp
+        """The certificate of an OpenDP measurement at input distance ``d_in``.
+
+        See :mod:`dpcert.interop.dp_accounting`.
+        """
+        from dpcert.interop.dp_accounting import certificate_from_opendp
 
         return certificate_from_opendp(
             measurement, d_in, delta=delta, neighbouring=neighbouring, trust_model=trust_model
@@ -651,8 +657,8 @@ class Certificate:
         return hash(self.to_json())
 
     def plot(self, path: Any = None, **options: Any) -> Any:
-        """Draw the privacy profile δ(ε) with the claimed point (:func:`dpcert.plots.plot_profile`)."""
-        from dpcert.plots import plot_profile
+        """Draw the privacy profile δ(ε) with the claimed point (:func:`dpcert.viz.plots.plot_profile`)."""
+        from dpcert.viz.plots import plot_profile
 
         return plot_profile(self, path, **options)
 

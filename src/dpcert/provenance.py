@@ -53,7 +53,7 @@ REPRODUCTION_CLAIMS = "dpcert.reproduction-claims/1"
 """The Markdown claims table of a reproduction."""
 REPRODUCTION_CURVES = "dpcert.reproduction-curves/1"
 """The NPZ of every run's regret curve of a reproduction."""
-DEMO = "dpcert.demo/1"
+DEMO = "dpcert.reproductions.demo/1"
 """``provenance.json`` of ``dpcert demo`` (and its ``--json`` output): every file it wrote."""
 FORMATS = (
     BANDIT_RUN, BANDIT_CURVES, REPRODUCTION, REPRODUCTION_TABLE, REPRODUCTION_CLAIMS, REPRODUCTION_CURVES,

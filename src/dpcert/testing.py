@@ -79,15 +79,15 @@ def assert_release_stops_at_refusal(
 ) -> tuple[str, str]:
     """Check that a refused charge stops ``call(session)``'s release: no noise is drawn after it.
 
-    ``call`` runs with a :class:`~dpcert.accounting.session.PrivacySession` whose ledger refuses every
+    ``call`` runs with a :class:`~dpcert.session.PrivacySession` whose ledger refuses every
     charge; it must raise :class:`~dpcert.errors.BudgetExceeded`, record nothing, and leave ``rng`` (the
     generator its noise comes from) where it was at the refusal: no randomness drawn after it.  Returns
     the generator's state (JSON) at the refusal and after the call.  Randomness drawn *before* the
     first charge (rewards, say, or noise drawn too early) is not visible here: compare the returned
     state with the generator's state before the call where nothing may be drawn before the charge.
     """
-    from dpcert.accounting.session import PrivacySession
     from dpcert.errors import BudgetExceeded
+    from dpcert.session import PrivacySession
 
     ledger = RefusingLedger(rng, inspect)
     session = PrivacySession("refused", ledger)

@@ -23,7 +23,7 @@ Methods
 ``"pld"``
     Privacy loss distributions: each distinct component's single-mechanism PLD is built once by
     ``dp_accounting.pld`` with pessimistic discretisation and truncation (an upper bound in exact
-    arithmetic), and the composition by counts is computed by :mod:`dpcert.accounting.pld_bound`,
+    arithmetic), and the composition by counts is computed by :mod:`dpcert.theory.pld`,
     which proves a bound on all floating-point round-off of its tilted FFT convolutions (Higham
     2002, Thm 24.2, made relative by exponential tilting at the saddle point) and adds it to δ.
     All Gaussian components are first merged exactly into one Gaussian.  A component uses, in
@@ -33,7 +33,7 @@ Methods
     (``from_privacy_parameters``); nested composition certificates are flattened.
 ``"rdp"``
     Rényi DP (Mironov 2017) through ``dp_accounting.rdp.RdpAccountant`` built for the components'
-    common neighbouring relation (:class:`~dpcert.accounting.rdp_events.RdpEventProfile`, the one
+    common neighbouring relation (:class:`~dpcert.theory.rdp.RdpEventProfile`, the one
     RDP path of dpcert); only when every component has a ``dp_accounting`` event the accountant
     supports under that relation (for ``replace-one``: Gaussian, Laplace, randomized response,
     batches sampled without replacement, tree aggregation; for ``add/remove``: Gaussian, Laplace,
@@ -71,9 +71,6 @@ from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
-from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf, compose_epsilon_bound, loss_pmfs
-from dpcert.accounting.rdp_events import RdpEventProfile
-from dpcert.accounting.rdp_events import rdp_supports as event_rdp_supports
 from dpcert.certificates import (
     ALL_RELATIONS,
     ALL_TRUST_MODELS,
@@ -87,6 +84,9 @@ from dpcert.certificates import (
 )
 from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
+from dpcert.theory.pld import ComposedLossBound, LossPmf, compose_epsilon_bound, loss_pmfs
+from dpcert.theory.rdp import RdpEventProfile
+from dpcert.theory.rdp import rdp_supports as event_rdp_supports
 
 METHODS = ("basic", "advanced", "optimal", "pld", "rdp")
 ALL_METHODS = ("best",) + METHODS
@@ -126,7 +126,7 @@ class PrivacyLossParts(Protocol):
     describes is the adaptive composition of ``count`` runs of each ``single``, a single-run PLD on
     the loss grid ``interval`` (the composition's ``value_discretization_interval``) given as
 
-    * a :class:`~dpcert.accounting.pld_bound.LossPmf`: a symmetric pair, both directions have this
+    * a :class:`~dpcert.theory.pld.LossPmf`: a symmetric pair, both directions have this
       law of the loss;
     * a pair ``(remove, add)`` of ``LossPmf`` (a 2-tuple, or an object with ``remove`` and ``add``
       attributes): ``remove`` is the law of ``ln(P/Q)`` under ``P`` and ``add`` that of
@@ -138,7 +138,7 @@ class PrivacyLossParts(Protocol):
     stated in the implementing module), the mass of losses left out moved to ``infinity_mass``.
     Then the composition's δ(ε) is an upper bound on the true one (pessimistic discretisation only
     moves mass toward larger losses, Koskela et al. 2021; Doroshenko et al. 2022), and
-    :mod:`dpcert.accounting.pld_bound` bounds the round-off of composing them.  Composition calls
+    :mod:`dpcert.theory.pld` bounds the round-off of composing them.  Composition calls
     the method for any profile that has it (never by profile type), before falling back on the
     profile's Gaussian event or its claimed (ε, δ).
     """
@@ -335,7 +335,7 @@ class PLDCompositionProfile:
 
     Each distinct component's single-mechanism PLD is built once by ``dp_accounting.pld``
     (pessimistic discretisation and truncation); the compositions (by counts) are performed by
-    :mod:`dpcert.accounting.pld_bound`, which bounds every floating-point error of its FFT
+    :mod:`dpcert.theory.pld`, which bounds every floating-point error of its FFT
     convolutions and adds the bound to δ (see that module for the proof).  Nested composition
     certificates are flattened into their components.
     """
@@ -511,7 +511,7 @@ def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
 def pld_self_composed_delta_for(single_pld: Any, count: int, epsilon: float) -> float:
     """Proven upper bound on δ(ε) of ``count`` compositions of a single-mechanism ``dp_accounting`` PLD.
 
-    The composition is computed by :class:`~dpcert.accounting.pld_bound.ComposedLossBound`, whose
+    The composition is computed by :class:`~dpcert.theory.pld.ComposedLossBound`, whose
     floating-point round-off is bounded and added (see that module).
     """
     count = check.positive_int("count", count)
@@ -545,7 +545,7 @@ def rdp_supports(components: Sequence[Component]) -> bool:
 
 
 class RDPCompositionProfile:
-    """Profile from Rényi DP: :class:`~dpcert.accounting.rdp_events.RdpEventProfile` of the composed
+    """Profile from Rényi DP: :class:`~dpcert.theory.rdp.RdpEventProfile` of the composed
     event under the components' common relation (default orders; ε nudged up until the accountant's
     own δ(ε) confirms it)."""
 
@@ -739,7 +739,7 @@ def _composition_certificate(
         "optimal": "KOV Thm 3.3 with the largest component epsilon and delta (exact if all are identical)",
         "pld": f"pessimistic PLD discretisation (interval {interval:g}) and tail truncation by "
         "dp_accounting (an upper bound in exact arithmetic); compositions by tilted FFT with a proven "
-        "round-off bound added to delta (Higham 2002, Thm 24.2; dpcert.accounting.pld_bound), "
+        "round-off bound added to delta (Higham 2002, Thm 24.2; dpcert.theory.pld), "
         "single-mechanism masses inflated by 2^-44 relative and 2^-48 absolute for their special "
         "functions; components without a dp_accounting event use the PLD of their claimed "
         "(epsilon, delta), components with their own PLD method are taken as given",

@@ -6,11 +6,11 @@ sensitivity of that sum under the neighbouring relation of the sampling scheme:
 
 * ``sampling="poisson"``: every record joins each batch independently with probability q (expected
   batch size q N).  Accounted under add/remove by
-  :func:`~dpcert.accounting.sampled_gaussian.poisson_sampled_gaussian_certificate`, where gradients
+  :func:`~dpcert.mechanisms.subsampled_gaussian.poisson_sampled_gaussian_certificate`, where gradients
   clipped to norm C give Δ = C.
 * ``sampling="shuffle"``: each batch is B records drawn uniformly without replacement from the N
   records, independently at every step (fixed batch size, the dataset size public).  Accounted by
-  :func:`~dpcert.accounting.sampled_without_replacement.sampled_without_replacement_certificate`
+  :func:`~dpcert.mechanisms.sampled_without_replacement.sampled_without_replacement_certificate`
   under replace-one, where gradients clipped to norm C give Δ = 2C.  This is *not* the accounting of
   a pipeline that permutes the data once per epoch and walks through disjoint batches: that scheme
   can lose more privacy than the scheme accounted here (Chua et al. 2024), and no certificate of
@@ -34,10 +34,10 @@ from typing import Any
 
 from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma, least_noise
-from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
-from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.certificates import Certificate, profile_for
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
+from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 
 SAMPLINGS = ("poisson", "shuffle")
 MAX_STEPS = 10**7

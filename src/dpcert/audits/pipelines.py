@@ -36,8 +36,8 @@ from dpcert.bandits.algorithms.mab import (
 )
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binary_sum import BinarySum
-from dpcert.mechanisms.binomial_sum import BinomialSumMechanism
+from dpcert.mechanisms.shuffle.binary_sum import BinarySum
+from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumMechanism
 
 STATISTICS = ("pulls", "first-estimate")
 
@@ -141,8 +141,8 @@ def view_count(messages: Any) -> np.ndarray:
 class ShuffledViewCount:
     """Mechanism ``f(batch, rng, size)``: materialize the shuffled messages, release their count of ones.
 
-    Wraps :class:`~dpcert.mechanisms.binary_sum.BinarySum` (``batch``: ``m`` bits) or a scalar
-    :class:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism` (``batch``: ``n`` values); the count
+    Wraps :class:`~dpcert.mechanisms.shuffle.binary_sum.BinarySum` (``batch``: ``m`` bits) or a scalar
+    :class:`~dpcert.mechanisms.shuffle.binomial_sum.BinomialSumMechanism` (``batch``: ``n`` values); the count
     is the sufficient statistic of the view, so auditing it audits the shuffled view itself.
     ``certificate`` is the wrapped mechanism's (what :func:`dpcert.audits.audit` tests by default).
     """

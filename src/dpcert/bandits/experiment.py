@@ -1,7 +1,7 @@
 """Experiment runner shared by every bandit algorithm: repetitions, accounting, results, plots.
 
 * every repetition releases user data through one
-  :class:`~dpcert.accounting.session.PrivacySession` (:func:`open_session`), which charges the
+  :class:`~dpcert.session.PrivacySession` (:func:`open_session`), which charges the
   ledger before each release and derives the worst user's composed guarantee.
 * :func:`run_repetitions` runs R independent repetitions in this process or in forked worker
   processes, with a progress bar on stderr (tqdm when installed).
@@ -25,9 +25,9 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert import provenance
-from dpcert.accounting.session import PrivacySession, new_namespace, worst_certificate
 from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Guarantee
+from dpcert.session import PrivacySession, new_namespace, worst_certificate
 
 T = TypeVar("T")
 CURVE_POINTS = 2000  # saved points per regret curve
@@ -125,7 +125,7 @@ def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
     """
     ledger = None
     if config.ledger_path is not None:
-        from dpcert.accounting.ledger import Ledger
+        from dpcert.ledger.api import Ledger
 
         ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
     namespace = new_namespace(config.algorithm, config.privacy)

@@ -10,7 +10,7 @@ identity when absent) and an analyzer A at the server.  Two release shapes are n
   for one arm; the release estimates, for every arm, the sum over that arm's users.
 
 Every release first charges the given sink (the run's
-:class:`~dpcert.accounting.session.PrivacySession`) for exactly the users whose data it touches, with
+:class:`~dpcert.session.PrivacySession`) for exactly the users whose data it touches, with
 the certificate of that release, and only then draws its noise, so a refused charge stops the release;
 it returns the certificate and the per-coordinate variance of the privacy error (needed for the
 confidence width).
@@ -30,7 +30,7 @@ Calibrations
 Secure noise (``secure=True``, central and local Gaussian privatizers)
     Float Gaussian noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` every
     release (:meth:`Privatizer.release_sums` and :meth:`Privatizer.release_average`) is drawn by
-    :func:`dpcert.mechanisms.secure_noise.secure_gaussian`: the statistic is
+    :func:`dpcert.mechanisms.secure.noise.secure_gaussian`: the statistic is
     rounded to the grid g ℤ (g a power of two), integer discrete Gaussian noise N_Z(0, σ_g²) is added
     by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 3) and the release is an exact
     multiple of g.  The certificate charged is that mechanism's: the discrete Gaussian's exact profile
@@ -64,8 +64,8 @@ from dpcert.accounting.calibration import calibrate_gaussian
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum, simulate_group_sums
-from dpcert.mechanisms.secure_noise import SecureGaussianMechanism, secure_gaussian
+from dpcert.mechanisms.secure.noise import SecureGaussianMechanism, secure_gaussian
+from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum, simulate_group_sums
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
 CALIBRATIONS = ("paper", "tight")
@@ -211,7 +211,7 @@ class _GaussianPrivatizer(Privatizer):
     reward_bound, epsilon, delta, calibration
         See the module docstring.
     secure
-        Draw the noise with :func:`dpcert.mechanisms.secure_noise.secure_gaussian` on a power-of-two
+        Draw the noise with :func:`dpcert.mechanisms.secure.noise.secure_gaussian` on a power-of-two
         grid and charge its certificate (module docstring, "Secure noise").  The sampler's bits come
         from the Generator passed to each release (reproducible, not cryptographic).
     """
@@ -416,7 +416,7 @@ class GroupProtocol:
 class ShuffleBitSum(Privatizer):
     """Shuffle model: Cheu et al. bit sums (Alg. 2 for DP-DPE, Alg. 4 for DP-PE).
 
-    Built on :func:`dpcert.mechanisms.binomial_sum.calibrate_binomial_sum`, whose certificates are
+    Built on :func:`dpcert.mechanisms.shuffle.binomial_sum.calibrate_binomial_sum`, whose certificates are
     re-derived by exact accounting of the binomial counts.  ``paper``: Alg. 2 with Δ₂ = B√s_l as the
     encoding bound (proof of Thm 4.6) and Alg. 4 / eq. 60 for the scalar sums; ``tight``: the least
     noise bits b by exact accounting, encoding each coordinate in [−B, B] (every coordinate of ȳ_u
@@ -430,7 +430,7 @@ class ShuffleBitSum(Privatizer):
     phase.  With the ``tight`` calibration and ``size_grid`` steps per doubling, a group of n users
     uses the calibration (g, b, p) of the largest grid size m <= n (:func:`grid_size`) with
     b_n = max(1, ⌈m·b/n⌉) noise bits per user, and is charged the certificate for m users.  That is
-    conservative: the exact profile (:mod:`dpcert.accounting.binomial_accounting`) depends on (n, b)
+    conservative: the exact profile (:mod:`dpcert.theory.binomial`) depends on (n, b)
     only through the total noise trials M = n·b, and is non-increasing in M because Bin(M', p) is
     Bin(M, p) plus independent noise (post-processing); n·b_n >= m·b.  The cost is a precision g
     chosen for m instead of n: the bound on the rounding variance, n(2B/g)²/4 <= B²·n/m with
@@ -517,7 +517,7 @@ class ShuffleBitSum(Privatizer):
         """Alg. 4 for every group at once: one protocol run per arm (disjoint users).
 
         Group k runs the protocol with its own (g_k, b_k, p_k) (:meth:`group_protocol`); all groups
-        are simulated at once by :func:`dpcert.mechanisms.binomial_sum.simulate_group_sums`.
+        are simulated at once by :func:`dpcert.mechanisms.shuffle.binomial_sum.simulate_group_sums`.
         """
         values = _check_values(values, self.reward_bound, 1)
         groups = np.asarray(groups)

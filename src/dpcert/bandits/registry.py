@@ -1,7 +1,7 @@
 """Registry of bandit algorithms and figure reproductions behind ``dpcert bandit run`` / ``dpcert reproduce``.
 
 :mod:`dpcert.bandits.runner` registers every algorithm with :func:`register_algorithm` and each
-module of :mod:`dpcert.bandits.figures` its reproductions with :func:`register_reproduction`, at
+module of :mod:`dpcert.reproductions` its reproductions with :func:`register_reproduction`, at
 import; :data:`ALGORITHM_MODULES` lists the modules the command line imports.  A run returns a
 :class:`BanditRun`, the common result shape of every algorithm.
 """
@@ -21,11 +21,11 @@ from dpcert.errors import InvalidParameter
 
 ALGORITHM_MODULES: tuple[str, ...] = (
     "dpcert.bandits.runner",
-    "dpcert.bandits.figures.dpdpe",
-    "dpcert.bandits.figures.mab",
-    "dpcert.bandits.figures.linucb",
-    "dpcert.bandits.figures.robust_elimination",
-    "dpcert.bandits.figures.ldp_linear",
+    "dpcert.reproductions.li_zhou_ji_2022",
+    "dpcert.reproductions.tenenbaum_2021",
+    "dpcert.reproductions.chowdhury_zhou_2022",
+    "dpcert.reproductions.charisopoulos_2023",
+    "dpcert.reproductions.improved_ldp_linear",
 )
 
 
@@ -85,7 +85,7 @@ class BanditRun:
     @property
     def target_met(self) -> bool:
         """Whether the certificate covers the target: δ(target ε) <= target δ on its profile."""
-        from dpcert.accounting.session import meets_target
+        from dpcert.session import meets_target
 
         return meets_target(self.certificate, self.target)
 

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms import corruption, elimination, ldp_linear, linucb, mab, robust_elimination
 from dpcert.bandits.calibration.elimination import release_budget
@@ -34,6 +33,7 @@ from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions
 from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
 from dpcert.bandits.registry import BanditRun, RunConfig
 from dpcert.errors import InvalidParameter
+from dpcert.session import PrivacySession
 
 # ============================================================ DP-DPE / DP-PE (Li, Zhou & Ji 2022)
 ELIMINATION_ALGORITHMS = {

@@ -329,7 +329,7 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
 
 def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tuple[Callable[..., Any], dict]:
     """The integer-exact grid mechanism for builtin:laplace|gaussian --secure (reproducible bits)."""
-    from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+    from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
 
     if name == "laplace":
         epsilon = args.epsilon if args.scale is None else None
@@ -495,7 +495,7 @@ PLOT_DRAWS = 50_000
 def _plot_audit(report: Any, mechanism: Any, a: Any, b: Any, seed: int, path: Path) -> None:
     """Fresh draws (a stream of the run's seed the audit did not use) pictured with the report."""
     from dpcert.audits.sampling import draw
-    from dpcert.plots import plot_audit
+    from dpcert.viz.plots import plot_audit
 
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng([seed, 7])

@@ -330,7 +330,7 @@ def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
     if options and args.scheduler != "local":
         raise InvalidParameter("--option", sorted(options)[0], "only with --scheduler local")
     if args.horizon is not None:
-        from dpcert.bandits.figures.linucb import FIGURES
+        from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES
 
         if args.name not in FIGURES:
             sys.stderr.write(
@@ -343,7 +343,7 @@ def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
     if args.scheduler == "local" and args.horizon is None:
         result = dict(spec.run(args.runs, args.out, args.seed, **options))
     else:
-        from dpcert.bandits.sweep import reproduce
+        from dpcert.reproductions.sweep import reproduce
 
         result = reproduce(
             args.name,

@@ -23,7 +23,7 @@ def register(groups: CommandGroups) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from dpcert import provenance
-    from dpcert.demo import FILE, run_demo
+    from dpcert.reproductions.demo import FILE, run_demo
 
     start = time.perf_counter()
     echo = None if args.json else (lambda line: sys.stdout.write(line + "\n"))

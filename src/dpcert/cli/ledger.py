@@ -19,14 +19,6 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from dpcert.accounting.ledger import (
-    Ledger,
-    LedgerIntegrityError,
-    LedgerStorageError,
-    UserId,
-    load_signing_key,
-    load_verifying_key,
-)
 from dpcert.certificates import Guarantee
 from dpcert.cli._common import (
     EXIT_OK,
@@ -38,6 +30,14 @@ from dpcert.cli._common import (
     output_file_anywhere,
 )
 from dpcert.errors import DPCertError, UnknownUser
+from dpcert.ledger.api import (
+    Ledger,
+    LedgerIntegrityError,
+    LedgerStorageError,
+    UserId,
+    load_signing_key,
+    load_verifying_key,
+)
 
 EXIT_INTERNAL = 3
 
@@ -219,7 +219,7 @@ def _show(args: argparse.Namespace) -> int:
                 ("signed by", signed_by or "nobody (an unsigned ledger)"),
             ]
         if args.plot is not None:
-            from dpcert.plots import plot_spent
+            from dpcert.viz.plots import plot_spent
 
             args.plot.parent.mkdir(parents=True, exist_ok=True)
             totals = list(ledger.user_totals(delta=args.delta))

@@ -1,6 +1,6 @@
 """``dpcert calibrate gaussian|laplace|discrete-gaussian|dp-sgd``, ``dpcert account gaussian|laplace|dp-sgd``.
 
-``--secure`` calibrates the integer-exact mechanism on a grid (:mod:`dpcert.mechanisms.secure_noise`);
+``--secure`` calibrates the integer-exact mechanism on a grid (:mod:`dpcert.mechanisms.secure.noise`);
 without it the certificate is backed by a floating-point sampler and a one-line warning is printed on
 stderr unless ``--research`` says the noise is for research use.
 """
@@ -246,7 +246,7 @@ def warn_float_sampler(args: argparse.Namespace) -> None:
 
 
 def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
-    from dpcert.mechanisms.secure_noise import secure_gaussian, secure_laplace
+    from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
 
     if kind == "gaussian":
         if args.method != "analytic":

@@ -20,11 +20,11 @@ from dpcert.cli._common import (
 )
 from dpcert.errors import InvalidParameter
 
-SUM_METHODS = LazyChoices("dpcert.mechanisms.binomial_sum", "METHODS")
-NORMS = LazyChoices("dpcert.mechanisms.binomial_sum", "NORMS")
-SHAPES = LazyChoices("dpcert.mechanisms.binomial_sum", "SHAPES")
-SHUFFLE_METHODS = LazyChoices("dpcert.accounting.amplification", "METHODS")
-RANDOMIZERS = LazyChoices("dpcert.accounting.amplification", "RANDOMIZERS")
+SUM_METHODS = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "METHODS")
+NORMS = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "NORMS")
+SHAPES = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "SHAPES")
+SHUFFLE_METHODS = LazyChoices("dpcert.theory.amplification", "METHODS")
+RANDOMIZERS = LazyChoices("dpcert.theory.amplification", "RANDOMIZERS")
 
 
 def register(groups: CommandGroups) -> None:
@@ -150,7 +150,7 @@ def _check_numeric_shuffle(name: str, value: float, high: float, users: int) -> 
 
 
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+    from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
 
     result = calibrate_binomial_sum(
         args.epsilon,
@@ -180,7 +180,7 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
-    from dpcert.accounting import amplification
+    from dpcert.theory import amplification
 
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon", args.epsilon, NUMERIC_CALIBRATION_EPSILON_MAX, args.users)
@@ -200,7 +200,7 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
 
 
 def _account_binomial_sum(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.binomial_sum import BitSumParameters, binomial_sum_certificate
+    from dpcert.mechanisms.shuffle.binomial_sum import BitSumParameters, binomial_sum_certificate
 
     parameters = BitSumParameters(
         args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape, args.norm
@@ -221,7 +221,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _account_shuffle(args: argparse.Namespace) -> int:
-    from dpcert.accounting import amplification
+    from dpcert.theory import amplification
 
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)

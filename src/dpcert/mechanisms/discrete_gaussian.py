@@ -24,7 +24,7 @@ k-fold compositions (k > 1), and composition with other mechanisms, use the pess
 privacy-loss distribution of a truncated pair that dominates the mechanism: the noise is cut at ±B and
 the tail mass beyond (bounded as above) becomes an outcome of infinite privacy loss
 (:meth:`DiscreteGaussianProfile.single_release_loss_pmf`), composed with the proven round-off bound of
-:mod:`dpcert.accounting.pld_bound`.
+:mod:`dpcert.theory.pld`.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import release_shape, require_certificate_for
-from dpcert.mechanisms.exact_samplers import RandomSource, SecureRandom, sample_discrete_gaussian
+from dpcert.mechanisms.secure.samplers import RandomSource, SecureRandom, sample_discrete_gaussian
 
 if TYPE_CHECKING:
-    from dpcert.accounting.pld_bound import LossPmf
+    from dpcert.theory.pld import LossPmf
 
 DISCRETE_GAUSSIAN_BASIS = "Canonne, Kamath & Steinke 2020, Thm 7 (discrete Gaussian, exact profile)"
 COMPOSED_BASIS = "Canonne, Kamath & Steinke 2020 + dp_accounting pessimistic PLD (discrete Gaussian)"
@@ -198,7 +198,7 @@ class DiscreteGaussianProfile:
         reflection y -> Δ − y swaps the two laws: one PMF stands for both directions.  The loss at y
         is (Δ² − 2yΔ)/(2σ²), rounded up to the grid ``interval``.
         """
-        from dpcert.accounting.pld_bound import loss_pmf_from_masses
+        from dpcert.theory.pld import loss_pmf_from_masses
 
         interval = check.positive_finite("interval", interval)
         reach = math.ceil(11.6 * self.sigma) + 2

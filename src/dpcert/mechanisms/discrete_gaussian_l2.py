@@ -11,7 +11,7 @@ released as ``g (round(x/g) + Z)`` with Z of m independent N_Z(0, σ²) coordina
   shift (CKS 2020, Thm 14, the multivariate discrete Gaussian).
 * k such releases (adaptively chosen) are ``kρ``-zCDP (Bun & Steinke 2016, Lemma 2.3), exactly
   additive; the (ε, δ) profile is the optimal conversion of CKS 2020, Prop. 12 / Cor. 13
-  (:func:`dpcert.accounting.zcdp.zcdp_delta`), a proven upper bound at every ε.
+  (:func:`dpcert.theory.zcdp.zcdp_delta`), a proven upper bound at every ε.
 
 An entry-wise certificate (m composed one-dimensional discrete Gaussians, each at the entry bound
 Δ) would charge ``mΔ²`` instead of ``Δ²``: about √m times the noise for the same guarantee.
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting.zcdp import ZCDPProfile, zcdp_delta
 from dpcert.certificates import (
     ALL_TRUST_MODELS,
     EVENT_LEVEL,
@@ -46,13 +45,14 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.exact_samplers import sample_discrete_gaussian
-from dpcert.mechanisms.secure_noise import (
+from dpcert.mechanisms.secure.noise import (
     GAUSSIAN_GRID_BITS,
     Grid,
     _check_bits,
     _source,
 )
+from dpcert.mechanisms.secure.samplers import sample_discrete_gaussian
+from dpcert.theory.zcdp import ZCDPProfile, zcdp_delta
 
 L2_BASIS = (
     "Canonne, Kamath & Steinke 2020, Thm 14 (multivariate discrete Gaussian: "
@@ -339,7 +339,7 @@ def zcdp_composition(
     certificates gives a ``zcdp`` certificate with the summed ρ.  Valid for adaptive composition
     (Bun & Steinke 2016, Lemma 2.3); no privacy-loss distribution is assumed.
     """
-    from dpcert.accounting.zcdp import zcdp_certificate
+    from dpcert.theory.zcdp import zcdp_certificate
 
     kinds = {"zcdp", "discrete-gaussian-l2"}
     if not components or any(c.certificate.mechanism not in kinds for c in components):

@@ -157,7 +157,7 @@ class DiscreteLaplaceMechanism:
     """Adds DLap(a) noise to integer query answers; calibrate with :meth:`for_epsilon`.
 
     ``secure=True`` draws the noise with the integer-exact sampler (CKS 2020, Alg. 2) from the operating
-    system's random bits (:mod:`dpcert.mechanisms.exact_samplers`) and ignores ``rng``.
+    system's random bits (:mod:`dpcert.mechanisms.secure.samplers`) and ignores ``rng``.
     """
 
     noise_parameter: float
@@ -195,7 +195,7 @@ class DiscreteLaplaceMechanism:
         if self.secure:
             from fractions import Fraction
 
-            from dpcert.mechanisms.exact_samplers import SecureRandom, sample_discrete_laplace
+            from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_laplace
 
             count = int(np.prod(shape, dtype=np.int64))
             noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), count, SecureRandom())

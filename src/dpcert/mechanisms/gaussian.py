@@ -243,9 +243,9 @@ class GaussianMechanism:
     def secure(self, granularity: float | None = None, bits: str = "os") -> Any:
         """The integer-exact counterpart at this σ on a power-of-two grid, its certificate at this δ.
 
-        See :func:`dpcert.mechanisms.secure_noise.secure_gaussian` (scalar queries; rounding charged).
+        See :func:`dpcert.mechanisms.secure.noise.secure_gaussian` (scalar queries; rounding charged).
         """
-        from dpcert.mechanisms.secure_noise import secure_gaussian
+        from dpcert.mechanisms.secure.noise import secure_gaussian
 
         parameters = self.certificate.parameters
         return secure_gaussian(

@@ -147,9 +147,9 @@ class LaplaceMechanism:
     def secure(self, granularity: float | None = None, dimension: int = 1, bits: str = "os") -> Any:
         """The integer-exact counterpart at this scale on a power-of-two grid (rounding charged).
 
-        See :func:`dpcert.mechanisms.secure_noise.secure_laplace`.
+        See :func:`dpcert.mechanisms.secure.noise.secure_laplace`.
         """
-        from dpcert.mechanisms.secure_noise import secure_laplace
+        from dpcert.mechanisms.secure.noise import secure_laplace
 
         sensitivity = self.certificate.parameters.get("sensitivity", 1.0)
         return secure_laplace(

@@ -27,7 +27,6 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
-from dpcert.accounting.pld_bound import LossPmf, loss_pmf_from_masses
 from dpcert.certificates import (
     ALL_TRUST_MODELS,
     EVENT_LEVEL,
@@ -39,6 +38,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.theory.pld import LossPmf, loss_pmf_from_masses
 
 RANDOMIZED_RESPONSE_BASIS = (
     "Warner 1965; Kairouz, Oh & Viswanath 2016 (k-ary randomized response, exact profile)"
@@ -105,7 +105,7 @@ def randomized_response_loss_pmf(noise_parameter: float, buckets: int, interval:
     """Pessimistic pmf of the privacy loss of k-ary randomized response (both directions).
 
     The losses ±ε0 are replaced by upper bounds (ε0 computed, then moved up by ``_LOSS_ALLOWANCE``
-    relative; −ε0 moved toward zero as much) before :func:`~dpcert.accounting.pld_bound.loss_pmf_from_masses`
+    relative; −ε0 moved toward zero as much) before :func:`~dpcert.theory.pld.loss_pmf_from_masses`
     rounds them up to the grid, and the masses are inflated by ``_MASS_ALLOWANCE`` relative.
     """
     p = check.probability("noise_parameter", noise_parameter, open_low=True)

@@ -42,11 +42,11 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool
 from dpcert.bandits.privatizers import Privatizer
 from dpcert.errors import InvalidParameter
+from dpcert.session import PrivacySession
 
 WIDTHS = ("paper", "exact")
 VARIANTS = ("dpe", "pe")
@@ -210,7 +210,7 @@ def run_elimination(
     Parameters
     ----------
     session
-        The run's :class:`~dpcert.accounting.session.PrivacySession`: every release charges exactly
+        The run's :class:`~dpcert.session.PrivacySession`: every release charges exactly
         its users through it, before its noise is drawn (default: a fresh in-memory session).
     """
     rng = check.generator(rng)

@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from dpcert.bandits.calibration.ldp_linear import LocalCalibration
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
@@ -53,7 +52,8 @@ from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Certificate
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian
-from dpcert.mechanisms.exact_samplers import IntegerPool
+from dpcert.mechanisms.secure.samplers import IntegerPool
+from dpcert.session import PrivacySession
 
 RADII = ("log", "theory")
 STEPS = ("strongly_convex", "convex")
@@ -69,7 +69,7 @@ def secure_release(
 
     ``features`` (users, d) and ``rewards`` (users,) must satisfy ``‖x‖ <= 1``, ``|y| <= 1`` (the
     sensitivity the certificate is computed for); violations raise :class:`DataOutOfBounds`.  ``noise``
-    hands out the integer draws (:class:`~dpcert.mechanisms.exact_samplers.IntegerPool` at the
+    hands out the integer draws (:class:`~dpcert.mechanisms.secure.samplers.IntegerPool` at the
     mechanism's σ in grid steps).
     """
     features = np.asarray(features, dtype=float)

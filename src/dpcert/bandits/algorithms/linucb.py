@@ -28,8 +28,8 @@ treatment of the vector and the matrix as two releases of sensitivity 2 each.  T
 calibrations use each theorem's noise (preconditions checked); the ``tight`` ones the least noise
 meeting the same (ε, δ): for the Gaussian privatizers by the exact profile (Balle & Wang 2018, Thm 8)
 of the joint release, for P_Amp also through amplification by shuffling where that needs less noise
-(:mod:`dpcert.mechanisms.shuffle`), for P_Vec by exact accounting of the binomial counts
-(:mod:`dpcert.mechanisms.binomial_sum`).  Every run's certificate states the guarantee that the noise
+(:mod:`dpcert.mechanisms.shuffle.pamp`), for P_Vec by exact accounting of the binomial counts
+(:mod:`dpcert.mechanisms.shuffle.binomial_sum`).  Every run's certificate states the guarantee that the noise
 actually used earns, re-derivable from its parameters.
 """
 
@@ -47,7 +47,6 @@ import numpy as np
 if TYPE_CHECKING:
     from dpcert.bandits.calibration.linucb import Calibrated
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms import linucb_kernel
 from dpcert.bandits.algorithms.linucb_model import choose_arms, repair_models
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
@@ -55,7 +54,8 @@ from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binomial_sum import BinomialSumMechanism, BitSumParameters
+from dpcert.mechanisms.shuffle.binomial_sum import BinomialSumMechanism, BitSumParameters
+from dpcert.session import PrivacySession
 
 CALIBRATIONS = ("tight", "paper")
 RADII = ("theory", "experiment")
@@ -334,7 +334,7 @@ class _VecSum:
 class ShuffleVectorSum:
     """P_Vec (Alg. 5–7): every entry of every user's statistic is sent as g + b bits; per-label counts.
 
-    The protocol is :mod:`dpcert.mechanisms.binomial_sum` (safe encoding range 2: encodings in
+    The protocol is :mod:`dpcert.mechanisms.shuffle.binomial_sum` (safe encoding range 2: encodings in
     {0..g}; analyzer re-centred by B, the paper's fix of Cheu et al.), run on the flat statistic, whose
     d + d(d+1)/2 entries all lie in [−1, 1]; ``parameters`` hold (g, b, p) of one full batch.
     """

@@ -21,7 +21,7 @@ through its :class:`~dpcert.bandits.algorithms.linucb._NormalPool`), so the chos
 generator states are the same.
 
 Privacy is unchanged.  Before the noise of any release is drawn, the engine's ``before_release``
-charges that release (the runs' :class:`~dpcert.accounting.session.PrivacySession`): the rounds are
+charges that release (the runs' :class:`~dpcert.session.PrivacySession`): the rounds are
 processed in chunks, and every release of a chunk is charged, in order, before the chunk's noise is
 taken from the streams, so a refused charge stops the run before the noise of that release (or of any
 later one) exists.  P_Vec's bit sums run compiled too (:func:`_bit_sums`), from its rounding uniforms and
@@ -394,7 +394,7 @@ def _eliminate_runs(work, row, positive, d):
 @_compiled()
 def _bit_sums(c, start, stop, chunk_start, kinds, block, released, arms, model, actions):
     """P_Vec's release of batch c (rounds ``start .. stop − 1``) for every run, added to its ``total``:
-    the protocol of :meth:`~dpcert.mechanisms.binomial_sum.BinomialSumMechanism.simulate` on the flat
+    the protocol of :meth:`~dpcert.mechanisms.shuffle.binomial_sum.BinomialSumMechanism.simulate` on the flat
     statistic, entry for entry (Chowdhury & Zhou 2022, Alg. 5–7; Cheu et al. 2019).
 
     Each user's entry v is encoded as ``⌊u⌋ + [U < u − ⌊u⌋]`` with ``u = clip((v + B)·g/(2B), 0, g)``

@@ -47,8 +47,8 @@ import numpy as np
 
 from dpcert.bandits.algorithms.linucb import Aggregator, tree_levels
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.exact_samplers import IntegerPool
-from dpcert.mechanisms.secure_noise import Grid
+from dpcert.mechanisms.secure.noise import Grid
+from dpcert.mechanisms.secure.samplers import IntegerPool
 
 FINE_BITS = 20  # the tree's per-user rounding grid h = g 2^-20
 _INT_LIMIT = 2**62

@@ -44,9 +44,9 @@ the user's data, so the whole run is exactly as private as one summation: the ru
 summation's certificate, with no composition over batches, phases, arms or doubling epochs.
 
 The shuffle binary summation ``M_sum`` (PN-TKMS-1) is simulated exactly at the level of its sufficient
-statistic by :meth:`dpcert.mechanisms.binary_sum.BinarySum.release_sums`: the analyzer's output is
+statistic by :meth:`dpcert.mechanisms.shuffle.binary_sum.BinarySum.release_sums`: the analyzer's output is
 ``s + Binomial(N, 1/2) − N/2`` for a batch with ``s`` ones (PN-TKMS-2).  Its least ``N`` for a
-target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.binary_sum.calibrate_binary_sum`.
+target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.shuffle.binary_sum.calibrate_binary_sum`.
 """
 
 from __future__ import annotations
@@ -62,17 +62,17 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.experiment import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.binary_sum import BinarySum, calibrate_binary_sum
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
-from dpcert.mechanisms.exact_samplers import sample_discrete_laplace
 from dpcert.mechanisms.laplace import laplace_certificate
-from dpcert.mechanisms.secure_noise import Grid, SecureLaplaceMechanism, secure_laplace
+from dpcert.mechanisms.secure.noise import Grid, SecureLaplaceMechanism, secure_laplace
+from dpcert.mechanisms.secure.samplers import sample_discrete_laplace
+from dpcert.mechanisms.shuffle.binary_sum import BinarySum, calibrate_binary_sum
+from dpcert.session import PrivacySession
 
 SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (
@@ -134,7 +134,7 @@ class ShuffleBinarySum:
 
     @property
     def mechanism(self) -> BinarySum:
-        """The protocol itself (:class:`dpcert.mechanisms.binary_sum.BinarySum`)."""
+        """The protocol itself (:class:`dpcert.mechanisms.shuffle.binary_sum.BinarySum`)."""
         return BinarySum(self.noise_bits, self.certificate)
 
     @property
@@ -171,7 +171,7 @@ class CentralLaplaceSum:
     Secure noise (``secure=True``)
         Float Laplace noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` the
         noise is drawn by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2;
-        :mod:`dpcert.mechanisms.exact_samplers`) from the run's seeded Generator (reproducible, not a
+        :mod:`dpcert.mechanisms.secure.samplers`) from the run's seeded Generator (reproducible, not a
         cryptographic source), and the certificate records ``"sampler": "integer-exact"``:
 
         * ``integer_sums=True`` (Bernoulli rewards: the batch sums are integers): the server adds
@@ -180,7 +180,7 @@ class CentralLaplaceSum:
           discrete Laplace's exact one); a non-integer sum is refused.
         * ``integer_sums=False`` (rewards in [0, 1], e.g. Beta arms: the sums are real): each sum is
           rounded to the grid g ℤ with g = 2^-20 and released by
-          :func:`dpcert.mechanisms.secure_noise.secure_laplace` at sensitivity 1, which accounts for the
+          :func:`dpcert.mechanisms.secure.noise.secure_laplace` at sensitivity 1, which accounts for the
           rounding (integer sensitivity ⌊1/g⌋ + 1 = 2^20 + 1 grid steps; certificate ε <= the target).
           Rounding to the grid (rather than refusing Beta rewards, or sending randomized-rounding bits)
           keeps the estimate's law that of the float mechanism up to a noise scale larger by at most
@@ -461,7 +461,7 @@ def batched_arm_elimination(
     runs
         Independent repetitions, simulated together (vectorised over runs and arms).
     session
-        The run's :class:`~dpcert.accounting.session.PrivacySession`; each aggregated batch's users are
+        The run's :class:`~dpcert.session.PrivacySession`; each aggregated batch's users are
         charged through it with the summation's certificate before the batch is released.  Local user
         ids are ``run·T + i`` with ``i`` the user's 0-based arrival index in that run.
     record_phases

@@ -18,7 +18,7 @@ the server only through client-side Laplace reports (two client models):
 
 With ``secure=True`` (:class:`LaplaceClients`, ``--secure`` in the CLI) each client's clipped reward (M1) or
 clipped sum (M2, divided by ``n_a`` after the release) goes through the grid-rounded secure Laplace of
-:mod:`dpcert.mechanisms.secure_noise` (integer-exact discrete Laplace, certificate with
+:mod:`dpcert.mechanisms.secure.noise` (integer-exact discrete Laplace, certificate with
 ``"sampler": "integer-exact"`` and the grid); Ȳ and the widths use that noise's scale and rounding.
 
 **Clipping is mandatory** (docs/PAPER_NOTES.md, PN-CEM-1): the paper's rewards are sub-Gaussian, hence
@@ -52,7 +52,6 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound, corruption_fraction
 from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
@@ -61,7 +60,8 @@ from dpcert.bandits.design import near_g_optimal_design
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
-from dpcert.mechanisms.secure_noise import SecureLaplaceMechanism, secure_laplace
+from dpcert.mechanisms.secure.noise import SecureLaplaceMechanism, secure_laplace
+from dpcert.session import PrivacySession
 
 CLIENT_MODELS = ("M1", "M2")
 STRATEGIES = ("random", "constant", "targeted", "sign-flip")
@@ -181,7 +181,7 @@ class LaplaceClients:
     Secure noise (``secure=True``)
         Float Laplace noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` each
         client releases its clipped reward (M1) or the sum of its ``n_a`` clipped rewards (M2) through
-        :func:`dpcert.mechanisms.secure_noise.secure_laplace` at ℓ1 sensitivity 2c_r: the value is
+        :func:`dpcert.mechanisms.secure.noise.secure_laplace` at ℓ1 sensitivity 2c_r: the value is
         rounded to the grid g ℤ (g = 2^(⌊log2 2c_r⌋ − 20)), integer discrete Laplace noise DLap(a) is
         added by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2) with bits from the
         run's seeded Generator (reproducible, not cryptographic), and the release is an exact multiple
@@ -478,7 +478,7 @@ def robust_elimination(
         Filter points removed per eigendecomposition (default ``max(1, n // 500)``, a documented speed-up
         over the paper's one point per step).
     session
-        The run's :class:`~dpcert.accounting.session.PrivacySession`, charged before each batch's reports
+        The run's :class:`~dpcert.session.PrivacySession`, charged before each batch's reports
         are drawn: M1 once per report (local ids ``run·T + i``, one user per reward), M2 once per client
         and batch (local ids ``run·k + a`` for the owner of support action a), so a client's spend over
         the batches composes.  Charges state the normalised Laplace mechanism (scale / sensitivity =

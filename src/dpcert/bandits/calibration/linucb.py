@@ -24,7 +24,6 @@ from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import paper_split, split_budget
-from dpcert.accounting.session import meets_target
 from dpcert.bandits.algorithms.linucb import (
     ALGORITHMS,
     CALIBRATIONS,
@@ -40,8 +39,8 @@ from dpcert.bandits.algorithms.linucb import (
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
-from dpcert.mechanisms import binomial_sum
-from dpcert.mechanisms.binomial_sum import (
+from dpcert.mechanisms.shuffle import binomial_sum
+from dpcert.mechanisms.shuffle.binomial_sum import (
     NOTES,
     PLD_NOTE,
     BinomialSumCalibration,
@@ -53,7 +52,8 @@ from dpcert.mechanisms.binomial_sum import (
     default_precision,
     least_noise_bits,
 )
-from dpcert.mechanisms.shuffle import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
+from dpcert.mechanisms.shuffle.pamp import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
+from dpcert.session import meets_target
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def _amplified_pamp(
     """P_Amp calibrated through amplification by shuffling, or ``None`` where that is not possible.
 
     ``tight``: least σ by the numeric bound of Feldman, McMillan & Talwar 2020, Thm 3.2
-    (:func:`~dpcert.mechanisms.shuffle.calibrate_pamp`), each user's pair of messages at the joint
+    (:func:`~dpcert.mechanisms.shuffle.pamp.calibrate_pamp`), each user's pair of messages at the joint
     sensitivity 3/√2 of ``(φy, upper(φφᵀ))`` (:func:`~dpcert.bandits.algorithms.linucb.joint_sensitivity`);
     ``paper``: Thm 3.2 = B.1 with Lemma B.4, whose preconditions (ε0 <= 1, B >= 16 e^ε0 ln(4/δ)) are checked.
     """
@@ -518,7 +518,7 @@ CACHE_FORMAT = 3  # 3: the JDP tree is built over batches
 
 def _cache_basis() -> dict[str, Any]:
     """What a cached certificate's text depends on besides the arguments: the cache format and the
-    basis and notes texts of :mod:`dpcert.mechanisms.binomial_sum`.  Part of every cache key, so an
+    basis and notes texts of :mod:`dpcert.mechanisms.shuffle.binomial_sum`.  Part of every cache key, so an
     entry written with other texts (e.g. before certificates cited papers by author and year) is a miss.
     """
     return {
@@ -646,7 +646,7 @@ def pvec_local_guarantee(
 
     A user's messages are, per label, ``x̂ + Bin(b, p)`` ones among ``g + b`` bits (sent in random
     order, Chowdhury & Zhou 2022, footnote 9): the bit-sum protocol with a batch of ``n = 1``.  Its
-    exact profile (:func:`~dpcert.mechanisms.binomial_sum.binomial_sum_certificate` with
+    exact profile (:func:`~dpcert.mechanisms.shuffle.binomial_sum.binomial_sum_certificate` with
     ``users=1``) gives the local ε0 at ``delta``.  With ``b < g`` the counts of an entry at −1 and at
     +1 have disjoint supports ({0..b} against {g..g+b}): no local guarantee at all (δ = 1 at every ε).
     Returns ``(ε0 or None, note)``; the note compares ε0 with the O(ε√B, δ)-LDP of the paper's
@@ -690,7 +690,7 @@ def _calibrate_vec(
     horizon: int,
     bit_sum: Mapping[str, Any] | None = None,
 ) -> Calibrated:
-    """P_Vec through :mod:`dpcert.mechanisms.binomial_sum` (shape vector+matrix); full batches only.
+    """P_Vec through :mod:`dpcert.mechanisms.shuffle.binomial_sum` (shape vector+matrix); full batches only.
 
     Unique users: ``paper`` is Thm 3.5's (g, b, p = 1/4), the claim confirmed by exact accounting of the
     binomial counts; ``tight`` is p = 1/2, g = max(4, ⌈√B⌉) and the least b by that accounting, using

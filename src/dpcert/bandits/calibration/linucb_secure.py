@@ -5,7 +5,7 @@
 ``linucb-sdp-amp`` (:mod:`dpcert.bandits.algorithms.linucb_secure`).  P_Amp's users randomize exactly
 as LDP-LinUCB's.  Its certificate is amplification by shuffling of that randomizer's local (ε0, δ0)
 (Feldman, McMillan & Talwar 2020, Thm 3.2 and 3.8, valid for any (ε0, δ0)-LDP randomizer;
-:class:`dpcert.mechanisms.shuffle.SecurePAmpProfile` re-derives (ε0, δ0) from the grid parameters)
+:class:`dpcert.mechanisms.shuffle.pamp.SecurePAmpProfile` re-derives (ε0, δ0) from the grid parameters)
 where that needs less noise, else each user's local guarantee, which the shuffled view inherits (as the
 float calibration does, e.g. at B = 20 in Chowdhury & Zhou 2022's Figure 1).  The local randomizer is
 certified at the joint sensitivity 3/√2 of LDP-LinUCB, as in the float calibration.  The certificates
@@ -23,7 +23,6 @@ import math
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert.accounting.session import meets_target
 from dpcert.bandits.algorithms.linucb import (
     CALIBRATIONS,
     JOINT_SENSITIVITY,
@@ -42,8 +41,9 @@ from dpcert.mechanisms.discrete_gaussian_l2 import (
     least_l2_real_sigma,
     least_l2_sigma_units,
 )
-from dpcert.mechanisms.secure_noise import GAUSSIAN_GRID_BITS, Grid
-from dpcert.mechanisms.shuffle import local_target, pamp_paper_sigma, secure_pamp_certificate
+from dpcert.mechanisms.secure.noise import GAUSSIAN_GRID_BITS, Grid
+from dpcert.mechanisms.shuffle.pamp import local_target, pamp_paper_sigma, secure_pamp_certificate
+from dpcert.session import meets_target
 
 SECURE_ALGORITHMS = ("linucb-ldp", "linucb-jdp", "linucb-sdp-amp")
 REFUSED = {
@@ -231,7 +231,8 @@ def _secure_amplified(
     """P_Amp with integer-exact noise, certified by amplification by shuffling, or ``None`` if impossible.
 
     The smallest batch actually shuffled (a short last batch) sets the amplification; its local target
-    (ε0, δ0) is the float calibration's split (:func:`dpcert.mechanisms.shuffle.local_target`), met by the
+    (ε0, δ0) is the float calibration's split
+    (:func:`dpcert.mechanisms.shuffle.pamp.local_target`), met by the
     least whole-step σ of the ℓ2 discrete Gaussian at the per-user shift ``Δ/g + √m``.
     """
     smallest = horizon - (math.ceil(horizon / batch_size) - 1) * batch_size

@@ -3,7 +3,7 @@
 A :class:`PrivacySession` is the only path by which a run releases user data:
 
 * it hands out user ids namespaced by run (``"<namespace>/<i>"``), unique across runs that share a
-  durable :class:`~dpcert.accounting.ledger.Ledger`;
+  durable :class:`~dpcert.ledger.api.Ledger`;
 * :meth:`PrivacySession.release` charges the ledger *before* the noise of a release is drawn, so a
   refused charge (:class:`~dpcert.errors.BudgetExceeded`) stops the release;
 * every charge is one event-level certificate (replace-one or add/remove) per participation; a user's
@@ -35,7 +35,7 @@ EVENT_LEVEL = (Neighbouring.REPLACE_ONE, Neighbouring.ADD_REMOVE)
 
 
 class ChargeSink(Protocol):
-    """What a session needs of a durable ledger (:class:`~dpcert.accounting.ledger.Ledger`)."""
+    """What a session needs of a durable ledger (:class:`~dpcert.ledger.api.Ledger`)."""
 
     def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
 

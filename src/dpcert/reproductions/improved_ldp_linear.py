@@ -8,7 +8,7 @@
   multipliers at every ε with valid (certified) noise, and once with the paper's own σ at ε = 10, which
   certifies ε ≈ 27 only (PN-IRL-1), and tests the paper's Figure 1 claims at every multiplier.
 
-Both write, through :func:`dpcert.bandits.figures.report.write_report`, one PNG per panel, the Markdown
+Both write, through :func:`dpcert.reproductions.report.write_report`, one PNG per panel, the Markdown
 table of final regret with each curve's certified (ε, δ), every run's curves (NPZ), a claims table and
 the JSON summary.
 """
@@ -26,7 +26,6 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert import provenance
-from dpcert.accounting.session import PrivacySession
 from dpcert.bandits.algorithms.ldp_linear import (
     ONLINE_UCB,
     BaseLearner,
@@ -36,7 +35,12 @@ from dpcert.bandits.algorithms.ldp_linear import (
 )
 from dpcert.bandits.calibration.ldp_linear import LocalCalibration, calibrate_randomizer
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.figures.claims import (
+from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
+from dpcert.errors import InvalidParameter
+from dpcert.reproductions.chowdhury_zhou_2022 import SEED_STREAMS as LINUCB_STREAMS
+from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs as linucb_figure_runs
+from dpcert.reproductions.chowdhury_zhou_2022 import run_summary
+from dpcert.reproductions.claims import (
     Claim,
     changed_options,
     command_line,
@@ -46,12 +50,8 @@ from dpcert.bandits.figures.claims import (
     with_record,
     write_claims,
 )
-from dpcert.bandits.figures.linucb import SEED_STREAMS as LINUCB_STREAMS
-from dpcert.bandits.figures.linucb import figure_runs as linucb_figure_runs
-from dpcert.bandits.figures.linucb import run_summary
-from dpcert.bandits.figures.report import Curve, write_report
-from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
-from dpcert.errors import InvalidParameter
+from dpcert.reproductions.report import Curve, write_report
+from dpcert.session import PrivacySession
 
 EPSILONS = (0.2, 1.0, 10.0)
 DELTA = 0.1
@@ -117,8 +117,8 @@ def figure_runs(
 ) -> dict[str, BanditRun]:
     """Figure 1 of Improved-rate LDP linear bandits: OnlineUCB against the LinUCB baselines.
 
-    The baselines come from :func:`dpcert.bandits.figures.linucb.figure_runs` (tight calibrations) on the
-    same instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's script.
+    The baselines come from :func:`dpcert.reproductions.chowdhury_zhou_2022.figure_runs` (tight
+    calibrations) on the same instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's script.
     """
     baseline = linucb_figure_runs(
         epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed

@@ -49,7 +49,7 @@ see below).
 * A randomizer stated by its matrix (``randomizer="matrix"``): ``c = c(R)``, the largest clone
   probability for which the same decomposition holds for that matrix,
   ``min_y 2 min_x R(x, y)/(sum of the two largest R(·, y))``, between ``e^{−ε0}`` and ``2/(e^{ε0} + 1)``
-  (:mod:`dpcert.accounting.randomizer_matrix`); certificates store the rows and recompute ``c``.
+  (:mod:`dpcert.theory.randomizer_matrix`); certificates store the rows and recompute ``c``.
 * A smaller clone probability or a larger victim bias is also a valid decomposition (the leftover
   ``LO_i`` stays a distribution; ``Q1``, ``Q0`` stay non-negative), so rounding them that way is safe.
 
@@ -85,8 +85,6 @@ from scipy.optimize import brentq
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.binomial_accounting import binomial_window, log_binomial_pmf
-from dpcert.accounting.randomizer_matrix import RandomizerMatrix, randomizer_matrix
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -98,6 +96,8 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.theory.binomial import binomial_window, log_binomial_pmf
+from dpcert.theory.randomizer_matrix import RandomizerMatrix, randomizer_matrix
 
 METHODS = ("closed-form", "numeric")
 RANDOMIZERS = ("generic", "binary-rr", "k-rr", "matrix")
@@ -112,7 +112,7 @@ STRONGER_CLONE_BASIS = (
 )
 MATRIX_BASIS = (
     "clone pair with C ~ Bin(n-1, c(R)), c(R) the clone probability of the stated randomizer matrix "
-    "(Feldman, McMillan & Talwar 2020, Thm 3.2 argument; dpcert.accounting.randomizer_matrix), "
+    "(Feldman, McMillan & Talwar 2020, Thm 3.2 argument; dpcert.theory.randomizer_matrix), "
     "evaluated exactly"
 )
 BINARY_RR_BASIS = (
@@ -434,7 +434,7 @@ def shuffled_delta(
     ``BINARY_RR_EXACT_MAX_USERS`` users, then the stronger clone bound), ``"k-rr"`` with
     ``categories`` values (stronger clone bound) or ``"matrix"`` with the randomizer's ``matrix`` (rows
     = inputs; the clone pair at the matrix's own clone probability,
-    :mod:`dpcert.accounting.randomizer_matrix`); all but the first need ``method="numeric"``, ``δ0 = 0``.
+    :mod:`dpcert.theory.randomizer_matrix`); all but the first need ``method="numeric"``, ``δ0 = 0``.
     """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)

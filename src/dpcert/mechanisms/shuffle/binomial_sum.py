@@ -17,7 +17,7 @@ Thm C.6; vector: Li, Zhou & Ji 2022, Alg. 2, Thm A.2; symmetric matrix or vector
 2022, P_Vec, Thm 3.5 = C.1);
 ``method="exact"`` uses ``p = 1/2``, ``g = max(4, ⌈√n⌉)`` and the least ``b`` meeting the target by
 exact accounting.  Every certificate's claim is re-derived by exact accounting
-(:mod:`dpcert.accounting.binomial_accounting`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
+(:mod:`dpcert.theory.binomial`).  ``norm="l2"`` (exact method, ``p = 1/2``) accounts
 for users' vectors of ℓ2 norm (matrices of Frobenius norm) at most ``B`` instead of entry bounds
 only, which roughly halves the noise for ``d = 5``; such mechanisms reject data above the norm.
 With ``p = 1/2`` (entry bounds) a certificate's profile also offers ``privacy_loss_parts(interval)``,
@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting import binomial_accounting as exact
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -64,6 +63,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
+from dpcert.theory import binomial as exact
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
 NORMS = ("entry", "l2")
@@ -145,7 +145,7 @@ class BitSumParameters:
     norm
         ``"entry"`` (privacy assumes only that every entry lies in ``[−bound, bound]``) or ``"l2"``
         (each user's vector has ℓ2 norm, and matrix Frobenius norm, at most ``bound``: tighter
-        accounting, see :func:`~dpcert.accounting.binomial_accounting.l2_shift_multisets`; needs
+        accounting, see :func:`~dpcert.theory.binomial.l2_shift_multisets`; needs
         ``p = 1/2``; for ``"vector+matrix"`` the two parts are bounded separately).
     """
 
@@ -252,7 +252,7 @@ class BinomialSumProfile:
 
     Parameters: ``g``, ``b``, ``p``, ``users``, ``dimension``, ``shape`` (``bound`` is recorded but
     does not affect privacy).  One coordinate is exact; several are composed conservatively (see
-    :mod:`dpcert.accounting.binomial_accounting`).
+    :mod:`dpcert.theory.binomial`).
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:

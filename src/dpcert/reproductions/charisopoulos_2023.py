@@ -4,7 +4,7 @@
 The paper has no experiments; E1–E4 are dpcert's proposed ones (docs/PAPER_NOTES.md, PN-CEM-7): d = 5,
 K = 50, arms and θ* uniform on the sphere (one instance), rewards ``2·Bernoulli((1+⟨a,θ*⟩)/2) − 1``,
 δ' = 0.05, width scale c_γ = 0.05 frozen.  Every entry writes, through
-:func:`dpcert.bandits.figures.report.write_report`, one PNG per panel, a Markdown table of final regret,
+:func:`dpcert.reproductions.report.write_report`, one PNG per panel, a Markdown table of final regret,
 every run's curves (NPZ), a claims table (``STEM_claims.md``) and the JSON summary.  Horizons and grids
 are keyword options (``dpcert reproduce NAME --option horizon=20000``).
 """
@@ -33,7 +33,8 @@ from dpcert.bandits.algorithms.robust_elimination import (
     RobustEliminationResult,
     robust_elimination,
 )
-from dpcert.bandits.figures.claims import (
+from dpcert.errors import InvalidParameter
+from dpcert.reproductions.claims import (
     Claim,
     changed_options,
     command_line,
@@ -44,9 +45,8 @@ from dpcert.bandits.figures.claims import (
     with_record,
     write_claims,
 )
-from dpcert.bandits.figures.common import result_row
-from dpcert.bandits.figures.report import Curve, write_report
-from dpcert.errors import InvalidParameter
+from dpcert.reproductions.common import result_row
+from dpcert.reproductions.report import Curve, write_report
 
 SEED003_RUNS = 10
 ESTIMATORS = ("filter", "clip-only", "least-squares")

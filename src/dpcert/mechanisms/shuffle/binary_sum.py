@@ -34,7 +34,6 @@ from scipy.special import logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.binomial_accounting import dominating_loss_pmf, log_binomial_pmf
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -46,6 +45,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.theory.binomial import dominating_loss_pmf, log_binomial_pmf
 
 BASIS = (
     "Tenenbaum et al. 2021, M_sum as reconstructed in docs/PAPER_NOTES.md, PN-TKMS-1 (binomial shuffle sum); "

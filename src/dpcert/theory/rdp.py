@@ -8,9 +8,9 @@ is nudged upward until ``delta_for`` confirms it, so a returned ε is never on t
 the accountant's own δ(ε).
 
 It is dpcert's one RDP path: the profile of events that dp_accounting supports only through RDP
-(sampling without replacement, :mod:`dpcert.accounting.sampled_without_replacement`), the ``"rdp"``
+(sampling without replacement, :mod:`dpcert.mechanisms.sampled_without_replacement`), the ``"rdp"``
 method of :func:`dpcert.accounting.composition.compose` (built for the components' common relation),
-and the "RDP conversion" comparison curve of :func:`dpcert.plots.plot_profile`.
+and the "RDP conversion" comparison curve of :func:`dpcert.viz.plots.plot_profile`.
 
 The events it is given are those of dpcert's profiles (``PrivacyProfile.dp_event``), which describe
 a mechanism's *dominating pair*: ``GaussianDpEvent(s)`` is ``N(0, s²)`` against ``N(1, s²)``,
@@ -20,7 +20,8 @@ a mechanism's *dominating pair*: ``GaussianDpEvent(s)`` is ``N(0, s²)`` against
 these events under either relation (its Gaussian and Laplace RDP do not depend on the relation), so
 the accountant's result is the profile of the pair.  Events written by users with dp_accounting's
 documented meaning (a sum of values of norm at most ``C``: a shift of ``2C`` when one is replaced)
-are translated by :func:`dpcert.interop.certificate_from_dp_event`, never passed here as they are.
+are translated by :func:`dpcert.interop.dp_accounting.certificate_from_dp_event`, never passed here as
+they are.
 """
 
 from __future__ import annotations

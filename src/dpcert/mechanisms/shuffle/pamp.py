@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting import amplification
 from dpcert.certificates import (
     EVENT_LEVEL,
     SHUFFLE_OR_CENTRAL,
@@ -41,6 +40,7 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.theory import amplification
 
 PAMP_METHODS = ("paper", "closed-form", "numeric")
 PAMP_SENSITIVITY = 2.0 * math.sqrt(2.0)

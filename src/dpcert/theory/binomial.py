@@ -3,7 +3,7 @@
 API for bandit algorithms
 -------------------------
 Bandit code rarely needs this module directly: certificates from
-:mod:`dpcert.mechanisms.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
+:mod:`dpcert.mechanisms.shuffle.binomial_sum` call it.  ``composed_delta(ε, n·b, p, g, coordinates)`` and
 ``composed_epsilon(δ, n·b, p, g, coordinates)`` give the profile of one run of a bit-sum protocol
 (``coordinates = 1``: exact; more: pessimistic PLD composition with proven round-off), cached per
 parameter set;
@@ -34,7 +34,7 @@ exact up to the PLD discretisation; for ℓ2-bounded vectors it is conservative.
 :func:`l2_delta` uses the ℓ2 bound: after coupled randomized rounding the integer shifts lie in a
 lattice set, and the worst case is taken over its maximal shift multisets
 (:func:`l2_shift_multisets`).  Each per-coordinate loss PMF has every loss rounded up to the grid
-(pessimistic); compositions are computed by :class:`dpcert.accounting.pld_bound.ComposedLossBound`,
+(pessimistic); compositions are computed by :class:`dpcert.theory.pld.ComposedLossBound`,
 whose exponentially tilted FFT bounds its floating-point round-off and adds the bound to δ.
 
 Every truncation of a PMF tail moves that mass to the infinite-loss atom (it is counted in full
@@ -51,7 +51,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from dpcert._numerics import smallest_valid
-from dpcert.accounting.pld_bound import (
+from dpcert.theory.pld import (
     ComposedLossBound,
     LossPmf,
     compose_delta_bound,
@@ -236,7 +236,7 @@ def dominating_loss_pmf(trials: int, shift: int, interval: float) -> LossPmf:
     """Pessimistic loss PMF of ``(N, N + shift)``, ``N ~ Bin(trials, 1/2)``: a symmetric dominating pair.
 
     With ``p = 1/2`` the reflection ``k -> trials + shift − k`` swaps the two laws, so both directions
-    have this loss law, and one PMF stands for the pair (:func:`dpcert.accounting.pld_bound.loss_pmfs`).
+    have this loss law, and one PMF stands for the pair (:func:`dpcert.theory.pld.loss_pmfs`).
     """
     return _loss_pmf(trials, 0.5, shift, True, interval)
 

@@ -62,7 +62,7 @@ enters a bound.  :class:`MonotoneDeltaCurve` reads the passes so that δ(ε) is 
 and depends on ε only (one tilted pass per cell of the ε axis, the least bound over the cells at
 or below ε), and finds the least ε for a δ without a new pass per bisection step.
 :class:`LossPmfPair` carries a mechanism's remove and add pmfs (e.g. from
-:func:`dpcert.accounting.sampled_gaussian.poisson_gaussian_loss_pmfs`) into compositions.
+:func:`dpcert.mechanisms.subsampled_gaussian.poisson_gaussian_loss_pmfs`) into compositions.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ non-negative coefficients in the masses, non-decreasing in each loss), so the bo
 Composition
 -----------
 The ``steps``-fold composition of each direction is computed by
-:class:`~dpcert.accounting.pld_bound.ComposedLossBound` (exponentially tilted FFT with Higham's
-round-off bound added) and read through :class:`~dpcert.accounting.pld_bound.MonotoneDeltaCurve`,
+:class:`~dpcert.theory.pld.ComposedLossBound` (exponentially tilted FFT with Higham's
+round-off bound added) and read through :class:`~dpcert.theory.pld.MonotoneDeltaCurve`,
 which makes δ(ε) non-increasing in ε and finds the least ε for a δ without new FFT passes per
 bisection step.  No RDP fallback is used.  When the composed loss is spread over millions of grid
 points the grid is coarsened by a power of two (:func:`effective_interval`, a function of the
@@ -61,7 +61,6 @@ from scipy.special import ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, ratio_rounded_up
-from dpcert.accounting.pld_bound import ComposedLossBound, LossPmf, LossPmfPair, MonotoneDeltaCurve
 from dpcert.certificates import (
     Certificate,
     Neighbouring,
@@ -71,6 +70,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.theory.pld import ComposedLossBound, LossPmf, LossPmfPair, MonotoneDeltaCurve
 
 SAMPLED_GAUSSIAN_BASIS = (
     "Poisson-subsampled Gaussian (Abadi et al. 2016), add/remove: pessimistic connect-the-dots PLD "
@@ -422,7 +422,7 @@ class PoissonSampledGaussianProfile:
     def privacy_loss_parts(self, interval: float) -> list[tuple[LossPmfPair, int]]:
         """The single-step PLD pair at ``interval`` and the number of steps, for compositions.
 
-        Each :class:`~dpcert.accounting.pld_bound.LossPmfPair` holds the remove and add directions
+        Each :class:`~dpcert.theory.pld.LossPmfPair` holds the remove and add directions
         (``pld_bound.loss_pmfs`` returns them as they are), already upper bounds.
         """
         interval = check.positive_finite("value_discretization_interval", interval)

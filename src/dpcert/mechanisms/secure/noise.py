@@ -4,7 +4,7 @@ Textbook floating-point noise leaks through its low-order bits (Mironov 2012, "O
 least significant bits for differential privacy").  As in Mironov's snapping mechanism and OpenDP's
 ``make_laplace`` / ``make_gaussian`` on floats, the real query answer x is rounded to the grid
 ``g ℤ`` (g = 2^k, so x/g is exact in floating point), integer noise is added with an integer-exact sampler
-(:mod:`dpcert.mechanisms.exact_samplers`), and the release is ``g (round(x/g) + Z)``: a multiple of g
+(:mod:`dpcert.mechanisms.secure.samplers`), and the release is ``g (round(x/g) + Z)``: a multiple of g
 computed exactly, so every output bit is a function of the integer ``round(x/g) + Z``.
 
 Rounding costs sensitivity: ``|round(a/g) − round(b/g)| <= |a − b|/g + 1`` for each coordinate, so a
@@ -20,7 +20,7 @@ the discrete Gaussian σ is an integer number of grid steps (rounded up), on a g
 than σ (Laplace: 2^20 times finer than Δ).
 
 Release time.  The samplers do a fixed amount of work per release except on an event of probability
-p <= :func:`~dpcert.mechanisms.exact_samplers.timing_failure` (10^-37 to 10^-35 per release), so the
+p <= :func:`~dpcert.mechanisms.secure.samplers.timing_failure` (10^-37 to 10^-35 per release), so the
 view (output, release time) is within total variation p of the output followed by a delay that depends
 on neither the values nor the input (the rounds a short discrete Gaussian batch adds depend only on
 which rounds were accepted), and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.
@@ -46,7 +46,7 @@ from dpcert.mechanisms.discrete_gaussian import (
     discrete_gaussian_certificate,
     least_discrete_gaussian_sigma,
 )
-from dpcert.mechanisms.exact_samplers import (
+from dpcert.mechanisms.secure.samplers import (
     RandomSource,
     SecureRandom,
     sample_discrete_gaussian,

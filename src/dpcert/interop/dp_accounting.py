@@ -35,7 +35,7 @@ the batch query's *replace-one* sensitivity as unit (Wang, Balle & Kasiviswanath
 while ``GaussianDpEvent`` documents ``C`` as a bound on each value's norm: replacing a record of the
 batch moves the sum by ``2C``, so dpcert certifies Δ = 2 (the accountant's ε for noise multiplier
 ``s/2``).  For a batch query whose replace-one sensitivity really is ``C``, certify it directly with
-:func:`~dpcert.accounting.sampled_without_replacement.sampled_without_replacement_certificate`.
+:func:`~dpcert.mechanisms.sampled_without_replacement.sampled_without_replacement_certificate`.
 
 :meth:`Certificate.to_dp_event` goes the other way with another convention: it describes the
 certificate's dominating pair (``GaussianDpEvent(σ/Δ)`` is ``N(0, σ²)`` against ``N(Δ, σ²)``), which is
@@ -62,16 +62,16 @@ from typing import Any
 
 from dpcert import _validation as check
 from dpcert.accounting.composition import compose, compose_counts
-from dpcert.accounting.sampled_gaussian import poisson_sampled_gaussian_certificate
-from dpcert.accounting.sampled_without_replacement import sampled_without_replacement_certificate
-from dpcert.accounting.zcdp import ZCDP_BASIS, zcdp_certificate
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.randomized_response import randomized_response_certificate
+from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
+from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
+from dpcert.theory.zcdp import ZCDP_BASIS, zcdp_certificate
 
 
 def certificate_from_dp_event(
@@ -232,7 +232,7 @@ def certificate_from_opacus_history(
         The trust model of the claim (central for DP-SGD on a trusted server).
 
     Entries with the same noise multiplier and sample rate are merged (their steps added); each
-    distinct one is :func:`~dpcert.accounting.sampled_gaussian.poisson_sampled_gaussian_certificate`
+    distinct one is :func:`~dpcert.mechanisms.subsampled_gaussian.poisson_sampled_gaussian_certificate`
     and several are composed by :func:`~dpcert.accounting.composition.compose`.  No torch or Opacus
     import is needed.
     """

@@ -112,7 +112,7 @@ def reproduce(
     """``dpcert reproduce NAME`` on ``scheduler``.
 
     With ``"local"`` the registered reproduction runs unchanged.  Otherwise ``name`` must be one of
-    :data:`dpcert.bandits.figures.linucb.FIGURES`: every (dimension, ε, calibration) panel is one
+    :data:`dpcert.reproductions.chowdhury_zhou_2022.FIGURES`: every (dimension, ε, calibration) panel is one
     task, seeded as the local run seeds it, and the summary (and the curves written to ``out``) equal
     the local ones.
     ``horizon`` shortens the panels (tests and benchmarks; the figure's own T otherwise).
@@ -122,7 +122,7 @@ def reproduce(
         return dict(registry.reproduction(name).run(runs, out, seed))
     if scheduler == "dask":
         require_distributed()
-    from dpcert.bandits.figures.linucb import FIGURES, reproduce_panels
+    from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES, reproduce_panels
 
     if name not in FIGURES:
         raise InvalidParameter(

@@ -11,7 +11,7 @@ from its parameters; whether it meets the requested (ε, δ) is recorded.  The p
 runs certify only ε ≈ 18.36 at δ = 0.25 (docs/PAPER_NOTES.md, PN-LZJ-1, PN-LZJ-7): panels are titled
 by the *target* ε and each legend entry gives the curve's certified (ε, δ).
 
-Every reproduction writes its JSON summary, the report of :mod:`dpcert.bandits.figures.report`
+Every reproduction writes its JSON summary, the report of :mod:`dpcert.reproductions.report`
 (``STEM.md``: final regret mean ± s.d. and ± s.e.; ``STEM_curves.npz``: every run's curve; one PNG
 per panel of cumulative regret) and ``STEM_claims.md``, the paper's claims the figure tests.
 """
@@ -31,11 +31,11 @@ from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import match_fixed_users
 from dpcert.bandits.experiment import json_ready, regret_curve, save_results, summary
-from dpcert.bandits.figures.claims import claims_footer, with_record
-from dpcert.bandits.figures.report import Curve, write_report
 from dpcert.bandits.runner import SEEDS, run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
+from dpcert.reproductions.claims import claims_footer, with_record
+from dpcert.reproductions.report import Curve, write_report
 
 SETTING: dict[str, Any] = {"dimension": 20, "arms": 1000, "heterogeneity": 0.1, "alpha": 0.8}
 HORIZON = 1_000_000

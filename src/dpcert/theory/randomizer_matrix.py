@@ -2,7 +2,7 @@
 
 A local randomizer with finitely many inputs and outputs is a row-stochastic matrix ``R``: row ``x`` is
 the law of the report of a user holding ``x``.  Amplification by shuffling bounds its shuffled output by
-a *clone pair* (:mod:`dpcert.accounting.amplification`): every other user's report is, with probability
+a *clone pair* (:mod:`dpcert.theory.amplification`): every other user's report is, with probability
 ``c``, a "clone" of the victim's (half the time from ``Q1``, half from ``Q0``) and otherwise from a
 leftover law independent of the victim.  Write ``R1 = R(x1)`` and ``R1' = R(x1')`` for the victim's two
 candidate inputs and ``e^{ε0}`` for the largest ratio ``R(x, y)/R(x', y)`` over the matrix.  With

@@ -9,13 +9,13 @@ is the replace-one sensitivity of the batch query (2C for a sum of gradients cli
 The profile is the Rényi-DP bound of Wang, Balle & Kasiviswanathan (2019, *Subsampled Rényi
 differential privacy and analytical moments accountant*, Thm 27) for sampling ratio γ = m/n, summed
 over the steps and converted to (ε, δ) by dp_accounting's RDP accountant
-(:class:`~dpcert.accounting.rdp_events.RdpEventProfile`).  dp_accounting has no privacy loss
+(:class:`~dpcert.theory.rdp.RdpEventProfile`).  dp_accounting has no privacy loss
 distribution for this sampling scheme, so no tighter proven profile is used.
 
 The bound is conservative: for the sum of per-record values in [−Δ/2, Δ/2] (a query of replace-one
 sensitivity Δ), two neighbouring datasets (every value −Δ/2 except one, replaced by +Δ/2) realise
 the pair (N(0, σ²), (1 − γ) N(0, σ²) + γ N(Δ, σ²)) at every step, whose
-composed profile is the Poisson-subsampled Gaussian's (:mod:`dpcert.accounting.sampled_gaussian`)
+composed profile is the Poisson-subsampled Gaussian's (:mod:`dpcert.mechanisms.subsampled_gaussian`)
 at q = γ.  The true profile lies between that and this certificate's.  That lower profile is not
 an upper bound: under composition, sampling without replacement with replace-one neighbours can
 lose far more than Poisson sampling at the same rate (Lebeda, Regehr, Kamath & Steinke 2024,
@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert.accounting.rdp_events import RDP_BASIS, RdpEventProfile
 from dpcert.certificates import (
     Certificate,
     Neighbouring,
@@ -40,6 +39,7 @@ from dpcert.certificates import (
     register_profile,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.theory.rdp import RDP_BASIS, RdpEventProfile
 
 SAMPLED_WITHOUT_REPLACEMENT_BASIS = (
     "Gaussian on batches sampled without replacement, replace-one: subsampled RDP "

@@ -46,7 +46,7 @@ def reference_curves(certificate: Any) -> dict[str, Any]:
     * what the certificate's profile offers in ``reference_bounds()``: e.g. the classical Gaussian
       bound (Dwork & Roth 2014, Thm A.1) of a Gaussian certificate, or a lower bound on the truth.
     """
-    from dpcert.accounting.rdp_events import rdp_profile_of
+    from dpcert.theory.rdp import rdp_profile_of
 
     curves: dict[str, Any] = {}
     accounted_by_rdp = certificate.mechanism == "sampled-without-replacement-gaussian" or (

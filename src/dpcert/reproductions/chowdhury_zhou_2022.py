@@ -2,7 +2,7 @@
 
 :func:`figure_runs` runs the five LinUCB algorithms on the same instances (one vectorised pass per
 batch size); :func:`reproduction` builds the entry that runs every panel under both calibrations and
-writes, through :func:`dpcert.bandits.figures.report.write_report`, one figure per (dimension, ε,
+writes, through :func:`dpcert.reproductions.report.write_report`, one figure per (dimension, ε,
 calibration) panel, the table of final regret, every run's curves, and a table of the paper's claims
 with the numbers that decide them (:func:`claims_table`).
 """
@@ -23,9 +23,9 @@ from dpcert import provenance
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
 from dpcert.bandits.calibration.linucb import _amplified_pamp, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.figures.claims import claims_footer, with_record
-from dpcert.bandits.figures.report import Curve, write_report
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
+from dpcert.reproductions.claims import claims_footer, with_record
+from dpcert.reproductions.report import Curve, write_report
 
 SHUFFLE_BATCH = 20
 """Batch size of both shuffle protocols in the paper's experiments (Chowdhury & Zhou 2022, §5)."""
@@ -384,10 +384,10 @@ def reproduce_panels(
     ``map_tasks(panel_runs, tasks)`` computes the panels (default: one after the other, here); the
     panels seed themselves, so any scheduler gives the same numbers.  With ``out``, writes
     ``NAME.json``, ``NAME.md`` (final regret), ``NAME_claims.md``, ``NAME_curves.npz`` (every run's
-    curve) and one PNG per panel (:func:`dpcert.bandits.figures.report.write_report`).
+    curve) and one PNG per panel (:func:`dpcert.reproductions.report.write_report`).
     """
     call = provenance.python_call(
-        "dpcert.bandits.figures.linucb.reproduce_panels", name, panels, runs, out, seed
+        "dpcert.reproductions.chowdhury_zhou_2022.reproduce_panels", name, panels, runs, out, seed
     )
     recorder = provenance.Recorder(
         provenance.seeds(seed, {f"every panel: {k}": v for k, v in SEED_STREAMS.items()}), call

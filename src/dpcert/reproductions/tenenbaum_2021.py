@@ -10,7 +10,7 @@ sum) and a local ε-DP elimination (randomized response per user), both with dou
 non-private elimination (m = 1 and doubling batches).
 
 Writes, in ``--out``: ``seed001_shuffle_mab.json`` (every row with its certificate), the report of
-:mod:`dpcert.bandits.figures.report` (``seed001_shuffle_mab.md``, ``seed001_shuffle_mab_curves.npz``,
+:mod:`dpcert.reproductions.report` (``seed001_shuffle_mab.md``, ``seed001_shuffle_mab_curves.npz``,
 one PNG per ε) and ``seed001_shuffle_mab_claims.md`` (the paper's claims this experiment tests).
 """
 
@@ -42,9 +42,9 @@ from dpcert.bandits.algorithms.mab import (
     vb_sdp_ae,
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
-from dpcert.bandits.figures.claims import claims_footer, with_record
-from dpcert.bandits.figures.common import mean_se
-from dpcert.bandits.figures.report import Curve, write_report
+from dpcert.reproductions.claims import claims_footer, with_record
+from dpcert.reproductions.common import mean_se
+from dpcert.reproductions.report import Curve, write_report
 
 SEED001_EPSILONS = (2.0, 1.0, 0.5, 0.25, 0.1)
 SEED001_DELTA = 1e-6

@@ -2,7 +2,7 @@
 
 Every step returns a JSON-ready dict and a few human-readable lines; steps only use the public API.
 :func:`run_demo` ends by writing ``provenance.json``: the record of how the demo was made
-(:mod:`dpcert.provenance`, format ``dpcert.demo/1``) and every file it wrote, with its SHA-256.
+(:mod:`dpcert.provenance`, format ``dpcert.reproductions.demo/1``) and every file it wrote, with its SHA-256.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ SEED_STREAMS = {
     "certified bandit": "dpcert bandit run dp-dpe --seed seed: numpy.random.default_rng([seed, 0]) draws "
     "the instances, numpy.random.default_rng([seed, 1, r]) runs repetition r",
     "private LinUCB": "numpy.random.default_rng([seed, 2]) draws the instances, then runs the LinUCB "
-    "family (dpcert.bandits.figures.linucb.figure_runs)",
+    "family (dpcert.reproductions.chowdhury_zhou_2022.figure_runs)",
 }
 """How the demo derives its random streams from ``seed``."""
 FILE = "provenance.json"
@@ -77,9 +77,9 @@ def noise_for_budget(context: DemoContext) -> StepResult:
 
 def certified_bandit(context: DemoContext) -> StepResult:
     """Job 3: DP-DPE with central privacy against non-private DPE; the worst user's certificate."""
-    from dpcert.accounting.ledger import Ledger
     from dpcert.bandits import registry
     from dpcert.bandits.experiment import plot_regret, save_results, summary
+    from dpcert.ledger.api import Ledger
 
     options = {"dimension": 5, "arms": 50, "progress": False}
     common = dict(horizon=20_000, runs=3, seed=context.seed, options=options)
@@ -131,8 +131,8 @@ def compose_and_charge(context: DemoContext) -> StepResult:
     """Accounting: compose certificates, split a returning user's budget, charge a per-user ledger."""
     from dpcert import BudgetExceeded, Guarantee
     from dpcert.accounting.composition import compose
-    from dpcert.accounting.ledger import Ledger
     from dpcert.accounting.returning_users import split_budget
+    from dpcert.ledger.api import Ledger
     from dpcert.mechanisms.gaussian import gaussian_certificate
 
     releases = compose([gaussian_certificate(10.0, delta=1e-5)] * 100, delta=1e-5)
@@ -176,9 +176,9 @@ def compose_and_charge(context: DemoContext) -> StepResult:
 
 def shuffle_model_sum(context: DemoContext) -> StepResult:
     """Shuffle model: a certified bit-sum over 1000 users, exact accounting against the paper's bits."""
-    from dpcert.accounting.amplification import largest_local_epsilon
-    from dpcert.mechanisms.binary_sum import calibrate_binary_sum
-    from dpcert.mechanisms.binomial_sum import calibrate_binomial_sum
+    from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
+    from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
+    from dpcert.theory.amplification import largest_local_epsilon
 
     exact = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="exact")
     paper = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="paper")
@@ -284,7 +284,7 @@ def private_linucb(context: DemoContext) -> StepResult:
 
     Every run carries its certificate.
     """
-    from dpcert.bandits.figures.linucb import figure_runs
+    from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 
     results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed)
     payload: dict[str, Any] = {}
@@ -321,7 +321,8 @@ def run_demo(out: Path, seed: int = 2026, echo: Callable[[str], None] | None = N
     """Run every demo step, writing files under ``out``, then ``out/provenance.json``; returns the
     JSON-ready results."""
     recorder = provenance.Recorder(
-        provenance.seeds(seed, SEED_STREAMS), provenance.python_call("dpcert.demo.run_demo", out, seed=seed)
+        provenance.seeds(seed, SEED_STREAMS),
+        provenance.python_call("dpcert.reproductions.demo.run_demo", out, seed=seed),
     )
     out.mkdir(parents=True, exist_ok=True)
     context = DemoContext(out=out, seed=seed, recorder=recorder)

@@ -1,7 +1,7 @@
 """A durable per-user privacy ledger on SQLite (or PostgreSQL).
 
 ``Ledger(path)`` (or ``Ledger("postgresql://USER@HOST/DB")``, see
-:mod:`dpcert.accounting.ledger_postgres`) records, for each user, every participation (a *charge*)
+:mod:`dpcert.ledger.postgres`) records, for each user, every participation (a *charge*)
 in a mechanism, and composes each user's participations into the privacy they have spent.  Design:
 
 * stdlib :mod:`sqlite3` in WAL mode; each :meth:`Ledger.charge` is **one** ``BEGIN IMMEDIATE``
@@ -44,7 +44,7 @@ in a mechanism, and composes each user's participations into the privacy they ha
   ``Ledger(path, migrate=True, signing_key=...)`` (``dpcert ledger migrate``), which refuses files
   that already had the chained tables;
 * storage goes through a backend object (:class:`SQLiteStore`, or
-  :class:`~dpcert.accounting.ledger_postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
+  :class:`~dpcert.ledger.postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
   ledger's SQL and the few engine-specific operations; the budget checks, compositions and the hash
   chain are computed here for both.
 
@@ -765,7 +765,7 @@ class Ledger:
         self._signed_head: tuple[int, bytes] | None = None  # the last head this object signed and committed
         self._db: Any
         if postgres:
-            from dpcert.accounting.ledger_postgres import PostgresStore
+            from dpcert.ledger.postgres import PostgresStore
 
             self._db = PostgresStore(str(path), durable=durable, timeout=timeout, readonly=self.readonly)
             self.path = self._db.path  # the URL without its password

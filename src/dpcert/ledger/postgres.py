@@ -1,7 +1,7 @@
-"""PostgreSQL storage for :class:`dpcert.accounting.ledger.Ledger` (``Ledger("postgresql://…")``).
+"""PostgreSQL storage for :class:`dpcert.ledger.api.Ledger` (``Ledger("postgresql://…")``).
 
 Same tables, schema version, hash chain and export as the SQLite ledger; the ledger's logic is shared
-(:class:`~dpcert.accounting.ledger.Ledger`), only the storage operations differ:
+(:class:`~dpcert.ledger.api.Ledger`), only the storage operations differ:
 
 * **one named schema.**  The ledger's tables live in the PostgreSQL schema named by the URL's
   ``schema`` parameter, ``dpcert`` by default (``postgresql://alice@db.example.org/privacy?schema=dp``;

@@ -1,0 +1,1 @@
+"""Certificates for other libraries' objects, with each library's own meaning."""

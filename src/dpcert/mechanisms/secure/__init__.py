@@ -1,0 +1,1 @@
+"""Integer-exact samplers whose running time does not depend on the noise drawn."""

@@ -1,0 +1,1 @@
+"""Shuffle-model protocols: the bit-sum protocols and shuffled local randomizers."""

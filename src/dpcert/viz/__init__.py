@@ -1,0 +1,1 @@
+"""Pictures of certificates, ledgers and audits (matplotlib, the plot extra)."""
