@@ -94,7 +94,7 @@ def test_parse_options():
 
 @pytest.mark.parametrize("name", ["dpdpe-fig2b", "dpdpe-fig2c", "dpdpe-fig2a"])
 def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
-    from dpcert.reproductions import dpdpe as figures_dpdpe
+    from dpcert.reproductions import li_zhou_ji_2022 as figures_dpdpe
 
     monkeypatch.setattr(figures_dpdpe, "HORIZON", 3000)
     monkeypatch.setattr(figures_dpdpe, "EPSILON_GRID", (1.0, 10.0))

@@ -12,7 +12,8 @@ import dpcert
 from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.cli import main
-from dpcert.reproductions import dpdpe, linucb
+from dpcert.reproductions import chowdhury_zhou_2022 as linucb
+from dpcert.reproductions import li_zhou_ji_2022 as dpdpe
 
 VERSION = importlib.metadata.version("dpcert")
 ENVIRONMENT = {"python", "numpy", "scipy", "dp_accounting", "numba", "platform", "machine", "processor"}
