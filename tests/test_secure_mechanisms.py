@@ -226,7 +226,7 @@ def test_secure_options_on_the_float_mechanisms_and_sampler_records():
     assert 1.0 < secure_g.certificate.epsilon < 1.002  # the grid's price at the same sigma and delta
     discrete = DiscreteLaplaceMechanism.for_epsilon(1.0)
     exact = DiscreteLaplaceMechanism(discrete.noise_parameter, discrete.certificate, secure=True)
-    draws = exact(np.zeros(50_000, dtype=int), None)
+    draws = exact(0, None, size=50_000)  # 50 000 releases of one coordinate
     assert draws.dtype == np.int64 and draws.shape == (50_000,)
     # variance of DLap(1) is 2e^-1/(1-e^-1)^2 = 1.8407; 50 000 draws (unseeded OS bits) give a standard
     # error of about 0.02, so the band of 0.15 (8 standard errors) fails with probability below 1e-9

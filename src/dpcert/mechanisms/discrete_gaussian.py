@@ -53,7 +53,13 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import release_shape, require_certificate_for
-from dpcert.mechanisms.secure.samplers import RandomSource, SecureRandom, sample_discrete_gaussian
+from dpcert.mechanisms.secure.samplers import (
+    RandomSource,
+    SecureRandom,
+    sample_discrete_gaussian,
+    timing_failure,
+)
+from dpcert.mechanisms.secure.timing import calibrated_with_timing, covering_release_time
 
 if TYPE_CHECKING:
     from dpcert.theory.pld import LossPmf
@@ -298,6 +304,20 @@ def least_discrete_gaussian_sigma(
     return least_noise(delta_of, delta, guess)
 
 
+def release_time_failure(sigma: float, compositions: int = 1) -> float:
+    """Bound on the probability that k = ``compositions`` draws of N_Z(0, σ²), made in any number of
+    calls of the fixed-work sampler, leave its fixed-work path: ``k · p(k)``.
+
+    A certificate covers k draws, made in at most k calls of at most k draws each; the bound p(n) of
+    :func:`~dpcert.mechanisms.secure.samplers.timing_failure` for a call of n draws is nondecreasing in
+    n (more rounds, more coins), so the calls together leave the path with probability at most
+    k p(k).  For k = 1 it is the one-draw bound.  1 (no claim) when σ is beyond the fixed-work range.
+    """
+    compositions = check.positive_int("compositions", compositions)
+    failure = timing_failure("discrete-gaussian", Fraction(sigma) ** 2, compositions)
+    return min(1.0, math.nextafter(compositions * failure, math.inf))
+
+
 @dataclass(frozen=True)
 class DiscreteGaussianCalibration:
     """Result of :func:`calibrate_discrete_gaussian`: the noise ``sigma`` and its certificate."""
@@ -318,7 +338,12 @@ def calibrate_discrete_gaussian(
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
 ) -> DiscreteGaussianCalibration:
-    """The least discrete Gaussian σ whose k releases meet (ε, δ), with its certificate.
+    """The least discrete Gaussian σ whose k releases meet (ε, δ), release times included, with its
+    certificate.
+
+    The certificate's δ covers the output and the release-time term of the fixed-work sampler
+    (:func:`release_time_failure`); when the least σ for the output leaves no room under δ for that
+    term, σ is raised by a relative 2^-40 until it does (never a weaker claim).
 
     Parameters
     ----------
@@ -333,15 +358,26 @@ def calibrate_discrete_gaussian(
     delta = check.positive_delta(delta, "delta")
     sensitivity = check.positive_int("sensitivity", sensitivity)
     compositions = check.positive_int("compositions", compositions)
-    sigma = least_discrete_gaussian_sigma(epsilon, delta, sensitivity, compositions)
-    certificate = discrete_gaussian_certificate(
-        sigma,
-        epsilon=epsilon,
-        delta=delta,
-        sensitivity=sensitivity,
-        compositions=compositions,
-        trust_model=trust_model,
-        neighbouring=neighbouring,
+    least = least_discrete_gaussian_sigma(epsilon, delta, sensitivity, compositions)
+
+    def certify(sigma: float) -> Certificate:
+        return discrete_gaussian_certificate(
+            sigma,
+            epsilon=epsilon,
+            delta=delta,
+            sensitivity=sensitivity,
+            compositions=compositions,
+            trust_model=trust_model,
+            neighbouring=neighbouring,
+        )
+
+    sigma, certificate = calibrated_with_timing(
+        certify,
+        least,
+        lambda sigma: release_time_failure(sigma, compositions),
+        asked=True,
+        keep_delta=True,
+        more=lambda sigma: sigma * (1.0 + 2.0**-40),
     )
     return DiscreteGaussianCalibration(sigma, certificate)
 
@@ -352,6 +388,11 @@ class DiscreteGaussianMechanism:
 
     ``secure=True`` (default) draws the random bits from the operating system (``secrets``) and ignores
     the ``rng`` argument; ``secure=False`` draws them from ``rng`` (reproducible, for tests and research).
+    Either way the draws come from the fixed-work sampler, so the ``certificate`` is the one given with
+    the release-time term of its k = ``compositions`` draws added (:func:`release_time_failure`,
+    :func:`~dpcert.mechanisms.secure.timing.covering_release_time`; Jin, McMurtry, Rubinstein &
+    Ohrimenko 2022): unchanged when it already claims it, its (ε, δ) kept when δ leaves room, else δ
+    raised by (1 + e^ε) k p(k).  A σ beyond the sampler's fixed-work range (about 2^27) is refused.
     """
 
     sigma: float
@@ -367,6 +408,9 @@ class DiscreteGaussianMechanism:
             self.sigma,
             "a discrete-Gaussian certificate for this sigma",
         )
+        compositions = int(self.certificate.parameters.get("compositions", 1))
+        failure = release_time_failure(self.sigma, compositions)
+        object.__setattr__(self, "certificate", covering_release_time(self.certificate, failure))
 
     def source(self, rng: np.random.Generator | None) -> RandomSource:
         """Where the random bits come from."""

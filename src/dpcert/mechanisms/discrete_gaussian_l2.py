@@ -47,11 +47,13 @@ from dpcert.certificates import (
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.secure.noise import (
     GAUSSIAN_GRID_BITS,
+    MAX_GAUSSIAN_STEPS,
     Grid,
     _check_bits,
     _source,
 )
-from dpcert.mechanisms.secure.samplers import sample_discrete_gaussian
+from dpcert.mechanisms.secure.samplers import sample_discrete_gaussian, timing_failure
+from dpcert.mechanisms.secure.timing import calibrated_with_timing
 from dpcert.theory.zcdp import ZCDPProfile, zcdp_delta
 
 L2_BASIS = (
@@ -278,6 +280,16 @@ def secure_l2_gaussian(
         under zCDP without rounding (or the given ``sigma``).
     fine_bits
         Coordinates first rounded to ``g 2^-fine_bits`` (see :func:`grid_l2_sensitivity`).
+
+    Release time: each release (one call, ``coordinates`` draws of the fixed-work sampler) leaves the
+    fixed-work path with probability at most p
+    (:func:`~dpcert.mechanisms.secure.samplers.timing_failure`); the certificate's δ includes
+    (1 + e^ε) k p for the k releases (:mod:`dpcert.mechanisms.secure.timing`; Jin, McMurtry, Rubinstein
+    & Ohrimenko 2022).  With (ε, δ) asked, that term fits under δ (one more grid step of σ when the
+    least σ leaves no room); with ``sigma`` and ``delta``, ε is raised by ulps; with ``sigma`` and
+    ``epsilon`` only, δ is.  σ is limited to 2^26 grid steps, within the sampler's fixed-work range
+    (about 2^27): a coarser grid is needed beyond.  Draws taken in bulk through :meth:`noise_units`
+    or a pool are outside this per-release bound.
     """
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     coordinates = check.positive_int("coordinates", coordinates)
@@ -297,21 +309,42 @@ def secure_l2_gaussian(
         units = least_l2_sigma_units(epsilon, delta, shift, compositions)
     else:
         units = math.ceil(math.ldexp(reference, -int(grid.exponent)))
-        if units > MAX_SIGMA_UNITS:
-            raise InvalidParameter("granularity", grid.granularity, "a grid with sigma <= 2^40 steps")
-    certificate = discrete_gaussian_l2_certificate(
-        float(units),
-        l2_sensitivity=shift,
-        coordinates=coordinates,
-        compositions=compositions,
-        granularity=grid.granularity,
-        epsilon=epsilon,
-        delta=delta,
-        trust_model=trust_model,
-        neighbouring=neighbouring,
-        notes=notes,
+    _check_sampler_range(units, grid)
+
+    def certify(steps: float) -> Certificate:
+        return discrete_gaussian_l2_certificate(
+            steps,
+            l2_sensitivity=shift,
+            coordinates=coordinates,
+            compositions=compositions,
+            granularity=grid.granularity,
+            epsilon=epsilon,
+            delta=delta,
+            trust_model=trust_model,
+            neighbouring=neighbouring,
+            notes=notes,
+        )
+
+    def failure_of(steps: float) -> float:
+        return compositions * timing_failure("discrete-gaussian", Fraction(steps) ** 2, coordinates)
+
+    steps, certificate = calibrated_with_timing(
+        certify, float(units), failure_of, asked=sigma is None, keep_delta=delta is not None
     )
+    units = int(steps)
+    _check_sampler_range(units, grid)
     return SecureL2Gaussian(grid, units, sensitivity, coordinates, certificate, _check_bits(bits))
+
+
+def _check_sampler_range(units: int, grid: Grid) -> None:
+    """Refuse σ beyond the fixed-work range of the integer-exact sampler (its release-time bound)."""
+    if units > MAX_GAUSSIAN_STEPS:
+        raise InvalidParameter(
+            "granularity",
+            grid.granularity,
+            f"a grid with sigma <= 2^{MAX_GAUSSIAN_STEPS.bit_length() - 1} steps (sigma = {units} steps is "
+            "beyond the range the fixed-work sampler covers)",
+        )
 
 
 def least_l2_real_sigma(epsilon: float, delta: float, sensitivity: float, compositions: int = 1) -> float:

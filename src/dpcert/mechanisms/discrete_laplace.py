@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -38,6 +39,8 @@ from dpcert.certificates import (
 )
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import certificate_at_delta, release_shape, require_certificate_for
+from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_laplace, timing_failure
+from dpcert.mechanisms.secure.timing import covering_release_time
 
 DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exact profile)"
 
@@ -157,15 +160,25 @@ class DiscreteLaplaceMechanism:
     """Adds DLap(a) noise to integer query answers; calibrate with :meth:`for_epsilon`.
 
     ``secure=True`` draws the noise with the integer-exact sampler (CKS 2020, Alg. 2) from the operating
-    system's random bits (:mod:`dpcert.mechanisms.secure.samplers`) and ignores ``rng``.
+    system's random bits (:mod:`dpcert.mechanisms.secure.samplers`) and ignores ``rng``.  That sampler
+    does fixed work per draw except with probability p per release of ``dimension`` coordinates
+    (:func:`~dpcert.mechanisms.secure.samplers.timing_failure`), so the ``certificate`` of a secure
+    mechanism is the one given with the release-time term (1 + e^ε) p added to its δ
+    (:func:`~dpcert.mechanisms.secure.timing.covering_release_time`; Jin, McMurtry, Rubinstein &
+    Ohrimenko 2022), per release; a secure release of more than ``dimension`` coordinates is refused.
+    The float path (``secure=False``) draws numpy geometric variables and carries no timing claim.
     """
 
     noise_parameter: float
     certificate: Certificate
     secure: bool = False
+    dimension: int = 1
 
     def __post_init__(self) -> None:
         check.positive_finite("noise_parameter", self.noise_parameter)
+        check.positive_int("dimension", self.dimension)
+        if not isinstance(self.secure, (bool, np.bool_)):
+            raise InvalidParameter("secure", self.secure, "true or false")
         require_certificate_for(
             self.certificate,
             "discrete-laplace",
@@ -173,16 +186,30 @@ class DiscreteLaplaceMechanism:
             self.noise_parameter,
             "a discrete-Laplace certificate for this parameter",
         )
+        if self.secure:
+            failure = timing_failure("discrete-laplace", self.scale, self.dimension)
+            object.__setattr__(self, "certificate", covering_release_time(self.certificate, failure))
+
+    @property
+    def scale(self) -> Fraction:
+        """The sampler's scale 1/a, exactly."""
+        return 1 / Fraction(self.noise_parameter)
 
     @classmethod
-    def for_epsilon(cls, epsilon: float, sensitivity: int = 1) -> DiscreteLaplaceMechanism:
-        """The least noise (largest a, rounded so that aΔ <= ε) giving ε-DP."""
+    def for_epsilon(
+        cls, epsilon: float, sensitivity: int = 1, *, secure: bool = False, dimension: int = 1
+    ) -> DiscreteLaplaceMechanism:
+        """The least noise (largest a, rounded so that aΔ <= ε) giving ε-DP (with ``secure``, the
+        output's ε-DP and a δ of the release-time term only)."""
         epsilon = check.epsilon(epsilon)
         sensitivity = check.positive_int("sensitivity", sensitivity)
         noise_parameter = epsilon / sensitivity
         while noise_parameter * sensitivity > epsilon:
             noise_parameter = math.nextafter(noise_parameter, 0.0)
-        return cls(noise_parameter, discrete_laplace_certificate(noise_parameter, sensitivity=sensitivity))
+        certificate = discrete_laplace_certificate(
+            noise_parameter, sensitivity=sensitivity, sampler="integer-exact" if secure else None
+        )
+        return cls(noise_parameter, certificate, secure, dimension)
 
     def __call__(self, value: Any, rng: np.random.Generator, size: int | None = None) -> Any:
         """Release integer ``value`` plus DLap(a) noise; with ``size``, ``size`` releases (leading axis)."""
@@ -193,12 +220,12 @@ class DiscreteLaplaceMechanism:
             )
         shape = release_shape(array, size)
         if self.secure:
-            from fractions import Fraction
-
-            from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_laplace
-
+            if array.size > self.dimension:
+                raise InvalidParameter(
+                    "value", value, f"at most dimension = {self.dimension} coordinate(s) per release"
+                )
             count = int(np.prod(shape, dtype=np.int64))
-            noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), count, SecureRandom())
+            noise = sample_discrete_laplace(self.scale, count, SecureRandom())
             released = array.astype(np.int64) + noise.reshape(shape)
             return int(released) if released.ndim == 0 else released
         rng = check.generator(rng)

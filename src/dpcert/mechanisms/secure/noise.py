@@ -24,8 +24,9 @@ p <= :func:`~dpcert.mechanisms.secure.samplers.timing_failure` (10^-37 to 10^-35
 view (output, release time) is within total variation p of the output followed by a delay that depends
 on neither the values nor the input (the rounds a short discrete Gaussian batch adds depend only on
 which rounds were accepted), and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.
-The certificates claim that point: δ includes (1 + e^ε) p (:func:`timing_delta`; for the Laplace,
-whose output is pure ε-DP, it is the whole δ), and a note says so.  The profile the certificate names
+The certificates claim that point: δ includes (1 + e^ε) p
+(:func:`~dpcert.mechanisms.secure.timing.timing_delta`; for the Laplace, whose output is pure ε-DP, it
+is the whole δ), and a note says so.  The profile the certificate names
 is the output's: a composition in :mod:`dpcert.accounting` that re-derives points from the profiles
 does not carry this term, which for k releases is at most (1 + e^ε) Σ p (the notes state each p).
 """
@@ -40,12 +41,14 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
+from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import DataOutOfBounds, InvalidParameter
+from dpcert.mechanisms._common import certificate_at_delta
 from dpcert.mechanisms.discrete_gaussian import (
     discrete_gaussian_certificate,
     least_discrete_gaussian_sigma,
 )
+from dpcert.mechanisms.discrete_laplace import DISCRETE_LAPLACE_BASIS, DiscreteLaplaceProfile
 from dpcert.mechanisms.secure.samplers import (
     RandomSource,
     SecureRandom,
@@ -53,6 +56,7 @@ from dpcert.mechanisms.secure.samplers import (
     sample_discrete_laplace,
     timing_failure,
 )
+from dpcert.mechanisms.secure.timing import calibrated_with_timing, with_timing
 
 LAPLACE_GRID_BITS = 20  # default grid: g = 2^(⌊log2 Δ⌋ − 20)
 GAUSSIAN_GRID_BITS = 13  # default grid: g = 2^(⌊log2 σ⌋ − 13)
@@ -161,65 +165,6 @@ def short_dyadic_below(value: float, bits: int = _PARAMETER_BITS) -> float:
     return math.ldexp(math.floor(math.ldexp(mantissa, bits)), exponent - bits)
 
 
-def timing_delta(epsilon: float, failure: float) -> float:
-    """(1 + e^ε)·p rounded up: what release times can add to δ when the fixed-work path is left with
-    probability p (a view within total variation p of an (ε, δ)-DP one is (ε, δ + (1 + e^ε) p)-DP)."""
-    if failure >= 1.0:
-        return 1.0
-    return min(1.0, math.nextafter((1.0 + math.exp(epsilon)) * failure * (1.0 + 1e-12), math.inf))
-
-
-def _room(certificate: Certificate, epsilon: float, delta: float, failure: float) -> bool:
-    """δ_out(ε) + timing_delta(ε, p) <= δ, in exact rational arithmetic."""
-    return Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)) <= Fraction(
-        delta
-    )
-
-
-def _with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -> Certificate:
-    """``certificate`` claiming a point that also covers release times: δ_out(ε) + timing_delta <= δ.
-
-    ``keep_delta``: the caller asked for this δ; ε is raised (by ulps) until the output's δ leaves room
-    for the timing term, checked in exact rational arithmetic.  Otherwise δ is raised instead.
-    """
-    if failure >= 1.0:
-        raise InvalidParameter(
-            "sigma", certificate.parameters.get("sigma"), "a sigma the fixed-work sampler covers"
-        )
-    epsilon, delta = certificate.epsilon, certificate.delta
-
-    if keep_delta:
-        if timing_delta(epsilon, failure) >= delta:
-            raise InvalidParameter(
-                "delta",
-                delta,
-                f"delta > {timing_delta(epsilon, failure):.3g} (the release-time term at epsilon)",
-            )
-        step = math.ulp(epsilon) if epsilon > 0 else 2.0**-1074
-        while not _room(certificate, epsilon, delta, failure):
-            if timing_delta(epsilon + step, failure) >= delta:
-                raise InvalidParameter("delta", delta, "a delta with room for the release-time term")
-            epsilon += step
-            step *= 2.0
-    else:
-        delta = float(Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)))
-        while not _room(certificate, epsilon, delta, failure):
-            delta = math.nextafter(delta, math.inf)
-    note = (
-        f"release time: fixed work per release except with probability <= {failure:.3g}; delta includes "
-        f"(1 + e^epsilon) x that = {timing_delta(epsilon, failure):.3g} for an observer of release times"
-    )
-    return Certificate(
-        certificate.mechanism,
-        Guarantee(epsilon, delta),
-        certificate.trust_model,
-        certificate.neighbouring,
-        dict(certificate.parameters),
-        certificate.basis,
-        certificate.notes + (note,),
-    ).verify()
-
-
 def secure_laplace_certificate(
     noise_parameter: float,
     integer_sensitivity: int,
@@ -231,11 +176,9 @@ def secure_laplace_certificate(
 ) -> Certificate:
     """The ε = a·Δ_g certificate of discrete Laplace noise DLap(a) in grid units, grid recorded.
 
-    The output is pure ε-DP; the claimed δ is the release-time term (:func:`timing_delta`) of a release
+    The output is pure ε-DP; the claimed δ is the release-time term
+    (:func:`~dpcert.mechanisms.secure.timing.timing_delta`) of a release
     of ``draws`` noise draws (the coordinates)."""
-    from dpcert.mechanisms._common import certificate_at_delta
-    from dpcert.mechanisms.discrete_laplace import DISCRETE_LAPLACE_BASIS, DiscreteLaplaceProfile
-
     parameters = {
         "noise_parameter": check.positive_finite("noise_parameter", noise_parameter),
         "sensitivity": check.positive_int("sensitivity", integer_sensitivity),
@@ -252,7 +195,7 @@ def secure_laplace_certificate(
         DISCRETE_LAPLACE_BASIS + "; integer-exact sampler on a grid (Mironov 2012 snapping)",
     )
     failure = timing_failure("discrete-laplace", 1 / Fraction(parameters["noise_parameter"]), draws)
-    return _with_timing(output, failure, keep_delta=False)
+    return with_timing(output, failure, keep_delta=False)
 
 
 @dataclass(frozen=True)
@@ -444,9 +387,10 @@ def secure_gaussian(
             grid.granularity,
             f"a grid with sigma <= 2^{MAX_GAUSSIAN_STEPS.bit_length() - 1} steps",
         )
-    while True:
-        certificate = discrete_gaussian_certificate(
-            units,
+
+    def certify(steps: float) -> Certificate:
+        return discrete_gaussian_certificate(
+            steps,
             epsilon=epsilon,
             delta=delta,
             sensitivity=shift,
@@ -455,17 +399,11 @@ def secure_gaussian(
             trust_model=trust_model,
             neighbouring=neighbouring,
         )
-        failure = releases * timing_failure("discrete-gaussian", Fraction(units) ** 2, dimension)
-        asked = certificate.delta if sigma is None else None  # (ε, δ) both asked for
-        if asked is not None and timing_delta(certificate.epsilon, failure) >= asked:
-            raise InvalidParameter(
-                "delta",
-                asked,
-                f"delta > {timing_delta(certificate.epsilon, failure):.3g} (the release-time term)",
-            )
-        if asked is None or _room(certificate, certificate.epsilon, asked, failure):
-            certificate = _with_timing(certificate, failure, keep_delta=delta is not None)
-            break
-        # no room for the release-time term at (ε, δ) (not seen in practice): a whole step more noise
-        units += 1.0
+
+    def failure_of(steps: float) -> float:
+        return releases * timing_failure("discrete-gaussian", Fraction(steps) ** 2, dimension)
+
+    units, certificate = calibrated_with_timing(
+        certify, units, failure_of, asked=sigma is None, keep_delta=delta is not None
+    )
     return SecureGaussianMechanism(grid, units, certificate, _check_bits(bits), dimension)
