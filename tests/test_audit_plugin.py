@@ -7,10 +7,15 @@ from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+import scipy.special  # noqa: F401
+import statsmodels.stats.proportion  # noqa: F401
 
 from dpcert.testing import assert_dp
 
 pytest_plugins = ["pytester"]
+# The audits import scipy.special and statsmodels on first use.  pytester's in-process runs drop the
+# modules a run imported, and numpy's C extensions cannot be loaded twice in one process: they are
+# imported here, once, so that a second in-process run finds them.
 
 USER_TESTS = """
 import numpy as np

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 from dpcert import _validation as check
 from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, EvaluationCounts, held_out_counts
@@ -40,6 +39,8 @@ def delta_bound_from_counts(counts: EvaluationCounts, epsilon: float, confidence
     """The (``confidence``) lower confidence bound on δ(ε) from fixed-set counts (union bound, α/2 each)."""
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     alpha = 1.0 - check.probability("confidence", confidence, open_low=True, open_high=True)
+    from statsmodels.stats.proportion import proportion_confint  # heavy: imported on first use
+
     lower, _ = proportion_confint(counts.in_set_numerator, counts.draws_numerator, alpha=alpha, method="beta")
     _, upper = proportion_confint(
         counts.in_set_denominator, counts.draws_denominator, alpha=alpha, method="beta"

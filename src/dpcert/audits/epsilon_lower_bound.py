@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 from dpcert import _validation as check
 from dpcert.audits.rejection_set import RejectionSet, Score
@@ -110,6 +109,8 @@ def bound_from_counts(counts: EvaluationCounts, delta: float, confidence: float)
     """
     delta = check.delta(delta)
     alpha = 1.0 - check.probability("confidence", confidence, open_low=True, open_high=True)
+    from statsmodels.stats.proportion import proportion_confint  # heavy: imported on first use
+
     lower, _ = proportion_confint(counts.in_set_numerator, counts.draws_numerator, alpha=alpha, method="beta")
     _, upper = proportion_confint(
         counts.in_set_denominator, counts.draws_denominator, alpha=alpha, method="beta"

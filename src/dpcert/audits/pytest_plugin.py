@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dpcert.audits.run import audit
 from dpcert.audits.sampling import DEFAULT_SAMPLES
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ class Auditor:
         options.setdefault("confidence", self.confidence)
         if options.get("rng") is None:
             options.setdefault("seed", self._next_seed())
-        from dpcert.audits.run import audit  # imported on first use (keeps pytest start-up light)
-
         report = audit(mechanism, a, b, epsilon, delta, **options)
         self.reports.append(report)
         return report

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpcert import _json
+from dpcert._notebook import html_table, markdown_table
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts, epsilon_ceiling
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.certificates import Guarantee
@@ -176,13 +177,9 @@ class AuditReport:
         ]
 
     def _repr_markdown_(self) -> str:
-        from dpcert._notebook import markdown_table
-
         return markdown_table("Audit report", self._notebook_rows(), self.notes)
 
     def _repr_html_(self) -> str:
-        from dpcert._notebook import html_table
-
         return html_table("Audit report", self._notebook_rows(), self.notes)
 
     def summary(self) -> str:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import betaincinv
 
 from dpcert import _fixed_order as fixed_order
 from dpcert.audits.rejection_set import Feature, RejectionSet, Score, unique_rows
@@ -82,6 +81,8 @@ def projected_ends(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cautious forecast of :func:`projected_bound`: the lower Clopper–Pearson end of the numerator
     probability and the upper end of the denominator one, at the evaluation sizes (α/2 each)."""
+    from scipy.special import betaincinv  # heavy: imported on first use (keeps the pytest plugin light)
+
     caution = SELECTION_CAUTION if caution is None else caution
     numerator = np.asarray(in_set_numerator, float)
     denominator = np.asarray(in_set_denominator, float)

@@ -4,14 +4,13 @@ Exit status (CLI.md): 0 success / "consistent"; 1 a verdict of "violated" or a r
 input or usage, one line on stderr naming the parameter and what is allowed, checked before any work;
 3 an internal or storage error, one line on stderr (the traceback only with ``--debug``).
 
-This module imports nothing heavier than the standard library so that ``dpcert --help`` and
-``dpcert --version`` start quickly; command modules import numpy/scipy inside their handlers.
+``dpcert --help`` and ``dpcert --version`` import no command module (:mod:`dpcert.cli` loads only
+the module of the command given), so they start in about the time the package itself takes.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
@@ -20,7 +19,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -47,7 +48,7 @@ SEED_LIMIT = 2**128
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line on stderr, exit status 2
+    def error(self, message: str) -> NoReturn:  # one line on stderr, exit status 2
         self.exit(EXIT_BAD_INPUT, f"dpcert: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -78,6 +79,27 @@ class CommandGroups:
         return parser
 
 
+def dpcert_version() -> str:
+    """The installed dpcert's version (the one provenance records), ``unknown`` when not installed."""
+    import importlib.metadata  # about 0.1 s: read only when a command needs it
+
+    try:
+        return importlib.metadata.version("dpcert")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``dpcert VERSION`` and exit 0 (the version is looked up only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"dpcert {dpcert_version()}\n")
+        parser.exit()
+
+
 def add_debug_flag(parser: argparse.ArgumentParser, default: Any = False) -> None:
     parser.add_argument(
         "--debug", action="store_true", default=default, help="print the traceback of an internal error"
@@ -88,10 +110,8 @@ def build_root_parser(
     stubs: dict[str, str] | None = None,
 ) -> tuple[argparse.ArgumentParser, CommandGroups]:
     """The root parser with its command groups; ``stubs`` adds top-level commands by name and help only."""
-    from dpcert import __version__
-
     parser = _Parser(prog="dpcert", description="Differential privacy with checkable certificates.")
-    parser.add_argument("--version", action="version", version=f"dpcert {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     add_debug_flag(parser)
     root = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     groups = {}
@@ -120,39 +140,8 @@ def _missing_subcommand(
     return handler
 
 
-class LazyChoices(Sequence[str]):
-    """argparse ``choices`` read from ``module.attribute`` only when first needed.
-
-    The modules holding the choices import scipy; reading them lazily keeps usage errors and
-    ``--help`` of unrelated commands fast.
-    """
-
-    def __init__(self, module: str, attribute: str) -> None:
-        self._module = module
-        self._attribute = attribute
-        self._values: tuple[str, ...] | None = None
-
-    def _load(self) -> tuple[str, ...]:
-        if self._values is None:
-            self._values = tuple(getattr(importlib.import_module(self._module), self._attribute))
-        return self._values
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._load()
-
-    def __iter__(self):
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-    def __getitem__(self, index):
-        return self._load()[index]
-
-
-ONE_OF = {"metavar": "NAME", "help": "%(choices)s (default %(default)s)"}
-"""``add_argument`` keywords for a :class:`LazyChoices` option (a metavar keeps argparse from reading
-the choices when the option is added)."""
+ONE_OF: dict[str, Any] = {"metavar": "NAME", "help": "%(choices)s (default %(default)s)"}
+"""``add_argument`` keywords for an option with named choices."""
 
 
 # --------------------------------------------------------------------------- argument types
@@ -333,7 +322,7 @@ def certificate_rows(certificate: Any, *, neighbouring: bool = True) -> list[tup
     return rows
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
@@ -345,8 +334,6 @@ def run_command(args: argparse.Namespace) -> int:
     certificate that does not verify, an unmet precondition) exits 2; anything else is an internal
     error (3), whose traceback is printed only with ``--debug``.
     """
-    from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
-
     try:
         return int(args.handler(args))
     except BudgetExceeded as exc:

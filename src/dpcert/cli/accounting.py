@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from dpcert import _json
+from dpcert.accounting.composition import ALL_METHODS, compose
+from dpcert.certificates import Certificate
 from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
     CommandGroups,
-    LazyChoices,
     bounded_integer,
     delta_value,
     emit,
@@ -48,15 +49,12 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--delta", type=delta_value, required=True, help="target delta of the composition")
 
 
-ALL_METHODS = LazyChoices("dpcert.accounting.composition", "ALL_METHODS")
 MAX_MECHANISMS = 100_000
 """Most mechanisms one composition takes (certificates x --count)."""
 
 
 def read_certificates(path: str | Path) -> list[Any]:
     """Certificates in a JSON file (one object or a list of objects), each re-verified."""
-    from dpcert.certificates import Certificate
-
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -78,8 +76,6 @@ def read_certificates(path: str | Path) -> list[Any]:
 
 
 def _account_compose(args: argparse.Namespace) -> int:
-    from dpcert.accounting.composition import compose
-
     distinct = [c for path in args.certificate for c in read_certificates(path)]
     if len(distinct) * args.count > MAX_MECHANISMS:
         raise InvalidParameter(

@@ -26,6 +26,12 @@ from typing import Any
 import numpy as np
 
 from dpcert import _json
+from dpcert import _validation as check
+from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
+from dpcert.audits.floating_point import check_floating_point
+from dpcert.audits.run import audit
+from dpcert.audits.sampling import accepts_size, draw
+from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
 from dpcert.cli._common import (
     EXIT_OK,
     EXIT_VIOLATED,
@@ -33,6 +39,7 @@ from dpcert.cli._common import (
     available_memory,
     bounded_integer,
     delta_value,
+    dpcert_version,
     emit,
     gib,
     integer,
@@ -43,6 +50,14 @@ from dpcert.cli._common import (
 )
 from dpcert.cli._common import seed as seed_type
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
+from dpcert.mechanisms.secure.noise import (
+    SecureGaussianMechanism,
+    SecureLaplaceMechanism,
+    secure_gaussian,
+    secure_laplace,
+)
+from dpcert.viz.plots import plot_audit
 
 BUILTINS = ("laplace", "gaussian", "randomized-response")
 MAX_SAMPLES = 10**12
@@ -194,6 +209,8 @@ def load_function(target: str) -> Callable[..., Any]:
     name); an exception while importing it is reported as bad input naming TARGET."""
     path, function_name = parse_target(target)
     spec = importlib.util.spec_from_file_location(f"dpcert_audit_target_{abs(hash(path.resolve()))}", path)
+    if spec is None or spec.loader is None:
+        raise InvalidParameter("TARGET", target, "a Python source file before ':' (path/to/file.py)")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.resolve().parent))
     try:
@@ -239,8 +256,6 @@ def probe(
     Returns the number of values per draw and whether the two probes agree, i.e. whether the draws
     follow the generator dpcert passes.  A call that fails or returns an unusable output is bad input.
     """
-    from dpcert.audits.sampling import draw
-
     count = min(samples, PROBE_DRAWS)
     draws = []
     for _ in range(2):
@@ -284,8 +299,6 @@ def _randomized_response(flip: float) -> Callable[..., Any]:
 
 def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tuple[Callable[..., Any], dict]:
     """The built-in mechanism and the parameters it was given (defaults: calibrated for the claim)."""
-    from dpcert import _validation as check
-
     if getattr(args, "granularity", None) is not None and not getattr(args, "secure", False):
         raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
     if getattr(args, "secure", False):
@@ -293,9 +306,6 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
             raise InvalidParameter("--secure", f"builtin:{name}", "builtin:laplace or builtin:gaussian")
         return _secure_builtin(name, args, int(np.size(a)))
     if name == "laplace":
-        from dpcert.accounting.calibration import calibrate_laplace
-        from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
-
         if args.scale is None:
             mechanism = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity).mechanism()
         else:
@@ -303,8 +313,6 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
             mechanism = LaplaceMechanism(scale, laplace_certificate(scale, sensitivity=args.sensitivity))
         return mechanism, {"scale": mechanism.scale}
     if name == "gaussian":
-        from dpcert.accounting.calibration import calibrate_gaussian
-
         if args.sigma is None:
             sigma = calibrate_gaussian(args.epsilon, args.delta, sensitivity=args.sensitivity).sigma
         else:
@@ -329,8 +337,7 @@ def builtin_mechanism(name: str, args: argparse.Namespace, a: Any, b: Any) -> tu
 
 def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tuple[Callable[..., Any], dict]:
     """The integer-exact grid mechanism for builtin:laplace|gaussian --secure (reproducible bits)."""
-    from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
-
+    mechanism: SecureLaplaceMechanism | SecureGaussianMechanism
     if name == "laplace":
         epsilon = args.epsilon if args.scale is None else None
         mechanism = secure_laplace(
@@ -344,7 +351,7 @@ def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tupl
         noise = {"scale": mechanism.scale}
     else:
         delta = args.delta if args.delta > 0 or args.sigma is None else None
-        mechanism = secure_gaussian(
+        gaussian = secure_gaussian(
             args.epsilon,
             delta,
             sigma=args.sigma,
@@ -352,12 +359,19 @@ def _secure_builtin(name: str, args: argparse.Namespace, dimension: int) -> tupl
             granularity=args.granularity,
             bits="rng",
         )
-        noise = {"sigma": mechanism.real_sigma}
+        mechanism, noise = gaussian, {"sigma": gaussian.real_sigma}
     return mechanism, noise | {
         "granularity": mechanism.grid.granularity,
         "sampler": "integer-exact",
         "certificate": mechanism.certificate.to_dict(),
     }
+
+
+def fresh_seed() -> int:
+    """A seed from the operating system's entropy, below 2**63, for an audit run without ``--seed``."""
+    entropy = np.random.SeedSequence().entropy  # an int drawn from the OS when no entropy is given
+    assert isinstance(entropy, int)
+    return entropy % 2**63
 
 
 def _pairs(text: str) -> list:
@@ -379,8 +393,6 @@ def _pairs(text: str) -> list:
 
 def search_from_arguments(args: argparse.Namespace) -> Any:
     """The neighbour search named by ``--search`` (``--input`` is its start), or None."""
-    from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
-
     if args.search is None:
         for flag, value in (("--length", args.length), ("--pairs", args.pairs)):
             if value is not None:
@@ -403,10 +415,6 @@ def search_from_arguments(args: argparse.Namespace) -> Any:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from dpcert import __version__
-    from dpcert.audits.run import audit
-    from dpcert.audits.sampling import accepts_size
-
     if args.timing and args.floating_point:
         raise InvalidParameter("--timing", args.timing, "not combined with --floating-point")
     search = search_from_arguments(args)
@@ -418,7 +426,7 @@ def _audit(args: argparse.Namespace) -> int:
     a = parse_input("--input", args.input)
     b = parse_input("--neighbour", args.neighbour)
     check_memory(args.samples, 1, batched=True)  # the least any target needs: before importing a file
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+    seed = args.seed if args.seed is not None else fresh_seed()
     if args.target.startswith("builtin:"):
         mechanism, parameters = builtin_mechanism(args.target.removeprefix("builtin:"), args, a, b)
     elif args.secure:
@@ -440,8 +448,6 @@ def _audit(args: argparse.Namespace) -> int:
     claim = (mechanism, a, b, args.epsilon, args.delta)
     options = {"samples": args.samples, "seed": seed, "confidence": args.confidence}
     if args.floating_point:
-        from dpcert.audits.floating_point import check_floating_point
-
         result = check_floating_point(*claim, **options)
         report = result.audit
         extra = {"floating_point": {k: v for k, v in result.to_dict().items() if k != "audit"}}
@@ -461,7 +467,7 @@ def _audit(args: argparse.Namespace) -> int:
         "options": {"floating_point": args.floating_point, "timing": args.timing, **parameters},
         "reproducible_from_seed": reproducible,
         "warnings": warnings,
-        "dpcert_version": __version__,
+        "dpcert_version": dpcert_version(),
     }
     payload = report.to_dict() | {"target": args.target, "seed": seed, "parameters": parameters, "run": run}
     payload |= extra
@@ -494,9 +500,6 @@ PLOT_DRAWS = 50_000
 
 def _plot_audit(report: Any, mechanism: Any, a: Any, b: Any, seed: int, path: Path) -> None:
     """Fresh draws (a stream of the run's seed the audit did not use) pictured with the report."""
-    from dpcert.audits.sampling import draw
-    from dpcert.viz.plots import plot_audit
-
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng([seed, 7])
     plot_audit(report, draw(mechanism, a, PLOT_DRAWS, rng), draw(mechanism, b, PLOT_DRAWS, rng), path)
@@ -504,8 +507,6 @@ def _plot_audit(report: Any, mechanism: Any, a: Any, b: Any, seed: int, path: Pa
 
 def _audit_search(args: argparse.Namespace, search: Any) -> int:
     """``--search``: screen candidate pairs, audit the best on fresh draws, name the pair found."""
-    from dpcert.audits.run import audit
-
     if args.floating_point:
         raise InvalidParameter("--floating-point", True, "not combined with --search")
     if args.secure:
@@ -520,7 +521,7 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
         )
     else:
         mechanism, parameters = load_function(args.target), {}
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**63)
+    seed = args.seed if args.seed is not None else fresh_seed()
     if seed < 0:
         raise InvalidParameter("--seed", seed, "an integer >= 0")
     report = audit(
@@ -534,7 +535,9 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
     )
     if args.save is not None:
         args.save.write_text(report.to_json(indent=2))
-    pair = report.search["pair"]
+    found = report.search
+    assert found is not None  # an audit with a search reports it
+    pair = found["pair"]
     payload = report.to_dict() | {
         "target": args.target,
         "seed": seed,
@@ -544,7 +547,7 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
     }
     middle = [
         ("pair found", f"{pair['input']} vs {pair['neighbour']} ({pair['pattern']})"),
-        ("candidates screened", report.search["candidates"]),
+        ("candidates screened", found["candidates"]),
         ("samples per input (final pair)", report.samples),
     ]
     emit(args, payload, _report_rows(report, seed, middle))

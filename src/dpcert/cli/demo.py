@@ -7,7 +7,9 @@ import json
 import sys
 import time
 
+from dpcert import provenance
 from dpcert.cli._common import EXIT_OK, CommandGroups, output_directory, seed
+from dpcert.reproductions.demo import FILE, run_demo
 
 
 def register(groups: CommandGroups) -> None:
@@ -21,12 +23,13 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--seed", type=seed, default=2026)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from dpcert import provenance
-    from dpcert.reproductions.demo import FILE, run_demo
+def _print_line(line: str) -> None:
+    sys.stdout.write(line + "\n")
 
+
+def _demo(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    echo = None if args.json else (lambda line: sys.stdout.write(line + "\n"))
+    echo = None if args.json else _print_line
     with provenance.command_line(getattr(args, "argv", ["dpcert", "demo"])):
         results = run_demo(args.out, seed=args.seed, echo=echo)
     seconds = time.perf_counter() - start

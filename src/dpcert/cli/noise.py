@@ -11,11 +11,12 @@ import argparse
 import sys
 from typing import Any
 
+from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
+from dpcert.accounting.dp_sgd import SAMPLINGS, calibrate_dp_sgd, dp_sgd_certificate, dp_sgd_schedule
 from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
     CommandGroups,
-    LazyChoices,
     certificate_rows,
     delta_value,
     emit,
@@ -24,9 +25,16 @@ from dpcert.cli._common import (
     plot_certificate,
     positive,
 )
-
-GAUSSIAN_METHODS = LazyChoices("dpcert.accounting.calibration", "GAUSSIAN_METHODS")
-SAMPLINGS = LazyChoices("dpcert.accounting.dp_sgd", "SAMPLINGS")
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.secure.noise import (
+    SecureGaussianMechanism,
+    SecureLaplaceMechanism,
+    secure_gaussian,
+    secure_laplace,
+)
 
 
 def register(groups: CommandGroups) -> None:
@@ -172,8 +180,6 @@ def _schedule_rows(schedule: Any) -> list[tuple[str, Any]]:
 
 
 def _calibrate_dp_sgd(args: argparse.Namespace) -> int:
-    from dpcert.accounting.dp_sgd import calibrate_dp_sgd
-
     result = calibrate_dp_sgd(epsilon=args.epsilon, delta=args.delta, **_schedule_options(args))
     emit(
         args,
@@ -193,8 +199,6 @@ def _calibrate_dp_sgd(args: argparse.Namespace) -> int:
 
 
 def _account_dp_sgd(args: argparse.Namespace) -> int:
-    from dpcert.accounting.dp_sgd import dp_sgd_certificate, dp_sgd_schedule
-
     options = _schedule_options(args)
     sensitivity = options.pop("sensitivity")
     schedule = dp_sgd_schedule(**options)
@@ -246,24 +250,21 @@ def warn_float_sampler(args: argparse.Namespace) -> None:
 
 
 def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
-    from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
-
     if kind == "gaussian":
         if args.method != "analytic":
-            from dpcert.errors import InvalidParameter
-
             raise InvalidParameter("--method", args.method, "analytic with --secure")
-        mechanism = secure_gaussian(
+        gaussian = secure_gaussian(
             args.epsilon,
             args.delta,
             sensitivity=args.sensitivity,
             compositions=args.compositions,
             granularity=args.granularity,
         )
-        noise = ("sigma", mechanism.real_sigma)
+        mechanism: SecureGaussianMechanism | SecureLaplaceMechanism = gaussian
+        noise = ("sigma", gaussian.real_sigma)
     else:
-        mechanism = secure_laplace(args.epsilon, sensitivity=args.sensitivity, granularity=args.granularity)
-        noise = ("scale", mechanism.scale)
+        laplace = secure_laplace(args.epsilon, sensitivity=args.sensitivity, granularity=args.granularity)
+        mechanism, noise = laplace, ("scale", laplace.scale)
     certificate = mechanism.certificate
     granularity = mechanism.grid.granularity
     emit(
@@ -280,8 +281,6 @@ def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
 
 
 def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
-
     result = calibrate_discrete_gaussian(
         args.epsilon, args.delta, sensitivity=args.sensitivity, compositions=args.compositions
     )
@@ -295,8 +294,6 @@ def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
 
 def _check_granularity(args: argparse.Namespace) -> None:
     if args.granularity is not None and not args.secure:
-        from dpcert.errors import InvalidParameter
-
         raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
 
 
@@ -304,8 +301,6 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
     _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "gaussian")
-    from dpcert.accounting.calibration import calibrate_gaussian
-
     result = calibrate_gaussian(
         args.epsilon,
         args.delta,
@@ -326,8 +321,6 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
     _check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "laplace")
-    from dpcert.accounting.calibration import calibrate_laplace
-
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
     emit(
         args,
@@ -339,8 +332,6 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
 
 
 def _account_gaussian(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.gaussian import gaussian_certificate
-
     certificate = gaussian_certificate(
         args.sigma, delta=args.delta, sensitivity=args.sensitivity, compositions=args.compositions
     )
@@ -354,8 +345,6 @@ def _account_gaussian(args: argparse.Namespace) -> int:
 
 
 def _account_laplace(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.laplace import laplace_certificate
-
     certificate = laplace_certificate(args.scale, sensitivity=args.sensitivity, delta=args.delta)
     emit(
         args,

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dpcert import _json
+from dpcert import _json, signatures
+from dpcert.audits.report import AuditReport
+from dpcert.certificates import Certificate
 from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit
 from dpcert.errors import CertificateMismatch, InvalidParameter
 
@@ -54,8 +56,6 @@ def _new_file(path: Path, name: str) -> Path:
 
 
 def _keygen(args: argparse.Namespace) -> int:
-    from dpcert import signatures
-
     private_path = _new_file(args.out, "--out")
     public_path = _new_file(args.out.with_suffix(".pub.pem"), "--out (its .pub.pem)")
     key = signatures.generate_private_key()
@@ -71,8 +71,6 @@ def _keygen(args: argparse.Namespace) -> int:
 
 
 def _sign(args: argparse.Namespace) -> int:
-    from dpcert import signatures
-
     out = _new_file(args.out or args.path.with_suffix(".signed.json"), "--out")
     document = _read_json(args.path)
     _check_document(document, None)  # never sign what does not verify
@@ -91,16 +89,10 @@ def _sign(args: argparse.Namespace) -> int:
 
 def _check_document(document: dict[str, Any], public_key: Any | None) -> tuple[str, str]:
     """(kind, one-line summary) after checking the signature (if a key is given) and consistency."""
-    from dpcert import signatures
-
     if str(document.get("format", "")).startswith("dpcert.certificate"):
-        from dpcert.certificates import Certificate
-
         certificate = Certificate.from_dict(document, public_key=public_key)
         return "certificate", certificate.summary()
     if "verdict" in document and "counts" in document:
-        from dpcert.audits.report import AuditReport
-
         signatures.read_signature(document, public_key)
         content = {k: v for k, v in document.items() if k != signatures.SIGNATURE_MEMBER}
         return "audit report", AuditReport.from_dict(content).summary()
@@ -108,8 +100,6 @@ def _check_document(document: dict[str, Any], public_key: Any | None) -> tuple[s
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from dpcert import signatures
-
     document = _read_json(args.path)
     public_key = signatures.load_public_key(args.public_key)
     try:

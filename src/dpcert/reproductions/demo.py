@@ -18,7 +18,26 @@ import numpy as np
 
 from dpcert import provenance
 from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
-from dpcert.certificates import Certificate
+from dpcert.accounting.composition import compose
+from dpcert.accounting.returning_users import split_budget
+from dpcert.audits.report import AuditReport
+from dpcert.audits.run import audit
+from dpcert.bandits import registry
+from dpcert.bandits.algorithms.robust_elimination import (
+    Adversary,
+    LaplaceClients,
+    LinearArms,
+    robust_elimination,
+)
+from dpcert.bandits.experiment import plot_regret, save_results, summary
+from dpcert.certificates import Certificate, Guarantee
+from dpcert.errors import BudgetExceeded
+from dpcert.ledger.api import Ledger
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
+from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
+from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
+from dpcert.theory.amplification import largest_local_epsilon
 
 SEED_STREAMS = {
     "step stream n": "numpy.random.default_rng([seed, n]) (DemoContext.rng): n = 1 the Gaussian release, "
@@ -77,10 +96,6 @@ def noise_for_budget(context: DemoContext) -> StepResult:
 
 def certified_bandit(context: DemoContext) -> StepResult:
     """Job 3: DP-DPE with central privacy against non-private DPE; the worst user's certificate."""
-    from dpcert.bandits import registry
-    from dpcert.bandits.experiment import plot_regret, save_results, summary
-    from dpcert.ledger.api import Ledger
-
     options = {"dimension": 5, "arms": 50, "progress": False}
     common = dict(horizon=20_000, runs=3, seed=context.seed, options=options)
     ledger_path = context.out / "bandit" / "ledger.db"
@@ -129,12 +144,6 @@ def certified_bandit(context: DemoContext) -> StepResult:
 
 def compose_and_charge(context: DemoContext) -> StepResult:
     """Accounting: compose certificates, split a returning user's budget, charge a per-user ledger."""
-    from dpcert import BudgetExceeded, Guarantee
-    from dpcert.accounting.composition import compose
-    from dpcert.accounting.returning_users import split_budget
-    from dpcert.ledger.api import Ledger
-    from dpcert.mechanisms.gaussian import gaussian_certificate
-
     releases = compose([gaussian_certificate(10.0, delta=1e-5)] * 100, delta=1e-5)
     split = split_budget(Guarantee(1.0, 1e-5), 10)
     path = context.out / "ledger.db"
@@ -176,10 +185,6 @@ def compose_and_charge(context: DemoContext) -> StepResult:
 
 def shuffle_model_sum(context: DemoContext) -> StepResult:
     """Shuffle model: a certified bit-sum over 1000 users, exact accounting against the paper's bits."""
-    from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
-    from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
-    from dpcert.theory.amplification import largest_local_epsilon
-
     exact = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="exact")
     paper = calibrate_binomial_sum(1.0, 1e-5, users=1000, method="paper")
     rng = context.rng(2)
@@ -213,8 +218,6 @@ def shuffle_model_sum(context: DemoContext) -> StepResult:
 
 def audit_a_claim(context: DemoContext) -> StepResult:
     """Job 2: audit a correct Laplace mechanism and one with half the noise; re-check a saved report."""
-    from dpcert.audits import AuditReport, audit
-
     correct = calibrate_laplace(1.0).mechanism()
 
     def half_noise(value, rng, size):
@@ -247,13 +250,6 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
     out-of-range adversary, the default estimator (clip to the clean range, then the spectral filter; the
     clipping is what neutralises this attack) against plain least squares; (b) every reward reported with
     local Laplace noise (ε = 1)."""
-    from dpcert.bandits.algorithms.robust_elimination import (
-        Adversary,
-        LaplaceClients,
-        LinearArms,
-        robust_elimination,
-    )
-
     instance = LinearArms.random_sphere(30, 4, context.rng(30))
     corrupted = dict(clients=LaplaceClients("M1", epsilon=None), adversary=Adversary(0.05, "constant", 1e6))
     robust = robust_elimination(instance, 50_000, context.rng(31), width_scale=0.05, runs=3, **corrupted)
@@ -284,8 +280,6 @@ def private_linucb(context: DemoContext) -> StepResult:
 
     Every run carries its certificate.
     """
-    from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
-
     results = figure_runs(1.0, runs=8, horizon=2000, arms=20, seed=context.seed)
     payload: dict[str, Any] = {}
     lines = ["LinUCB family, eps=1, delta=0.1, d=5, K=20, T=2000, 8 instances (tight calibration):"]
