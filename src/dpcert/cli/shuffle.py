@@ -9,7 +9,6 @@ from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
     CommandGroups,
-    LazyChoices,
     certificate_rows,
     delta_value,
     emit,
@@ -19,12 +18,17 @@ from dpcert.cli._common import (
     positive,
 )
 from dpcert.errors import InvalidParameter
-
-SUM_METHODS = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "METHODS")
-NORMS = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "NORMS")
-SHAPES = LazyChoices("dpcert.mechanisms.shuffle.binomial_sum", "SHAPES")
-SHUFFLE_METHODS = LazyChoices("dpcert.theory.amplification", "METHODS")
-RANDOMIZERS = LazyChoices("dpcert.theory.amplification", "RANDOMIZERS")
+from dpcert.mechanisms.shuffle.binomial_sum import METHODS as SUM_METHODS
+from dpcert.mechanisms.shuffle.binomial_sum import (
+    NORMS,
+    SHAPES,
+    BitSumParameters,
+    binomial_sum_certificate,
+    calibrate_binomial_sum,
+)
+from dpcert.theory import amplification
+from dpcert.theory.amplification import METHODS as SHUFFLE_METHODS
+from dpcert.theory.amplification import RANDOMIZERS
 
 
 def register(groups: CommandGroups) -> None:
@@ -150,8 +154,6 @@ def _check_numeric_shuffle(name: str, value: float, high: float, users: int) -> 
 
 
 def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
-
     result = calibrate_binomial_sum(
         args.epsilon,
         args.delta,
@@ -180,8 +182,6 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _calibrate_shuffle(args: argparse.Namespace) -> int:
-    from dpcert.theory import amplification
-
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon", args.epsilon, NUMERIC_CALIBRATION_EPSILON_MAX, args.users)
     options = _randomizer_options(args)
@@ -200,8 +200,6 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
 
 
 def _account_binomial_sum(args: argparse.Namespace) -> int:
-    from dpcert.mechanisms.shuffle.binomial_sum import BitSumParameters, binomial_sum_certificate
-
     parameters = BitSumParameters(
         args.g, args.b, args.p, args.users, args.dimension, args.bound, args.shape, args.norm
     )
@@ -221,8 +219,6 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 
 
 def _account_shuffle(args: argparse.Namespace) -> int:
-    from dpcert.theory import amplification
-
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)
     certificate = amplification.amplification_certificate(
