@@ -16,7 +16,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpcert import Guarantee
-from dpcert.accounting.composition import PrivacyLossParts, compose, compose_counts
+from dpcert.accounting.composition import compose, compose_counts
 from dpcert.errors import InvalidParameter
 from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
@@ -25,6 +25,7 @@ from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.randomized_response import randomized_response_certificate
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
+from dpcert.profiles import PrivacyLossParts
 
 INTERVAL = 1e-4  # compose()'s default PLD grid
 

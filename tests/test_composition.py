@@ -14,10 +14,11 @@ from scipy import optimize, stats
 
 from dpcert import DPCertError, Guarantee
 from dpcert.accounting.composition import compose, compose_counts, kov_delta
-from dpcert.certificates import Certificate, approximate_dp_certificate, register_profile, registration_for
+from dpcert.certificates import Certificate, approximate_dp_certificate
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.gaussian import GaussianProfile, gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.profiles import register_profile, registration_for
 
 
 # --------------------------------------------------------------------------- independent references

@@ -21,19 +21,13 @@ import pytest
 from scipy import stats
 
 from dpcert import _json
-from dpcert.certificates import (
-    Certificate,
-    Guarantee,
-    ParameterSpec,
-    approximate_dp_certificate,
-    register_profile,
-    registration_for,
-)
+from dpcert.certificates import Certificate, Guarantee, approximate_dp_certificate
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_certificate
 from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import GaussianProfile, gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.profiles import ParameterSpec, register_profile, registration_for
 
 
 def dumps_with_duplicate(value: Any, where: tuple[Any, ...], key: str, first: Any) -> str:
@@ -432,12 +426,12 @@ def test_the_generic_profile_and_bad_arguments_are_refused():
 
 
 def test_reloading_the_registering_module_replaces_its_own_registration(tmp_path, monkeypatch):
-    from dpcert import certificates
+    from dpcert import profiles
 
     (tmp_path / "labels_reload_fixture.py").write_text(
         textwrap.dedent(
             """
-            from dpcert.certificates import ParameterSpec, register_profile
+            from dpcert.profiles import ParameterSpec, register_profile
 
             @register_profile("labels-reload-fixture", parameters={"epsilon": ParameterSpec("number")})
             class FixtureProfile:
@@ -470,7 +464,7 @@ def test_reloading_the_registering_module_replaces_its_own_registration(tmp_path
             register_profile("labels-reload-fixture", parameters={})(LenientGaussian)
     finally:
         sys.modules.pop("labels_reload_fixture", None)
-        certificates._PROFILES.pop("labels-reload-fixture", None)
+        profiles._PROFILES.pop("labels-reload-fixture", None)
 
 
 def test_a_builtin_name_is_protected_before_its_module_is_imported():
@@ -478,7 +472,7 @@ def test_a_builtin_name_is_protected_before_its_module_is_imported():
     script = textwrap.dedent(
         """
         import sys
-        from dpcert.certificates import ParameterSpec, register_profile, registration_for
+        from dpcert.profiles import ParameterSpec, register_profile, registration_for
         from dpcert.errors import InvalidParameter
         assert "dpcert.mechanisms.laplace" not in sys.modules
 

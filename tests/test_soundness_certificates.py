@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from dpcert import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.accounting.composition import compose
-from dpcert.certificates import ParameterSpec, approximate_dp_certificate, register_profile
+from dpcert.certificates import approximate_dp_certificate
 from dpcert.errors import CertificateFormatError, DPCertError
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceProfile, discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import LaplaceProfile, laplace_certificate
 from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
 from dpcert.mechanisms.shuffle.binomial_sum import BitSumParameters, binomial_sum_certificate
+from dpcert.profiles import ParameterSpec, register_profile
 from dpcert.theory.amplification import amplification_certificate
 
 

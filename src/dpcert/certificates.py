@@ -6,7 +6,8 @@ theorem or computation (``basis``), with the parameters needed to re-derive the 
 *privacy profile* ``delta_for(epsilon)`` / ``epsilon_for(delta)`` is computed from those parameters by
 the profile registered for the mechanism, and :meth:`Certificate.verify` checks the claim against it.
 
-Profiles are registered by the modules that define mechanisms (see :func:`register_profile`); the
+Profiles are registered by the modules that define mechanisms (see :mod:`dpcert.profiles`, which also
+defines the :class:`TrustModel` and :class:`Neighbouring` labels a registration admits); the
 generic ``"approximate-dp"`` profile below is the tightest profile implied by an (ε, δ) guarantee
 alone: the profile of the canonical (ε, δ) randomized-response pair (Kairouz, Oh & Viswanath 2015,
 Thm 2.1; Murtagh & Vadhan 2016).
@@ -21,20 +22,43 @@ A registered mechanism name is not replaced unless ``register_profile(..., force
 from __future__ import annotations
 
 import copy
-import enum
-import importlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from dpcert import _json
 from dpcert import _validation as check
+from dpcert._notebook import html_table, markdown_table
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
+from dpcert.profiles import (
+    ALL_RELATIONS,
+    LabelRules,
+    Neighbouring,
+    ParameterSpec,
+    PrivacyProfile,
+    TrustModel,
+    register_profile,
+    registration_for,
+)
+from dpcert.signatures import read_signature, sign_document
+
+__all__ = [
+    "FORMAT",
+    "INTEGER_EXACT",
+    "SAMPLER_LABEL",
+    "ApproximateDPProfile",
+    "Certificate",
+    "Guarantee",
+    "Neighbouring",
+    "TrustModel",
+    "approximate_dp_certificate",
+    "point_on_profile",
+]
 
 FORMAT = "dpcert.certificate/1"
 _DOCUMENT_KEYS = frozenset(
@@ -74,267 +98,6 @@ class Guarantee:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
 
-class TrustModel(str, enum.Enum):
-    """Whom the guarantee protects against."""
-
-    CENTRAL = "central"
-    LOCAL = "local"
-    SHUFFLE = "shuffle"
-
-
-class Neighbouring(str, enum.Enum):
-    """The neighbouring relation the guarantee refers to."""
-
-    ADD_REMOVE = "add/remove"
-    REPLACE_ONE = "replace-one"
-    USER_LEVEL = "user-level"
-
-
-class PrivacyProfile(Protocol):
-    """The hockey-stick privacy profile of a mechanism, from its parameters."""
-
-    def delta_for(self, epsilon: float) -> float:
-        """Smallest δ such that the mechanism is (ε, δ)-DP (an upper bound if not exact)."""
-
-    def epsilon_for(self, delta: float) -> float:
-        """Smallest ε such that the mechanism is (ε, δ)-DP (an upper bound; ``inf`` if none)."""
-
-    def dp_event(self) -> Any:
-        """The matching ``dp_accounting.DpEvent``, or ``None``."""
-
-
-ProfileFactory = Callable[[Mapping[str, Any]], PrivacyProfile]
-
-ALL_TRUST_MODELS: frozenset[TrustModel] = frozenset(TrustModel)
-# A shuffle protocol's guarantee needs the shuffler: what one user sends is not private on its own.
-SHUFFLE_OR_CENTRAL: frozenset[TrustModel] = frozenset({TrustModel.SHUFFLE, TrustModel.CENTRAL})
-# Relations about one record or event.  A user-level guarantee must state the user's participations,
-# so only profiles built from them (compositions) or declared by the user accept ``user-level``.
-EVENT_LEVEL: frozenset[Neighbouring] = frozenset({Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE})
-ALL_RELATIONS: frozenset[Neighbouring] = frozenset(Neighbouring)
-
-_KIND_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "list": lambda v: isinstance(v, (tuple, list)),
-    "object": lambda v: isinstance(v, Mapping),
-}
-
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """The JSON type of one certificate parameter, whether it must be present and its allowed values.
-
-    ``kind`` is one of ``"number"`` (int or float, not bool), ``"integer"`` (an int, or a float with an
-    integral value), ``"string"``, ``"boolean"``, ``"list"`` or ``"object"``.  ``choices`` lists the only
-    values a *label* parameter may take (e.g. ``"sampler"``: ``("float",)`` for a profile of
-    continuous noise, which only a floating-point sampler draws); a certificate with another value is
-    refused naming the label.  Other ranges are checked by the profile itself when it is built.
-    """
-
-    kind: str
-    required: bool = True
-    choices: tuple[Any, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in _KIND_CHECKS:
-            raise InvalidParameter("kind", self.kind, "one of " + ", ".join(_KIND_CHECKS))
-        if self.choices is not None:
-            if isinstance(self.choices, (str, bytes)) or not isinstance(self.choices, Iterable):
-                raise InvalidParameter("choices", self.choices, f"a tuple of {self.kind} values")
-            choices = tuple(self.choices)
-            if not choices or not all(_KIND_CHECKS[self.kind](c) for c in choices):
-                raise InvalidParameter("choices", self.choices, f"a non-empty tuple of {self.kind} values")
-            object.__setattr__(self, "choices", choices)
-
-    def allows(self, value: Any) -> bool:
-        """True if ``value`` has this parameter's type and is one of its ``choices`` (if any)."""
-        if not _KIND_CHECKS[self.kind](value):
-            return False
-        if self.choices is None:
-            return True
-        # ``in`` alone would let True stand for 1 and 1.0 for 1: compare types as well
-        return any(type(value) is type(c) and value == c for c in self.choices)
-
-
-@dataclass(frozen=True)
-class ProfileRegistration:
-    """What a registered mechanism accepts: its profile, parameter schema and allowed labels."""
-
-    factory: ProfileFactory
-    parameters: Mapping[str, ParameterSpec]
-    trust_models: frozenset[TrustModel]
-    neighbourings: frozenset[Neighbouring]
-
-    @property
-    def origin(self) -> str:
-        """``module.qualname`` of the registered factory: who registered the profile."""
-        return _origin(self.factory)
-
-    def check(
-        self,
-        mechanism: str,
-        parameters: Mapping[str, Any],
-        trust_model: TrustModel,
-        neighbouring: Neighbouring,
-    ) -> None:
-        """Raise :class:`CertificateFormatError` naming the first parameter or label not accepted."""
-        unknown = sorted(set(parameters) - set(self.parameters))
-        if unknown:
-            raise CertificateFormatError(
-                f"{mechanism} certificate has unknown parameter {unknown[0]!r}: "
-                f"allowed parameters are {', '.join(sorted(self.parameters))}"
-            )
-        for key, spec in self.parameters.items():
-            if key not in parameters:
-                if spec.required:
-                    raise CertificateFormatError(f"{mechanism} certificate lacks required parameter {key!r}")
-                continue
-            if not _KIND_CHECKS[spec.kind](parameters[key]):
-                raise CertificateFormatError(
-                    f"{mechanism} certificate parameter {key!r} must be of type {spec.kind}, "
-                    f"got {parameters[key]!r}"
-                )
-            if not spec.allows(parameters[key]):
-                assert spec.choices is not None
-                raise CertificateFormatError(
-                    f"{mechanism} certificate label {key!r} is {parameters[key]!r}, which its profile "
-                    f"cannot support: allowed {', '.join(repr(c) for c in spec.choices)}"
-                )
-        if trust_model not in self.trust_models:
-            raise CertificateFormatError(
-                f"a {mechanism} certificate cannot claim the {trust_model.value} trust model: its "
-                f"parameters support {', '.join(sorted(t.value for t in self.trust_models))}"
-            )
-        if neighbouring not in self.neighbourings:
-            raise CertificateFormatError(
-                f"a {mechanism} certificate cannot claim the {neighbouring.value} relation: its "
-                f"parameters support {', '.join(sorted(n.value for n in self.neighbourings))}"
-            )
-
-
-_PROFILES: dict[str, ProfileRegistration] = {}
-
-# Where the built-in profiles are registered: imported on first use, so that ``import dpcert`` stays
-# light and a certificate read back from JSON can always be re-verified.
-_BUILTIN_PROFILE_MODULES: dict[str, str] = {
-    "binary-sum": "dpcert.mechanisms.shuffle.binary_sum",
-    "binomial-sum": "dpcert.mechanisms.shuffle.binomial_sum",
-    "composition": "dpcert.accounting.composition",
-    "discrete-gaussian": "dpcert.mechanisms.discrete_gaussian",
-    "discrete-gaussian-l2": "dpcert.mechanisms.discrete_gaussian_l2",
-    "discrete-laplace": "dpcert.mechanisms.discrete_laplace",
-    "gaussian": "dpcert.mechanisms.gaussian",
-    "laplace": "dpcert.mechanisms.laplace",
-    "pamp": "dpcert.mechanisms.shuffle.pamp",
-    "pamp-secure": "dpcert.mechanisms.shuffle.pamp",
-    "poisson-sampled-gaussian": "dpcert.mechanisms.subsampled_gaussian",
-    "randomized-response": "dpcert.mechanisms.randomized_response",
-    "sampled-without-replacement-gaussian": "dpcert.mechanisms.sampled_without_replacement",
-    "shuffle-amplification": "dpcert.theory.amplification",
-    "tree-aggregation": "dpcert.mechanisms.tree_aggregation",
-    "zcdp": "dpcert.theory.zcdp",
-}
-
-
-def _origin(factory: Any) -> str:
-    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"
-
-
-def register_profile(
-    mechanism: str,
-    *,
-    parameters: Mapping[str, ParameterSpec],
-    trust_models: Iterable[TrustModel] = ALL_TRUST_MODELS,
-    neighbourings: Iterable[Neighbouring] = EVENT_LEVEL,
-    force: bool = False,
-) -> Callable[[ProfileFactory], ProfileFactory]:
-    """Class/function decorator registering the privacy profile of a mechanism name.
-
-    A name is registered once: registering another factory under a registered name (a built-in one
-    included) raises :class:`~dpcert.errors.InvalidParameter` naming the mechanism, unless
-    ``force=True``, since every certificate of that name would from then on be verified by the new
-    profile.  The same factory registered again (same ``__module__`` and ``__qualname__``, e.g. when its
-    module is re-imported with :func:`importlib.reload`) replaces the old registration silently.  A
-    built-in name's module is imported first, so that a replacement is compared with the built-in
-    profile and a later import of that module does not meet a foreign registration.
-
-    Parameters
-    ----------
-    mechanism
-        The name certificates of this mechanism carry.
-    parameters
-        The typed parameter schema: every key a certificate may carry, with its JSON type and whether it
-        is required.  Unknown, missing and wrongly typed keys are refused by name.
-    trust_models, neighbourings
-        The labels the parameters can support.  A profile may also define
-        ``check_labels(trust_model, neighbouring)`` for rules that depend on its parameters (e.g. a
-        composition cannot claim a stronger trust model than its weakest component).
-    force
-        Replace a registration of ``mechanism`` by another factory (Opacus's
-        ``register_accountant(force=...)`` convention).
-    """
-    if not isinstance(mechanism, str) or not mechanism:
-        raise InvalidParameter("mechanism", mechanism, "a non-empty string")
-    if not isinstance(force, bool):
-        raise InvalidParameter("force", force, "True or False")
-    registration_parameters = MappingProxyType(dict(parameters))
-    for key, spec in registration_parameters.items():
-        if not isinstance(spec, ParameterSpec):
-            raise InvalidParameter(f"parameters[{key!r}]", spec, "a dpcert.certificates.ParameterSpec")
-    allowed_trust = frozenset(TrustModel(t) for t in trust_models)
-    allowed_relations = frozenset(Neighbouring(n) for n in neighbourings)
-    if not allowed_trust or not allowed_relations:
-        raise InvalidParameter("trust_models/neighbourings", mechanism, "at least one label each")
-
-    def decorate(factory: ProfileFactory) -> ProfileFactory:
-        origin = _origin(factory)
-        builtin_module = _BUILTIN_PROFILE_MODULES.get(mechanism)
-        if builtin_module is not None and getattr(factory, "__module__", None) != builtin_module:
-            importlib.import_module(builtin_module)
-        registered = _PROFILES.get(mechanism)
-        if registered is not None and registered.origin != origin and not force:
-            raise InvalidParameter(
-                "mechanism",
-                mechanism,
-                f"a name not registered yet: {mechanism!r} is the profile of {registered.origin}; "
-                "pass force=True to replace it (every certificate of that name would then be verified "
-                f"by {origin})",
-            )
-        _PROFILES[mechanism] = ProfileRegistration(
-            factory, registration_parameters, allowed_trust, allowed_relations
-        )
-        return factory
-
-    return decorate
-
-
-def registered_mechanisms() -> tuple[str, ...]:
-    """Names of the mechanisms whose profile dpcert can re-derive."""
-    return tuple(sorted(set(_PROFILES) | set(_BUILTIN_PROFILE_MODULES)))
-
-
-def registration_for(mechanism: str) -> ProfileRegistration:
-    """The registration of ``mechanism`` (its built-in module is imported on first use)."""
-    if mechanism not in _PROFILES and mechanism in _BUILTIN_PROFILE_MODULES:
-        importlib.import_module(_BUILTIN_PROFILE_MODULES[mechanism])
-    try:
-        return _PROFILES[mechanism]
-    except KeyError:
-        raise CertificateFormatError(
-            f"unknown mechanism {mechanism!r}: dpcert can re-derive {', '.join(registered_mechanisms())}"
-        ) from None
-
-
-def profile_for(mechanism: str, parameters: Mapping[str, Any]) -> PrivacyProfile:
-    """Build the registered profile of ``mechanism`` from ``parameters`` (no label checks)."""
-    return registration_for(mechanism).factory(parameters)
-
-
 def _freeze(value: Any) -> Any:
     """A deep, read-only copy of JSON-like data (dicts become mapping proxies, lists tuples)."""
     if isinstance(value, Mapping):
@@ -358,6 +121,24 @@ def _thaw(value: Any) -> Any:
     if isinstance(value, Certificate):
         return value.to_dict()
     return copy.copy(value)
+
+
+def _trust_model(value: TrustModel | str) -> TrustModel:
+    try:
+        return TrustModel(value)
+    except ValueError:
+        raise InvalidParameter(
+            "trust_model", value, "one of " + ", ".join(t.value for t in TrustModel)
+        ) from None
+
+
+def _neighbouring(value: Neighbouring | str) -> Neighbouring:
+    try:
+        return Neighbouring(value)
+    except ValueError:
+        raise InvalidParameter(
+            "neighbouring", value, "one of " + ", ".join(n.value for n in Neighbouring)
+        ) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,18 +177,8 @@ class Certificate:
             raise InvalidParameter("mechanism", self.mechanism, "a non-empty string")
         if not isinstance(self.guarantee, Guarantee):
             raise InvalidParameter("guarantee", self.guarantee, "a dpcert.Guarantee")
-        try:
-            object.__setattr__(self, "trust_model", TrustModel(self.trust_model))
-        except ValueError:
-            raise InvalidParameter(
-                "trust_model", self.trust_model, "one of " + ", ".join(t.value for t in TrustModel)
-            ) from None
-        try:
-            object.__setattr__(self, "neighbouring", Neighbouring(self.neighbouring))
-        except ValueError:
-            raise InvalidParameter(
-                "neighbouring", self.neighbouring, "one of " + ", ".join(n.value for n in Neighbouring)
-            ) from None
+        object.__setattr__(self, "trust_model", _trust_model(self.trust_model))
+        object.__setattr__(self, "neighbouring", _neighbouring(self.neighbouring))
         object.__setattr__(self, "parameters", _freeze(dict(self.parameters)))
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
 
@@ -427,9 +198,8 @@ class Certificate:
 
     def _check_profile_labels(self, profile: PrivacyProfile) -> None:
         """Rules of the profile itself on the labels (e.g. a composition's weakest component)."""
-        check_labels = getattr(profile, "check_labels", None)
-        if check_labels is not None:
-            check_labels(self.trust_model, self.neighbouring)
+        if isinstance(profile, LabelRules):
+            profile.check_labels(self.trust_model, self.neighbouring)
 
     @property
     def epsilon(self) -> float:
@@ -565,8 +335,6 @@ class Certificate:
         ``signer`` names who signs.  Read it back with ``Certificate.from_json(text, public_key=...)``,
         which rejects a consistent forgery that :meth:`verify` alone would accept.
         """
-        from dpcert.signatures import sign_document
-
         return json.dumps(sign_document(self.to_dict(), private_key, signer=signer), allow_nan=False)
 
     @property
@@ -592,8 +360,6 @@ class Certificate:
         """
         signature = None
         if public_key is not None or (isinstance(data, Mapping) and "signature" in data):
-            from dpcert.signatures import read_signature
-
             signature = read_signature(data, public_key)
         try:
             if data.get("format", FORMAT) != FORMAT:
@@ -679,13 +445,9 @@ class Certificate:
         return rows
 
     def _repr_markdown_(self) -> str:
-        from dpcert._notebook import markdown_table
-
         return markdown_table("Privacy certificate", self._notebook_rows(), self.notes)
 
     def _repr_html_(self) -> str:
-        from dpcert._notebook import html_table
-
         return html_table("Privacy certificate", self._notebook_rows(), self.notes)
 
     def summary(self) -> str:
@@ -809,5 +571,10 @@ def approximate_dp_certificate(
     if zero_loss_reason:
         parameters["zero_loss_reason"] = str(zero_loss_reason)
     return Certificate(
-        "approximate-dp", Guarantee(epsilon, delta), trust_model, neighbouring, parameters, basis
+        "approximate-dp",
+        Guarantee(epsilon, delta),
+        _trust_model(trust_model),
+        _neighbouring(neighbouring),
+        parameters,
+        basis,
     ).verify()

@@ -64,27 +64,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
-from dpcert.certificates import (
-    ALL_RELATIONS,
-    ALL_TRUST_MODELS,
-    ApproximateDPProfile,
-    Certificate,
-    Guarantee,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    register_profile,
-)
+from dpcert.certificates import ApproximateDPProfile, Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
-from dpcert.theory.pld import ComposedLossBound, LossPmf, compose_epsilon_bound, loss_pmfs
+from dpcert.profiles import ALL_RELATIONS, ALL_TRUST_MODELS, ParameterSpec, PrivacyLossParts, register_profile
+from dpcert.theory.pld import ComposedLossBound, LossPmf, LossPmfPair, compose_epsilon_bound, loss_pmfs
 from dpcert.theory.rdp import RdpEventProfile
 from dpcert.theory.rdp import rdp_supports as event_rdp_supports
 
@@ -115,35 +106,6 @@ _KOV_RELATIVE_SLACK = 1e-9
 _LARGEST_EXPONENT = 700.0
 
 _STRENGTH = {TrustModel.LOCAL: 2, TrustModel.SHUFFLE: 1, TrustModel.CENTRAL: 0}
-
-
-# --------------------------------------------------------------------------- the PLD protocol
-@runtime_checkable
-class PrivacyLossParts(Protocol):
-    """A profile that gives its own privacy loss distribution to the ``"pld"`` composition.
-
-    ``privacy_loss_parts(interval)`` returns ``(single, count)`` pairs: the mechanism the profile
-    describes is the adaptive composition of ``count`` runs of each ``single``, a single-run PLD on
-    the loss grid ``interval`` (the composition's ``value_discretization_interval``) given as
-
-    * a :class:`~dpcert.theory.pld.LossPmf`: a symmetric pair, both directions have this
-      law of the loss;
-    * a pair ``(remove, add)`` of ``LossPmf`` (a 2-tuple, or an object with ``remove`` and ``add``
-      attributes): ``remove`` is the law of ``ln(P/Q)`` under ``P`` and ``add`` that of
-      ``ln(Q/P)`` under ``Q`` for the mechanism's dominating pair ``(P, Q)``;
-    * a ``dp_accounting`` ``PrivacyLossDistribution`` built with ``pessimistic_estimate=True``.
-
-    Each ``LossPmf`` must be *pessimistic*: every finite loss rounded up to the grid, every mass an
-    upper bound on the exact one (the allowances for the floating-point evaluation of the masses
-    stated in the implementing module), the mass of losses left out moved to ``infinity_mass``.
-    Then the composition's δ(ε) is an upper bound on the true one (pessimistic discretisation only
-    moves mass toward larger losses, Koskela et al. 2021; Doroshenko et al. 2022), and
-    :mod:`dpcert.theory.pld` bounds the round-off of composing them.  Composition calls
-    the method for any profile that has it (never by profile type), before falling back on the
-    profile's Gaussian event or its claimed (ε, δ).
-    """
-
-    def privacy_loss_parts(self, interval: float) -> Sequence[tuple[Any, int]]: ...
 
 
 # --------------------------------------------------------------------------- components
@@ -405,9 +367,8 @@ def _collect_plds(
         if isinstance(profile, CompositionProfile):
             _collect_plds(profile.components, count, interval, result, gaussian_terms)
             continue
-        hook = getattr(profile, "privacy_loss_parts", None)
-        if callable(hook):
-            result.extend((single, inner * count) for single, inner in hook(interval))
+        if isinstance(profile, PrivacyLossParts):
+            result.extend((single, inner * count) for single, inner in profile.privacy_loss_parts(interval))
             continue
         event = certificate.to_dp_event()
         if event is not None and _collect_event(event, count, gaussian_terms):
@@ -499,9 +460,8 @@ def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
     """(remove, add or ``None`` if symmetric) of one part given by :class:`PrivacyLossParts`."""
     if isinstance(single, tuple) and len(single) == 2 and all(isinstance(x, LossPmf) for x in single):
         return single
-    remove, add = getattr(single, "remove", None), getattr(single, "add", None)
-    if isinstance(remove, LossPmf) and isinstance(add, LossPmf):
-        return remove, add
+    if isinstance(single, LossPmfPair):
+        return single.remove, single.add
     try:
         return _loss_pmfs_cached(single)
     except TypeError:  # unhashable PLD object
@@ -809,7 +769,7 @@ def _lacks_pld(component: Component) -> bool:
     certificate = component.certificate
     if isinstance(certificate.profile, CompositionProfile):  # flattened into its components' PLDs
         return False
-    if callable(getattr(certificate.profile, "privacy_loss_parts", None)):
+    if isinstance(certificate.profile, PrivacyLossParts):
         return False
     event = certificate.to_dp_event()
     return event is None or not _collect_event(event, 1, [])

@@ -32,12 +32,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpcert import _validation as check
 from dpcert.accounting.calibration import analytic_gaussian_sigma, least_noise
-from dpcert.certificates import Certificate, profile_for
+
+from dpcert import _validation as check
+from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
+from dpcert.profiles import profile_for
 
 SAMPLINGS = ("poisson", "shuffle")
 MAX_STEPS = 10**7

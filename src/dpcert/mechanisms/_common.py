@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import Certificate, Neighbouring, PrivacyProfile, TrustModel, point_on_profile
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import PrivacyProfile
 
 
 def certificate_at_delta(

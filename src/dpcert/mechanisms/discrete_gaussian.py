@@ -41,16 +41,7 @@ from scipy.special import log_ndtr, ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import release_shape, require_certificate_for
 from dpcert.mechanisms.secure.samplers import (
@@ -60,6 +51,7 @@ from dpcert.mechanisms.secure.samplers import (
     timing_failure,
 )
 from dpcert.mechanisms.secure.timing import calibrated_with_timing, covering_release_time
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 if TYPE_CHECKING:
     from dpcert.theory.pld import LossPmf

@@ -34,16 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.secure.noise import (
     GAUSSIAN_GRID_BITS,
@@ -54,6 +45,7 @@ from dpcert.mechanisms.secure.noise import (
 )
 from dpcert.mechanisms.secure.samplers import sample_discrete_gaussian, timing_failure
 from dpcert.mechanisms.secure.timing import calibrated_with_timing
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 from dpcert.theory.zcdp import ZCDPProfile, zcdp_delta
 
 L2_BASIS = (

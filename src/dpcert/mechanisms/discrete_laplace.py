@@ -28,19 +28,12 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import product_rounded_up, smallest_valid
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import certificate_at_delta, release_shape, require_certificate_for
 from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_laplace, timing_failure
 from dpcert.mechanisms.secure.timing import covering_release_time
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 DISCRETE_LAPLACE_BASIS = "Canonne, Kamath & Steinke 2020 (discrete Laplace, exact profile)"
 
@@ -95,7 +88,7 @@ class DiscreteLaplaceProfile:
 
     def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
         """dp_accounting's pessimistic PLD of this mechanism (the PLD protocol of
-        :class:`dpcert.accounting.composition.PrivacyLossParts`)."""
+        :class:`dpcert.profiles.PrivacyLossParts`)."""
         return [(discrete_laplace_pld(self.noise_parameter, self.sensitivity, interval), 1)]
 
 

@@ -26,18 +26,10 @@ from scipy.special import log_ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.certificates import (
-    ALL_RELATIONS,
-    ALL_TRUST_MODELS,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import CertificateFormatError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms._common import add_real_noise, require_certificate_for
+from dpcert.profiles import ALL_RELATIONS, ALL_TRUST_MODELS, ParameterSpec, register_profile
 
 ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
 CLASSICAL_BASIS = "Dwork & Roth 2014, Thm A.1 (classical Gaussian, epsilon < 1)"

@@ -21,17 +21,10 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, ratio_rounded_up
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
 
@@ -80,7 +73,7 @@ class LaplaceProfile:
 
     def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
         """dp_accounting's pessimistic PLD of this Laplace mechanism (the PLD protocol of
-        :class:`dpcert.accounting.composition.PrivacyLossParts`)."""
+        :class:`dpcert.profiles.PrivacyLossParts`)."""
         return [(laplace_pld(self.scale, self.sensitivity, interval), 1)]
 
 

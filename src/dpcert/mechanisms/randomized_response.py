@@ -12,7 +12,7 @@ which is 0 from ε0 = ln(1 + k(1 − p)/p) on (pure ε0-DP; Kairouz, Oh & Viswan
 Its privacy loss ``ln(P/Q)`` under ``P`` takes three values: ε0 on the output ``x`` (mass
 ``1 − p + p/k``), −ε0 on ``x'`` (mass ``p/k``) and 0 elsewhere (mass ``(k − 2) p/k``); swapping ``x``
 and ``x'`` exchanges ``P`` and ``Q``, so both directions have this law.  The profile gives it to the
-PLD composition (:class:`dpcert.accounting.composition.PrivacyLossParts`), so that many runs compose
+PLD composition (:class:`dpcert.profiles.PrivacyLossParts`), so that many runs compose
 through their exact loss distribution instead of as generic ε0-DP mechanisms.
 """
 
@@ -27,17 +27,9 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 from dpcert.theory.pld import LossPmf, loss_pmf_from_masses
 
 RANDOMIZED_RESPONSE_BASIS = (

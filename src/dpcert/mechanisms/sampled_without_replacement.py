@@ -30,15 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert.certificates import (
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import ParameterSpec, register_profile
 from dpcert.theory.rdp import RDP_BASIS, RdpEventProfile
 
 SAMPLED_WITHOUT_REPLACEMENT_BASIS = (

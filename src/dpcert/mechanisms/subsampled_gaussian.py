@@ -61,15 +61,9 @@ from scipy.special import ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, ratio_rounded_up
-from dpcert.certificates import (
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import ParameterSpec, register_profile
 from dpcert.theory.pld import ComposedLossBound, LossPmf, LossPmfPair, MonotoneDeltaCurve
 
 SAMPLED_GAUSSIAN_BASIS = (

@@ -25,16 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert.certificates import (
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import ClassicalGaussianBound, gaussian_delta, gaussian_epsilon
+from dpcert.profiles import ParameterSpec, register_profile
 
 TREE_AGGREGATION_BASIS = (
     "single-epoch Gaussian tree aggregation (Kairouz et al. 2021, App. D) as one Gaussian of l2 "

@@ -85,17 +85,9 @@ from scipy.optimize import brentq
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.certificates import (
-    EVENT_LEVEL,
-    SHUFFLE_OR_CENTRAL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter, PreconditionFailed
+from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory.binomial import binomial_window, log_binomial_pmf
 from dpcert.theory.randomizer_matrix import RandomizerMatrix, randomizer_matrix
 

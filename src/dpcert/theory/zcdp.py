@@ -20,16 +20,8 @@ from scipy.optimize import minimize_scalar
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, smallest_valid
-from dpcert.certificates import (
-    ALL_TRUST_MODELS,
-    EVENT_LEVEL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
+from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 ZCDP_BASIS = "Bun & Steinke 2016 (zCDP); Canonne, Kamath & Steinke 2020, Cor. 13 (conversion to (eps, delta))"
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpcert.errors import DPCertError, InvalidParameter
+from dpcert.profiles import ReferenceBounds
 
 # Styles cycled for compared curves: distinct colours and line styles that survive greyscale printing.
 _STYLES = (("tab:orange", "--"), ("tab:green", ":"), ("tab:red", "-."), ("tab:purple", (0, (5, 1))))
@@ -56,9 +57,8 @@ def reference_curves(certificate: Any) -> dict[str, Any]:
         rdp = rdp_profile_of(certificate)
         if rdp is not None:
             curves["RDP conversion (Mironov 2017; dp_accounting)"] = rdp
-    bounds = getattr(certificate.profile, "reference_bounds", None)
-    if callable(bounds):
-        curves.update(bounds())
+    if isinstance(certificate.profile, ReferenceBounds):
+        curves.update(certificate.profile.reference_bounds())
     return curves
 
 

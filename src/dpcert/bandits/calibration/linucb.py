@@ -18,10 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dpcert.accounting.calibration import analytic_gaussian_sigma
+
 from dpcert import __version__ as dpcert_version
 from dpcert import _json
 from dpcert import _validation as check
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import paper_split, split_budget
 from dpcert.bandits.algorithms.linucb import (
@@ -53,6 +54,7 @@ from dpcert.mechanisms.shuffle.binomial_sum import (
     least_noise_bits,
 )
 from dpcert.mechanisms.shuffle.pamp import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
+from dpcert.profiles import PrivacyLossParts
 from dpcert.session import meets_target
 
 
@@ -604,7 +606,7 @@ def _user_level(batch: Certificate, count: int, delta: float, interval: float) -
     total = compose_counts(
         [(batch, count)], method="best", delta=delta, value_discretization_interval=interval
     )
-    pld_note = (PLD_NOTE,) if callable(getattr(batch.profile, "privacy_loss_parts", None)) else ()
+    pld_note = (PLD_NOTE,) if isinstance(batch.profile, PrivacyLossParts) else ()
     return with_notes(total, RETURNING_VEC_NOTE, *pld_note)
 
 

@@ -34,17 +34,9 @@ from scipy.special import logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import smallest_valid
-from dpcert.certificates import (
-    EVENT_LEVEL,
-    SHUFFLE_OR_CENTRAL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory.binomial import dominating_loss_pmf, log_binomial_pmf
 
 BASIS = (
@@ -148,7 +140,7 @@ class BinarySumProfile:
 
     def privacy_loss_parts(self, interval: float) -> list[tuple[Any, int]]:
         """The exact loss law of ``(N, N + 1)``, ``N ~ Bin(noise_bits, 1/2)`` (symmetric), rounded up to
-        the grid ``interval``: the PLD protocol of :class:`dpcert.accounting.composition.PrivacyLossParts`."""
+        the grid ``interval``: the PLD protocol of :class:`dpcert.profiles.PrivacyLossParts`."""
         return [(dominating_loss_pmf(self.noise_bits, 1, interval), 1)]
 
 

@@ -52,17 +52,9 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import (
-    EVENT_LEVEL,
-    SHUFFLE_OR_CENTRAL,
-    Certificate,
-    Neighbouring,
-    ParameterSpec,
-    TrustModel,
-    point_on_profile,
-    register_profile,
-)
+from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
+from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory import binomial as exact
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
@@ -662,6 +654,7 @@ def least_noise_bits(
     per coordinate is independent noise added to each count, a post-processing of every run.
     """
     from dpcert.accounting.calibration import analytic_gaussian_sigma
+
     from dpcert.accounting.composition import pld_self_composed_delta_for
 
     users, g, p, coordinates = template.users, template.g, template.p, template.coordinates

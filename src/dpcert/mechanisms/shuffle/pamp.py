@@ -30,16 +30,10 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.certificates import (
-    EVENT_LEVEL,
-    SHUFFLE_OR_CENTRAL,
-    Certificate,
-    ParameterSpec,
-    TrustModel,
-    register_profile,
-)
+from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory import amplification
 
 PAMP_METHODS = ("paper", "closed-form", "numeric")
