@@ -20,7 +20,8 @@ from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.composition import compose, compose_counts
 from dpcert.certificates import Certificate, approximate_dp_certificate
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter, UnknownUser
-from dpcert.ledger.api import SCHEMA_VERSION, Ledger
+from dpcert.ledger.api import Ledger
+from dpcert.ledger.store import SCHEMA_VERSION
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 

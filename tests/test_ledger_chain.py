@@ -19,7 +19,9 @@ import pytest
 from dpcert import Guarantee
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
-from dpcert.ledger.api import GENESIS, SCHEMA_VERSION, Ledger, chain_hashes, entry_digest
+from dpcert.ledger.api import Ledger
+from dpcert.ledger.chain import GENESIS, chain_hashes, entry_digest
+from dpcert.ledger.store import SCHEMA_VERSION
 from dpcert.mechanisms.laplace import laplace_certificate
 
 WORKER = Path(__file__).with_name("ledger_worker.py")

@@ -21,8 +21,9 @@ import pytest
 from dpcert import BudgetExceeded, Guarantee
 from dpcert.accounting.composition import compose
 from dpcert.cli import main
-from dpcert.errors import InvalidParameter
-from dpcert.ledger.api import SCHEMA_VERSION, Ledger, LedgerStorageError
+from dpcert.errors import InvalidParameter, LedgerStorageError
+from dpcert.ledger.api import Ledger
+from dpcert.ledger.store import SCHEMA_VERSION
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 

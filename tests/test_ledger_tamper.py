@@ -20,8 +20,8 @@ import pytest
 
 from dpcert import Guarantee, signatures
 from dpcert.cli import main
-from dpcert.errors import BudgetExceeded, InvalidParameter
-from dpcert.ledger.api import Ledger, LedgerIntegrityError
+from dpcert.errors import BudgetExceeded, InvalidParameter, LedgerIntegrityError
+from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.laplace import laplace_certificate
 
 GENESIS = bytes(32)

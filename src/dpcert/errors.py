@@ -63,6 +63,10 @@ class LedgerWriteInterrupted(LedgerStorageError):
     nothing was recorded, and the write may safely be run again."""
 
 
+class LedgerIntegrityError(DPCertError):
+    """The ledger's tables are not what its chained entries and signed heads say; nothing was written."""
+
+
 class UnknownUser(DPCertError, KeyError):
     """A ledger query named a user that has never been charged."""
 

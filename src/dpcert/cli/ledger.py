@@ -29,15 +29,9 @@ from dpcert.cli._common import (
     number,
     output_file_anywhere,
 )
-from dpcert.errors import DPCertError, UnknownUser
-from dpcert.ledger.api import (
-    Ledger,
-    LedgerIntegrityError,
-    LedgerStorageError,
-    UserId,
-    load_signing_key,
-    load_verifying_key,
-)
+from dpcert.errors import DPCertError, LedgerIntegrityError, LedgerStorageError, UnknownUser
+from dpcert.ledger.api import Ledger
+from dpcert.ledger.chain import UserId, load_signing_key, load_verifying_key
 
 EXIT_INTERNAL = 3
 

@@ -15,14 +15,15 @@ in a mechanism, and composes each user's participations into the privacy they ha
   charge on 10^6 users composes each distinct history once, inside the transaction; composed ε of
   ``base + m × certificate`` are remembered and probed ahead, so N charges of one certificate cost
   O(log N) compositions (:meth:`Ledger._fits_budget`);
-* every charge row is hash-chained to the one before (:func:`chain_hashes`);
-* the whole state is a chained log of *entries* (table ``entries``, :func:`entry_hash`): entry 1
-  records the schema version and the operator's public key, then one entry per charge call (its
-  row count, the hash of its last row, certificate, run id, time and idempotency record) and one
-  per budget change.  :meth:`Ledger.verify` recomputes both chains and, from the entries, the
-  budgets, the idempotency records and each user's state, and compares them with the tables: a
-  budget or idempotency row no entry backs, a charge row no entry covers, or a user whose composed
-  spending exceeded the budget chained at the time is reported;
+* every charge row is hash-chained to the one before (:func:`~dpcert.ledger.chain.chain_hashes`);
+* the whole state is a chained log of *entries* (table ``entries``,
+  :func:`~dpcert.ledger.chain.entry_hash`): entry 1 records the schema version and the operator's
+  public key, then one entry per charge call (its row count, the hash of its last row, certificate,
+  run id, time and idempotency record) and one per budget change.  :meth:`Ledger.verify`
+  recomputes both chains and, from the entries, the budgets, the idempotency records and each
+  user's state, and compares them with the tables: a budget or idempotency row no entry backs, a
+  charge row no entry covers, or a user whose composed spending exceeded the budget chained at the
+  time is reported;
 * with ``signing_key`` (Ed25519, :mod:`dpcert.signatures`), every write transaction stores a
   signature over (schema version, entry count, head hash) in ``signatures``.  The chain alone is
   unkeyed SHA-256, so anyone able to write the file could rewrite and re-chain it; the signatures
@@ -34,7 +35,7 @@ in a mechanism, and composes each user's participations into the privacy they ha
   write the last signed head is checked, so a keyed writer never signs over entries written
   without the key;
 * an optional idempotency key makes a retried, already committed charge a no-op; a key whose
-  record no chained entry backs is refused (:class:`LedgerIntegrityError`), not replayed;
+  record no chained entry backs is refused (:class:`~dpcert.errors.LedgerIntegrityError`), not replayed;
 * ``Ledger(path, readonly=True)`` never writes (no journal switch, schema or migration) and refuses
   files that are not dpcert ledgers; writers refuse another application's database too;
 * the schema version lives in the ``meta`` table and in entry 1.  A ledger of an older schema
@@ -43,7 +44,7 @@ in a mechanism, and composes each user's participations into the privacy they ha
   stands.  A genuine ledger of an earlier dpcert is migrated explicitly, once, with
   ``Ledger(path, migrate=True, signing_key=...)`` (``dpcert ledger migrate``), which refuses files
   that already had the chained tables;
-* storage goes through a backend object (:class:`SQLiteStore`, or
+* storage goes through a backend object (:class:`~dpcert.ledger.store.SQLiteStore`, or
   :class:`~dpcert.ledger.postgres.PostgresStore` for a ``postgresql://`` URL) that runs the
   ledger's SQL and the few engine-specific operations; the budget checks, compositions and the hash
   chain are computed here for both.
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import csv
 import functools
 import hashlib
 import io
@@ -65,8 +65,6 @@ import itertools
 import json
 import math
 import numbers
-import sqlite3
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -77,7 +75,6 @@ import numpy as np
 
 from dpcert import _json as strict_json
 from dpcert import _validation as check
-from dpcert import signatures
 from dpcert.accounting.composition import ALL_METHODS, compose_counts
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import (
@@ -85,200 +82,44 @@ from dpcert.errors import (
     CertificateFormatError,
     DPCertError,
     InvalidParameter,
-    LedgerStorageError,
+    LedgerIntegrityError,
     LedgerWriteInterrupted,
     UnknownUser,
 )
-
-SCHEMA_VERSION = 4
-EXPORT_FORMAT = "dpcert.ledger-export/1"
-UserId = int | str
-_LEGACY_TABLES = frozenset({"meta", "certificates", "charges", "histories", "users", "budgets"})
-CHAINED_TABLES = frozenset({"entries", "signatures"})  # new in schema version 4
-LEDGER_TABLES = _LEGACY_TABLES | CHAINED_TABLES
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS certificates (
-    id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS charges (
-    id INTEGER PRIMARY KEY, user_id NOT NULL, certificate_id INTEGER NOT NULL REFERENCES certificates(id),
-    run_id TEXT, created REAL NOT NULL, idempotency_key TEXT, prev_hash BLOB, hash BLOB);
-CREATE INDEX IF NOT EXISTS charges_by_user ON charges(user_id);
-CREATE TABLE IF NOT EXISTS histories (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
-INSERT OR IGNORE INTO histories (id, key) VALUES (0, '');
-CREATE TABLE IF NOT EXISTS users (
-    user_id PRIMARY KEY, history_id INTEGER NOT NULL REFERENCES histories(id), charges INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS budgets (user_id PRIMARY KEY, epsilon REAL NOT NULL, delta REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS idempotency (
-    key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, users INTEGER NOT NULL,
-    certificate_sha256 TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, idempotency_key TEXT UNIQUE,
-    prev_hash BLOB NOT NULL, hash BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS signatures (
-    entries INTEGER PRIMARY KEY, schema_version INTEGER NOT NULL, head BLOB NOT NULL,
-    signature BLOB NOT NULL);
-"""
-
-# Schema migrations: _MIGRATIONS[v] takes a ledger of schema version v to v + 1.
-_MIGRATIONS = {
-    1: (
-        "ALTER TABLE charges ADD COLUMN idempotency_key TEXT",
-        "CREATE TABLE IF NOT EXISTS idempotency (key TEXT PRIMARY KEY, request TEXT NOT NULL, run_id TEXT, "
-        "users INTEGER NOT NULL, certificate_sha256 TEXT NOT NULL, created REAL NOT NULL)",
-    ),
-    2: ("ALTER TABLE charges ADD COLUMN prev_hash BLOB", "ALTER TABLE charges ADD COLUMN hash BLOB"),
-    3: (),  # the chained tables come from the backend's schema statements (see _migrate_rows_3)
-}
-GENESIS = bytes(32)  # the "previous hash" of the first charge row
-_CHAIN_DOMAIN = b"dpcert ledger charge v1\x00"
-
-
-def entry_digest(
-    certificate_sha256: str, run_id: str | None, idempotency_key: str | None, created: float
-) -> bytes:
-    """SHA-256 of the fields a charge call shares: certificate hash, run id, idempotency key, time."""
-    fields = json.dumps([certificate_sha256, run_id, idempotency_key, repr(float(created))])
-    return hashlib.sha256(_CHAIN_DOMAIN + fields.encode()).digest()
-
-
-def user_record(user_id: UserId) -> bytes:
-    """Canonical bytes of a user id: ``i`` + 8-byte big-endian integer, or ``s`` + UTF-8 text."""
-    if isinstance(user_id, str):
-        return b"s" + user_id.encode("utf-8", "surrogatepass")
-    if type(user_id) is not int:  # e.g. a REAL written over an integer id
-        raise TypeError(f"a user id must be an int or a str, not {type(user_id).__name__}")
-    return b"i" + user_id.to_bytes(8, "big", signed=True)
-
-
-def chain_hashes(previous: bytes, entry: bytes, user_ids: Sequence[UserId]) -> list[bytes]:
-    """Row hashes ``h_i = SHA-256(h_{i-1} || entry || user_record(u_i))`` with ``h_0 = previous``.
-
-    Each charge row stores ``h_{i-1}`` (``prev_hash``) and ``h_i`` (``hash``): the chain commits to
-    every row's content (user, certificate hash, run id, idempotency key, time) and to its position,
-    as in an append-only hash-chained log (Haber & Stornetta 1991).
-    """
-    sha256 = hashlib.sha256
-    result: list[bytes] = []
-    append = result.append
-    if set(map(type, user_ids)) <= {int}:
-        packed = np.asarray(user_ids, dtype=">i8").tobytes()
-        prefix = entry + b"i"
-        for start in range(0, len(packed), 8):
-            previous = sha256(previous + prefix + packed[start : start + 8]).digest()
-            append(previous)
-        return result
-    for user in user_ids:
-        previous = sha256(previous + entry + user_record(user)).digest()
-        append(previous)
-    return result
-
-
-_ENTRY_DOMAIN = b"dpcert ledger entry v4\x00"
-_HEAD_DOMAIN = b"dpcert ledger signed head v4\x00"
-
-
-def canonical_body(body: dict[str, Any]) -> str:
-    """An entry's body as stored and hashed: JSON with sorted keys, no spaces, floats by ``repr``."""
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-
-
-def entry_hash(previous: bytes, kind: str, body: str) -> bytes:
-    """Hash of a ledger entry: ``SHA-256(domain || previous || JSON([kind, body]))``.
-
-    Entry ``k`` stores ``h_{k-1}`` (``prev_hash``) and ``h_k`` (``hash``), ``h_0`` = :data:`GENESIS`.
-    """
-    return hashlib.sha256(_ENTRY_DOMAIN + previous + json.dumps([kind, body]).encode()).digest()
-
-
-def head_message(schema_version: int, entries: int, head: bytes) -> bytes:
-    """The bytes an operator signs: domain, schema version and entry count (8-byte big-endian), head."""
-    return _HEAD_DOMAIN + struct.pack(">QQ", schema_version, entries) + head
-
-
-def _ed25519() -> Any:
-    try:
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import ed25519
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise DPCertError(
-            'signed ledgers need the cryptography package: pip install "dpcert[signing]"'
-        ) from exc
-    return ed25519, serialization, InvalidSignature
-
-
-def _raw_public(key: Any) -> bytes:
-    """The raw 32 bytes of an Ed25519 public key (of a private key's public half)."""
-    _, serialization, _ = _ed25519()
-    public = key.public_key() if hasattr(key, "public_key") else key
-    return bytes(public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
-
-
-def key_fingerprint(raw: bytes | None) -> str:
-    """First 16 hex digits of SHA-256 of a raw public key (as :class:`dpcert.signatures.SignatureInfo`)."""
-    if raw is None:
-        return "none"
-    return signatures.SignatureInfo("", base64.b64encode(raw).decode(), False).fingerprint
-
-
-def load_signing_key(value: object) -> Any | None:
-    """The operator's Ed25519 private key from a key object or a PEM file; ``None`` passes through."""
-    return _load_key(value, "signing_key", "private", signatures.load_private_key, "Ed25519PrivateKey")
-
-
-def load_verifying_key(value: object) -> Any | None:
-    """The expected Ed25519 public key from a key object or a PEM file; ``None`` passes through."""
-    return _load_key(value, "public_key", "public", signatures.load_public_key, "Ed25519PublicKey")
-
-
-def _load_key(value: object, name: str, kind: str, load: Any, key_class: str) -> Any | None:
-    """An Ed25519 ``kind`` key (class ``key_class`` of ``cryptography``) given as a key object or the
-    path of its PEM file; ``name`` is the parameter named in errors."""
-    if value is None:
-        return None
-    if isinstance(value, (str, Path)):
-        try:
-            return load(Path(value))
-        except OSError as exc:
-            raise InvalidParameter(
-                name, str(value), f"a readable PEM Ed25519 {kind} key file ({exc.strerror})"
-            ) from exc
-        except InvalidParameter as exc:
-            raise InvalidParameter(name, str(value), exc.allowed) from exc
-    ed25519, _, _ = _ed25519()
-    if not isinstance(value, getattr(ed25519, key_class)):
-        raise InvalidParameter(
-            name, type(value).__name__, f"an Ed25519 {kind} key or the path of its PEM file"
-        )
-    return value
-
-
-def _signature_valid(raw_public: bytes, signature: bytes, message: bytes) -> bool:
-    ed25519, _, invalid_signature = _ed25519()
-    try:
-        ed25519.Ed25519PublicKey.from_public_bytes(raw_public).verify(signature, message)
-    except (invalid_signature, ValueError):
-        return False
-    return True
-
-
-def _user_json(user: UserId) -> list[Any]:
-    return ["s", user] if isinstance(user, str) else ["i", int(user)]
-
-
-def _user_from_json(value: Any) -> UserId:
-    if isinstance(value, list) and len(value) == 2:
-        if value[0] == "s" and isinstance(value[1], str):
-            return value[1]
-        if value[0] == "i" and type(value[1]) is int:
-            return int(value[1])
-    raise ValueError(f"malformed user {value!r}")
-
-
-class LedgerIntegrityError(DPCertError):
-    """The ledger's tables are not what its chained entries and signed heads say; nothing was written."""
+from dpcert.ledger.chain import (
+    GENESIS,
+    UserId,
+    canonical_body,
+    chain_hashes,
+    entry_digest,
+    entry_hash,
+    head_message,
+    key_fingerprint,
+    load_signing_key,
+    load_verifying_key,
+    raw_public_key,
+    signature_valid,
+    user_from_json,
+    user_json,
+)
+from dpcert.ledger.export import (
+    ChargeRow,
+    SpentSummary,
+    UserTotal,
+    write_charges_csv,
+    write_json,
+    write_user_totals_csv,
+)
+from dpcert.ledger.postgres import PostgresStore
+from dpcert.ledger.store import (
+    CHAINED_TABLES,
+    LEDGER_TABLES,
+    LEGACY_TABLES,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SQLiteStore,
+    Store,
+)
 
 
 @dataclass
@@ -310,81 +151,6 @@ class ChargeReceipt:
     certificate_sha256: str
     idempotency_key: str | None = None
     replayed: bool = False  # True if the key had already been committed: nothing new was recorded
-
-
-@dataclass(frozen=True)
-class SpentSummary:
-    """The worst-off user of the ledger and a few totals."""
-
-    users: int
-    charges: int
-    histories: int
-    max_user: UserId | None
-    max_certificate: Certificate | None
-
-    @property
-    def max_epsilon(self) -> float:
-        return self.max_certificate.epsilon if self.max_certificate is not None else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "users": self.users,
-            "charges": self.charges,
-            "histories": self.histories,
-            "max_user": self.max_user,
-            "max_user_epsilon": self.max_epsilon,
-            "max_user_delta": self.max_certificate.delta if self.max_certificate is not None else 0.0,
-        }
-
-    def _notebook_rows(self) -> list[tuple[str, Any]]:
-        worst = self.max_certificate
-        return [
-            ("users", self.users),
-            ("charges", self.charges),
-            ("distinct histories", self.histories),
-            ("worst-off user", self.max_user if self.max_user is not None else "none"),
-            (
-                "their spent (ε, δ)",
-                f"({worst.epsilon:.6g}, {worst.delta:.3g})" if worst is not None else "none",
-            ),
-        ]
-
-    def _repr_markdown_(self) -> str:
-        from dpcert._notebook import markdown_table
-
-        return markdown_table("Ledger", self._notebook_rows())
-
-    def _repr_html_(self) -> str:
-        from dpcert._notebook import html_table
-
-        return html_table("Ledger", self._notebook_rows())
-
-
-@dataclass(frozen=True)
-class UserTotal:
-    """One user's number of charges, composed spent (ε, δ) and applicable budget."""
-
-    user_id: UserId
-    charges: int
-    epsilon: float
-    delta: float
-    budget: Guarantee | None
-
-    @property
-    def within_budget(self) -> bool | None:
-        if self.budget is None:
-            return None
-        return self.epsilon <= self.budget.epsilon and self.delta <= self.budget.delta
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "user_id": self.user_id,
-            "charges": self.charges,
-            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
-            "delta": self.delta,
-            "budget": self.budget.to_dict() if self.budget is not None else None,
-            "within_budget": self.within_budget,
-        }
 
 
 @dataclass(frozen=True)
@@ -484,202 +250,6 @@ def _budget(value: object) -> Guarantee:
     return value
 
 
-# --------------------------------------------------------------------------- storage backends
-class SQLiteStore:
-    """The SQLite storage of a :class:`Ledger`: one file, writers serialised by ``BEGIN IMMEDIATE``.
-
-    A storage backend runs the ledger's SQL (``?`` placeholders) and the few operations whose SQL
-    differs between engines: schema set-up, write and snapshot transactions, the bulk statements of
-    a charge, and the storage form of user ids.  The ledger's logic (budget checks, compositions,
-    the hash chain) lives in :class:`Ledger` alone.
-    """
-
-    kind = "SQLite"
-    database_errors = (sqlite3.DatabaseError,)
-
-    def __init__(self, path: Path, *, durable: bool, timeout: float, readonly: bool) -> None:
-        self.path = path
-        self.readonly = readonly
-        self.durable = durable
-        try:
-            if readonly:  # never writes to the file: no journal switch, no schema, no migration
-                uri = path.resolve().as_uri() + "?mode=ro"
-                self.connection = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
-            else:
-                self.connection = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise InvalidParameter("path", str(path), f"a readable ledger location: {exc}") from exc
-
-    # generic SQL
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.connection.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        return self.connection.executemany(sql, rows)
-
-    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
-        """The rows of a query, fetched as they are consumed (SQLite cursors are lazy)."""
-        return iter(self.connection.execute(sql, params))
-
-    def insert_id(self, sql: str, params: Sequence[Any]) -> int:
-        """Run an ``INSERT`` of one row into a table with an ``id`` key and return the new id."""
-        row_id = self.connection.execute(sql, params).lastrowid
-        if row_id is None:
-            raise DPCertError(f"ledger {self.path}: internal error: an INSERT returned no row id")
-        return int(row_id)
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.connection.in_transaction
-
-    def close(self) -> None:
-        self.connection.close()
-
-    # user ids are stored as they are (SQLite keeps INTEGER and TEXT apart in one column)
-    @staticmethod
-    def uid(user_id: UserId) -> Any:
-        return user_id
-
-    @staticmethod
-    def user(stored: Any) -> UserId:
-        return stored
-
-    # schema
-    def tables(self) -> set[str]:
-        return {
-            row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-
-    def configure(self) -> None:
-        self.connection.execute("PRAGMA journal_mode=WAL")
-        self.connection.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-        self.connection.execute("PRAGMA foreign_keys=ON")
-        self.connection.execute("PRAGMA temp_store=MEMORY")  # the per-charge batch table
-
-    def schema_statements(self) -> list[str]:
-        return [s for s in _SCHEMA.strip().split(";") if s.strip()]
-
-    def prepare(self) -> None:
-        """Per-connection objects used by charges (after the schema exists)."""
-        self.connection.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS batch_rows (seq INTEGER PRIMARY KEY, user_id)"
-        )
-        self.connection.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS history_map (old INTEGER PRIMARY KEY, new INTEGER)"
-        )
-
-    # transactions
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed if the block succeeds, else rolled back.
-
-        SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error); the
-        rollback here is then skipped so that the real cause is what the caller sees.
-        """
-        db = self.connection
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise self._storage_error(exc) from exc
-        try:
-            yield
-            db.execute("COMMIT")
-        except BaseException as exc:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError):
-                raise self._storage_error(exc) from exc
-            raise
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read transaction: every query inside sees the same committed state."""
-        db = self.connection
-        if db.in_transaction:
-            yield
-            return
-        db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if db.in_transaction:
-                db.execute("COMMIT")
-
-    def _storage_error(self, exc: sqlite3.OperationalError) -> DPCertError | sqlite3.OperationalError:
-        """A clear error for a failed write; other errors (e.g. a busy timeout) pass unchanged."""
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
-        causes = {
-            sqlite3.SQLITE_FULL: "the disk (or the database's size limit) is full",
-            sqlite3.SQLITE_IOERR: "an I/O error occurred",
-            sqlite3.SQLITE_READONLY: "the file or its directory is read-only",
-            sqlite3.SQLITE_CANTOPEN: "the file or its journal cannot be opened",
-        }
-        if primary not in causes:
-            return exc
-        return LedgerStorageError(
-            f"ledger {self.path}: cannot write: {causes[primary]} ({exc}); nothing was recorded"
-        )
-
-    # the bulk statements of a charge (inside a write transaction)
-    def charge_groups(
-        self, ids: Sequence[UserId]
-    ) -> list[tuple[int, float | None, float | None, int, UserId]]:
-        """The charged users grouped by (history id, own budget ε, δ): (history, ε, δ, count, a user)."""
-        db = self.connection
-        db.execute("DELETE FROM temp.batch_rows")
-        # One JSON array (SQLite's json_each walks it in order) instead of one bound row per user.
-        db.execute("INSERT INTO temp.batch_rows (user_id) SELECT value FROM json_each(?)", (json.dumps(ids),))
-        if db.execute(
-            "SELECT (SELECT MIN(seq) FROM temp.batch_rows), (SELECT MAX(seq) FROM temp.batch_rows)"
-        ).fetchone() != (1, len(ids)):
-            raise DPCertError(f"ledger {self.path}: internal error: batch rows are not numbered 1..n")
-        return db.execute(
-            "SELECT COALESCE(u.history_id, 0), b2.epsilon, b2.delta, COUNT(*), MIN(b.user_id) "
-            "FROM temp.batch_rows AS b "
-            "LEFT JOIN users AS u ON u.user_id = b.user_id "
-            "LEFT JOIN budgets AS b2 ON b2.user_id = b.user_id "
-            "GROUP BY 1, 2, 3"
-        ).fetchall()
-
-    def write_charge(
-        self,
-        ids: Sequence[UserId],
-        certificate_id: int,
-        run_id: str | None,
-        created: float,
-        idempotency_key: str | None,
-        chain: bytes,
-        new_history: dict[int, int],
-    ) -> None:
-        """Insert the charge rows of ``ids`` (after :meth:`charge_groups`) and update the users' state.
-
-        ``chain`` is the previous head followed by the rows' hashes: row ``i`` (``seq = i``, in the
-        caller's order) stores 32-byte slice ``i - 1`` as ``prev_hash`` and slice ``i`` as ``hash``.
-        """
-        db = self.connection
-        db.execute("DELETE FROM temp.history_map")
-        db.executemany("INSERT INTO temp.history_map (old, new) VALUES (?, ?)", new_history.items())
-        # All hashes go to SQLite as one blob, sliced per row (binding two blobs per row costs more).
-        db.execute(
-            "INSERT INTO charges "
-            "(user_id, certificate_id, run_id, created, idempotency_key, prev_hash, hash) "
-            "SELECT user_id, ?1, ?2, ?3, ?4, substr(?5, 32 * seq - 31, 32), substr(?5, 32 * seq + 1, 32) "
-            "FROM temp.batch_rows ORDER BY seq",
-            (certificate_id, run_id, created, idempotency_key, chain),
-        )
-        db.execute(
-            "INSERT INTO users (user_id, history_id, charges) "
-            "SELECT b.user_id, m.new, COALESCE(u.charges, 0) + 1 FROM temp.batch_rows AS b "
-            "LEFT JOIN users AS u ON u.user_id = b.user_id "
-            "JOIN temp.history_map AS m ON m.old = COALESCE(u.history_id, 0) WHERE true "
-            "ON CONFLICT (user_id) DO UPDATE SET history_id = excluded.history_id, "
-            "charges = excluded.charges"
-        )
-        db.execute("DELETE FROM temp.batch_rows")
-
-
 def _is_postgres_url(path: object) -> bool:
     return isinstance(path, str) and path.split(":", 1)[0].lower() in ("postgresql", "postgres")
 
@@ -758,15 +328,13 @@ class Ledger:
         self.readonly = bool(readonly)
         timeout = check.positive_finite("timeout", timeout)
         self._signing_key = load_signing_key(signing_key)
-        self._public = _raw_public(self._signing_key) if self._signing_key is not None else None
+        self._public = raw_public_key(self._signing_key) if self._signing_key is not None else None
         if migrate and readonly:
             raise InvalidParameter("migrate", True, "False for a read-only ledger (a migration writes)")
         self._migrate_requested = bool(migrate)
         self._signed_head: tuple[int, bytes] | None = None  # the last head this object signed and committed
-        self._db: Any
+        self._db: Store
         if postgres:
-            from dpcert.ledger.postgres import PostgresStore
-
             self._db = PostgresStore(str(path), durable=durable, timeout=timeout, readonly=self.readonly)
             self.path = self._db.path  # the URL without its password
         else:
@@ -827,7 +395,7 @@ class Ledger:
             raise InvalidParameter(
                 "path", str(self.path), f"a ledger with schema version 1..{SCHEMA_VERSION} (found {row[0]})"
             )
-        missing = (LEDGER_TABLES if version >= 4 else _LEGACY_TABLES) - tables
+        missing = (LEDGER_TABLES if version >= 4 else LEGACY_TABLES) - tables
         if missing:
             raise InvalidParameter(
                 "path",
@@ -925,14 +493,15 @@ class Ledger:
             self._migrate_steps()
 
     def _migrate_steps(self) -> None:
-        """Apply the migrations from the stored version to :data:`SCHEMA_VERSION` (in a transaction)."""
+        """Apply the migrations from the stored version to :data:`~dpcert.ledger.store.SCHEMA_VERSION`
+        (in a transaction)."""
         if self._version is None:
             raise DPCertError(
                 f"ledger {self.path}: internal error: migrating a ledger with no schema version"
             )
         version = int(self._version)
         while version < SCHEMA_VERSION:
-            for statement in _MIGRATIONS[version]:
+            for statement in MIGRATIONS[version]:
                 self._db.execute(statement)
             migrate_rows = getattr(self, f"_migrate_rows_{version}", None)
             if migrate_rows is not None:
@@ -965,7 +534,7 @@ class Ledger:
         for user, epsilon, delta in self._db.execute(
             "SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id"
         ).fetchall():
-            body = {"user": _user_json(self._db.user(user)), "epsilon": float(epsilon), "delta": float(delta)}
+            body = {"user": user_json(self._db.user(user)), "epsilon": float(epsilon), "delta": float(delta)}
             self._append(tail, "budget", body)
         for key, request, run_id, users, digest, created in self._db.execute(
             "SELECT key, request, run_id, users, certificate_sha256, created FROM idempotency ORDER BY key"
@@ -1055,7 +624,7 @@ class Ledger:
                 signed is None
                 or int(signed[0]) != tail.count
                 or bytes(signed[2]) != tail.head
-                or not _signature_valid(
+                or not signature_valid(
                     self._public, bytes(signed[3]), head_message(int(signed[1]), tail.count, tail.head)
                 )
             ):
@@ -1151,7 +720,7 @@ class Ledger:
         user = None if user_id is None else _user_id(user_id)
         with self._write() as (db, tail):
             body = {
-                "user": None if user is None else _user_json(user),
+                "user": None if user is None else user_json(user),
                 "epsilon": budget.epsilon,
                 "delta": budget.delta,
             }
@@ -1566,7 +1135,7 @@ class Ledger:
             if len(head) != 64 or any(ch not in "0123456789abcdef" for ch in head):
                 raise InvalidParameter("head", head, "a chain head: 64 hexadecimal digits")
         verifying_key = load_verifying_key(public_key)
-        expected_key = _raw_public(verifying_key) if verifying_key is not None else None
+        expected_key = raw_public_key(verifying_key) if verifying_key is not None else None
         if self._version is not None and self._version < SCHEMA_VERSION:
             chain = "has no hash chain" if self._version < 3 else "chains only its charge rows"
             return ChainReport(
@@ -1677,9 +1246,7 @@ class Ledger:
                     verifier = expected_key if expected_key is not None else chained_key
                 elif kind == "budget":
                     budget = Guarantee(float(body["epsilon"]), float(body["delta"]))
-                    stored_user = (
-                        None if body["user"] is None else self._db.uid(_user_from_json(body["user"]))
-                    )
+                    stored_user = None if body["user"] is None else self._db.uid(user_from_json(body["user"]))
                     if stored_user is None:
                         default = budget
                     else:
@@ -1740,7 +1307,7 @@ class Ledger:
                         f"{where}: its signed head differs from the chain (rewritten and re-chained "
                         "without the signing key)"
                     )
-                if not _signature_valid(verifier, signature, head_message(version, entries, signed_head)):
+                if not signature_valid(verifier, signature, head_message(version, entries, signed_head)):
                     return broken(f"{where}: its signature is not valid for key {key_fingerprint(verifier)}")
         if entries == 0:
             return broken("entry 1: missing (the ledger has no chained entries)")
@@ -1989,10 +1556,20 @@ class Ledger:
         if format not in ("json", "csv"):
             raise InvalidParameter("format", format, "json or csv")
         with self._snapshot():
-            if format == "csv":
-                self._write_csv(stream, per_user)
+            if format == "csv" and per_user:
+                write_user_totals_csv(stream, self.user_totals())
+            elif format == "csv":
+                write_charges_csv(stream, self._charge_rows(), self._certificate)
             else:
-                self._write_json(stream)
+                write_json(
+                    stream,
+                    schema_version=self.schema_version,
+                    certificates=self._certificate_rows(),
+                    charges=self._charge_rows(),
+                    totals=self.user_totals(),
+                    default_budget=self.default_budget(),
+                    budgets=self._budget_rows(),
+                )
 
     def export(self, format: str = "json", *, per_user: bool = False) -> str:
         """The export of :meth:`write_export` as one string."""
@@ -2000,7 +1577,11 @@ class Ledger:
         self.write_export(buffer, format, per_user=per_user)
         return buffer.getvalue()
 
-    def _charge_rows(self) -> Iterator[tuple[Any, ...]]:
+    def _certificate_rows(self) -> Iterator[tuple[str, Certificate]]:
+        for cid, digest in self._db.execute("SELECT id, sha256 FROM certificates ORDER BY id"):
+            yield digest, self._certificate(cid)
+
+    def _charge_rows(self) -> Iterator[ChargeRow]:
         user = self._db.user
         return (
             (row[0], user(row[1]), *row[2:])
@@ -2013,98 +1594,11 @@ class Ledger:
             )
         )
 
-    def _write_csv(self, stream: TextIO, per_user: bool) -> None:
-        writer = csv.writer(stream, lineterminator="\n")
-        if per_user:
-            writer.writerow(
-                ["user_id", "charges", "epsilon", "delta", "budget_epsilon", "budget_delta", "within_budget"]
-            )
-            for total in self.user_totals():
-                budget = total.budget
-                writer.writerow(
-                    [
-                        total.user_id,
-                        total.charges,
-                        repr(total.epsilon),
-                        repr(total.delta),
-                        "" if budget is None else repr(budget.epsilon),
-                        "" if budget is None else repr(budget.delta),
-                        "" if budget is None else str(total.within_budget).lower(),
-                    ]
-                )
-            return
-        writer.writerow(
-            [
-                "charge_id",
-                "user_id",
-                "run_id",
-                "created",
-                "certificate_sha256",
-                "mechanism",
-                "epsilon",
-                "delta",
-                "idempotency_key",
-            ]
-        )
-        for charge_id, user_id, run_id, created, digest, cid, key in self._charge_rows():
-            certificate = self._certificate(cid)
-            writer.writerow(
-                [
-                    charge_id,
-                    user_id,
-                    "" if run_id is None else run_id,
-                    repr(created),
-                    digest,
-                    certificate.mechanism,
-                    repr(certificate.epsilon),
-                    repr(certificate.delta),
-                    "" if key is None else key,
-                ]
-            )
-
-    def _write_json(self, stream: TextIO) -> None:
-        def dumps(value: Any) -> str:
-            return json.dumps(value, allow_nan=False)
-
-        stream.write(f'{{"format": {dumps(EXPORT_FORMAT)}, "schema_version": {self.schema_version}')
-        stream.write(', "certificates": {')
-        for index, (cid, digest) in enumerate(
-            self._db.execute("SELECT id, sha256 FROM certificates ORDER BY id")
+    def _budget_rows(self) -> Iterator[tuple[UserId, float, float]]:
+        for user, epsilon, delta in self._db.execute(
+            "SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id"
         ):
-            stream.write(f"{', ' if index else ''}{dumps(digest)}: {dumps(self._certificate(cid).to_dict())}")
-        stream.write('}, "charges": [')
-        for index, (charge_id, user_id, run_id, created, digest, _, key) in enumerate(self._charge_rows()):
-            row = {
-                "charge_id": charge_id,
-                "user_id": user_id,
-                "run_id": run_id,
-                "created": created,
-                "certificate": digest,
-                "idempotency_key": key,
-            }
-            stream.write((", " if index else "") + dumps(row))
-        stream.write('], "users": [')
-        for index, total in enumerate(self.user_totals()):
-            stream.write((", " if index else "") + dumps(total.to_dict()))
-        default = self.default_budget()
-        stream.write(f'], "default_budget": {dumps(default.to_dict() if default else None)}, "budgets": [')
-        budgets = self._db.execute("SELECT user_id, epsilon, delta FROM budgets ORDER BY user_id")
-        for index, (user, epsilon, delta) in enumerate(budgets):
-            stream.write(
-                (", " if index else "")
-                + dumps({"user_id": self._db.user(user), "epsilon": epsilon, "delta": delta})
-            )
-        stream.write("]}")
+            yield self._db.user(user), epsilon, delta
 
 
-__all__ = [
-    "Charge",
-    "ChainReport",
-    "ChargeReceipt",
-    "Ledger",
-    "LedgerIntegrityError",
-    "LedgerStorageError",
-    "SQLiteStore",
-    "SpentSummary",
-    "UserTotal",
-]
+__all__ = ["ChainReport", "Charge", "ChargeReceipt", "Ledger"]
