@@ -32,6 +32,7 @@ from dpcert.cli._common import (
 from dpcert.errors import DPCertError, LedgerIntegrityError, LedgerStorageError, UnknownUser
 from dpcert.ledger.api import Ledger
 from dpcert.ledger.chain import UserId, load_signing_key, load_verifying_key
+from dpcert.viz.plots import plot_spent
 
 EXIT_INTERNAL = 3
 
@@ -213,8 +214,6 @@ def _show(args: argparse.Namespace) -> int:
                 ("signed by", signed_by or "nobody (an unsigned ledger)"),
             ]
         if args.plot is not None:
-            from dpcert.viz.plots import plot_spent
-
             args.plot.parent.mkdir(parents=True, exist_ok=True)
             totals = list(ledger.user_totals(delta=args.delta))
             budgets = {t.budget.epsilon for t in totals if t.budget is not None}
