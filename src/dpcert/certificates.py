@@ -321,9 +321,9 @@ class Certificate:
     ) -> Certificate:
         """The certificate of an OpenDP measurement at input distance ``d_in``.
 
-        See :mod:`dpcert.interop.dp_accounting`.
+        See :func:`dpcert.interop.opendp.certificate_from_opendp`.
         """
-        from dpcert.interop.dp_accounting import certificate_from_opendp
+        from dpcert.interop.opendp import certificate_from_opendp
 
         return certificate_from_opendp(
             measurement, d_in, delta=delta, neighbouring=neighbouring, trust_model=trust_model

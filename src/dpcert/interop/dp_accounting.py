@@ -1,5 +1,4 @@
-"""Certificates for other libraries' mechanisms: ``dp_accounting`` events, Opacus histories and OpenDP
-measurements in.
+"""Certificates of ``dp_accounting`` events, read with the meaning dp_accounting documents.
 
 :func:`certificate_from_dp_event` maps a ``dp_accounting.dp_event.DpEvent`` to a re-verifiable
 certificate, so a mechanism described for dp_accounting can be charged to a :class:`~dpcert.Ledger`
@@ -43,21 +42,10 @@ dp_accounting's ``add/remove`` reading of the event; read it back with ``neighbo
 
 ``NonPrivateDpEvent`` and ``UnsupportedDpEvent`` are refused (no finite guarantee exists), and so are
 the other sampled events (with replacement, or of mechanisms other than the Gaussian) and mixtures.
-
-:func:`certificate_from_opacus_history` composes an Opacus accountant's ``history`` of
-``(noise_multiplier, sample_rate, steps)`` entries: Poisson-subsampled Gaussian steps under
-add/remove, noise ``noise_multiplier × max_grad_norm`` for gradients clipped to ``max_grad_norm``.
-
-:func:`certificate_from_opendp` reads an OpenDP measurement through its privacy map at ``d_in``:
-pure DP (``MaxDivergence``) and ``Approximate(MaxDivergence)`` become declared (ε, δ) certificates,
-zCDP (``ZeroConcentratedDivergence``) a ``zcdp`` certificate whose profile dpcert re-derives from ρ,
-and a ``SmoothedMaxDivergence`` profile is read at the requested δ (declared).  A declared certificate
-is only as good as the library's privacy map; it is re-verifiable as the (ε, δ) it states.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dpcert import _validation as check
@@ -71,7 +59,6 @@ from dpcert.mechanisms.randomized_response import randomized_response_certificat
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
-from dpcert.theory.zcdp import ZCDP_BASIS, zcdp_certificate
 
 
 def certificate_from_dp_event(
@@ -212,113 +199,6 @@ def _component(event: Any, delta: float | None, count: int, labels: dict[str, An
                 "delta", delta, "0 < delta < 1 for a composition with approximate-DP parts"
             ) from None
         return certificate_from_dp_event(event, delta=delta / (2 * count), **labels)
-
-
-def certificate_from_opacus_history(
-    history: Iterable[Any], *, delta: float, trust_model: TrustModel | str = TrustModel.CENTRAL
-) -> Certificate:
-    """One certificate of the DP-SGD run an Opacus accountant recorded.
-
-    Parameters
-    ----------
-    history
-        Opacus 1.x ``RDPAccountant.history`` / ``PRVAccountant.history``: ``(noise_multiplier,
-        sample_rate, steps)`` entries, each ``steps`` Poisson-subsampled Gaussian steps with sampling
-        probability ``sample_rate`` and noise ``noise_multiplier × max_grad_norm`` on gradients
-        clipped to ``max_grad_norm`` (sensitivity ``max_grad_norm``, add/remove: Opacus's meaning).
-    delta
-        The δ of the claimed point (``0 < delta < 1``).
-    trust_model
-        The trust model of the claim (central for DP-SGD on a trusted server).
-
-    Entries with the same noise multiplier and sample rate are merged (their steps added); each
-    distinct one is :func:`~dpcert.mechanisms.subsampled_gaussian.poisson_sampled_gaussian_certificate`
-    and several are composed by :func:`~dpcert.accounting.composition.compose`.  No torch or Opacus
-    import is needed.
-    """
-    delta = check.positive_delta(delta)
-    trust_model = TrustModel(trust_model)
-    if isinstance(history, (str, bytes)) or not isinstance(history, Iterable):
-        raise InvalidParameter(
-            "history", type(history).__name__, "a list of (noise_multiplier, sample_rate, steps)"
-        )
-    steps_of: dict[tuple[float, float], int] = {}
-    for index, entry in enumerate(history):
-        name = f"history[{index}]"
-        try:
-            if isinstance(entry, (str, bytes, Mapping)) or len(entry) != 3:
-                raise TypeError
-            values = (entry[0], entry[1], entry[2])
-        except (TypeError, IndexError, KeyError):
-            raise InvalidParameter(name, entry, "a (noise_multiplier, sample_rate, steps) triple") from None
-        sigma = check.positive_finite(f"{name}.noise_multiplier", values[0])
-        rate = check.probability(f"{name}.sample_rate", values[1], open_low=True)
-        steps = check.positive_int(f"{name}.steps", values[2])
-        steps_of[(sigma, rate)] = steps_of.get((sigma, rate), 0) + steps
-    if not steps_of:
-        raise InvalidParameter("history", [], "at least one (noise_multiplier, sample_rate, steps) entry")
-    if len(steps_of) == 1:
-        (((sigma, rate), steps),) = steps_of.items()
-        return poisson_sampled_gaussian_certificate(sigma, rate, steps, delta=delta, trust_model=trust_model)
-    share = delta / (2 * len(steps_of))
-    parts = [
-        poisson_sampled_gaussian_certificate(sigma, rate, steps, delta=share, trust_model=trust_model)
-        for (sigma, rate), steps in steps_of.items()
-    ]
-    return compose(parts, delta=delta)
-
-
-def certificate_from_opendp(
-    measurement: Any,
-    d_in: Any,
-    *,
-    delta: float | None = None,
-    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
-    trust_model: TrustModel | str = TrustModel.CENTRAL,
-) -> Certificate:
-    """The certificate of an OpenDP ``measurement`` for inputs at distance ``d_in`` (its privacy map).
-
-    ``delta`` is required for zCDP and smoothed-max-divergence measures (the point of the profile to
-    claim).  The measurement's own description is kept in the certificate's ``name``.
-    """
-    if delta is not None:
-        delta = check.delta(delta)
-    measure = str(getattr(measurement, "output_measure", ""))
-    if not measure or not callable(getattr(measurement, "map", None)):
-        raise InvalidParameter("measurement", type(measurement).__name__, "an OpenDP Measurement")
-    try:
-        distance = measurement.map(d_in)
-    except Exception as exc:  # OpenDP raises its own exception type for an invalid d_in
-        raise InvalidParameter(
-            "d_in", d_in, f"an input distance the measurement's privacy map accepts ({exc})"
-        ) from exc
-    metric = getattr(measurement, "input_metric", "?")
-    name = f"OpenDP measurement ({measure}, input metric {metric}, d_in={d_in!r})"
-    labels = {"neighbouring": Neighbouring(neighbouring), "trust_model": TrustModel(trust_model)}
-    basis = f"OpenDP privacy map at d_in={d_in!r} ({measure})"
-    if measure == "MaxDivergence":
-        return approximate_dp_certificate(float(distance), 0.0, mechanism_name=name, basis=basis, **labels)
-    if measure.startswith("Approximate(MaxDivergence"):
-        epsilon, declared_delta = distance
-        return approximate_dp_certificate(
-            float(epsilon), float(declared_delta), mechanism_name=name, basis=basis, **labels
-        )
-    if measure == "ZeroConcentratedDivergence":
-        if delta is None:
-            raise InvalidParameter("delta", delta, "0 <= delta < 1: the point of the zCDP profile to claim")
-        return zcdp_certificate(
-            float(distance), delta=delta, name=name, basis=f"{basis}; {ZCDP_BASIS}", **labels
-        )
-    if measure == "SmoothedMaxDivergence":
-        if delta is None or delta == 0.0:
-            raise InvalidParameter("delta", delta, "0 < delta < 1: the point of the privacy profile to claim")
-        epsilon = float(distance.epsilon(delta))
-        return approximate_dp_certificate(epsilon, delta, mechanism_name=name, basis=basis, **labels)
-    raise InvalidParameter(
-        "measurement",
-        measure,
-        "an OpenDP measurement with a pure, approximate, smoothed or zCDP output measure",
-    )
 
 
 def _unwrap_self_composed(event: Any) -> tuple[Any, int]:
