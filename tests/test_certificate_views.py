@@ -7,7 +7,7 @@ import pytest
 from dpcert.accounting.composition import compose
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.viz.plots import profile_curve
+from dpcert.viz.plots import plot_profile, profile_curve
 
 
 def test_profile_plot_is_written_with_comparisons(tmp_path):
@@ -15,10 +15,10 @@ def test_profile_plot_is_written_with_comparisons(tmp_path):
     certificate = gaussian_certificate(3.0, delta=1e-5, compositions=10)
     rdp = compose([gaussian_certificate(3.0, delta=1e-6)] * 10, method="rdp", delta=1e-5)
     path = tmp_path / "profile.png"
-    certificate.plot(path, compare={"RDP": rdp})
+    plot_profile(certificate, path, compare={"RDP": rdp})
     assert path.stat().st_size > 10_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(InvalidParameter):
-        certificate.plot(tmp_path / "missing" / "p.png")
+        plot_profile(certificate, tmp_path / "missing" / "p.png")
 
 
 def test_profile_curve_is_the_profile_with_zeros_left_out():

@@ -12,6 +12,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 
 from dpcert import Certificate
 from dpcert.errors import InvalidParameter
+from dpcert.interop.dp_accounting import certificate_from_dp_event
 from dpcert.mechanisms.randomized_response import RandomizedResponseProfile
 
 
@@ -26,7 +27,7 @@ def _gaussian_epsilon_reference(mu: float, delta: float) -> float:
 
 
 def test_gaussian_event_is_the_exact_gaussian():
-    certificate = Certificate.from_dp_event(
+    certificate = certificate_from_dp_event(
         dp_event.GaussianDpEvent(1.0), delta=1e-5, neighbouring="add/remove"
     )
     reference = _gaussian_epsilon_reference(1.0, 1e-5)
@@ -37,15 +38,15 @@ def test_gaussian_event_is_the_exact_gaussian():
 
 def test_self_composed_gaussian_is_one_gaussian_with_sqrt_n_sensitivity():
     event = dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(10.0), 100)
-    certificate = Certificate.from_dp_event(event, delta=1e-5, neighbouring="add/remove")
+    certificate = certificate_from_dp_event(event, delta=1e-5, neighbouring="add/remove")
     reference = _gaussian_epsilon_reference(math.sqrt(100) / 10.0, 1e-5)
     assert reference <= certificate.epsilon <= reference * (1 + 1e-6)
 
 
 def test_laplace_and_discrete_laplace_events_are_pure():
-    laplace = Certificate.from_dp_event(dp_event.LaplaceDpEvent(2.0), neighbouring="add/remove")
+    laplace = certificate_from_dp_event(dp_event.LaplaceDpEvent(2.0), neighbouring="add/remove")
     assert laplace.delta == 0.0 and laplace.epsilon == 0.5
-    discrete = Certificate.from_dp_event(dp_event.DiscreteLaplaceDpEvent(0.25, 3), neighbouring="add/remove")
+    discrete = certificate_from_dp_event(dp_event.DiscreteLaplaceDpEvent(0.25, 3), neighbouring="add/remove")
     assert discrete.delta == 0.0 and discrete.epsilon == 0.75
 
 
@@ -71,7 +72,7 @@ def test_randomized_response_profile_matches_the_output_laws(p, k):
 
 def test_randomized_response_agrees_with_dp_accountings_pld():
     event = dp_event.RandomizedResponseDpEvent(noise_parameter=0.3, num_buckets=4)
-    certificate = Certificate.from_dp_event(event, trust_model="local")
+    certificate = certificate_from_dp_event(event, trust_model="local")
     reference = pld.from_randomized_response(
         0.3, 4, pessimistic_estimate=True, value_discretization_interval=1e-6
     )
@@ -85,7 +86,7 @@ def test_randomized_response_agrees_with_dp_accountings_pld():
 
 def test_composed_event_is_a_valid_composition():
     event = dp_event.ComposedDpEvent([dp_event.LaplaceDpEvent(10.0), dp_event.GaussianDpEvent(5.0)])
-    certificate = Certificate.from_dp_event(event, delta=1e-6)
+    certificate = certificate_from_dp_event(event, delta=1e-6)
     assert certificate.delta_for(certificate.epsilon) <= 1e-6
     # never below the Gaussian part alone nor the Laplace part's pure epsilon alone
     assert certificate.epsilon >= _gaussian_epsilon_reference(0.2, 1e-6)
@@ -94,7 +95,7 @@ def test_composed_event_is_a_valid_composition():
 
 
 def test_no_op_event_is_zero_with_its_reason_and_unprovable_events_are_refused():
-    nothing = Certificate.from_dp_event(dp_event.NoOpDpEvent())
+    nothing = certificate_from_dp_event(dp_event.NoOpDpEvent())
     assert nothing.epsilon == 0.0 and nothing.delta == 0.0
     assert "releases nothing" in nothing.parameters["zero_loss_reason"]
     for event in (
@@ -102,8 +103,8 @@ def test_no_op_event_is_zero_with_its_reason_and_unprovable_events_are_refused()
         dp_event.PoissonSampledDpEvent(0.01, dp_event.LaplaceDpEvent(1.0)),
     ):
         with pytest.raises(InvalidParameter, match="event"):
-            Certificate.from_dp_event(event, delta=1e-5)
+            certificate_from_dp_event(event, delta=1e-5)
     with pytest.raises(InvalidParameter, match="delta"):
-        Certificate.from_dp_event(dp_event.GaussianDpEvent(1.0))  # an approximate-DP event needs its delta
+        certificate_from_dp_event(dp_event.GaussianDpEvent(1.0))  # an approximate-DP event needs its delta
     with pytest.raises(InvalidParameter, match="neighbouring"):
-        Certificate.from_dp_event(dp_event.LaplaceDpEvent(1.0), neighbouring="user-level")
+        certificate_from_dp_event(dp_event.LaplaceDpEvent(1.0), neighbouring="user-level")

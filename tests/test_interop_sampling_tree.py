@@ -16,6 +16,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpcert import Certificate, Guarantee
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
+from dpcert.interop.dp_accounting import certificate_from_dp_event
 from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate, tree_depth
@@ -64,7 +65,7 @@ def test_tree_aggregation_is_the_exact_gaussian_of_sensitivity_two_sqrt_depth(si
     event = dp_event.SingleEpochTreeAggregationDpEvent(sigma, steps)
     if epochs > 1:
         event = dp_event.SelfComposedDpEvent(event, epochs)
-    certificate = Certificate.from_dp_event(event, delta=1e-5)
+    certificate = certificate_from_dp_event(event, delta=1e-5)
     depth = _blocks_containing_brute_force(steps)
     # replacing a record by any other moves each of the depth blocks it lies in by at most 2 C
     reference = _gaussian_epsilon_reference(2.0 * math.sqrt(depth * epochs) / sigma, 1e-5)
@@ -98,7 +99,7 @@ def test_composed_tree_and_gaussian_never_below_their_exact_gaussian_composition
     event = dp_event.ComposedDpEvent(
         [dp_event.SingleEpochTreeAggregationDpEvent(4.0, 15), dp_event.GaussianDpEvent(3.0)]
     )
-    certificate = Certificate.from_dp_event(event, delta=1e-6)
+    certificate = certificate_from_dp_event(event, delta=1e-6)
     # depth 4; a replaced value of norm at most C moves the Gaussian event's sum by 2 C
     exact = _gaussian_epsilon_reference(math.sqrt(4 * 4 / 4.0**2 + 4 / 3.0**2), 1e-6)
     assert exact <= certificate.epsilon <= exact * 1.02
@@ -129,7 +130,7 @@ def test_forged_tree_certificates_are_refused():
         with pytest.raises(CertificateFormatError, match=value):
             Certificate.from_dict({**good, label: value})
     with pytest.raises(InvalidParameter, match="replace-one"):
-        Certificate.from_dp_event(
+        certificate_from_dp_event(
             dp_event.SingleEpochTreeAggregationDpEvent(2.0, 7), delta=1e-5, neighbouring="add/remove"
         )
 
@@ -141,7 +142,7 @@ WITHOUT_REPLACEMENT_CASES = [(1000, 10, 1.1, 300), (500, 100, 2.0, 50), (100, 10
 @pytest.mark.parametrize(("n", "m", "sigma", "steps"), WITHOUT_REPLACEMENT_CASES)
 def test_without_replacement_is_dp_accountings_rdp_and_never_below_a_realised_pair(n, m, sigma, steps):
     step = dp_event.SampledWithoutReplacementDpEvent(n, m, dp_event.GaussianDpEvent(sigma))
-    certificate = Certificate.from_dp_event(dp_event.SelfComposedDpEvent(step, steps), delta=1e-5)
+    certificate = certificate_from_dp_event(dp_event.SelfComposedDpEvent(step, steps), delta=1e-5)
     # dp_accounting's RDP takes the inner multiplier relative to the batch sum's replace-one
     # sensitivity, 2 C for values of norm at most C: the event's noise is s/2 in those units
     halved = dp_event.SampledWithoutReplacementDpEvent(n, m, dp_event.GaussianDpEvent(sigma / 2))
@@ -168,12 +169,12 @@ def test_without_replacement_is_charged_and_refuses_other_relations(tmp_path):
         assert ledger.spent(999, delta=1e-5).epsilon >= certificate.epsilon
     step = dp_event.SampledWithoutReplacementDpEvent(1000, 10, dp_event.GaussianDpEvent(1.1))
     with pytest.raises(InvalidParameter, match="replace-one"):
-        Certificate.from_dp_event(step, delta=1e-5, neighbouring="add/remove")
+        certificate_from_dp_event(step, delta=1e-5, neighbouring="add/remove")
     with pytest.raises(InvalidParameter, match="delta"):
-        Certificate.from_dp_event(step)
+        certificate_from_dp_event(step)
     laplace = dp_event.SampledWithoutReplacementDpEvent(1000, 10, dp_event.LaplaceDpEvent(1.0))
     with pytest.raises(InvalidParameter, match="event"):
-        Certificate.from_dp_event(laplace, delta=1e-5)
+        certificate_from_dp_event(laplace, delta=1e-5)
 
 
 def test_forged_without_replacement_certificates_are_refused():
@@ -204,6 +205,6 @@ def test_nested_self_compositions_are_the_flat_ones():
     for inner, relation in ((batch, "replace-one"), (tree, "replace-one"), (poisson, "add/remove")):
         nested = dp_event.SelfComposedDpEvent(dp_event.SelfComposedDpEvent(inner, 5), 4)
         flat = dp_event.SelfComposedDpEvent(inner, 20)
-        a = Certificate.from_dp_event(nested, delta=1e-5, neighbouring=relation)
-        b = Certificate.from_dp_event(flat, delta=1e-5, neighbouring=relation)
+        a = certificate_from_dp_event(nested, delta=1e-5, neighbouring=relation)
+        b = certificate_from_dp_event(flat, delta=1e-5, neighbouring=relation)
         assert a == b and a.mechanism != "composition"

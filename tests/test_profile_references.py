@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from dp_accounting import dp_event
 
-from dpcert import Certificate
 from dpcert.accounting.composition import compose
+from dpcert.interop.dp_accounting import certificate_from_dp_event
 from dpcert.mechanisms.gaussian import classical_sigma, gaussian_certificate
 from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
 from dpcert.viz.plots import plot_profile, reference_curves
@@ -46,7 +46,7 @@ def test_tree_certificates_draw_rdp_of_the_dominating_gaussian_and_the_classical
 
 def test_rdp_accounted_certificates_do_not_draw_themselves_twice():
     step = dp_event.SampledWithoutReplacementDpEvent(500, 100, dp_event.GaussianDpEvent(2.0))
-    certificate = Certificate.from_dp_event(dp_event.SelfComposedDpEvent(step, 50), delta=1e-5)
+    certificate = certificate_from_dp_event(dp_event.SelfComposedDpEvent(step, 50), delta=1e-5)
     curves = reference_curves(certificate)
     assert RDP not in curves and len(curves) == 1
     (lower,) = curves.values()

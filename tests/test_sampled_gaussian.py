@@ -12,6 +12,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld
 from dpcert import Certificate, Guarantee
 from dpcert.certificates import Neighbouring
 from dpcert.errors import CertificateFormatError, InvalidParameter
+from dpcert.interop.dp_accounting import certificate_from_dp_event
 from dpcert.ledger.api import Ledger
 from dpcert.mechanisms.gaussian import gaussian_delta
 from dpcert.mechanisms.subsampled_gaussian import PoissonSampledGaussianProfile
@@ -31,7 +32,7 @@ def test_dp_sgd_steps_are_never_below_dp_accountings_estimate():
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1)), 1000
     )
-    certificate = Certificate.from_dp_event(event, delta=1e-5, neighbouring="add/remove")
+    certificate = certificate_from_dp_event(event, delta=1e-5, neighbouring="add/remove")
     single = pld.from_gaussian_mechanism(1.1, sampling_prob=0.01, value_discretization_interval=1e-4)
     composed = single.self_compose(1000)
     # dp_accounting's own composition (its FFT round-off unbounded) is the estimate; dpcert adds the bound
@@ -51,7 +52,7 @@ def test_dp_sgd_certificate_is_charged_to_every_participating_user(tmp_path):
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1)), 1000
     )
-    certificate = Certificate.from_dp_event(event, delta=1e-5, neighbouring="add/remove")
+    certificate = certificate_from_dp_event(event, delta=1e-5, neighbouring="add/remove")
     with Ledger(tmp_path / "ledger.db") as ledger:
         ledger.set_budget(None, Guarantee(2 * certificate.epsilon, 1e-5))
         ledger.charge(np.arange(1000), certificate, run_id="dp-sgd")
@@ -68,8 +69,8 @@ def test_dp_sgd_certificate_is_charged_to_every_participating_user(tmp_path):
 def test_relations_and_inputs_are_checked():
     event = dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1))
     with pytest.raises(InvalidParameter, match="add/remove"):
-        Certificate.from_dp_event(event, delta=1e-5)  # replace-one is not what Poisson subsampling amplifies
-    certificate = Certificate.from_dp_event(event, delta=1e-5, neighbouring="add/remove")
+        certificate_from_dp_event(event, delta=1e-5)  # replace-one is not what Poisson subsampling amplifies
+    certificate = certificate_from_dp_event(event, delta=1e-5, neighbouring="add/remove")
     data = certificate.to_dict()
     data["neighbouring"] = "replace-one"
     with pytest.raises(CertificateFormatError, match="replace-one"):

@@ -290,45 +290,6 @@ class Certificate:
         """Serialise to JSON (floats written with full precision, so the round trip is exact)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    @classmethod
-    def from_dp_event(
-        cls,
-        event: Any,
-        *,
-        delta: float | None = None,
-        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
-        trust_model: TrustModel | str = TrustModel.CENTRAL,
-    ) -> Certificate:
-        """The certificate of a ``dp_accounting`` event.
-
-        See :func:`dpcert.interop.dp_accounting.certificate_from_dp_event`.
-        """
-        from dpcert.interop.dp_accounting import certificate_from_dp_event
-
-        return certificate_from_dp_event(
-            event, delta=delta, neighbouring=neighbouring, trust_model=trust_model
-        )
-
-    @classmethod
-    def from_opendp(
-        cls,
-        measurement: Any,
-        d_in: Any,
-        *,
-        delta: float | None = None,
-        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
-        trust_model: TrustModel | str = TrustModel.CENTRAL,
-    ) -> Certificate:
-        """The certificate of an OpenDP measurement at input distance ``d_in``.
-
-        See :func:`dpcert.interop.opendp.certificate_from_opendp`.
-        """
-        from dpcert.interop.opendp import certificate_from_opendp
-
-        return certificate_from_opendp(
-            measurement, d_in, delta=delta, neighbouring=neighbouring, trust_model=trust_model
-        )
-
     def sign(self, private_key: Any, *, signer: str = "") -> str:
         """This certificate as JSON signed with an Ed25519 ``private_key`` (see :mod:`dpcert.signatures`).
 
@@ -421,12 +382,6 @@ class Certificate:
 
     def __hash__(self) -> int:
         return hash(self.to_json())
-
-    def plot(self, path: Any = None, **options: Any) -> Any:
-        """Draw the privacy profile δ(ε) with the claimed point (:func:`dpcert.viz.plots.plot_profile`)."""
-        from dpcert.viz.plots import plot_profile
-
-        return plot_profile(self, path, **options)
 
     def _notebook_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [

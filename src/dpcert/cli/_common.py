@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
+from dpcert.viz.plots import plot_profile
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -362,7 +363,7 @@ def plot_certificate(args: argparse.Namespace, certificate: Any) -> None:
     """``--plot FILE.png``: draw ``certificate``'s privacy profile there (after the result is printed)."""
     if getattr(args, "plot", None) is not None:
         args.plot.parent.mkdir(parents=True, exist_ok=True)
-        certificate.plot(args.plot)
+        plot_profile(certificate, args.plot)
         if not getattr(args, "json", False):
             sys.stdout.write(f"profile plot written to {args.plot}\n")
 
