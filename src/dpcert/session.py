@@ -240,8 +240,12 @@ class PrivacySession:
             if len(pairs) == 1 and pairs[0][1] == 1:
                 candidates.append(pairs[0][0])
             else:
-                extra = {} if self.interval is None else {"value_discretization_interval": self.interval}
-                candidates.append(compose_counts(pairs, delta=delta, **extra))
+                if self.interval is None:
+                    candidates.append(compose_counts(pairs, delta=delta))
+                else:
+                    candidates.append(
+                        compose_counts(pairs, delta=delta, value_discretization_interval=self.interval)
+                    )
         return max(candidates, key=lambda c: c.epsilon_for(delta))
 
     # ----------------------------------------------------------------- workers
@@ -266,6 +270,6 @@ class PrivacySession:
 
 def worst_certificate(sessions: Sequence[PrivacySession], delta: float) -> Certificate | None:
     """The worst user's certificate over several sessions (repetitions have disjoint users)."""
-    candidates = [s.worst_user_certificate(delta) for s in sessions]
-    candidates = [c for c in candidates if c is not None]
+    found = [s.worst_user_certificate(delta) for s in sessions]
+    candidates = [c for c in found if c is not None]
     return max(candidates, key=lambda c: c.epsilon_for(delta)) if candidates else None

@@ -25,6 +25,8 @@ import numpy as np
 from dpcert.audits.report import AuditReport
 from dpcert.audits.run import audit
 from dpcert.audits.sampling import DEFAULT_SAMPLES
+from dpcert.errors import BudgetExceeded
+from dpcert.session import PrivacySession
 
 
 def assert_dp(
@@ -60,11 +62,10 @@ class RefusingLedger:
     """
 
     def __init__(self, rng: np.random.Generator, inspect: Callable[[Any], None] | None = None) -> None:
-        self.rng, self.inspect, self.state = rng, inspect, None
+        self.rng, self.inspect = rng, inspect
+        self.state: str | None = None  # the generator's state (JSON) at the last refusal
 
     def charge(self, user_ids: Any, certificate: Any, run_id: str | None = None) -> None:
-        from dpcert.errors import BudgetExceeded
-
         if self.inspect is not None:
             self.inspect(certificate)
         self.state = json.dumps(self.rng.bit_generator.state)
@@ -86,9 +87,6 @@ def assert_release_stops_at_refusal(
     first charge (rewards, say, or noise drawn too early) is not visible here: compare the returned
     state with the generator's state before the call where nothing may be drawn before the charge.
     """
-    from dpcert.errors import BudgetExceeded
-    from dpcert.session import PrivacySession
-
     ledger = RefusingLedger(rng, inspect)
     session = PrivacySession("refused", ledger)
     try:

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.profiles import ReferenceBounds
+from dpcert.theory.rdp import rdp_profile_of
 
 # Styles cycled for compared curves: distinct colours and line styles that survive greyscale printing.
 _STYLES = (("tab:orange", "--"), ("tab:green", ":"), ("tab:red", "-."), ("tab:purple", (0, (5, 1))))
@@ -47,8 +48,6 @@ def reference_curves(certificate: Any) -> dict[str, Any]:
     * what the certificate's profile offers in ``reference_bounds()``: e.g. the classical Gaussian
       bound (Dwork & Roth 2014, Thm A.1) of a Gaussian certificate, or a lower bound on the truth.
     """
-    from dpcert.theory.rdp import rdp_profile_of
-
     curves: dict[str, Any] = {}
     accounted_by_rdp = certificate.mechanism == "sampled-without-replacement-gaussian" or (
         certificate.mechanism == "composition" and certificate.parameters.get("method") == "rdp"
