@@ -25,10 +25,10 @@ from scipy import stats
 from dpcert.bandits.environments.mab import SPEC_001_MEANS
 from dpcert.reproductions.tenenbaum_2021 import (
     CENTRAL,
+    DELTA,
+    EPSILONS,
     LOCAL,
-    SEED001_DELTA,
-    SEED001_EPSILONS,
-    reproduce_seed001,
+    reproduce_mab,
 )
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:
-        summary = reproduce_seed001(args.runs, Path(directory), args.seed, horizon=args.horizon)
+        summary = reproduce_mab(args.runs, Path(directory), args.seed, horizon=args.horizon)
     total = time.perf_counter() - started
     rows = summary["rows"]
     horizon = args.horizon
@@ -59,7 +59,7 @@ def main() -> None:
         f"Command: `python benchmarks/mab.py --runs {args.runs} --horizon {horizon}` "
         f"(load average at start: {os.getloadavg()[0]:.2f}; total {total:.0f} s).  "
         "Setting of docs/PAPER_NOTES.md, PN-TKMS-7: "
-        f"k = 10, μ = (0.9, 0.8×3, 0.6×3, 0.3×3), T = {horizon:,}, δ = {SEED001_DELTA:g}, {args.runs} runs; "
+        f"k = 10, μ = (0.9, 0.8×3, 0.6×3, 0.3×3), T = {horizon:,}, δ = {DELTA:g}, {args.runs} runs; "
         "final pseudo-regret mean ± s.e.; wall time for all runs of one cell (vectorised over runs).",
         "",
         f"Non-private: SE (m = 1) {_cell(rows['non-private SE (m=1)'])} "
@@ -72,8 +72,8 @@ def main() -> None:
         "(SDP / VB / central / local) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    certified = all(rows[f"SDP-AE eps={e}"]["certified"] for e in SEED001_EPSILONS)
-    for epsilon in SEED001_EPSILONS:
+    certified = all(rows[f"SDP-AE eps={e}"]["certified"] for e in EPSILONS)
+    for epsilon in EPSILONS:
         sdp, vb = rows[f"SDP-AE eps={epsilon}"], rows[f"VB-SDP-AE eps={epsilon}"]
         central, local = rows[f"{CENTRAL} eps={epsilon}"], rows[f"{LOCAL} eps={epsilon}"]
         seconds = " / ".join(f"{r['seconds']:.2f}" for r in (sdp, vb, central, local))
@@ -105,7 +105,7 @@ def main() -> None:
     )
     bound_rows = []
     holds_sdp = holds_vb = True
-    for epsilon in SEED001_EPSILONS:
+    for epsilon in EPSILONS:
         sigma2 = rows[f"SDP-AE eps={epsilon}"]["sigma2"]
         m = math.ceil(sigma2)
         sdp_bound = float(np.sum(128 * log_t / gaps + 512 * sigma2 * log_t / (m * gaps) + m * gaps))
@@ -120,7 +120,7 @@ def main() -> None:
         + f"): mean regret below the bound — SDP-AE **{'holds' if holds_sdp else 'fails'}**, VB-SDP-AE "
         f"**{'holds' if holds_vb else 'fails'}**."
     )
-    sdp_means = np.array([rows[f"SDP-AE eps={e}"]["regret"]["mean"] for e in SEED001_EPSILONS])
+    sdp_means = np.array([rows[f"SDP-AE eps={e}"]["regret"]["mean"] for e in EPSILONS])
     nonprivate = rows["non-private SE (m=1)"]["regret"]["mean"]
     lines.append(
         "- Cor. 3.2 (SDP-AE, m = ⌈σ²⌉: O(Σ log T/Δ + k log(1/δ)/ε²)): regret stays within "
@@ -133,8 +133,8 @@ def main() -> None:
         f"k log(1/δ)/ε² form **{'holds' if sdp_means.max() < 2 * sdp_means.min() else 'does not hold'}** "
         "on this instance (criterion: regret varies by less than 2× over the ε grid)."
     )
-    sigmas = np.array([math.sqrt(rows[f"VB-SDP-AE eps={e}"]["sigma2"]) for e in SEED001_EPSILONS])
-    vb_means = np.array([rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] for e in SEED001_EPSILONS])
+    sigmas = np.array([math.sqrt(rows[f"VB-SDP-AE eps={e}"]["sigma2"]) for e in EPSILONS])
+    vb_means = np.array([rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] for e in EPSILONS])
     vb_nonprivate = rows["non-private VB (sigma=0)"]["regret"]["mean"]
     slope, intercept = np.polyfit(sigmas, vb_means - vb_nonprivate, 1)
     rho = stats.spearmanr(sigmas, vb_means).statistic
@@ -147,23 +147,23 @@ def main() -> None:
     )
     better_local = [
         rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] < rows[f"{LOCAL} eps={e}"]["regret"]["mean"]
-        for e in SEED001_EPSILONS
+        for e in EPSILONS
     ]
     ratios = [
         rows[f"{LOCAL} eps={e}"]["regret"]["mean"] / rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"]
-        for e in SEED001_EPSILONS
+        for e in EPSILONS
     ]
     lines.append(
         "- Table 1 ordering (shuffle beats local, whose cost is multiplicative in 1/ε²): VB-SDP-AE < local "
         "elimination (dpcert) at "
         f"{sum(better_local)}/{len(better_local)} ε values; local/VB ratio "
         + ", ".join(f"{r:.1f}" for r in ratios)
-        + f" (ε = {', '.join(str(e) for e in SEED001_EPSILONS)}) — "
+        + f" (ε = {', '.join(str(e) for e in EPSILONS)}) — "
         f"**{'holds' if all(better_local) else 'partly holds'}**."
     )
     central_ratio = [
         rows[f"VB-SDP-AE eps={e}"]["regret"]["mean"] / rows[f"{CENTRAL} eps={e}"]["regret"]["mean"]
-        for e in SEED001_EPSILONS
+        for e in EPSILONS
     ]
     lines.append(
         "- Shuffle approaches central (§1: shuffle summation error Θ̃(1/ε) like central): VB-SDP-AE / "

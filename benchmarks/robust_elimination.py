@@ -4,7 +4,7 @@ robust least-squares table R0 of docs/PAPER_NOTES.md, PN-CEM-7 (λ as printed vs
     python benchmarks/robust_elimination.py [--reps 4]
 
 The end-to-end experiments E1–E4 are reproductions with their own figures, tables and claims:
-``dpcert reproduce seed003-e1-sanity`` … ``seed003-e4-m1-vs-m2`` (benchmarks/RESULTS.md).
+``dpcert reproduce charisopoulos-2023-e1`` … ``charisopoulos-2023-e4`` (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

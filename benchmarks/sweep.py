@@ -1,4 +1,5 @@
-"""Sweeps on Dask: ``cz2022-figure1`` on the local scheduler and on a Dask LocalCluster, side by side.
+"""Sweeps on Dask: ``chowdhury-zhou-2022-fig1`` on the local scheduler and on a Dask LocalCluster, side by
+side.
 
 Records the wall time of each, checks that both give the same summary (every number but ``seconds``),
 and measures the scheduling overhead per task: the mean round trip of a no-op task on the same cluster
@@ -41,7 +42,7 @@ def main() -> None:
     horizon = None if args.horizon == 20_000 else args.horizon
 
     start = time.perf_counter()
-    local = reproduce("cz2022-figure1", runs=args.runs, seed=0, horizon=horizon)
+    local = reproduce("chowdhury-zhou-2022-fig1", runs=args.runs, seed=0, horizon=horizon)
     local_wall = time.perf_counter() - start
     print(f"local scheduler (registered reproduction, one process): {local_wall:.2f} s")
 
@@ -56,7 +57,9 @@ def main() -> None:
         client.run(lambda: __import__("dpcert.bandits"))  # import cost paid once per worker, as in use
         with distributed.get_task_stream(client) as stream:
             start = time.perf_counter()
-            remote = reproduce("cz2022-figure1", runs=args.runs, seed=0, scheduler=client, horizon=horizon)
+            remote = reproduce(
+                "chowdhury-zhou-2022-fig1", runs=args.runs, seed=0, scheduler=client, horizon=horizon
+            )
             dask_wall = time.perf_counter() - start
         computes = [
             part["stop"] - part["start"]

@@ -79,7 +79,7 @@ def test_bad_input_exits_2_with_a_message(capsys, argv):
 
 def test_lists(capsys):
     code, data, _ = run_json(capsys, "reproduce", "--list")
-    assert code == 0 and "dpdpe-fig2b" in {r["name"] for r in data["reproductions"]}
+    assert code == 0 and "li-zhou-ji-2022-fig2b" in {r["name"] for r in data["reproductions"]}
     code, data, _ = run_json(capsys, "bandit", "list")
     assert {"dp-dpe", "dp-pe", "dpe-fixedu"} <= {a["name"] for a in data["algorithms"]}
 
@@ -92,7 +92,7 @@ def test_parse_options():
     }
 
 
-@pytest.mark.parametrize("name", ["dpdpe-fig2b", "dpdpe-fig2c", "dpdpe-fig2a"])
+@pytest.mark.parametrize("name", ["li-zhou-ji-2022-fig2b", "li-zhou-ji-2022-fig2c", "li-zhou-ji-2022-fig2a"])
 def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
     from dpcert.reproductions import li_zhou_ji_2022 as figures_dpdpe
 
@@ -104,7 +104,7 @@ def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
     code, data, _ = run_json(capsys, "reproduce", name, "--runs", "2", "--out", str(tmp_path))
     assert code == 0 and data["name"] == name and data["runs"] == 2
     assert list(tmp_path.glob("*.json"))
-    if name == "dpdpe-fig2b":
+    if name == "li-zhou-ji-2022-fig2b":
         assert data["all_certificates_verified"] is True
         for calibration in ("paper", "tight"):
             assert set(data["final_regret_means"][calibration]) >= {"DPE", "CDP-DPE", "LDP-DPE"}
@@ -113,7 +113,7 @@ def test_reproductions_on_a_small_instance(capsys, tmp_path, monkeypatch, name):
         for entry in data["curves"].values():
             if entry["certificate"] is not None:
                 Certificate.from_dict(entry["certificate"])
-    if name == "dpdpe-fig2c":
+    if name == "li-zhou-ji-2022-fig2c":
         assert data["fixed_users"] >= 1
         assert data["DPE-FixedU"]["users"] > 0
 

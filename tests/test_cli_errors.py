@@ -73,7 +73,7 @@ BAD_INPUT = [
     (["bandit", "run", "robust-elimination", "--horizon", "100", "--option", "alpah=0.1"], "'alpah'"),
     (["bandit", "run", "dp-dpe", "--horizon", "100", "--option", "no_such_key=1"], "'no_such_key'"),
     (["bandit", "run", "mab-se", "--horizon", "100", "--ledger", "nonexistent/l.db"], "--ledger"),
-    (["reproduce", "dpdpe-fig2b", "--out", "existing"], "--out"),
+    (["reproduce", "li-zhou-ji-2022-fig2b", "--out", "existing"], "--out"),
     (["demo", "--out", "existing"], "--out"),
     (["calibrate"], "calibrate"),
     (["no-such-command"], "no-such-command"),

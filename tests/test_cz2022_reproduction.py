@@ -1,5 +1,5 @@
-"""``dpcert reproduce cz2022-figure1|2`` through the console script: figures per (ε, calibration) panel,
-the table of final regret, every run's curves, and the claims table (Chowdhury & Zhou 2022)."""
+"""``dpcert reproduce chowdhury-zhou-2022-fig1|2`` through the console script: figures per (ε, calibration)
+panel, the table of final regret, every run's curves, and the claims table (Chowdhury & Zhou 2022)."""
 
 from __future__ import annotations
 
@@ -17,18 +17,21 @@ from dpcert.cli import main  # noqa: E402
 
 def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, capsys):
     out = tmp_path / "fig1"
-    assert main(["reproduce", "cz2022-figure1", "--runs", "2", "--horizon", "120", "--out", str(out)]) == 0
+    assert (
+        main(["reproduce", "chowdhury-zhou-2022-fig1", "--runs", "2", "--horizon", "120", "--out", str(out)])
+        == 0
+    )
     captured = capsys.readouterr()
-    summary = json.loads((out / "cz2022-figure1.json").read_text())
+    summary = json.loads((out / "chowdhury-zhou-2022-fig1.json").read_text())
     # six panels (three target epsilons x two calibrations), five curves each, one PNG per panel
     assert len(summary["figures"]) == 6 and all(Path(path).exists() for path in summary["figures"])
     assert {p.rsplit("_", 3)[-3] for p in summary["figures"]} >= {"0.2", "1", "10"}
     # progress on stderr names the panel and the curves being run
     assert "target ε = 10, paper calibration: running linucb-sdp-amp, linucb-sdp-vec" in captured.err
     # the printed table is the file's table; each row's mean and s.d. are those of the saved runs
-    table = (out / "cz2022-figure1.md").read_text()
+    table = (out / "chowdhury-zhou-2022-fig1.md").read_text()
     assert summary["table"] in captured.out and summary["table"] in table
-    curves = np.load(out / "cz2022-figure1_curves.npz")
+    curves = np.load(out / "chowdhury-zhou-2022-fig1_curves.npz")
     labels, panels = list(curves["labels"]), list(curves["panels"])
     assert len(labels) == 30 and curves["0_regret"].shape == (2, curves["0_rounds"].size)
     assert curves["0_rounds"][0] == 1 and curves["0_rounds"][-1] == 120
@@ -43,9 +46,9 @@ def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, 
     row = next(r for r in rows if "target ε = 10, paper" in r[0] and "SDP-Amp" in r[1])
     assert row[2].strip() == "(11.68, 0.1)"
     # the claims table sits next to the outputs, with the command that regenerates it
-    claims = (out / "cz2022-figure1_claims.md").read_text()
+    claims = (out / "chowdhury-zhou-2022-fig1_claims.md").read_text()
     assert "| claim | holds? | numbers | command |" in claims
-    assert "`dpcert reproduce cz2022-figure1 --runs 2 --horizon 120`" in claims
+    assert "`dpcert reproduce chowdhury-zhou-2022-fig1 --runs 2 --horizon 120`" in claims
 
     # the verdicts use paired differences over the same instances, recomputed here from the saved runs
     def finals(panel, label):
@@ -80,6 +83,6 @@ def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, 
 
 
 def test_reproduce_horizon_is_refused_for_other_reproductions(capsys):
-    assert main(["reproduce", "dpdpe-fig2a", "--horizon", "100"]) == 2
+    assert main(["reproduce", "li-zhou-ji-2022-fig2a", "--horizon", "100"]) == 2
     assert "--horizon" in capsys.readouterr().err
-    assert main(["reproduce", "cz2022-figure2", "--horizon", "20001"]) == 2
+    assert main(["reproduce", "chowdhury-zhou-2022-fig2", "--horizon", "20001"]) == 2

@@ -20,7 +20,7 @@ def small_instance(monkeypatch):
 
 
 def test_fig2b_writes_panels_table_curves_and_claims(tmp_path, small_instance, capsys):
-    assert main(["reproduce", "dpdpe-fig2b", "--runs", "2", "--out", str(tmp_path), "--json"]) == 0
+    assert main(["reproduce", "li-zhou-ji-2022-fig2b", "--runs", "2", "--out", str(tmp_path), "--json"]) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     assert "running CDP-DPE (paper), target ε = 10" in captured.err  # progress names the curve
@@ -44,7 +44,7 @@ def test_fig2b_writes_panels_table_curves_and_claims(tmp_path, small_instance, c
 
 
 def test_fig2c_writes_its_report(tmp_path, small_instance, capsys):
-    assert main(["reproduce", "dpdpe-fig2c", "--runs", "2", "--out", str(tmp_path)]) == 0
+    assert main(["reproduce", "li-zhou-ji-2022-fig2c", "--runs", "2", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "| panel | curve |" in out  # the table is printed
     names = {path.name for path in tmp_path.iterdir()}

@@ -258,10 +258,10 @@ def test_combiner_mechanics():
     assert np.all(constants.offset > 0)
 
 
-def test_seed004_reproduction_small(tmp_path):
+def test_improved_ldp_linear_reproduction_small(tmp_path):
     from dpcert.reproductions.improved_ldp_linear import reproduce
 
     summary = reproduce(runs=2, out=tmp_path, horizon=160)
     assert [p["epsilon"] for p in summary["panels"]] == [0.2, 1.0, 10.0]
     assert "online-ucb" in summary["panels"][0]["algorithms"]
-    assert (tmp_path / "seed004-figure1.json").exists()
+    assert (tmp_path / "improved-ldp-linear-fig1.json").exists()

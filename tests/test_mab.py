@@ -321,12 +321,12 @@ def test_registry_runs_return_the_common_shape(tmp_path):
         registry.algorithm("mab-se").run(registry.RunConfig("mab-se", "local", None, None, horizon=100))
 
 
-def test_seed001_reproduction_writes_its_table(tmp_path):
-    from dpcert.reproductions.tenenbaum_2021 import reproduce_seed001
+def test_tenenbaum_2021_reproduction_writes_its_table(tmp_path):
+    from dpcert.reproductions.tenenbaum_2021 import reproduce_mab
 
-    summary = reproduce_seed001(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
-    assert (tmp_path / "seed001_shuffle_mab.json").exists() and (
-        tmp_path / "seed001_shuffle_mab_curves.npz"
+    summary = reproduce_mab(2, tmp_path, 0, horizon=4000, epsilons=(1.0,))
+    assert (tmp_path / "tenenbaum_2021_mab.json").exists() and (
+        tmp_path / "tenenbaum_2021_mab_curves.npz"
     ).exists()
     assert summary["rows"]["SDP-AE eps=1.0"]["noise_bits"] == 80
     assert set(summary["rows"]) >= {

@@ -32,18 +32,18 @@ class RecordingLedger:
 
 
 def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monkeypatch, capsys):
-    """``dpcert reproduce seed001-shuffle-mab --runs 2`` writes PNGs, tables, NPZ and JSON, and every
+    """``dpcert reproduce tenenbaum-2021-mab --runs 2`` writes PNGs, tables, NPZ and JSON, and every
     private row carries the certificate its ``certified`` flag claims (T shortened for speed)."""
     import dpcert.reproductions.tenenbaum_2021 as figure
 
-    monkeypatch.setattr(figure, "SEED001_HORIZON", 3000)
-    monkeypatch.setattr(figure, "SEED001_EPSILONS", (1.0, 0.5))
-    monkeypatch.setattr(figure.reproduce_seed001, "__kwdefaults__", {"horizon": None, "epsilons": (1.0, 0.5)})
-    assert main(["reproduce", "seed001-shuffle-mab", "--runs", "2", "--out", str(tmp_path), "--json"]) == 0
+    monkeypatch.setattr(figure, "HORIZON", 3000)
+    monkeypatch.setattr(figure, "EPSILONS", (1.0, 0.5))
+    monkeypatch.setattr(figure.reproduce_mab, "__kwdefaults__", {"horizon": None, "epsilons": (1.0, 0.5)})
+    assert main(["reproduce", "tenenbaum-2021-mab", "--runs", "2", "--out", str(tmp_path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     files = {path.name for path in tmp_path.iterdir()}
-    assert {"seed001_shuffle_mab.json", "seed001_shuffle_mab.md", "seed001_shuffle_mab_claims.md"} <= files
-    assert "seed001_shuffle_mab_curves.npz" in files
+    assert {"tenenbaum_2021_mab.json", "tenenbaum_2021_mab.md", "tenenbaum_2021_mab_claims.md"} <= files
+    assert "tenenbaum_2021_mab_curves.npz" in files
     assert sum(name.endswith(".png") for name in files) == 3  # non-private panel + one per ε
     for label, row in summary["rows"].items():
         if "epsilon" in row:
@@ -53,16 +53,16 @@ def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monk
             assert not row["certified"] and row["certificate"] is None, label
     assert "dpcert central elimination (Laplace) eps=1.0" in summary["rows"]
     assert not any("DP-SE" in label for label in summary["rows"])
-    claims = (tmp_path / "seed001_shuffle_mab_claims.md").read_text()
+    claims = (tmp_path / "tenenbaum_2021_mab_claims.md").read_text()
     assert "| claim | holds? | numbers | command |" in claims and "Footnote 10" in claims
-    npz = np.load(tmp_path / "seed001_shuffle_mab_curves.npz")
+    npz = np.load(tmp_path / "tenenbaum_2021_mab_curves.npz")
     assert npz["0_regret"].shape[0] == 2
 
 
 def test_zero_spread_rows_are_explained_by_identical_pulls(tmp_path):
-    from dpcert.reproductions.tenenbaum_2021 import reproduce_seed001
+    from dpcert.reproductions.tenenbaum_2021 import reproduce_mab
 
-    summary = reproduce_seed001(3, tmp_path, 0, horizon=3000, epsilons=(0.1,))
+    summary = reproduce_mab(3, tmp_path, 0, horizon=3000, epsilons=(0.1,))
     for label, row in summary["rows"].items():
         # pseudo-regret is a function of the pull counts: identical pulls => zero spread
         if row["distinct_pull_vectors"] == 1:
@@ -72,7 +72,7 @@ def test_zero_spread_rows_are_explained_by_identical_pulls(tmp_path):
         else:
             assert row["regret"]["sd"] > 0, label
     assert summary["zero_spread_rows"]  # at T = 3000 and ε = 0.1 nothing is eliminated
-    assert "s.d. 0 are exact" in (tmp_path / "seed001_shuffle_mab.md").read_text()
+    assert "s.d. 0 are exact" in (tmp_path / "tenenbaum_2021_mab.md").read_text()
 
 
 def test_epochs_double_and_cover_the_horizon():

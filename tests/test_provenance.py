@@ -92,13 +92,22 @@ def test_bandit_run_out_files_carry_the_record(capsys, tmp_path):
 
 
 def test_reproduction_writes_the_record_into_json_markdown_and_npz(capsys, tmp_path):
-    argv = ["reproduce", "seed003-e1-sanity", "--runs", "2", "--seed", "4", "--option", "horizons=[500,1000]"]
+    argv = [
+        "reproduce",
+        "charisopoulos-2023-e1",
+        "--runs",
+        "2",
+        "--seed",
+        "4",
+        "--option",
+        "horizons=[500,1000]",
+    ]
     argv += ["--out", str(tmp_path), "--json"]
     printed = run_cli(capsys, argv)
     record = printed[provenance.KEY]
     check_record(record, provenance.REPRODUCTION, 4)
     assert record["command"] == {"argv": ["dpcert", *argv]}
-    check_written(tmp_path, "seed003_e1", record)
+    check_written(tmp_path, "charisopoulos_2023_e1", record)
     again = run_cli(capsys, record["command"]["argv"][1:])
     assert untimed(again["rows"]) == untimed(printed["rows"])
 
@@ -125,13 +134,13 @@ def small_dpdpe(monkeypatch):
 
 
 WRITERS = {  # one quick reproduction per writer module: its options, then the stem of its files
-    "seed001-shuffle-mab": (["--option", "horizon=500", "--option", "epsilons=[1]"], "seed001_shuffle_mab"),
-    "seed004-radius-study": (
+    "tenenbaum-2021-mab": (["--option", "horizon=500", "--option", "epsilons=[1]"], "tenenbaum_2021_mab"),
+    "improved-ldp-linear-radius-study": (
         ["--option", "horizon=160", "--option", "epsilons=[1]", "--option", "multipliers=[1]",
          "--option", "paper_noise_epsilon=null"],
-        "seed004_radius_study",
+        "improved_ldp_linear_radius_study",
     ),
-    "dpdpe-fig2c": ([], "fig2c"),
+    "li-zhou-ji-2022-fig2c": ([], "fig2c"),
 }  # fmt: skip
 
 
@@ -144,13 +153,13 @@ def test_every_reproduction_writer_records_json_markdown_and_npz(capsys, tmp_pat
     check_record(record, provenance.REPRODUCTION, 6)
     assert record["command"] == {"argv": ["dpcert", *argv]}
     check_written(tmp_path, stem, record)
-    if name == "dpdpe-fig2c":  # its runs are also saved as bandit-run JSON and NPZ
+    if name == "li-zhou-ji-2022-fig2c":  # its runs are also saved as bandit-run JSON and NPZ
         for run in ("fig2c-dpe", "fig2c-fixedu"):
             check_record(provenance.read_json(tmp_path / f"{run}.json"), provenance.BANDIT_RUN, 6)
             check_record(provenance.read_npz(tmp_path / f"{run}.npz"), provenance.BANDIT_CURVES, 6)
         api = registry.reproduction(name).run(2, str(tmp_path / "api"), 6)  # a string as the directory
         call = api[provenance.KEY]["command"]["python"]
-        assert call.startswith("dpcert.bandits.registry.reproduction('dpdpe-fig2c').run(2, ")
+        assert call.startswith("dpcert.bandits.registry.reproduction('li-zhou-ji-2022-fig2c').run(2, ")
         again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
         saved = json.loads((tmp_path / "fig2c.json").read_text())
         assert again["table"] == api["table"] == saved["table"]
@@ -167,10 +176,10 @@ def final_regrets(summary):
 
 def test_linucb_panels_record_a_python_call_that_runs_again(tmp_path):
     panels = linucb.FigurePanels((1.0,), (2,), horizon=200, arms=5)
-    first = linucb.reproduce_panels("cz2022-figure1", panels, 2, tmp_path / "a", 0)
+    first = linucb.reproduce_panels("chowdhury-zhou-2022-fig1", panels, 2, tmp_path / "a", 0)
     record = first[provenance.KEY]
     check_record(record, provenance.REPRODUCTION, 0)
-    check_written(tmp_path / "a", "cz2022-figure1", record)
+    check_written(tmp_path / "a", "chowdhury-zhou-2022-fig1", record)
     call = record["command"]["python"]
     assert "dpcert.reproductions.chowdhury_zhou_2022.FigurePanels(epsilons=(1.0,)" in call
     again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
@@ -178,10 +187,10 @@ def test_linucb_panels_record_a_python_call_that_runs_again(tmp_path):
 
 
 def test_python_call_is_recorded_and_runs_again(tmp_path):
-    spec = registry.reproduction("seed003-e1-sanity")
+    spec = registry.reproduction("charisopoulos-2023-e1")
     first = spec.run(2, tmp_path / "a", 1, horizons=[500])
     call = first[provenance.KEY]["command"]["python"]
-    assert call.startswith("dpcert.bandits.registry.reproduction('seed003-e1-sanity').run(2, ")
+    assert call.startswith("dpcert.bandits.registry.reproduction('charisopoulos-2023-e1').run(2, ")
     again = eval(call, {"dpcert": dpcert})  # noqa: S307 - the recorded call, re-run
     assert untimed(again["rows"]) == untimed(first["rows"])
     assert provenance.stable(again[provenance.KEY]) == provenance.stable(first[provenance.KEY])

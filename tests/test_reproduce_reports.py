@@ -1,4 +1,5 @@
-"""``dpcert reproduce seed003-* | seed004-*`` write figures, a regret table, per-run curves, claims and JSON.
+"""``dpcert reproduce charisopoulos-2023-* | improved-ldp-linear-*`` write figures, a regret table, per-run
+curves, claims and JSON.
 
 Small horizons through ``--option``; every number checked here is recomputed from the saved per-run
 curves (the NPZ) or from the JSON, independently of the table writer.
@@ -21,13 +22,13 @@ from dpcert.cli import main
 pytest.importorskip("matplotlib")
 
 SMALL = {
-    "seed003-e1-sanity": ("seed003_e1", ["horizons=[1000,2000]"], 2),
-    "seed003-e2-robustness": ("seed003_e2", ["horizon=3000", "alphas=[0,0.05]"], 6 * 3 * 2),
-    "seed003-e3-privacy": ("seed003_e3", ["horizon=2000", "epsilons=[1,5,null]"], 3),
-    "seed003-e4-m1-vs-m2": ("seed003_e4", ["horizons=[2000]", "epsilons=[1]"], 2),
-    "seed004-figure1": ("seed004_figure1", ["horizon=160"], 3 * 6),
-    "seed004-radius-study": (
-        "seed004_radius_study",
+    "charisopoulos-2023-e1": ("charisopoulos_2023_e1", ["horizons=[1000,2000]"], 2),
+    "charisopoulos-2023-e2": ("charisopoulos_2023_e2", ["horizon=3000", "alphas=[0,0.05]"], 6 * 3 * 2),
+    "charisopoulos-2023-e3": ("charisopoulos_2023_e3", ["horizon=2000", "epsilons=[1,5,null]"], 3),
+    "charisopoulos-2023-e4": ("charisopoulos_2023_e4", ["horizons=[2000]", "epsilons=[1]"], 2),
+    "improved-ldp-linear-fig1": ("improved_ldp_linear_fig1", ["horizon=160"], 3 * 6),
+    "improved-ldp-linear-radius-study": (
+        "improved_ldp_linear_radius_study",
         ["horizon=160", "multipliers=[1,100]"],
         3 * 2 + 3 * 4 + 2,
     ),
@@ -70,7 +71,11 @@ def number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-HEAVY = {"seed003-e2-robustness", "seed004-figure1", "seed004-radius-study"}  # many panels to draw
+HEAVY = {
+    "charisopoulos-2023-e2",
+    "improved-ldp-linear-fig1",
+    "improved-ldp-linear-radius-study",
+}  # many panels to draw
 
 
 @pytest.mark.parametrize(
@@ -113,8 +118,8 @@ def test_reproduction_writes_figures_table_curves_claims_json(tmp_path_factory, 
         assert option.split("=")[0] in data["claims"][0]["command"]
 
 
-def test_seed004_certified_epsilons_in_table(tmp_path_factory):
-    _, code, data, _ = produced("seed004-figure1", tmp_path_factory)
+def test_improved_ldp_linear_certified_epsilons_in_table(tmp_path_factory):
+    _, code, data, _ = produced("improved-ldp-linear-fig1", tmp_path_factory)
     assert code == 0
     rows = table_rows(data["table"])
     online = {row[0]: row[2] for row in rows if row[1] == "OnlineUCB (local)"}
@@ -132,7 +137,7 @@ def test_seed004_certified_epsilons_in_table(tmp_path_factory):
 def test_radius_study_table_matches_json(capsys, tmp_path):
     code, data, _ = reproduce(
         capsys,
-        "seed004-radius-study",
+        "improved-ldp-linear-radius-study",
         tmp_path,
         "--option",
         "horizon=160",
@@ -140,7 +145,7 @@ def test_radius_study_table_matches_json(capsys, tmp_path):
         "multipliers=[0.5,50]",
     )
     assert code == 0
-    saved = json.loads((tmp_path / "seed004_radius_study.json").read_text())
+    saved = json.loads((tmp_path / "improved_ldp_linear_radius_study.json").read_text())
     rows = table_rows(saved["table"])
     by_key = {(row[0], row[1]): row for row in rows}
     checked = 0
@@ -162,7 +167,7 @@ def test_radius_study_table_matches_json(capsys, tmp_path):
                 assert row[2] == f"({certified:.4g}, 0.1)"
                 checked += 1
     assert checked == 3 * 2 + 2  # three ε with certified σ, the paper's σ at ε = 10
-    assert Path(saved["figures"][0]).name == "seed004_radius_study_vs_radius.png"
+    assert Path(saved["figures"][0]).name == "improved_ldp_linear_radius_study_vs_radius.png"
     verdicts = [c for c in saved["claims"] if "holds at some radius" in c["claim"]]
     assert len(verdicts) == 4
 
@@ -177,7 +182,7 @@ def test_radius_study_table_matches_json(capsys, tmp_path):
     ],
 )
 def test_reproduce_options_refused(capsys, tmp_path, extra):
-    code = main(["reproduce", "seed003-e2-robustness", "--runs", "2", "--out", str(tmp_path), *extra])
+    code = main(["reproduce", "charisopoulos-2023-e2", "--runs", "2", "--out", str(tmp_path), *extra])
     err = capsys.readouterr().err
     assert (
         code == 2
@@ -192,10 +197,12 @@ def test_console_script_prints_table(tmp_path):
     if not script.exists():
         pytest.skip("console script not installed next to the interpreter")
     done = subprocess.run(
-        [str(script), "reproduce", "seed003-e3-privacy", "--runs", "2", "--out", str(tmp_path),
+        [str(script), "reproduce", "charisopoulos-2023-e3", "--runs", "2", "--out", str(tmp_path),
          "--option", "horizon=1500", "--option", "epsilons=[1]"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "| client model M1, α = 0 | target ε = 1 | (1, 0) | 2 |" in done.stdout
-    assert (tmp_path / "seed003_e3.png").exists() and (tmp_path / "seed003_e3_claims.md").exists()
+    assert (tmp_path / "charisopoulos_2023_e3.png").exists() and (
+        tmp_path / "charisopoulos_2023_e3_claims.md"
+    ).exists()

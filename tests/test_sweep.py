@@ -91,8 +91,12 @@ def _without_seconds(value):
 def test_figure1_split_by_panel_equals_the_registered_reproduction(address, tmp_path):
     from dpcert.reproductions.chowdhury_zhou_2022 import reproduction
 
-    original = reproduction("cz2022-figure1", (0.2, 1.0, 10.0), (5,), horizon=300)(runs=3, out=None, seed=5)
-    split = reproduce("cz2022-figure1", runs=3, out=tmp_path, seed=5, scheduler=address, horizon=300)
+    original = reproduction("chowdhury-zhou-2022-fig1", (0.2, 1.0, 10.0), (5,), horizon=300)(
+        runs=3, out=None, seed=5
+    )
+    split = reproduce(
+        "chowdhury-zhou-2022-fig1", runs=3, out=tmp_path, seed=5, scheduler=address, horizon=300
+    )
     written = {
         "table",
         "table_file",
@@ -105,7 +109,7 @@ def test_figure1_split_by_panel_equals_the_registered_reproduction(address, tmp_
         original
     )
     assert len(split["panels"]) == 3
-    assert (tmp_path / "cz2022-figure1.json").exists()
+    assert (tmp_path / "chowdhury-zhou-2022-fig1.json").exists()
     assert len(split["figures"]) == 3 * 2  # one figure per panel and calibration, five curves each
 
 
@@ -134,8 +138,8 @@ def test_sweep_points_equal_single_runs(address, capsys):
 def test_vectorised_algorithm_and_unsplit_reproduction_refuse_dask(capsys, address):
     assert main(["bandit", "run", "linucb", "--horizon", "50", "--scheduler", address]) == 2
     assert "--scheduler" in capsys.readouterr().err
-    assert main(["reproduce", "dpdpe-fig2a", "--scheduler", address]) == 2
-    assert "cz2022-figure1" in capsys.readouterr().err
+    assert main(["reproduce", "li-zhou-ji-2022-fig2a", "--scheduler", address]) == 2
+    assert "chowdhury-zhou-2022-fig1" in capsys.readouterr().err
 
 
 def test_without_dask_the_cli_exits_2_naming_the_extra(capsys, monkeypatch):
@@ -144,5 +148,5 @@ def test_without_dask_the_cli_exits_2_naming_the_extra(capsys, monkeypatch):
     assert main([*argv, "--horizon", "100", "--scheduler", "dask"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "dpcert[distributed]" in err
-    assert main(["reproduce", "cz2022-figure1", "--scheduler", "dask"]) == 2
+    assert main(["reproduce", "chowdhury-zhou-2022-fig1", "--scheduler", "dask"]) == 2
     assert "dpcert[distributed]" in capsys.readouterr().err

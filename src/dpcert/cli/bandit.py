@@ -7,10 +7,14 @@ themselves there, so this module knows no algorithm by name.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from typing import Any
 
-from dpcert import _json
+from dpcert import _json, provenance
+from dpcert.bandits import registry
+from dpcert.bandits.experiment import plot_regret, save_results, summary
+from dpcert.bandits.scheduler import require_distributed
 from dpcert.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -28,6 +32,9 @@ from dpcert.cli._common import (
     seed,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.reproductions import current_name
+from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES
+from dpcert.reproductions.sweep import reproduce
 
 PRIVACY_CHOICES = ("none", "central", "local", "shuffle")
 MAX_RUNS = 100_000
@@ -122,7 +129,7 @@ def register(groups: CommandGroups) -> None:
         type=bounded_integer(1, REPRODUCE_MAX_HORIZON),
         default=None,
         metavar="T",
-        help="a horizon up to the paper's T = 20000 (cz2022-figure1, cz2022-figure2 only)",
+        help="a horizon up to the paper's T = 20000 (" + ", ".join(FIGURES) + " only)",
     )
 
 
@@ -137,8 +144,6 @@ def plumb_scheduler(args: argparse.Namespace, spec: Any, options: dict[str, Any]
     """Pass a non-local ``--scheduler`` to an algorithm that runs its repetitions one by one."""
     if args.scheduler == "local":
         return
-    from dpcert.bandits.scheduler import require_distributed
-
     require_distributed(args.scheduler)
     if args.ledger is not None:
         raise InvalidParameter(
@@ -169,7 +174,9 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
 
 def check_options(options: dict[str, Any], allowed: frozenset[str] | None, algorithm: str) -> None:
     """Refuse ``--option`` keys the algorithm does not read (``allowed=None``: it checks them itself)."""
-    unknown = sorted(set(options) - allowed) if allowed is not None else []
+    if allowed is None:
+        return
+    unknown = sorted(set(options) - allowed)
     if unknown:
         raise InvalidParameter(
             "--option", unknown[0], f"a key {algorithm} reads: " + ", ".join(sorted(allowed))
@@ -202,10 +209,6 @@ def _run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     if args.secure:
         options["secure"] = True
-
-    from dpcert import provenance
-    from dpcert.bandits import registry
-    from dpcert.bandits.experiment import plot_regret, save_results, summary
 
     clock = provenance.Clock()
 
@@ -247,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
         payload["plot"] = None if drawn is None else str(drawn)
         if drawn is None:
             sys.stderr.write("dpcert: matplotlib is not installed; no plot (pip install 'dpcert[plot]')\n")
-    if not run.target_met:
+    if run.target is not None and not run.target_met:  # no target (non-private): met trivially
         sys.stderr.write(
             f"dpcert: warning: the certified guarantee (epsilon={run.max_user_epsilon:.6g} at "
             f"delta={run.target.delta:g}) does not meet the requested epsilon={run.target.epsilon:g} "
@@ -270,8 +273,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from dpcert.bandits import registry
-
     known = registry.algorithms()
     payload = {
         "algorithms": [
@@ -287,8 +288,6 @@ def _list(args: argparse.Namespace) -> int:
 
 def reproduction_options(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
     """Refuse ``--option`` keys that are not keyword-only settings of the reproduction ``spec``."""
-    import inspect
-
     known = sorted(
         name
         for name, parameter in inspect.signature(spec.run).parameters.items()
@@ -302,9 +301,6 @@ def reproduction_options(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from dpcert import provenance
-    from dpcert.bandits import registry
-
     if args.list:
         known = registry.reproductions()
         payload = {"reproductions": [{"name": s.name, "description": s.description} for s in known.values()]}
@@ -313,6 +309,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if not args.name:
         sys.stderr.write("dpcert: error: give a reproduction NAME or --list\n")
         return EXIT_BAD_INPUT
+    args.name = current_name(args.name)  # a previous release's name: one notice on stderr
     spec = registry.reproduction(args.name)
     with provenance.command_line(getattr(args, "argv", ["dpcert", "reproduce", args.name])):
         return _reproduce_one(args, spec)
@@ -330,8 +327,6 @@ def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
     if options and args.scheduler != "local":
         raise InvalidParameter("--option", sorted(options)[0], "only with --scheduler local")
     if args.horizon is not None:
-        from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES
-
         if args.name not in FIGURES:
             sys.stderr.write(
                 f"dpcert: error: argument --horizon: allowed only for {', '.join(FIGURES)} "
@@ -343,8 +338,6 @@ def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
     if args.scheduler == "local" and args.horizon is None:
         result = dict(spec.run(args.runs, args.out, args.seed, **options))
     else:
-        from dpcert.reproductions.sweep import reproduce
-
         result = reproduce(
             args.name,
             args.runs,

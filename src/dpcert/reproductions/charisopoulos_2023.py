@@ -1,4 +1,4 @@
-"""``dpcert reproduce seed003-*``: robust, locally private batched elimination for linear bandits
+"""``dpcert reproduce charisopoulos-2023-*``: robust, locally private batched elimination for linear bandits
 (Charisopoulos, Esfandiari & Mirrokni 2023).
 
 The paper has no experiments; E1–E4 are dpcert's proposed ones (docs/PAPER_NOTES.md, PN-CEM-7): d = 5,
@@ -48,7 +48,7 @@ from dpcert.reproductions.claims import (
 from dpcert.reproductions.common import result_row
 from dpcert.reproductions.report import Curve, write_report
 
-SEED003_RUNS = 10
+RUNS = 10
 ESTIMATORS = ("filter", "clip-only", "least-squares")
 OUT_OF_RANGE_ATTACKS = (
     ("constant 1e6", "constant", 1e6),
@@ -61,21 +61,21 @@ IN_RANGE_ATTACKS = (("in-range targeted ±Ȳ", "targeted"), ("in-range coordinat
 
 INSTANCE_STREAM = {"instance": "numpy.random.default_rng([seed, 3])"}
 SEED_STREAMS: dict[str, dict[str, str]] = {
-    "seed003-e1-sanity": {
+    "charisopoulos-2023-e1": {
         **INSTANCE_STREAM,
         "horizon i": "numpy.random.default_rng([seed, 1, i]) for the i-th horizon; its R runs in lockstep",
     },
-    "seed003-e2-robustness": {
+    "charisopoulos-2023-e2": {
         **INSTANCE_STREAM,
         "attack a, alpha": "numpy.random.default_rng([seed, 2, a, round(alpha * 10000)]) for the a-th "
         "attack (in the JSON's order) at corruption fraction alpha, the same for every estimator; its R "
         "runs in lockstep",
     },
-    "seed003-e3-privacy": {
+    "charisopoulos-2023-e3": {
         **INSTANCE_STREAM,
         "every epsilon": "numpy.random.default_rng([seed, 3]) for every target ε; its R runs in lockstep",
     },
-    "seed003-e4-m1-vs-m2": {
+    "charisopoulos-2023-e4": {
         **INSTANCE_STREAM,
         "horizon T": "numpy.random.default_rng([seed, 4, T]) for every client model and ε at horizon T; its "
         "R runs in lockstep",
@@ -88,13 +88,13 @@ def _recorder(name: str, runs: int, out: Path, seed: int, **given: Any) -> prove
     return provenance.reproduction(name, runs, out, seed, SEED_STREAMS[name], **given)
 
 
-def _seed003_instance(seed: int) -> LinearArms:
+def _instance(seed: int) -> LinearArms:
     return LinearArms.random_sphere(
-        SEED003_SETTING["arms"], SEED003_SETTING["dimension"], np.random.default_rng([seed, 3])
+        int(SEED003_SETTING["arms"]), int(SEED003_SETTING["dimension"]), np.random.default_rng([seed, 3])
     )
 
 
-def _run003(instance: LinearArms, horizon: int, runs: int, rng_key: list[int], **kwargs: Any):
+def _timed_run(instance: LinearArms, horizon: int, runs: int, rng_key: list[int], **kwargs: Any):
     started = time.perf_counter()
     result = robust_elimination(
         instance,
@@ -113,7 +113,7 @@ def _grid(name: str, values: Any, *, integer: bool = False, allow_none: bool = F
     items = list(values) if isinstance(values, (list, tuple)) else [values]
     if not items:
         raise InvalidParameter(name, values, "a non-empty list")
-    grid = []
+    grid: list[float | None] = []
     for item in items:
         if item is None and allow_none:
             grid.append(None)
@@ -162,7 +162,7 @@ def _lost(result: RobustEliminationResult) -> int:
 E1_DEFAULTS = {"horizons": (10_000, 30_000, 100_000, 300_000, 1_000_000)}
 
 
-def reproduce_seed003_e1(
+def reproduce_e1(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),
     seed: int = 0,
@@ -170,15 +170,15 @@ def reproduce_seed003_e1(
     horizons: Sequence[int] = E1_DEFAULTS["horizons"],
 ) -> dict[str, Any]:
     """E1: non-private, α = 0; log–log slope of regret vs T, best-arm survival, batches used."""
-    name = "seed003-e1-sanity"
-    runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
+    name = "charisopoulos-2023-e1"
+    runs = RUNS if runs is None else check.positive_int("runs", runs)
     horizons = _grid("horizons", horizons, integer=True)
     recorder = _recorder(name, runs, out, seed, horizons=horizons)
-    instance = _seed003_instance(seed)
+    instance = _instance(seed)
     rows, means, curves, survived, batches_ok = {}, [], [], [], True
     for index, horizon in enumerate(horizons):
         progress(name, f"non-private, T = {horizon:,}")
-        result, seconds = _run003(
+        result, seconds = _timed_run(
             instance, horizon, runs, [seed, 1, index], clients=LaplaceClients(epsilon=None)
         )
         limit = math.ceil(math.log(horizon))
@@ -234,7 +234,7 @@ def reproduce_seed003_e1(
         "slope": None if math.isnan(slope) else slope,
     }
     title = "Charisopoulos et al. 2023, E1: regret vs T"
-    return _finish(out, "seed003_e1", title, summary, curves, claims, recorder, log_x=True)
+    return _finish(out, "charisopoulos_2023_e1", title, summary, curves, claims, recorder, log_x=True)
 
 
 # =========================================================================== E2
@@ -298,7 +298,7 @@ def _plot_vs_alpha(
     return path
 
 
-def reproduce_seed003_e2(
+def reproduce_e2(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),
     seed: int = 0,
@@ -314,8 +314,8 @@ def reproduce_seed003_e2(
     clean range of the Laplace reports, :class:`~dpcert.bandits.algorithms.corruption.InRangeAdversary`)
     at ``in_range_epsilon`` in client model M1, where clipping cannot help.
     """
-    name = "seed003-e2-robustness"
-    runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
+    name = "charisopoulos-2023-e2"
+    runs = RUNS if runs is None else check.positive_int("runs", runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     alphas = _grid("alphas", alphas)
     if max(alphas) >= 0.25:
@@ -324,7 +324,7 @@ def reproduce_seed003_e2(
     recorder = _recorder(
         name, runs, out, seed, horizon=horizon, alphas=alphas, in_range_epsilon=in_range_epsilon
     )
-    instance = _seed003_instance(seed)
+    instance = _instance(seed)
     delta_event = SEED003_SETTING["failure_probability"] / (instance.arms.shape[0] * horizon**2)
     rows: dict[str, Any] = {}
     curves: list[Curve] = []
@@ -349,7 +349,7 @@ def reproduce_seed003_e2(
                         laplace_scale=clients.scale(), delta=delta_event,
                     )  # fmt: skip
                 progress(name, f"{attack}, {estimator}, α = {alpha:g}")
-                result, seconds = _run003(
+                result, seconds = _timed_run(
                     instance,
                     horizon,
                     runs,
@@ -382,10 +382,10 @@ def reproduce_seed003_e2(
         "rows": rows,
     }
     title = f"Charisopoulos et al. 2023, E2: robustness, T = {horizon:,}"
-    summary = _finish(out, "seed003_e2", title, summary, curves, claims, recorder)
-    figure = _plot_vs_alpha(finals, attacks, alphas, Path(out) / "seed003_e2_vs_alpha.png")
+    summary = _finish(out, "charisopoulos_2023_e2", title, summary, curves, claims, recorder)
+    figure = _plot_vs_alpha(finals, attacks, alphas, Path(out) / "charisopoulos_2023_e2_vs_alpha.png")
     summary["figures"].append(str(figure))
-    (Path(out) / "seed003_e2.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    (Path(out) / "charisopoulos_2023_e2.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 
 
@@ -490,7 +490,7 @@ def _e2_claims(
 E3_DEFAULTS: dict[str, Any] = {"horizon": 100_000, "epsilons": (0.5, 1.0, 2.0, 5.0, None)}
 
 
-def reproduce_seed003_e3(
+def reproduce_e3(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),
     seed: int = 0,
@@ -499,20 +499,20 @@ def reproduce_seed003_e3(
     epsilons: Sequence[float | None] = E3_DEFAULTS["epsilons"],
 ) -> dict[str, Any]:
     """E3: privacy cost in M1 at α = 0: regret against ε (Thm 1.3: ∝ 1 + c/ε); ``None`` = non-private."""
-    name = "seed003-e3-privacy"
-    runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
+    name = "charisopoulos-2023-e3"
+    runs = RUNS if runs is None else check.positive_int("runs", runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     epsilons = _grid("epsilons", epsilons, allow_none=True)
     for epsilon in epsilons:
         if epsilon is not None:
             check.epsilon(epsilon)
     recorder = _recorder(name, runs, out, seed, horizon=horizon, epsilons=epsilons)
-    instance = _seed003_instance(seed)
+    instance = _instance(seed)
     rows, curves, finals = {}, [], {}
     for epsilon in epsilons:
         label = "non-private" if epsilon is None else f"target ε = {epsilon:g}"
         progress(name, f"M1, {label}")
-        result, seconds = _run003(
+        result, seconds = _timed_run(
             instance, horizon, runs, [seed, 3], clients=LaplaceClients("M1", epsilon=epsilon)
         )
         rows["inf" if epsilon is None else str(epsilon)] = result_row(result, seconds)
@@ -554,14 +554,14 @@ def reproduce_seed003_e3(
         "rows": rows,
     }
     title = f"Charisopoulos et al. 2023, E3: regret vs target ε (M1, event level), T = {horizon:,}"
-    return _finish(out, "seed003_e3", title, summary, curves, claims, recorder)
+    return _finish(out, "charisopoulos_2023_e3", title, summary, curves, claims, recorder)
 
 
 # =========================================================================== E4
 E4_DEFAULTS: dict[str, Any] = {"horizons": (10_000, 100_000, 1_000_000), "epsilons": (0.5, 1.0)}
 
 
-def reproduce_seed003_e4(
+def reproduce_e4(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),
     seed: int = 0,
@@ -570,18 +570,18 @@ def reproduce_seed003_e4(
     epsilons: Sequence[float] = E4_DEFAULTS["epsilons"],
 ) -> dict[str, Any]:
     """E4: client model M1 (one report per reward) against M2 (one aggregated report per action owner)."""
-    name = "seed003-e4-m1-vs-m2"
-    runs = SEED003_RUNS if runs is None else check.positive_int("runs", runs)
+    name = "charisopoulos-2023-e4"
+    runs = RUNS if runs is None else check.positive_int("runs", runs)
     horizons = _grid("horizons", horizons, integer=True)
     epsilons = tuple(check.epsilon(e) for e in _grid("epsilons", epsilons))
     recorder = _recorder(name, runs, out, seed, horizons=horizons, epsilons=epsilons)
-    instance = _seed003_instance(seed)
+    instance = _instance(seed)
     rows, curves, finals, lost, client = {}, [], {}, {}, {}
     for epsilon in epsilons:
         for horizon in horizons:
             for model in ("M1", "M2"):
                 progress(name, f"{model}, target ε = {epsilon:g}, T = {horizon:,}")
-                result, seconds = _run003(
+                result, seconds = _timed_run(
                     instance,
                     horizon,
                     runs,
@@ -641,30 +641,30 @@ def reproduce_seed003_e4(
         "rows": rows,
     }
     title = "Charisopoulos et al. 2023, E4: client models M1 vs M2"
-    return _finish(out, "seed003_e4", title, summary, curves, claims, recorder, log_x=True)
+    return _finish(out, "charisopoulos_2023_e4", title, summary, curves, claims, recorder, log_x=True)
 
 
 for _name, _description, _reproduce in (
     (
-        "seed003-e1-sanity",
+        "charisopoulos-2023-e1",
         "Charisopoulos, Esfandiari & Mirrokni 2023, E1: non-private regret vs T (slope), best-arm survival",
-        reproduce_seed003_e1,
+        reproduce_e1,
     ),
     (
-        "seed003-e2-robustness",
+        "charisopoulos-2023-e2",
         "Charisopoulos, Esfandiari & Mirrokni 2023, E2: regret vs corruption alpha; filter vs clip-only vs "
         "least squares; out-of-range (non-private) and in-range (eps=1) attacks",
-        reproduce_seed003_e2,
+        reproduce_e2,
     ),
     (
-        "seed003-e3-privacy",
+        "charisopoulos-2023-e3",
         "Charisopoulos, Esfandiari & Mirrokni 2023, E3: regret vs epsilon in client model M1",
-        reproduce_seed003_e3,
+        reproduce_e3,
     ),
     (
-        "seed003-e4-m1-vs-m2",
+        "charisopoulos-2023-e4",
         "Charisopoulos, Esfandiari & Mirrokni 2023, E4: client models M1 vs M2 across T and epsilon",
-        reproduce_seed003_e4,
+        reproduce_e4,
     ),
 ):
     registry.register_reproduction(registry.ReproductionSpec(_name, _description, _reproduce))

@@ -73,7 +73,7 @@ def figure_runs(
     """
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)
-    common = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
+    common: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
     per_round = [calibrate(name, batch_size=1, calibration=calibration, **common) for name in ALGORITHMS[:3]]
     amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, calibration=calibration, **common)
     vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration=calibration, **common)
@@ -90,7 +90,7 @@ def figure_runs(
 
 def run_summary(run: BanditRun, out: Path | None = None, stem: str = "") -> dict[str, Any]:
     """JSON-ready summary of one algorithm's runs; with ``out``, the mean regret curve goes to STEM.npy
-    (the cz2022 reproductions save every run's curve through the report instead)."""
+    (the Chowdhury & Zhou 2022 reproductions save every run's curve through the report instead)."""
     mean, stderr = run.final_regret()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -128,12 +128,12 @@ class FigurePanels:
 
 
 FIGURES: dict[str, tuple[str, FigurePanels]] = {
-    "cz2022-figure1": (
+    "chowdhury-zhou-2022-fig1": (
         "Chowdhury & Zhou 2022, Figure 1: d=5, K=100, T=20000, delta=0.1, "
         "eps in {0.2, 1, 10}, tight and paper",
         FigurePanels((0.2, 1.0, 10.0), (5,)),
     ),
-    "cz2022-figure2": (
+    "chowdhury-zhou-2022-fig2": (
         "Chowdhury & Zhou 2022, Appendix G (Figure 2): eps=1, d in {10, 15}, tight and paper",
         FigurePanels((1.0,), (10, 15)),
     ),
@@ -195,12 +195,19 @@ def amplification_numbers(epsilon: float, delta: float, dimension: int, calibrat
     (Lemma B.4) needs B ≥ 16 e^ε0 ln(4/δ) ≥ 59; at B = 20 only its local guarantee is certified.
     P_Vec's binomial noise on the batch *sum* is compared with P_Amp's (√B σ per entry).
     """
-    common = {"epsilon": epsilon, "delta": delta, "horizon": SHUFFLE_BATCH, "dimension": dimension}
+    common: dict[str, Any] = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "horizon": SHUFFLE_BATCH,
+        "dimension": dimension,
+    }
     ldp = calibrate("linucb-ldp", batch_size=1, calibration=calibration, **common)
     amp = calibrate("linucb-sdp-amp", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
     vec = calibrate("linucb-sdp-vec", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
     amplified = _amplified_pamp(epsilon, delta, SHUFFLE_BATCH, dimension, "tight")
     vec_parameters = vec.privatizer.parameters
+    if amp.certificate is None:
+        raise RuntimeError("the SDP-Amp calibration returned no certificate")  # private: it always has one
     numbers = {
         "sigma_ldp": ldp.noise["sigma"],
         "sigma_amp": amp.noise["sigma"],

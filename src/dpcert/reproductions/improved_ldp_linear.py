@@ -1,12 +1,14 @@
-"""``dpcert reproduce seed004-*``: OnlineUCB (Improved-rate LDP linear bandits) against the LinUCB family.
+"""``dpcert reproduce improved-ldp-linear-*``: OnlineUCB (Improved-rate LDP linear bandits) against the
+LinUCB family.
 
-* ``seed004-figure1``: the paper's Figure 1, three panels (ε ∈ {0.2, 1, 10}, δ = 0.1, d = 5, K = 100,
+* ``improved-ldp-linear-fig1``: the paper's Figure 1, three panels (ε ∈ {0.2, 1, 10}, δ = 0.1, d = 5, K = 100,
   T = 20 000): OnlineUCB against non-private LinUCB, JDP-, SDP- and LDP-LinUCB (Chowdhury & Zhou 2022)
   on the same instances.
-* ``seed004-radius-study``: the paper gives no confidence radius for OnlineUCB's index; dpcert uses
-  ``rad_t = 0.5·√log(t + 1)`` (docs/PAPER_NOTES.md, PN-IRL-4).  This study scales that radius by a grid of
-  multipliers at every ε with valid (certified) noise, and once with the paper's own σ at ε = 10, which
-  certifies ε ≈ 27 only (PN-IRL-1), and tests the paper's Figure 1 claims at every multiplier.
+* ``improved-ldp-linear-radius-study``: the paper gives no confidence radius for OnlineUCB's index;
+  dpcert uses ``rad_t = 0.5·√log(t + 1)`` (docs/PAPER_NOTES.md, PN-IRL-4).  This study scales that
+  radius by a grid of multipliers at every ε with valid (certified) noise, and once with the paper's
+  own σ at ε = 10, which certifies ε ≈ 27 only (PN-IRL-1), and tests the paper's Figure 1 claims at
+  every multiplier.
 
 Both write, through :func:`dpcert.reproductions.report.write_report`, one PNG per panel, the Markdown
 table of final regret with each curve's certified (ε, δ), every run's curves (NPZ), a claims table and
@@ -118,7 +120,8 @@ def figure_runs(
     """Figure 1 of Improved-rate LDP linear bandits: OnlineUCB against the LinUCB baselines.
 
     The baselines come from :func:`dpcert.reproductions.chowdhury_zhou_2022.figure_runs` (tight
-    calibrations) on the same instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's script.
+    calibrations) on the same instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's
+    script.
     """
     baseline = linucb_figure_runs(
         epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed
@@ -192,7 +195,7 @@ def _figure1_claims(
     ]
 
 
-# =========================================================================== seed004-figure1
+# =========================================================================== improved-ldp-linear-fig1
 FIGURE1_DEFAULTS: dict[str, Any] = {"horizon": HORIZON, "combiner": False}
 
 
@@ -204,8 +207,9 @@ def reproduce(
     horizon: int = HORIZON,
     combiner: bool = False,
 ) -> dict[str, Any]:
-    """``dpcert reproduce seed004-figure1``: the three panels, report, claims and JSON summary to ``out``."""
-    name = "seed004-figure1"
+    """``dpcert reproduce improved-ldp-linear-fig1``: the three panels, report, claims and JSON summary to
+    ``out``."""
+    name = "improved-ldp-linear-fig1"
     runs = RUNS if runs is None else check.positive_int("runs", runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     out = Path("dpcert-reproduce") if out is None else Path(out)
@@ -223,9 +227,10 @@ def reproduce(
             name, f"target ε = {epsilon:g}: LinUCB family, OnlineUCB" + (", combiner" if combiner else "")
         )
         results = figure_runs(epsilon, runs=runs, seed=seed, horizon=horizon, combiner=combiner)
-        panel = {"epsilon": epsilon, "delta": DELTA, "algorithms": {}}
+        algorithms: dict[str, Any] = {}
+        panel = {"epsilon": epsilon, "delta": DELTA, "algorithms": algorithms}
         for algorithm, run in results.items():
-            panel["algorithms"][algorithm] = run_summary(run)
+            algorithms[algorithm] = run_summary(run)
             curves.append(to_curve(run, LABELS[algorithm], f"target ε = {epsilon:g}, δ = {DELTA:g}"))
         summary["panels"].append(panel)
         finals = {algorithm: _finals(run) for algorithm, run in results.items()}
@@ -241,16 +246,18 @@ def reproduce(
     )
     claims += _privacy_claims(command)
     title = f"Improved-rate LDP linear bandits, Figure 1 (d = 5, K = 100, T = {horizon:,})"
-    summary.update(write_report(curves, out, "seed004_figure1", title, recorder=recorder))
-    summary.update(write_claims(claims, out, "seed004_figure1", title, recorder=recorder))
+    summary.update(write_report(curves, out, "improved_ldp_linear_fig1", title, recorder=recorder))
+    summary.update(write_claims(claims, out, "improved_ldp_linear_fig1", title, recorder=recorder))
     with_record(summary, recorder)
-    (out / "seed004-figure1.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    (out / "improved-ldp-linear-fig1.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 
 
 def _privacy_claims(command: str) -> list[Claim]:
     """Thm 3.2 with the paper's σ = 2√(2 ln(1.25/δ))/ε: the exact guarantee of the released pair."""
-    parts, met, failed = [], [], []
+    parts: list[str] = []
+    met: list[str] = []
+    failed: list[str] = []
     for epsilon in EPSILONS:
         paper = calibrate_randomizer(epsilon, DELTA, "paper")
         certified = paper.certificate.epsilon_for(DELTA)
@@ -272,7 +279,7 @@ def _privacy_claims(command: str) -> list[Claim]:
     ]
 
 
-# =========================================================================== seed004-radius-study
+# =========================================================================== improved-ldp-linear-radius-study
 RADIUS_DEFAULTS: dict[str, Any] = {
     "horizon": HORIZON,
     "multipliers": (0.1, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0),
@@ -325,12 +332,11 @@ def _plot_radius(
         axis.set_title(f"target ε = {epsilon:g}, δ = {DELTA:g}", fontsize=10)
         axis.grid(alpha=0.3, which="both")
         axis.set_ylim(bottom=0)
-    handles, labels = {}, {}
+    handles: dict[str, Any] = {}
     for axis in axes.flat:
         for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-            labels[label] = label
-    figure.legend(list(handles.values()), list(labels), loc="upper center", ncol=4, fontsize=8,
+    figure.legend(list(handles.values()), list(handles), loc="upper center", ncol=4, fontsize=8,
                   frameon=False, bbox_to_anchor=(0.5, 0.0))  # fmt: skip
     runs = next(iter(rows.values()))["runs"]
     figure.suptitle(
@@ -357,7 +363,7 @@ def reproduce_radius_study(
     """OnlineUCB's final regret over radius multipliers at every ε (certified σ), the paper's σ at
     ``paper_noise_epsilon`` (``None``: skip) and the LinUCB baselines on the same instances; 10 runs by
     default (the paper's figure has 50: ``--runs 50``)."""
-    name = "seed004-radius-study"
+    name = "improved-ldp-linear-radius-study"
     runs = 10 if runs is None else check.positive_int("runs", runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     grid = list(multipliers) if isinstance(multipliers, (list, tuple)) else [multipliers]
@@ -418,6 +424,8 @@ def reproduce_radius_study(
                 finals_by_multiplier[multiplier] = finals
                 mean, sd, se = mean_sd_se(finals)
                 certified = certified_of(run)
+                if certified is None:
+                    raise RuntimeError("a private OnlineUCB run returned no certificate")
                 panel[key][f"{multiplier:g}"] = {
                     "mean": mean, "sd": sd, "se": se, "sigma": local.sigma,
                     "certified_epsilon": certified[0], "certified_delta": certified[1],
@@ -446,12 +454,12 @@ def reproduce_radius_study(
         "multipliers": list(multipliers),
         "rows": rows,
     }
-    summary.update(write_report(curves, out, "seed004_radius_study", title, recorder=recorder))
-    summary.update(write_claims(claims, out, "seed004_radius_study", title, recorder=recorder))
+    summary.update(write_report(curves, out, "improved_ldp_linear_radius_study", title, recorder=recorder))
+    summary.update(write_claims(claims, out, "improved_ldp_linear_radius_study", title, recorder=recorder))
     with_record(summary, recorder)
-    figure = _plot_radius(rows, epsilons, multipliers, out / "seed004_radius_study_vs_radius.png")
+    figure = _plot_radius(rows, epsilons, multipliers, out / "improved_ldp_linear_radius_study_vs_radius.png")
     summary["figures"].insert(0, str(figure))
-    (out / "seed004_radius_study.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
+    (out / "improved_ldp_linear_radius_study.json").write_text(json.dumps(summary, indent=2, allow_nan=False))
     return summary
 
 
@@ -509,7 +517,7 @@ def _monotone_claim(
 
 register_reproduction(
     ReproductionSpec(
-        "seed004-figure1",
+        "improved-ldp-linear-fig1",
         "Improved-rate LDP linear bandits, Figure 1: OnlineUCB vs LinUCB, JDP, SDP, LDP (Chowdhury & Zhou "
         "2022); d=5, K=100, T=20000, delta=0.1",
         reproduce,
@@ -517,7 +525,7 @@ register_reproduction(
 )
 register_reproduction(
     ReproductionSpec(
-        "seed004-radius-study",
+        "improved-ldp-linear-radius-study",
         "Improved-rate LDP linear bandits: OnlineUCB final regret vs confidence-radius multiplier at eps in "
         "{0.2, 1, 10} (certified noise) and with the paper's noise at eps=10; 10 runs by default",
         reproduce_radius_study,

@@ -54,7 +54,7 @@ def _run(
     epsilon=EPSILON,
     algorithm="dp-dpe",
     *,
-    figure: str = "dpdpe",
+    figure: str = "li-zhou-ji-2022",
     label: str = "",
     **extra,
 ):
@@ -155,7 +155,7 @@ def _verify_all(curves: dict[str, Any]) -> bool:
 
 def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[str, Any]:
     """Fig. 2(b): regret over time at target ε = 10, δ = 0.25: DPE, CDP/LDP/SDP-DPE, both calibrations."""
-    name = "dpdpe-fig2b"
+    name = "li-zhou-ji-2022-fig2b"
     runs = runs or RUNS
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
@@ -281,7 +281,7 @@ def _fig2b_claims(
 
 def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[str, Any]:
     """Fig. 2(a): final regret at T against target ε ∈ {0.5, 1, 2, 5, 10} (δ = 0.25), both calibrations."""
-    name = "dpdpe-fig2a"
+    name = "li-zhou-ji-2022-fig2a"
     runs = runs or RUNS
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
@@ -391,7 +391,7 @@ def _plot_fig2a(table: dict[str, dict[str, dict[str, float]]], path: Path) -> st
     figure, axis = plt.subplots(figsize=(9.5, 4.6))
     styles = ("-", "--", "-.", ":")
     markers = ("o", "s", "^", "D", "v", "P")
-    colours = plt.get_cmap("tab10").colors
+    colours = matplotlib.color_sequences["tab10"]
     drawn: dict[tuple[float, ...], str] = {}
     for index, (label, points) in enumerate(table.items()):
         if not points:
@@ -435,7 +435,7 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     bisection (:func:`~dpcert.bandits.algorithms.elimination.match_fixed_users`, docs/PAPER_NOTES.md,
     PN-LZJ-8), starting from DPE's C(T) divided by its mean Σ_l s_l.
     """
-    name = "dpdpe-fig2c"
+    name = "li-zhou-ji-2022-fig2c"
     runs = runs or RUNS
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
@@ -508,18 +508,18 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
 
 for _name, _description, _run_figure in (
     (
-        "dpdpe-fig2a",
+        "li-zhou-ji-2022-fig2a",
         "Li, Zhou & Ji 2022, Fig. 2(a): final regret vs target epsilon, CDP/LDP/SDP-DPE, paper and tight "
         "calibrations",
         reproduce_fig2a,
     ),
     (
-        "dpdpe-fig2b",
+        "li-zhou-ji-2022-fig2b",
         "Li, Zhou & Ji 2022, Fig. 2(b): regret over time at target eps=10, DPE vs CDP/LDP/SDP-DPE",
         reproduce_fig2b,
     ),
     (
-        "dpdpe-fig2c",
+        "li-zhou-ji-2022-fig2c",
         "Li, Zhou & Ji 2022, Fig. 2(c): DPE vs DPE-FixedU at matched communication",
         reproduce_fig2c,
     ),

@@ -20,6 +20,8 @@ from dpcert.bandits import registry
 from dpcert.bandits.experiment import PlainProgress
 from dpcert.bandits.scheduler import check_scheduler, map_items, require_distributed
 from dpcert.errors import InvalidParameter
+from dpcert.reproductions import current_name
+from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES, reproduce_panels
 
 
 @dataclass(frozen=True)
@@ -117,13 +119,12 @@ def reproduce(
     the local ones.
     ``horizon`` shortens the panels (tests and benchmarks; the figure's own T otherwise).
     """
+    name = current_name(name)
     scheduler = check_scheduler(scheduler)
     if scheduler == "local" and horizon is None:
         return dict(registry.reproduction(name).run(runs, out, seed))
     if scheduler == "dask":
         require_distributed()
-    from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES, reproduce_panels
-
     if name not in FIGURES:
         raise InvalidParameter(
             "scheduler", scheduler, f"'local' for {name} (Dask runs: {', '.join(FIGURES)})"

@@ -1,4 +1,4 @@
-"""``dpcert reproduce seed001-shuffle-mab``: shuffle-model MAB of Tenenbaum et al. 2021.
+"""``dpcert reproduce tenenbaum-2021-mab``: shuffle-model MAB of Tenenbaum et al. 2021.
 
 The paper reports no experiment; the reproduction runs dpcert's (docs/PAPER_NOTES.md, PN-TKMS-7):
 k = 10 Bernoulli arms with means (0.9, 0.8×3, 0.6×3, 0.3×3), T = 10⁶, δ = 1e-6,
@@ -9,9 +9,9 @@ VB-SDP-AE on rewards valued in [0, 1] (Beta arms, footnote 12), and two of dpcer
 sum) and a local ε-DP elimination (randomized response per user), both with doubling batches; and the
 non-private elimination (m = 1 and doubling batches).
 
-Writes, in ``--out``: ``seed001_shuffle_mab.json`` (every row with its certificate), the report of
-:mod:`dpcert.reproductions.report` (``seed001_shuffle_mab.md``, ``seed001_shuffle_mab_curves.npz``,
-one PNG per ε) and ``seed001_shuffle_mab_claims.md`` (the paper's claims this experiment tests).
+Writes, in ``--out``: ``tenenbaum_2021_mab.json`` (every row with its certificate), the report of
+:mod:`dpcert.reproductions.report` (``tenenbaum_2021_mab.md``, ``tenenbaum_2021_mab_curves.npz``,
+one PNG per ε) and ``tenenbaum_2021_mab_claims.md`` (the paper's claims this experiment tests).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,12 @@ from dpcert.reproductions.claims import claims_footer, with_record
 from dpcert.reproductions.common import mean_se
 from dpcert.reproductions.report import Curve, write_report
 
-SEED001_EPSILONS = (2.0, 1.0, 0.5, 0.25, 0.1)
-SEED001_DELTA = 1e-6
-SEED001_HORIZON = 1_000_000
-SEED001_RUNS = 20
-STEM = "seed001_shuffle_mab"
-NAME = "seed001-shuffle-mab"
+EPSILONS = (2.0, 1.0, 0.5, 0.25, 0.1)
+DELTA = 1e-6
+HORIZON = 1_000_000
+RUNS = 20
+STEM = "tenenbaum_2021_mab"
+NAME = "tenenbaum-2021-mab"
 
 #: Row labels (also the JSON keys and the legend labels).
 NONPRIVATE_SE = "non-private SE (m=1)"
@@ -91,17 +92,17 @@ def _certified(result: EliminationResult, delta: float) -> tuple[float, float] |
     return float(certificate.epsilon_for(guarantee_delta)), guarantee_delta
 
 
-def reproduce_seed001(
+def reproduce_mab(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),
     seed: int = 0,
     *,
     horizon: int | None = None,
-    epsilons: tuple[float, ...] = SEED001_EPSILONS,
+    epsilons: tuple[float, ...] = EPSILONS,
 ) -> dict[str, Any]:
     """Final regret, certificates, figures and the claims table of the experiment above."""
-    runs = SEED001_RUNS if runs is None else runs
-    horizon = SEED001_HORIZON if horizon is None else horizon
+    runs = RUNS if runs is None else runs
+    horizon = HORIZON if horizon is None else horizon
     out = Path(out)
     recorder = provenance.reproduction(
         NAME, runs, out, seed, SEED_STREAMS, horizon=horizon, epsilons=epsilons
@@ -123,7 +124,7 @@ def reproduce_seed001(
         started = time.perf_counter()
         result = call(np.random.default_rng([seed, len(rows)]))
         seconds = time.perf_counter() - started
-        certified = _certified(result, SEED001_DELTA)
+        certified = _certified(result, DELTA)
         distinct = len({tuple(row) for row in result.pulls.tolist()})
         spread = float(np.std(result.final_regret, ddof=1)) if runs > 1 else 0.0
         rows[key] = {
@@ -163,50 +164,48 @@ def reproduce_seed001(
     )
     for epsilon in epsilons:
         panel = (_panel(epsilon),)
-        n = shuffle_binary_sum(epsilon, SEED001_DELTA).noise_bits
+        n = shuffle_binary_sum(epsilon, DELTA).noise_bits
         info = {"epsilon": epsilon, "noise_bits": n, "sigma2": n / 4}
-        shuffle = {"epsilon": epsilon, "delta": SEED001_DELTA, "runs": runs}
-        timed("SDP-AE", epsilon, lambda rng, s=shuffle: sdp_ae(bandit, horizon, rng, **s), panel, **info)
+        shuffle: dict[str, Any] = {"epsilon": epsilon, "delta": DELTA, "runs": runs}
+        timed("SDP-AE", epsilon, partial(sdp_ae, bandit, horizon, **shuffle), panel, **info)
         timed(
             SDP_UNKNOWN,
             epsilon,
-            lambda rng, s=shuffle: sdp_ae(bandit, horizon, rng, horizon_mode="unknown", **s),
+            partial(sdp_ae, bandit, horizon, horizon_mode="unknown", **shuffle),
             panel,
             **info,
         )
-        timed(
-            "VB-SDP-AE", epsilon, lambda rng, s=shuffle: vb_sdp_ae(bandit, horizon, rng, **s), panel, **info
-        )
+        timed("VB-SDP-AE", epsilon, partial(vb_sdp_ae, bandit, horizon, **shuffle), panel, **info)
         timed(
             VB_BETA,
             epsilon,
-            lambda rng, s=shuffle: vb_sdp_ae(beta_bandit, horizon, rng, **s),
+            partial(vb_sdp_ae, beta_bandit, horizon, **shuffle),
             panel,
             **info,
         )
         timed(
             CENTRAL,
             epsilon,
-            lambda rng, e=epsilon: central_dp_se(bandit, horizon, rng, epsilon=e, runs=runs),
+            partial(central_dp_se, bandit, horizon, epsilon=epsilon, runs=runs),
             panel,
             epsilon=epsilon,
         )
         timed(
             LOCAL,
             epsilon,
-            lambda rng, e=epsilon: local_dp_se(bandit, horizon, rng, epsilon=e, runs=runs),
+            partial(local_dp_se, bandit, horizon, epsilon=epsilon, runs=runs),
             panel,
             epsilon=epsilon,
         )
     title = (
         f"Tenenbaum et al. 2021, shuffle MAB (k = 10, T = {horizon:,})\nprivate curves certify their "
-        f"target ε (δ = {SEED001_DELTA:g} shuffle, 0 central/local)"
+        f"target ε (δ = {DELTA:g} shuffle, 0 central/local)"
     )
     zero = sorted(key for key, row in rows.items() if row["zero_spread"])
     note = "\n" + ZERO_SPREAD_NOTE + " Here: " + ", ".join(zero) + ".\n" if zero else ""
     report = write_report(curves, out, STEM, title, recorder=recorder, note=note)
     command = f"dpcert reproduce {NAME} --runs {runs} --seed {seed}" + (
-        "" if horizon == SEED001_HORIZON else f" (T = {horizon:,} through the Python API)"
+        "" if horizon == HORIZON else f" (T = {horizon:,} through the Python API)"
     )
     claims = claims_table(rows, epsilons, horizon, command)
     claims_file = out / f"{STEM}_claims.md"
@@ -215,7 +214,7 @@ def reproduce_seed001(
     )
     summary = {
         "name": NAME,
-        "setting": {"means": list(SPEC_001_MEANS), "horizon": horizon, "delta": SEED001_DELTA, "runs": runs},
+        "setting": {"means": list(SPEC_001_MEANS), "horizon": horizon, "delta": DELTA, "runs": runs},
         "rows": rows,
         "comparators": COMPARATORS,
         "zero_spread_rows": zero,
@@ -345,6 +344,6 @@ registry.register_reproduction(
         NAME,
         "Tenenbaum et al. 2021: SDP-AE / VB-SDP-AE (known and unknown T, Bernoulli and [0,1] rewards) vs "
         "non-private and dpcert's central / local eliminations",
-        reproduce_seed001,
+        reproduce_mab,
     )
 )
