@@ -161,8 +161,10 @@ def audit_delta(
     evaluation = samples - split
     alpha = 1.0 - confidence
 
-    def objective(*counts: Any) -> np.ndarray:
-        return projected_delta(*counts, epsilon, alpha)
+    def objective(
+        in_num: np.ndarray, n_num: int, in_den: np.ndarray, n_den: int, eval_num: int, eval_den: int
+    ) -> np.ndarray:
+        return projected_delta(in_num, n_num, in_den, n_den, eval_num, eval_den, epsilon, alpha)
 
     selection = select_rejection_set(
         pair.on_a[:split],

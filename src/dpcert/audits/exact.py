@@ -130,7 +130,7 @@ def pmf_pair(
     """Align two PMFs given as ``{outcome: probability}`` mappings or as arrays on the same outcomes."""
     if isinstance(p, Mapping) != isinstance(q, Mapping):
         raise InvalidParameter("p, q", "one mapping and one array", "two mappings or two arrays")
-    if isinstance(p, Mapping):
+    if isinstance(p, Mapping) and isinstance(q, Mapping):
         outcomes = tuple(dict.fromkeys([*p.keys(), *q.keys()]))
         p_vector = _pmf_vector("p", [p.get(o, 0.0) for o in outcomes])
         q_vector = _pmf_vector("q", [q.get(o, 0.0) for o in outcomes])

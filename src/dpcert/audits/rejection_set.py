@@ -160,7 +160,7 @@ class RejectionSet:
     def contains(self, outputs: np.ndarray) -> np.ndarray:
         """Boolean membership of each output (leading axis) in the set."""
         if self.kind == "threshold":
-            values = self.feature.apply(outputs)
+            values = self._threshold_feature().apply(outputs)
             return values <= self.threshold if self.side == "<=" else values > self.threshold
         if not self.cells:
             return np.zeros(outputs.shape[0], dtype=bool)
@@ -174,11 +174,11 @@ class RejectionSet:
         if self.kind == "threshold":
             return {
                 "kind": "threshold",
-                "feature": self.feature.to_dict(),
+                "feature": self._threshold_feature().to_dict(),
                 "side": self.side,
                 "threshold": self.threshold,
             }
-        return {"kind": "cells", "cells": [_json_cell(c) for c in self.cells]}
+        return {"kind": "cells", "cells": [_json_cell(c) for c in self._cell_values()]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RejectionSet:
@@ -190,10 +190,19 @@ class RejectionSet:
 
     def describe(self) -> str:
         if self.kind == "cells":
-            shown = ", ".join(str(_json_cell(c)) for c in self.cells[:6])
-            more = f", … ({len(self.cells)} cells)" if len(self.cells) > 6 else ""
+            cells = self._cell_values()
+            shown = ", ".join(str(_json_cell(c)) for c in cells[:6])
+            more = f", … ({len(cells)} cells)" if len(cells) > 6 else ""
             return "{" + shown + more + "}"
-        return f"{self.feature.name}(x) {self.side} {self.threshold:.6g}"
+        return f"{self._threshold_feature().name}(x) {self.side} {self.threshold:.6g}"
+
+    def _threshold_feature(self) -> Feature:
+        assert self.feature is not None  # a threshold set has one (checked on construction)
+        return self.feature
+
+    def _cell_values(self) -> tuple[Any, ...]:
+        assert self.cells is not None  # a cells set has them (checked on construction)
+        return self.cells
 
 
 def _json_cell(cell: Any) -> Any:

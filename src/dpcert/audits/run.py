@@ -290,7 +290,7 @@ def _audit_with_search(
         "pair": chosen.to_dict(),
         "family_confidence": confidence,
     }
-    notes = (
+    notes: tuple[str, ...] = (
         f"neighbour search ({search.kind}): {len(outcome.screened)} candidate pairs screened with "
         f"{outcome.screening_draws} draws per input each ({screened} in all); the pair "
         f"'{chosen.pattern}' was audited on {final_draws} fresh draws per input",

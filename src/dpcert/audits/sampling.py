@@ -116,7 +116,7 @@ def draw(
             if progress is not None:
                 progress(size)
         return batches[0] if len(batches) == 1 else np.concatenate(batches, axis=0)
-    outputs = []
+    outputs: list[Any] = []
     for start in range(0, samples, 1024):
         block = min(1024, samples - start)
         outputs.extend(mechanism(value, rng) for _ in range(block))

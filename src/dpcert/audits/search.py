@@ -202,9 +202,11 @@ class ScalarSearch:
 
     def candidates(self, rng: np.random.Generator) -> list[Candidate]:
         side = (self.points - 1) // 2
+        span = self.span
+        assert span is not None  # set from the sensitivity on construction
         offsets = [0.0]
         if side:
-            steps = np.geomspace(self.span / 10.0 ** (side - 1) if side > 1 else self.span, self.span, side)
+            steps = np.geomspace(span / 10.0 ** (side - 1) if side > 1 else span, span, side)
             offsets += [float(s) for s in steps] + [-float(s) for s in steps]
         result = []
         for offset in offsets:

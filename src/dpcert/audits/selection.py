@@ -305,8 +305,10 @@ def select_rejection_set(
     alpha = 1.0 - confidence
     if objective is None:
 
-        def objective(*counts: Any) -> np.ndarray:
-            return projected_bound(*counts, delta, alpha)
+        def objective(
+            in_num: np.ndarray, n_num: int, in_den: np.ndarray, n_den: int, eval_num: int, eval_den: int
+        ) -> np.ndarray:
+            return projected_bound(in_num, n_num, in_den, n_den, eval_num, eval_den, delta, alpha)
 
     if score is not None:
         return _select_threshold(
