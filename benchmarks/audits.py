@@ -15,11 +15,12 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits import audit
 from dpcert.audits.floating_point import check_floating_point
 from dpcert.audits.reference_mechanisms import gaussian_noise, laplace_noise, randomized_response
-from dpcert.mechanisms.gaussian import gaussian_epsilon
+from dpcert.mechanisms.gaussian import calibrate_gaussian
+from dpcert.mechanisms.laplace import calibrate_laplace
+from dpcert.theory.gaussian import gaussian_epsilon
 
 
 def best_of_three(run):

@@ -18,7 +18,7 @@ from dp_accounting.mechanism_calibration import ExplicitBracketInterval, calibra
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from dpcert.accounting.calibration import calibrate_gaussian
+from dpcert.mechanisms.gaussian import calibrate_gaussian
 
 TARGETS = [(0.1, 1e-6), (1.0, 1e-5), (1.0, 1e-10), (4.0, 1e-5), (10.0, 1e-3)]
 

@@ -18,8 +18,9 @@ import time
 
 from dpcert.accounting.composition import clear_pld_cache, compose
 from dpcert.certificates import approximate_dp_certificate
-from dpcert.mechanisms.gaussian import gaussian_certificate, gaussian_epsilon
+from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.theory.gaussian import gaussian_epsilon
 
 REPEATS = 3
 INTERVAL = 1e-4

@@ -18,9 +18,9 @@ import numpy as np
 from scipy import stats
 from scipy.special import gammaln, log_ndtr, logsumexp
 
-from dpcert.mechanisms.gaussian import gaussian_delta
 from dpcert.mechanisms.shuffle.binary_sum import binary_sum_delta
 from dpcert.theory.binomial import log_binomial_pmf
+from dpcert.theory.gaussian import gaussian_delta
 
 
 def exact_binary_sum(epsilon: float, noise_bits: int) -> mpmath.mpf:

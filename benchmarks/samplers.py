@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.audits.run import FewDrawsWarning, audit
 from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
 from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
 from dpcert.mechanisms.secure.samplers import SecureRandom, sample_discrete_gaussian, sample_discrete_laplace
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 DRAWS = 1_000_000
 SCALE = 10

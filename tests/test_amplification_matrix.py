@@ -15,6 +15,7 @@ import pytest
 
 from dpcert import Certificate, CertificateMismatch, InvalidParameter
 from dpcert.errors import CertificateFormatError
+from dpcert.mechanisms.shuffle.amplification import amplification_certificate
 from dpcert.theory import amplification as amp
 from dpcert.theory.randomizer_matrix import (
     randomized_response_matrix,
@@ -197,13 +198,13 @@ def test_declared_level_above_the_matrix_is_used_and_a_hair_below_is_rounded_up(
 
 
 def test_matrix_certificates_recompute_the_clone_probability() -> None:
-    certificate = amp.amplification_certificate(
+    certificate = amplification_certificate(
         randomizer_matrix(IN_BETWEEN).epsilon0, 2000, delta=1e-6, randomizer="matrix", matrix=IN_BETWEEN
     )
     assert certificate.parameters["randomizer"] == "matrix"
     assert np.allclose(certificate.parameters["matrix"], IN_BETWEEN)
     assert Certificate.from_json(certificate.to_json()) == certificate
-    generic = amp.amplification_certificate(certificate.parameters["epsilon0"], 2000, delta=1e-6)
+    generic = amplification_certificate(certificate.parameters["epsilon0"], 2000, delta=1e-6)
     assert certificate.epsilon < generic.epsilon
     forged = certificate.to_dict()
     forged["guarantee"]["epsilon"] = certificate.epsilon * 0.9  # a claim below what the matrix supports

@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 
 from dpcert import DPCertError
-from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits import AuditReport, audit, audit_samples
 from dpcert.audits.epsilon_lower_bound import (
     EvaluationCounts,
@@ -22,7 +21,9 @@ from dpcert.audits.reference_mechanisms import gaussian_noise, laplace_noise, ra
 from dpcert.audits.rejection_set import Feature, RejectionSet
 from dpcert.audits.sampling import SamplePair, accepts_size, draw, draw_pair
 from dpcert.errors import CertificateMismatch, InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_epsilon
+from dpcert.mechanisms.gaussian import calibrate_gaussian
+from dpcert.mechanisms.laplace import calibrate_laplace
+from dpcert.theory.gaussian import gaussian_epsilon
 
 
 # --------------------------------------------------------------------------- the bound from counts

@@ -13,7 +13,7 @@ from dpcert.audits.delta_lower_bound import audit_delta, delta_bound_from_counts
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts
 from dpcert.audits.reference_mechanisms import gaussian_noise, laplace_noise
 from dpcert.audits.run import FewDrawsWarning
-from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.theory.gaussian import gaussian_delta
 
 # Laplace(1/2) on neighbours 0 and 1 at ε = 1: the hockey-stick divergence of two Laplace laws gives
 # δ(1) = 1 − e^{(ε − Δ/b)/2} = 1 − e^{−1/2} = 0.3935 (DP-Auditorium's tester reports 0.388 here).

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpcert.accounting.calibration import calibrate_laplace
 from dpcert.audits.floating_point import ZERO_EXPONENT, check_floating_point, lowest_bit_exponent
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.laplace import calibrate_laplace
 
 
 def test_lowest_bit_exponent_against_exact_fractions():

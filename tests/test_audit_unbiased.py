@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits.unbiased import check_unbiased, check_variance
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import calibrate_gaussian
+from dpcert.mechanisms.laplace import calibrate_laplace
 
 
 def test_laplace_release_is_unbiased_and_equivalent_within_tolerance():

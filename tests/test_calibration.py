@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from dpcert import DPCertError
-from dpcert.accounting.calibration import calibrate_gaussian
+from dpcert.mechanisms.gaussian import calibrate_gaussian
 
 
 def exact_minimum_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:

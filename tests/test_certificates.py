@@ -138,14 +138,14 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     from dpcert.mechanisms.discrete_laplace import discrete_laplace_certificate
     from dpcert.mechanisms.randomized_response import randomized_response_certificate
     from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
+    from dpcert.mechanisms.shuffle.amplification import amplification_certificate
     from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
     from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
     from dpcert.mechanisms.shuffle.pamp import calibrate_pamp, secure_pamp_certificate
     from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
     from dpcert.mechanisms.tree_aggregation import tree_aggregation_certificate
+    from dpcert.mechanisms.zcdp import zcdp_certificate
     from dpcert.profiles import builtin_profile_modules
-    from dpcert.theory.amplification import amplification_certificate
-    from dpcert.theory.zcdp import zcdp_certificate
 
     certificates = [
         gaussian_certificate(2.0, delta=1e-5),

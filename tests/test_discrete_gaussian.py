@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from dpcert import Certificate
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import (
     DiscreteGaussianMechanism,
@@ -18,6 +17,7 @@ from dpcert.mechanisms.discrete_gaussian import (
     discrete_gaussian_certificate,
     discrete_gaussian_delta,
 )
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 
 def reference_delta(epsilon: float, sigma: float, shift: int) -> mpmath.mpf:
@@ -183,7 +183,7 @@ def test_wide_noise_bound_is_above_the_sum(epsilon, sigma, shift):
 
 
 def test_very_wide_noise_is_bounded_close_to_the_continuous_gaussian():
-    from dpcert.mechanisms.gaussian import gaussian_delta
+    from dpcert.theory.gaussian import gaussian_delta
 
     # σ = 2^21 at ε = 1e-6 would need about 10^7 terms: the CDF bound is used (the two mechanisms agree
     # to O(1/σ) there).

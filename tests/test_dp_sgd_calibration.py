@@ -15,7 +15,6 @@ import math
 import pytest
 
 from dpcert import Certificate
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.dp_sgd import (
     MAX_NOISE_MULTIPLIER,
     MAX_STEPS,
@@ -26,6 +25,7 @@ from dpcert.accounting.dp_sgd import (
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 EPSILON, DELTA = 1.0, 1e-5
 Q, STEPS = 0.01, 1000  # 10 epochs of ceil(1/q) = 100 steps

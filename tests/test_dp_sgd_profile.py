@@ -26,13 +26,13 @@ from scipy.special import ndtr
 from dpcert import Certificate
 from dpcert._numerics import UNIT_ROUNDOFF
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta
 from dpcert.mechanisms.subsampled_gaussian import (
     NDTR_ULPS,
     PoissonSampledGaussianProfile,
     poisson_gaussian_loss_pmfs,
     poisson_sampled_gaussian_certificate,
 )
+from dpcert.theory.gaussian import gaussian_delta
 
 PRV_LOWER, PRV_UPPER = 0.11235, 0.13238  # (1e-3, 1.1, 1000 steps, δ = 1e-5), prv_accountant 0.2.0
 

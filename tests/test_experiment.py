@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from dpcert.accounting.calibration import calibrate_gaussian
 from dpcert.bandits.experiment import (
     combine_runs,
     curve_rounds,
@@ -19,6 +18,7 @@ from dpcert.bandits.experiment import (
 )
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import calibrate_gaussian
 from dpcert.session import PrivacySession
 
 

@@ -12,13 +12,8 @@ from scipy import integrate, stats
 
 from dpcert import DPCertError, Guarantee
 from dpcert.certificates import Certificate
-from dpcert.mechanisms.gaussian import (
-    GaussianMechanism,
-    classical_sigma,
-    gaussian_certificate,
-    gaussian_delta,
-    gaussian_epsilon,
-)
+from dpcert.mechanisms.gaussian import GaussianMechanism, classical_sigma, gaussian_certificate
+from dpcert.theory.gaussian import gaussian_delta, gaussian_epsilon
 
 
 def delta_by_integration(epsilon: float, sigma: float, sensitivity: float) -> float:

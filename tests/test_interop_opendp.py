@@ -10,8 +10,9 @@ import pytest
 from dpcert import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.interop.dp_accounting import certificate_from_opendp
-from dpcert.mechanisms.gaussian import gaussian_delta
-from dpcert.theory.zcdp import ZCDPProfile, log_delta_at_order, zcdp_delta
+from dpcert.mechanisms.zcdp import ZCDPProfile
+from dpcert.theory.gaussian import gaussian_delta
+from dpcert.theory.zcdp import log_delta_at_order, zcdp_delta
 
 
 @pytest.mark.parametrize("rho", [0.001, 0.125, 1.0, 8.0])

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from dpcert import DPCertError
-from dpcert.accounting.calibration import calibrate_laplace
-from dpcert.mechanisms.laplace import LaplaceMechanism, LaplaceProfile, laplace_certificate
+from dpcert.mechanisms.laplace import LaplaceMechanism, LaplaceProfile, calibrate_laplace, laplace_certificate
 
 
 def delta_by_integration(epsilon: float, scale: float, sensitivity: float) -> float:

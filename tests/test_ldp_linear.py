@@ -29,7 +29,7 @@ from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_ra
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.theory.gaussian import gaussian_delta
 
 
 # ----------------------------------------------------------------------------- privacy (PN-IRL-1)

@@ -13,7 +13,6 @@ import pytest
 from scipy import stats
 
 import dpcert.bandits.calibration.linucb as calibration_module
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.accounting.composition import advanced_epsilon
 from dpcert.accounting.returning_users import paper_split
 from dpcert.bandits.algorithms.linucb import (
@@ -44,9 +43,9 @@ from dpcert.bandits.calibration.linucb import (
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_delta, gaussian_epsilon
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 from dpcert.session import PrivacySession
+from dpcert.theory.gaussian import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 
 
 # ----------------------------------------------------------------------------- constants of the paper

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.accounting.composition import compose_counts, pld_self_composed_delta_for
+from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.certificates import Certificate, Guarantee
@@ -26,6 +26,7 @@ from dpcert.mechanisms.shuffle.binomial_sum import (
     calibrate_binomial_sum,
     least_noise_bits,
 )
+from dpcert.theory.pld import pld_self_composed_delta_for
 
 
 # ----------------------------------------------------------------------------- brute force

@@ -70,7 +70,8 @@ def test_profile_plot_with_references_is_written(tmp_path):
 
 
 def test_shuffle_certificates_draw_the_papers_closed_form_above_the_numeric_bound():
-    from dpcert.theory.amplification import amplification_certificate, closed_form_epsilon
+    from dpcert.mechanisms.shuffle.amplification import amplification_certificate
+    from dpcert.theory.amplification import closed_form_epsilon
 
     certificate = amplification_certificate(2.0, 10_000, delta=1e-6)  # FMT Thm 3.2, evaluated exactly
     curves = reference_curves(certificate)

@@ -7,7 +7,8 @@ import mpmath
 import pytest
 
 from dpcert.errors import DPCertError
-from dpcert.mechanisms.gaussian import gaussian_certificate, gaussian_delta
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.theory.gaussian import gaussian_delta
 
 
 def exact_delta(epsilon: float, mu: float) -> mpmath.mpf:

@@ -14,8 +14,8 @@ from dpcert.certificates import Neighbouring
 from dpcert.errors import CertificateFormatError, InvalidParameter
 from dpcert.interop.dp_accounting import certificate_from_dp_event
 from dpcert.ledger.api import Ledger
-from dpcert.mechanisms.gaussian import gaussian_delta
 from dpcert.mechanisms.subsampled_gaussian import PoissonSampledGaussianProfile
+from dpcert.theory.gaussian import gaussian_delta
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.5, 3.0])
@@ -83,7 +83,7 @@ def test_profile_is_below_the_pld_and_rdp_bounds_and_stays_above_the_optimistic_
     """The profile's own single-step masses (relative error bounds, no RDP fallback) give at most
     what dp_accounting's pessimistic PLD composed with the proven round-off bound or the RDP
     conversion give, and never less than dp_accounting's optimistic PLD (a lower estimate)."""
-    from dpcert.accounting.composition import pld_self_composed_delta_for
+    from dpcert.theory.pld import pld_self_composed_delta_for
     from dpcert.theory.rdp import RdpEventProfile
 
     sigma, q, steps = 1.1, 0.01, 300

@@ -330,7 +330,7 @@ def test_float_privatizers_are_unchanged_by_the_secure_module():
 
 def test_best_composition_adds_rho_for_zcdp_certificates():
     from dpcert.accounting.composition import compose_counts
-    from dpcert.theory.zcdp import zcdp_certificate
+    from dpcert.mechanisms.zcdp import zcdp_certificate
 
     single = discrete_gaussian_l2_certificate(
         900.0, l2_sensitivity=300.0, coordinates=20, granularity=2.0**-9, delta=1e-6

@@ -14,12 +14,12 @@ import pytest
 from scipy import stats
 
 from dpcert import Certificate
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.audits import audit
 from dpcert.cli import main
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import DiscreteGaussianProfile, discrete_gaussian_delta
 from dpcert.mechanisms.secure.noise import Grid, secure_gaussian, secure_laplace
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 ALPHA = 1e-3
 
@@ -210,8 +210,9 @@ def test_rounding_charge_is_needed_and_sufficient():
 
 
 def test_secure_options_on_the_float_mechanisms_and_sampler_records():
-    from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
     from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism
+    from dpcert.mechanisms.gaussian import calibrate_gaussian
+    from dpcert.mechanisms.laplace import calibrate_laplace
 
     laplace = calibrate_laplace(1.0, sensitivity=2.0)
     assert laplace.certificate.parameters["sampler"] == "float"

@@ -7,13 +7,13 @@ import pickle
 import numpy as np
 import pytest
 
-from dpcert.accounting.calibration import calibrate_gaussian
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import BudgetExceeded, InvalidParameter
 from dpcert.ledger.api import Ledger
-from dpcert.mechanisms.gaussian import gaussian_certificate, gaussian_delta
+from dpcert.mechanisms.gaussian import calibrate_gaussian, gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.session import PrivacySession, meets_target, new_namespace, worst_certificate
+from dpcert.theory.gaussian import gaussian_delta
 
 
 class RecordingLedger:

@@ -23,10 +23,10 @@ from dpcert.errors import CertificateFormatError, DPCertError
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceProfile, discrete_laplace_certificate
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import LaplaceProfile, laplace_certificate
+from dpcert.mechanisms.shuffle.amplification import amplification_certificate
 from dpcert.mechanisms.shuffle.binary_sum import binary_sum_certificate
 from dpcert.mechanisms.shuffle.binomial_sum import BitSumParameters, binomial_sum_certificate
 from dpcert.profiles import ParameterSpec, register_profile
-from dpcert.theory.amplification import amplification_certificate
 
 
 def _edited(certificate: Certificate, **changes) -> str:

@@ -1,4 +1,17 @@
-"""Monotone root finding that always lands on the privacy-safe side."""
+"""THE monotone search of dpcert: continuous and integer, always landing on the privacy-safe side.
+
+Every calibration and inversion in dpcert is a search for the boundary of a monotone validity
+condition, in the spirit of ``dp_accounting.mechanism_calibration.calibrate_dp_mechanism`` and
+OpenDP's ``binary_search_param``:
+
+* :func:`smallest_valid` / :func:`largest_valid`: the least (largest) real ``x`` with
+  ``excess(x) <= 0`` for a non-increasing (non-decreasing) ``excess``: bracket by doubling, Brent's
+  method, then a nudge toward the valid side until the condition holds *as evaluated*;
+* :func:`least_valid_integer`: the least integer for which a monotone predicate holds: bracket by
+  doubling steps from a starting guess, then bisection (the bracket's valid end is returned);
+* :func:`least_noise`: :func:`smallest_valid` on a noise level, from a guess;
+* :func:`nudge_up` / :func:`nudge_up_until_valid`: the safe-side nudges of closed-form inversions.
+"""
 
 from __future__ import annotations
 
@@ -38,17 +51,132 @@ def smallest_valid(
             return math.inf
         low, high = high, 2.0 * high
         steps += 1
+    root = _bracketed_root(is_decreasing_excess, low, high, xtol_relative)
+    return nudge_up_until_valid(is_decreasing_excess, root, high, step=first_step)
+
+
+def largest_valid(
+    is_increasing_excess: Callable[[float], float],
+    low: float,
+    high: float,
+    *,
+    xtol_relative: float = 1e-12,
+    grow: bool = True,
+    ceiling: float = math.inf,
+    first_step: float = 1e-12,
+) -> float:
+    """Largest ``x`` in ``[low, ceiling]`` with ``excess(x) <= 0`` for a non-decreasing ``excess``.
+
+    ``low`` must be valid (the caller knows it; it is not evaluated).  The boundary is bracketed
+    (``high`` is doubled while ``excess(high) <= 0``, when ``grow`` is true; a valid ``high`` whose
+    double would pass ``ceiling`` is returned), located with Brent's method to ``xtol_relative``
+    of ``high``, then nudged downward by relative steps (the first ``first_step``, each next four
+    times larger) until ``excess(x) <= 0`` holds as evaluated, never below ``low``.
+    """
+    steps = 0
+    while is_increasing_excess(high) <= 0.0:
+        if not grow or steps >= _MAX_BRACKET_STEPS or not math.isfinite(high) or 2.0 * high > ceiling:
+            return high
+        low, high = high, 2.0 * high
+        steps += 1
+    candidate = min(_bracketed_root(is_increasing_excess, low, high, xtol_relative), high)
+    step = first_step
+    while candidate > low and is_increasing_excess(candidate) > 0.0:
+        candidate = max(low, candidate * (1.0 - step))
+        step *= 4.0
+    return candidate
+
+
+def _bracketed_root(excess: Callable[[float], float], low: float, high: float, xtol_relative: float) -> float:
+    """Brent's method on ``[low, high]`` (a sign change of ``excess``) to ``xtol_relative · |high|``.
+
+    An infinite value of ``excess`` is passed to the root finder as ±1e300 (its sign is all a
+    bracketing method needs); the caller re-checks the point it returns.
+    """
     from scipy.optimize import brentq  # imported here: dpcert.certificates needs this module, not scipy
 
-    root = brentq(
-        is_decreasing_excess,
-        low,
-        high,
-        xtol=max(1e-300, xtol_relative * abs(high)),
-        rtol=8.9e-16,
-        maxiter=500,
+    def finite(x: float) -> float:
+        value = excess(x)
+        return value if math.isfinite(value) else math.copysign(1e300, value)
+
+    return float(
+        brentq(finite, low, high, xtol=max(1e-300, xtol_relative * abs(high)), rtol=8.9e-16, maxiter=500)
     )
-    return nudge_up_until_valid(is_decreasing_excess, root, high, step=first_step)
+
+
+def least_valid_integer(
+    is_valid: Callable[[int], bool],
+    start: int,
+    *,
+    below: int = 0,
+    step: int = 1,
+    ceiling: int | None = None,
+) -> int | None:
+    """Least integer ``n > below`` with ``is_valid(n)``, for a predicate false below some ``n*`` and
+    true from ``n*`` on; ``None`` if no ``n <= ceiling`` is valid.
+
+    From ``start`` (> ``below``) the bracket moves by ``step``, then twice that, and so on: down while
+    valid (never below ``below``, which is taken as invalid without evaluating it), or up while
+    invalid (never past ``ceiling``).  Bisection then keeps ``low`` invalid (or ``below``) and ``high``
+    valid, and ``high`` is returned: a point the predicate accepted.
+    """
+    high = start
+    if is_valid(high):
+        low = max(below, high - step)
+        while low > below and is_valid(low):
+            step *= 2
+            high, low = low, max(below, low - step)
+    else:
+        while True:
+            if ceiling is not None and high >= ceiling:
+                return None
+            low, high = high, high + step
+            if ceiling is not None:
+                high = min(high, ceiling)
+            step *= 2
+            if is_valid(high):
+                break
+    while high - low > 1:
+        middle = (low + high) // 2
+        if is_valid(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def least_noise(
+    delta_of_noise: Callable[[float], float],
+    target_delta: float,
+    initial: float,
+    *,
+    ratio: float = 2.0,
+    relative_tolerance: float | None = None,
+) -> float:
+    """Least noise level ``s`` with ``delta_of_noise(s) <= target_delta`` (δ non-increasing in ``s``).
+
+    ``initial`` is any positive starting guess; the bracket shrinks from it by the factor ``ratio``
+    (> 1) until invalid, then spans ``[low, ratio * low]`` (grown by doubling if needed): a guess
+    known to lie within a few per cent of the answer saves evaluations with a ratio near 1.
+    ``relative_tolerance`` (default: about 1e-12) stops the search once the least valid level is
+    located within that relative distance; the returned level is valid as evaluated either way.
+    """
+    low = initial
+    for _ in range(200):  # shrink until invalid so that the least valid point is bracketed
+        if delta_of_noise(low) > target_delta:
+            break
+        low /= ratio
+    else:
+        return low
+
+    def excess(s: float) -> float:
+        return delta_of_noise(s) - target_delta
+
+    if relative_tolerance is None:
+        return smallest_valid(excess, low, ratio * low)
+    return smallest_valid(
+        excess, low, ratio * low, xtol_relative=relative_tolerance, first_step=relative_tolerance
+    )
 
 
 def nudge_up_until_valid(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import SupportsInt, cast
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def positive_int(name: str, value: object, minimum: int = 1) -> int:
     if isinstance(value, numbers.Integral):
         result = int(value)
     elif isinstance(value, numbers.Real) and float(value).is_integer():
-        result = int(value)
+        result = int(cast(SupportsInt, value))  # every registered Real converts (numpy's too)
     else:
         raise InvalidParameter(name, value, f"an integer >= {minimum}")
     if result < minimum:

@@ -73,7 +73,10 @@ from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
 from dpcert.certificates import ApproximateDPProfile, Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
+from dpcert.mechanisms.discrete_gaussian_l2 import SLACK as ZCDP_SLACK
+from dpcert.mechanisms.discrete_gaussian_l2 import discrete_gaussian_l2_certificate
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
+from dpcert.mechanisms.zcdp import zcdp_certificate
 from dpcert.profiles import ALL_RELATIONS, ALL_TRUST_MODELS, ParameterSpec, PrivacyLossParts, register_profile
 from dpcert.theory.pld import ComposedLossBound, LossPmf, LossPmfPair, compose_epsilon_bound, loss_pmfs
 from dpcert.theory.rdp import RdpEventProfile
@@ -468,20 +471,6 @@ def _loss_pmfs_of(single: Any) -> tuple[Any, Any]:
         return loss_pmfs(single)
 
 
-def pld_self_composed_delta_for(single_pld: Any, count: int, epsilon: float) -> float:
-    """Proven upper bound on δ(ε) of ``count`` compositions of a single-mechanism ``dp_accounting`` PLD.
-
-    The composition is computed by :class:`~dpcert.theory.pld.ComposedLossBound`, whose
-    floating-point round-off is bounded and added (see that module).
-    """
-    count = check.positive_int("count", count)
-    remove, add = loss_pmfs(single_pld)
-    directions = [ComposedLossBound([(remove, count)])]
-    if add is not None:
-        directions.append(ComposedLossBound([(add, count)]))
-    return max(direction.delta_for(epsilon) for direction in directions)
-
-
 def _composed_event(components: Sequence[Component]) -> Any:
     """``ComposedDpEvent`` of the components' events, or ``None`` if one has no event."""
     from dp_accounting import dp_event
@@ -823,6 +812,51 @@ def _applicable(method: str, components: Sequence[Component], delta: float) -> b
     return True
 
 
+ZCDP_SUM_NOTE = "zCDP composition: rho adds over the components (Bun & Steinke 2016, Lemma 2.3)"
+
+
+def zcdp_composition(
+    components: Any, delta: float, trust_model: TrustModel, neighbouring: Neighbouring
+) -> Certificate | None:
+    """The composition of zCDP-described certificates by adding ρ, or ``None`` if one is not.
+
+    ``components`` have ``certificate`` and ``count``.  Copies of one ℓ2 discrete Gaussian (same σ,
+    shift, coordinates and grid) merge into one such certificate with the compositions added (the
+    sampler and grid stay on record); any other list of ``zcdp`` / ``discrete-gaussian-l2``
+    certificates gives a ``zcdp`` certificate with the summed ρ.  Valid for adaptive composition
+    (Bun & Steinke 2016, Lemma 2.3); no privacy-loss distribution is assumed.
+    """
+    kinds = {"zcdp", "discrete-gaussian-l2"}
+    if not components or any(c.certificate.mechanism not in kinds for c in components):
+        return None
+    if delta <= 0.0:
+        return None
+    l2 = [c for c in components if c.certificate.mechanism == "discrete-gaussian-l2"]
+    if len(l2) == len(components):
+        shared = {
+            tuple(sorted((k, v) for k, v in c.certificate.parameters.items() if k != "compositions"))
+            for c in components
+        }
+        if len(shared) == 1:
+            parameters = dict(components[0].certificate.parameters)
+            total = sum(c.count * int(c.certificate.parameters.get("compositions", 1)) for c in components)
+            return discrete_gaussian_l2_certificate(
+                parameters["sigma"],
+                l2_sensitivity=parameters["l2_sensitivity"],
+                coordinates=parameters["coordinates"],
+                compositions=total,
+                granularity=parameters.get("granularity"),
+                delta=delta,
+                trust_model=trust_model,
+                neighbouring=neighbouring,
+                notes=(ZCDP_SUM_NOTE,),
+            )
+    rho = math.fsum(c.count * c.certificate.profile.rho for c in components) * (1.0 + ZCDP_SLACK)
+    return zcdp_certificate(
+        rho, delta=delta, name="composition", trust_model=trust_model, neighbouring=neighbouring
+    )
+
+
 def compose_components(
     components: Sequence[Component],
     *,
@@ -892,8 +926,6 @@ def compose_components(
                     )
                 except (ValueError, OverflowError):
                     continue
-    from dpcert.mechanisms.discrete_gaussian_l2 import zcdp_composition
-
     summed = zcdp_composition(
         components, delta, _weakest_trust_model(components), _common_neighbouring(components)
     )

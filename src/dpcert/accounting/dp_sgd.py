@@ -21,7 +21,7 @@ The schedule is given by exactly one of ``sampling_probability`` q or ``batch_si
 ⌈N / B⌉ steps when B and N are given, else ⌈1 / q⌉ steps (1 / q evaluated in double precision).
 
 :func:`calibrate_dp_sgd` searches the noise multiplier with the project's one calibration search
-(:func:`~dpcert.accounting.calibration.least_noise`, Brent's method on log δ(ε) against z, started
+(:func:`~dpcert._numerics.least_noise`, Brent's method on log δ(ε) against z, started
 from the central-limit estimate of Bu, Dong, Long & Su 2020), stops once the least valid
 z is located to a relative 1e-4, and returns a z whose certificate is re-derived and verified.
 """
@@ -32,14 +32,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpcert.accounting.calibration import analytic_gaussian_sigma, least_noise
-
 from dpcert import _validation as check
+from dpcert._numerics import least_noise
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
 from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 from dpcert.profiles import profile_for
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 SAMPLINGS = ("poisson", "shuffle")
 MAX_STEPS = 10**7

@@ -21,15 +21,14 @@ import math
 from dataclasses import dataclass
 
 from dpcert import _validation as check
-from dpcert.accounting.calibration import calibrate_gaussian
+from dpcert._numerics import largest_valid
 from dpcert.accounting.composition import compose_counts
 from dpcert.certificates import Certificate, Guarantee, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.gaussian import calibrate_gaussian, gaussian_certificate
 
 MECHANISMS = ("generic", "gaussian")
 PAPER_BASIS = "Chowdhury & Zhou 2022, Thm E.2 (Dwork & Roth 2014, Cor. 3.21) per-batch budget"
-_SEARCH_STEPS = 60
 
 
 @dataclass(frozen=True)
@@ -116,19 +115,11 @@ def _largest_valid_batch_epsilon(total: Guarantee, m: int, delta_m: float, start
         except InvalidParameter:
             return math.inf
 
-    low = start if composed(start) <= total.epsilon else 0.0
-    high = max(2.0 * low, total.epsilon)
-    while composed(high) <= total.epsilon:
-        low, high = high, 2.0 * high
-    for _ in range(_SEARCH_STEPS):  # bisection keeps ``low`` valid at every step
-        middle = 0.5 * (low + high)
-        if composed(middle) <= total.epsilon:
-            low = middle
-        else:
-            high = middle
-        if high - low <= 1e-9 * high:
-            break
-    return low
+    def excess(epsilon_m: float) -> float:
+        return composed(epsilon_m) - total.epsilon
+
+    low = start if excess(start) <= 0.0 else 0.0  # ε_m = 0 composes to ε = 0: valid
+    return largest_valid(excess, low, max(2.0 * low, total.epsilon), xtol_relative=1e-9, first_step=1e-9)
 
 
 def split_budget(

@@ -60,10 +60,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.accounting.calibration import calibrate_gaussian
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian import calibrate_gaussian
 from dpcert.mechanisms.secure.noise import SecureGaussianMechanism, secure_gaussian
 from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum, simulate_group_sums
 

@@ -27,7 +27,6 @@ import numpy as np
 
 from dpcert import _json
 from dpcert import _validation as check
-from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.audits.floating_point import check_floating_point
 from dpcert.audits.run import audit
 from dpcert.audits.sampling import accepts_size, draw
@@ -50,7 +49,8 @@ from dpcert.cli._common import (
 )
 from dpcert.cli._common import seed as seed_type
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.laplace import LaplaceMechanism, laplace_certificate
+from dpcert.mechanisms.gaussian import calibrate_gaussian
+from dpcert.mechanisms.laplace import LaplaceMechanism, calibrate_laplace, laplace_certificate
 from dpcert.mechanisms.secure.noise import (
     SecureGaussianMechanism,
     SecureLaplaceMechanism,

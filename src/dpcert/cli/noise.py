@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from dpcert.accounting.calibration import GAUSSIAN_METHODS, calibrate_gaussian, calibrate_laplace
 from dpcert.accounting.dp_sgd import SAMPLINGS, calibrate_dp_sgd, dp_sgd_certificate, dp_sgd_schedule
 from dpcert.cli._common import (
     EXIT_OK,
@@ -27,8 +26,8 @@ from dpcert.cli._common import (
 )
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
-from dpcert.mechanisms.gaussian import gaussian_certificate
-from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.gaussian import GAUSSIAN_METHODS, calibrate_gaussian, gaussian_certificate
+from dpcert.mechanisms.laplace import calibrate_laplace, laplace_certificate
 from dpcert.mechanisms.secure.noise import (
     SecureGaussianMechanism,
     SecureLaplaceMechanism,

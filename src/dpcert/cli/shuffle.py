@@ -18,6 +18,7 @@ from dpcert.cli._common import (
     positive,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.shuffle.amplification import amplification_certificate
 from dpcert.mechanisms.shuffle.binomial_sum import METHODS as SUM_METHODS
 from dpcert.mechanisms.shuffle.binomial_sum import (
     NORMS,
@@ -188,7 +189,7 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
     epsilon0 = amplification.largest_local_epsilon(
         args.epsilon, args.delta, args.users, args.method, **options
     )
-    certificate = amplification.amplification_certificate(
+    certificate = amplification_certificate(
         epsilon0, args.users, epsilon=args.epsilon, delta=args.delta, method=args.method, **options
     )
     emit(
@@ -221,7 +222,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
 def _account_shuffle(args: argparse.Namespace) -> int:
     if args.method == "numeric":
         _check_numeric_shuffle("--epsilon0", args.epsilon0, NUMERIC_EPSILON0_RANGE[1], args.users)
-    certificate = amplification.amplification_certificate(
+    certificate = amplification_certificate(
         args.epsilon0, args.users, delta=args.delta, method=args.method, **_randomizer_options(args)
     )
     payload = {"epsilon": certificate.epsilon, "delta": certificate.delta, "method": args.method}

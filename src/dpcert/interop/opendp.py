@@ -14,7 +14,8 @@ from typing import Any
 from dpcert import _validation as check
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
-from dpcert.theory.zcdp import ZCDP_BASIS, zcdp_certificate
+from dpcert.mechanisms.zcdp import zcdp_certificate
+from dpcert.theory.zcdp import ZCDP_BASIS
 
 
 def certificate_from_opendp(

@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
+from dpcert._numerics import least_noise, smallest_valid
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import release_shape, require_certificate_for
@@ -52,9 +52,8 @@ from dpcert.mechanisms.secure.samplers import (
 )
 from dpcert.mechanisms.secure.timing import calibrated_with_timing, covering_release_time
 from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
-
-if TYPE_CHECKING:
-    from dpcert.theory.pld import LossPmf
+from dpcert.theory.gaussian import analytic_gaussian_sigma
+from dpcert.theory.pld import LossPmf, loss_pmf_from_masses, pld_self_composed_delta_for
 
 DISCRETE_GAUSSIAN_BASIS = "Canonne, Kamath & Steinke 2020, Thm 7 (discrete Gaussian, exact profile)"
 COMPOSED_BASIS = "Canonne, Kamath & Steinke 2020 + dp_accounting pessimistic PLD (discrete Gaussian)"
@@ -196,8 +195,6 @@ class DiscreteGaussianProfile:
         reflection y -> Δ − y swaps the two laws: one PMF stands for both directions.  The loss at y
         is (Δ² − 2yΔ)/(2σ²), rounded up to the grid ``interval``.
         """
-        from dpcert.theory.pld import loss_pmf_from_masses
-
         interval = check.positive_finite("interval", interval)
         reach = math.ceil(11.6 * self.sigma) + 2
         if reach > _MAX_PLD_REACH:
@@ -230,8 +227,6 @@ class DiscreteGaussianProfile:
         return self.single_release_loss_pmf(_PLD_INTERVAL)
 
     def delta_for(self, epsilon: float) -> float:
-        from dpcert.accounting.composition import pld_self_composed_delta_for
-
         if self.compositions == 1:
             return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
         return pld_self_composed_delta_for(self._single, self.compositions, epsilon)
@@ -283,8 +278,6 @@ def least_discrete_gaussian_sigma(
     epsilon: float, delta: float, sensitivity: int = 1, compositions: int = 1
 ) -> float:
     """Least σ (to a relative 1e-12, rounded up) whose k-fold discrete Gaussian is (ε, δ)-DP."""
-    from dpcert.accounting.calibration import analytic_gaussian_sigma, least_noise
-
     guess = analytic_gaussian_sigma(epsilon, delta, float(sensitivity), compositions)
 
     def delta_of(sigma: float) -> float:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert._numerics import least_noise, least_valid_integer
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.secure.noise import (
@@ -46,7 +47,7 @@ from dpcert.mechanisms.secure.noise import (
 from dpcert.mechanisms.secure.samplers import sample_discrete_gaussian, timing_failure
 from dpcert.mechanisms.secure.timing import calibrated_with_timing
 from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
-from dpcert.theory.zcdp import ZCDPProfile, zcdp_delta
+from dpcert.theory.zcdp import zcdp_delta, zcdp_epsilon
 
 L2_BASIS = (
     "Canonne, Kamath & Steinke 2020, Thm 14 (multivariate discrete Gaussian: "
@@ -124,7 +125,7 @@ class DiscreteGaussianL2Profile:
         return zcdp_delta(check.nonnegative_finite("epsilon", epsilon), self.rho)
 
     def epsilon_for(self, delta: float) -> float:
-        return ZCDPProfile({"rho": self.rho}).epsilon_for(delta)
+        return zcdp_epsilon(delta, self.rho)
 
     def dp_event(self) -> Any:
         return None
@@ -175,12 +176,10 @@ def discrete_gaussian_l2_certificate(
 def least_l2_sigma_units(epsilon: float, delta: float, l2_sensitivity: float, compositions: int = 1) -> int:
     """Least whole number of grid steps σ whose k releases at ℓ2 shift Δ_Z meet (ε, δ) by zCDP.
 
-    The generic monotone search (:func:`dpcert.accounting.calibration.least_noise`) on the
-    converted profile, rounded up to an integer and stepped up until the profile, as evaluated,
-    gives at most δ.
+    The monotone search (:func:`dpcert._numerics.least_noise`) on the converted profile, rounded up
+    to an integer, then the integer search (:func:`dpcert._numerics.least_valid_integer`) from
+    there: the least whole σ at which the profile, as evaluated, gives at most δ.
     """
-    from dpcert.accounting.calibration import least_noise
-
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     l2_sensitivity = check.positive_finite("l2_sensitivity", l2_sensitivity)
@@ -190,10 +189,9 @@ def least_l2_sigma_units(epsilon: float, delta: float, l2_sensitivity: float, co
         return zcdp_delta(epsilon, rho_of(sigma, l2_sensitivity, compositions))
 
     guess = l2_sensitivity * math.sqrt(compositions * 2.0 * math.log(1.25 / delta)) / epsilon
-    units = max(1, math.ceil(least_noise(delta_of, delta, guess)))
-    while delta_of(float(units)) > delta:
-        units += 1
-    if units > MAX_SIGMA_UNITS:
+    start = max(1, math.ceil(least_noise(delta_of, delta, guess)))
+    units = least_valid_integer(lambda u: delta_of(float(u)) <= delta, start, below=0)
+    if units is None or units > MAX_SIGMA_UNITS:
         raise InvalidParameter("granularity", l2_sensitivity, "a grid with sigma <= 2^40 steps")
     return units
 
@@ -286,10 +284,12 @@ def secure_l2_gaussian(
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     coordinates = check.positive_int("coordinates", coordinates)
     compositions = check.positive_int("compositions", compositions)
+    target: tuple[float, float] | None = None  # the (ε, δ) σ is calibrated to, if not given
     if sigma is None:
         if epsilon is None or delta is None:
             raise InvalidParameter("epsilon/delta", (epsilon, delta), "both epsilon and delta (or sigma)")
         epsilon, delta = check.epsilon(epsilon), check.positive_delta(delta)
+        target = (epsilon, delta)
         reference = least_l2_real_sigma(epsilon, delta, sensitivity, compositions)
     else:
         reference = check.positive_finite("sigma", sigma)
@@ -297,8 +297,8 @@ def secure_l2_gaussian(
             raise InvalidParameter("epsilon/delta", None, "epsilon or delta at which to state the guarantee")
     grid = Grid.finer_than(reference, GAUSSIAN_GRID_BITS) if granularity is None else Grid.of(granularity)
     shift = grid_l2_sensitivity(sensitivity, coordinates, grid, fine_bits)
-    if sigma is None:
-        units = least_l2_sigma_units(epsilon, delta, shift, compositions)
+    if target is not None:
+        units = least_l2_sigma_units(target[0], target[1], shift, compositions)
     else:
         units = math.ceil(math.ldexp(reference, -int(grid.exponent)))
     _check_sampler_range(units, grid)
@@ -341,57 +341,8 @@ def _check_sampler_range(units: int, grid: Grid) -> None:
 
 def least_l2_real_sigma(epsilon: float, delta: float, sensitivity: float, compositions: int = 1) -> float:
     """Least real σ whose k releases at ℓ2-sensitivity Δ meet (ε, δ) by zCDP (no rounding)."""
-    from dpcert.accounting.calibration import least_noise
-
     def delta_of(sigma: float) -> float:
         return zcdp_delta(epsilon, rho_of(sigma, sensitivity, compositions))
 
     guess = sensitivity * math.sqrt(compositions * 2.0 * math.log(1.25 / delta)) / epsilon
     return least_noise(delta_of, delta, guess)
-
-
-ZCDP_SUM_NOTE = "zCDP composition: rho adds over the components (Bun & Steinke 2016, Lemma 2.3)"
-
-
-def zcdp_composition(
-    components: Any, delta: float, trust_model: TrustModel, neighbouring: Neighbouring
-) -> Certificate | None:
-    """The composition of zCDP-described certificates by adding ρ, or ``None`` if one is not.
-
-    ``components`` have ``certificate`` and ``count``.  Copies of one ℓ2 discrete Gaussian (same σ,
-    shift, coordinates and grid) merge into one such certificate with the compositions added (the
-    sampler and grid stay on record); any other list of ``zcdp`` / ``discrete-gaussian-l2``
-    certificates gives a ``zcdp`` certificate with the summed ρ.  Valid for adaptive composition
-    (Bun & Steinke 2016, Lemma 2.3); no privacy-loss distribution is assumed.
-    """
-    from dpcert.theory.zcdp import zcdp_certificate
-
-    kinds = {"zcdp", "discrete-gaussian-l2"}
-    if not components or any(c.certificate.mechanism not in kinds for c in components):
-        return None
-    if delta <= 0.0:
-        return None
-    l2 = [c for c in components if c.certificate.mechanism == "discrete-gaussian-l2"]
-    if len(l2) == len(components):
-        shared = {
-            tuple(sorted((k, v) for k, v in c.certificate.parameters.items() if k != "compositions"))
-            for c in components
-        }
-        if len(shared) == 1:
-            parameters = dict(components[0].certificate.parameters)
-            total = sum(c.count * int(c.certificate.parameters.get("compositions", 1)) for c in components)
-            return discrete_gaussian_l2_certificate(
-                parameters["sigma"],
-                l2_sensitivity=parameters["l2_sensitivity"],
-                coordinates=parameters["coordinates"],
-                compositions=total,
-                granularity=parameters.get("granularity"),
-                delta=delta,
-                trust_model=trust_model,
-                neighbouring=neighbouring,
-                notes=(ZCDP_SUM_NOTE,),
-            )
-    rho = math.fsum(c.count * c.certificate.profile.rho for c in components) * (1.0 + SLACK)
-    return zcdp_certificate(
-        rho, delta=delta, name="composition", trust_model=trust_model, neighbouring=neighbouring
-    )

@@ -22,44 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import CertificateFormatError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms._common import add_real_noise, require_certificate_for
+from dpcert.mechanisms.secure.noise import secure_gaussian
 from dpcert.profiles import ALL_RELATIONS, ALL_TRUST_MODELS, ParameterSpec, register_profile
+from dpcert.theory.gaussian import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 
 ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
 CLASSICAL_BASIS = "Dwork & Roth 2014, Thm A.1 (classical Gaussian, epsilon < 1)"
-_FLOAT_SLACK = 16 * np.finfo(float).eps  # per unit of log magnitude, for rounding in the two Φ terms
-_SMALLEST_DELTA = math.ulp(0.0)  # δ(ε) > 0 at every ε: never report 0 (that would claim pure DP)
-
-
-def gaussian_delta(epsilon: float, mu: float) -> float:
-    """Exact δ(ε) of the Gaussian mechanism with privacy parameter ``mu = Δ√k/σ``.
-
-    Computed in log space and rounded upward: each term ``exp(log Φ(·) [+ ε])`` carries a relative
-    error of a few ulp of the size of its logarithm (``log_ndtr`` and the sum with ε), so an
-    allowance of ``16 ulp · (1 + |log Φ(a)| + ε + |log Φ(b)|)`` of the larger term is added.  δ(ε)
-    is positive at every ε, so the result is never below the smallest positive float (the
-    Gaussian mechanism is never pure DP, even where δ underflows).
-    """
-    if epsilon < 0:
-        raise InvalidParameter("epsilon", epsilon, "0 <= epsilon < inf")
-    a = mu / 2.0 - epsilon / mu
-    b = -mu / 2.0 - epsilon / mu
-    log_first = float(log_ndtr(a))
-    log_lower = float(log_ndtr(b))
-    log_second = epsilon + log_lower
-    first = math.exp(log_first)
-    second = math.exp(log_second) if log_second < 700 else math.inf
-    if not math.isfinite(second):  # e^ε Φ(b) <= Φ(a) <= 1 in exact arithmetic; δ <= Φ(a)
-        return max(min(1.0, first), _SMALLEST_DELTA)
-    magnitude = 1.0 + abs(log_first) + epsilon + abs(log_lower)
-    value = first - second + _FLOAT_SLACK * magnitude * max(first, second)
-    return min(1.0, max(value, _SMALLEST_DELTA))
+GAUSSIAN_METHODS = ("analytic", "classical")
 
 
 def classical_delta(epsilon: float, mu: float) -> float:
@@ -82,13 +56,6 @@ class ClassicalGaussianBound:
 
     def delta_for(self, epsilon: float) -> float:
         return classical_delta(epsilon, self.mu)
-
-
-def gaussian_epsilon(delta: float, mu: float) -> float:
-    """Smallest ε with :func:`gaussian_delta` (ε, μ) <= δ (rounded up); ``inf`` for δ = 0."""
-    if delta <= 0.0:
-        return math.inf
-    return smallest_valid(lambda e: gaussian_delta(e, mu) - delta, 0.0, max(1.0, mu * mu))
 
 
 @register_profile(
@@ -237,8 +204,6 @@ class GaussianMechanism:
 
         See :func:`dpcert.mechanisms.secure.noise.secure_gaussian` (scalar queries; rounding charged).
         """
-        from dpcert.mechanisms.secure.noise import secure_gaussian
-
         parameters = self.certificate.parameters
         return secure_gaussian(
             delta=self.certificate.delta,
@@ -248,3 +213,68 @@ class GaussianMechanism:
             granularity=granularity,
             bits=bits,
         )
+
+
+@dataclass(frozen=True)
+class GaussianCalibration:
+    """Result of :func:`calibrate_gaussian`: the noise ``sigma`` and the certificate it earns."""
+
+    sigma: float
+    certificate: Certificate
+    method: str
+
+    def mechanism(self) -> GaussianMechanism:
+        return GaussianMechanism(self.sigma, self.certificate)
+
+
+def calibrate_gaussian(
+    epsilon: float,
+    delta: float,
+    *,
+    sensitivity: float = 1.0,
+    compositions: int = 1,
+    method: str = "analytic",
+    trust_model: TrustModel | str = TrustModel.CENTRAL,
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+) -> GaussianCalibration:
+    """The least Gaussian noise meeting (ε, δ) over ``compositions`` releases.
+
+    Calibration is a monotone search against the exact profile (in the spirit of
+    ``dp_accounting.mechanism_calibration``): the returned σ is valid as evaluated and within a
+    relative 1e-9 of the exact minimum.
+
+    Parameters
+    ----------
+    epsilon, delta
+        Target guarantee of the whole k-fold composition (ε > 0, 0 < δ < 1).
+    sensitivity
+        ℓ2-sensitivity Δ of each release.
+    compositions
+        Number k of releases with the same σ (exact: they compose to one Gaussian with Δ√k).
+    method
+        ``"analytic"`` (Balle & Wang 2018, Thm 8; exact) or ``"classical"`` (Dwork & Roth 2014,
+        Thm A.1, ε < 1 only; for k > 1 it is applied to the equivalent sensitivity Δ√k).
+    """
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    sensitivity = check.positive_finite("sensitivity", sensitivity)
+    compositions = check.positive_int("compositions", compositions)
+    if method == "analytic":
+        sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity, compositions)
+        basis = ANALYTIC_BASIS
+    elif method == "classical":
+        sigma = classical_sigma(epsilon, delta, sensitivity * math.sqrt(compositions))
+        basis = CLASSICAL_BASIS
+    else:
+        raise InvalidParameter("method", method, "one of " + ", ".join(GAUSSIAN_METHODS))
+    certificate = gaussian_certificate(
+        sigma,
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=sensitivity,
+        compositions=compositions,
+        basis=basis,
+        trust_model=trust_model,
+        neighbouring=neighbouring,
+    )
+    return GaussianCalibration(sigma, certificate, method)

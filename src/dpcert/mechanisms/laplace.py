@@ -24,6 +24,7 @@ from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, ratio_rounded_up
 from dpcert.certificates import Certificate, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms._common import add_real_noise, certificate_at_delta, require_certificate_for
+from dpcert.mechanisms.secure.noise import secure_laplace
 from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 LAPLACE_BASIS = "Dwork, McSherry, Nissim & Smith 2006 (Laplace, exact profile)"
@@ -142,9 +143,39 @@ class LaplaceMechanism:
 
         See :func:`dpcert.mechanisms.secure.noise.secure_laplace`.
         """
-        from dpcert.mechanisms.secure.noise import secure_laplace
-
         sensitivity = self.certificate.parameters.get("sensitivity", 1.0)
         return secure_laplace(
             scale=self.scale, sensitivity=sensitivity, dimension=dimension, granularity=granularity, bits=bits
         )
+
+
+@dataclass(frozen=True)
+class LaplaceCalibration:
+    """Result of :func:`calibrate_laplace`: the noise ``scale`` and the certificate it earns."""
+
+    scale: float
+    certificate: Certificate
+
+    def mechanism(self) -> LaplaceMechanism:
+        return LaplaceMechanism(self.scale, self.certificate)
+
+
+def calibrate_laplace(
+    epsilon: float,
+    *,
+    sensitivity: float = 1.0,
+    trust_model: TrustModel | str = TrustModel.CENTRAL,
+    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+) -> LaplaceCalibration:
+    """The least float Laplace scale b with Δ/b <= ε in exact arithmetic, for ε-DP."""
+    epsilon = check.epsilon(epsilon)
+    sensitivity = check.positive_finite("sensitivity", sensitivity)
+    scale = ratio_rounded_up(sensitivity, epsilon)  # b >= Δ/ε exactly, so Δ/b <= ε exactly
+    if not math.isfinite(scale):
+        raise InvalidParameter(
+            "epsilon", epsilon, "epsilon > 0 large enough that sensitivity/epsilon is finite"
+        )
+    certificate = laplace_certificate(
+        scale, sensitivity=sensitivity, trust_model=trust_model, neighbouring=neighbouring
+    )
+    return LaplaceCalibration(scale, certificate)

@@ -27,8 +27,9 @@ from typing import Any
 from dpcert import _validation as check
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.gaussian import ClassicalGaussianBound, gaussian_delta, gaussian_epsilon
+from dpcert.mechanisms.gaussian import ClassicalGaussianBound
 from dpcert.profiles import ParameterSpec, register_profile
+from dpcert.theory.gaussian import gaussian_delta, gaussian_epsilon
 
 TREE_AGGREGATION_BASIS = (
     "single-epoch Gaussian tree aggregation (Kairouz et al. 2021, App. D) as one Gaussian of l2 "

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from dpcert import provenance
-from dpcert.accounting.calibration import calibrate_gaussian, calibrate_laplace
 from dpcert.accounting.composition import compose
 from dpcert.accounting.returning_users import split_budget
 from dpcert.audits.report import AuditReport
@@ -33,7 +32,8 @@ from dpcert.bandits.experiment import plot_regret, save_results, summary
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import BudgetExceeded
 from dpcert.ledger.api import Ledger
-from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.mechanisms.gaussian import calibrate_gaussian, gaussian_certificate
+from dpcert.mechanisms.laplace import calibrate_laplace
 from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
 from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs

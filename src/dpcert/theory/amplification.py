@@ -5,7 +5,8 @@ API for bandit algorithms
 ``shuffled_epsilon(delta, epsilon0, users, delta0=0, method=...)`` is the ε of the shuffled output of
 ``users`` independent (ε0, δ0)-LDP reports; ``shuffled_delta(epsilon, ...)`` its δ(ε);
 ``largest_local_epsilon(epsilon, delta, users, method=...)`` the largest ε0 of a pure-LDP randomizer
-whose shuffled protocol meets (ε, δ); :func:`amplification_certificate` the checkable certificate.
+whose shuffled protocol meets (ε, δ); the checkable certificate is
+:func:`dpcert.mechanisms.shuffle.amplification.amplification_certificate`.
 ``method="closed-form"`` is Lemma B.4 of Chowdhury & Zhou 2022 (FMT Thm 3.1 / 3.8); ``"numeric"`` the tightest
 proven numeric bound for the declared ``randomizer`` (below).  Every function also takes the
 keyword arguments ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"``, ``"matrix"``),
@@ -74,20 +75,16 @@ monotone root search on the forward bound, Brent's method) and re-checks the ret
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy.optimize import brentq
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
-from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
+from dpcert._numerics import largest_valid, smallest_valid
 from dpcert.errors import InvalidParameter, PreconditionFailed
-from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory.binomial import binomial_window, log_binomial_pmf
 from dpcert.theory.randomizer_matrix import RandomizerMatrix, randomizer_matrix
 
@@ -114,13 +111,13 @@ _RELATIVE_SLACK = 1e-10  # FMT20 pair (unchanged allowance)
 _PAIR_SLACK = 1e-8  # stronger clone pair and exact binary RR: PMF/tail rounding allowance
 
 
-def _check_method(method: str) -> str:
+def check_method(method: str) -> str:
     if method not in METHODS:
         raise InvalidParameter("method", method, "one of " + ", ".join(METHODS))
     return method
 
 
-def _check_randomizer(randomizer: str, categories: object, method: str, delta0: float) -> tuple[str, int]:
+def check_randomizer(randomizer: str, categories: object, method: str, delta0: float) -> tuple[str, int]:
     """Validated ``(randomizer, categories)``; k-ary RR with two categories is binary RR."""
     if randomizer not in RANDOMIZERS:
         raise InvalidParameter("randomizer", randomizer, "one of " + ", ".join(RANDOMIZERS))
@@ -138,7 +135,7 @@ def _check_randomizer(randomizer: str, categories: object, method: str, delta0: 
     return ("binary-rr", 2) if k == 2 else ("k-rr", k)
 
 
-def _check_matrix(
+def check_matrix(
     randomizer: str, matrix: object, epsilon0: float, method: str, delta0: float
 ) -> RandomizerMatrix | None:
     """The validated matrix of ``randomizer="matrix"`` (declared ``epsilon0`` checked against it)."""
@@ -196,7 +193,7 @@ def approximate_term(epsilon: float, epsilon0: float, delta0: float, users: int)
     return (math.exp(epsilon) + 1.0) * (1.0 + math.exp(-epsilon0) / 2.0) * users * delta0
 
 
-def _closed_form_delta(epsilon: float, epsilon0: float, users: int, delta0: float) -> float:
+def closed_form_delta(epsilon: float, epsilon0: float, users: int, delta0: float) -> float:
     """Least δ̃ of the closed form at ε (search over δ'); 1 if no δ' qualifies."""
     lowest = 2.0 * math.exp(-users * math.exp(-epsilon0) / 16.0)  # precondition: δ' >= this
     lowest = max(lowest * (1.0 + 1e-9), 1e-300)  # just inside the precondition despite rounding
@@ -344,9 +341,9 @@ def _binary_rr_others(epsilon0: float, users: int) -> tuple[np.ndarray, np.ndarr
     dropped *= 1.0 + 1e-6  # summation rounding of the left-out entries
     # every m's two windows, zero padded, convolved at once in fixed order (the zeros add nothing)
     padded = []
-    for side in windows:
-        block = np.zeros((users, max(w.size for w in side)))
-        for m, window in enumerate(side):
+    for side_windows in windows:
+        block = np.zeros((users, max(w.size for w in side_windows)))
+        for m, window in enumerate(side_windows):
             block[m, : window.size] = window
         padded.append(block)
     laws = fixed_order.convolve(padded[0], padded[1])
@@ -406,7 +403,7 @@ def _amplified_delta(
         return stronger_clone_delta(epsilon, epsilon0, users)
     if method == "numeric":
         return numeric_delta(epsilon, epsilon0, users) + approximate_term(epsilon, epsilon0, delta0, users)
-    return _closed_form_delta(epsilon, epsilon0, users, delta0)
+    return closed_form_delta(epsilon, epsilon0, users, delta0)
 
 
 def shuffled_delta(
@@ -432,9 +429,9 @@ def shuffled_delta(
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
     delta0 = check.delta(delta0, "delta0")
     users = check.positive_int("users", users)
-    _check_method(method)
-    randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
-    stated = _check_matrix(randomizer, matrix, epsilon0, method, delta0)
+    check_method(method)
+    randomizer, _ = check_randomizer(randomizer, categories, method, delta0)
+    stated = check_matrix(randomizer, matrix, epsilon0, method, delta0)
     if stated is not None:
         epsilon0 = stated.epsilon0  # the declared level, or the matrix's own if a hair above it
     local = delta0 if epsilon >= epsilon0 else 1.0
@@ -506,9 +503,9 @@ def shuffled_epsilon(
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
     delta0 = check.delta(delta0, "delta0")
     users = check.positive_int("users", users)
-    _check_method(method)
-    randomizer, _ = _check_randomizer(randomizer, categories, method, delta0)
-    stated = _check_matrix(randomizer, matrix, epsilon0, method, delta0)
+    check_method(method)
+    randomizer, _ = check_randomizer(randomizer, categories, method, delta0)
+    stated = check_matrix(randomizer, matrix, epsilon0, method, delta0)
     if stated is not None:
         epsilon0 = stated.epsilon0
     if randomizer != "generic":
@@ -553,9 +550,9 @@ def largest_local_epsilon(
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     users = check.positive_int("users", users)
-    _check_method(method)
+    check_method(method)
     delta0 = check.delta(delta0, "delta0")
-    randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
+    randomizer, categories = check_randomizer(randomizer, categories, method, delta0)
     if randomizer == "matrix":
         raise InvalidParameter(
             "randomizer", randomizer, "generic, binary-rr or k-rr (a stated matrix fixes its own epsilon0)"
@@ -574,106 +571,11 @@ def largest_local_epsilon(
 
     if excess(0.0) > 0.0:
         return 0.0
-    low, high = 0.0, max(2.0 * epsilon, 1.0)
-    while excess(high) <= 0.0:
-        low, high = high, 2.0 * high
-        if high > _LARGEST_EPSILON0:
-            return low
-    root = brentq(excess, low, high, xtol=1e-12 * high, rtol=1e-12, maxiter=200)
-    step = 1e-12
-    candidate = min(root, high)
-    while candidate > low and excess(candidate) > 0.0:
-        candidate = max(low, candidate * (1.0 - step))
-        step *= 4.0
-    return candidate
+    return largest_valid(excess, 0.0, max(2.0 * epsilon, 1.0), ceiling=_LARGEST_EPSILON0)
 
 
-AMPLIFICATION_PARAMETERS = {
-    "epsilon0": ParameterSpec("number"),
-    "delta0": ParameterSpec("number", required=False),
-    "users": ParameterSpec("integer"),
-    "method": ParameterSpec("string", required=False),
-    "local_mechanism": ParameterSpec("string", required=False),
-    "randomizer": ParameterSpec("string", required=False),
-    "categories": ParameterSpec("integer", required=False),
-    "matrix": ParameterSpec("list", required=False),
-}
-
-
-@register_profile(
-    "shuffle-amplification",
-    parameters=AMPLIFICATION_PARAMETERS,
-    trust_models=SHUFFLE_OR_CENTRAL,
-    neighbourings=EVENT_LEVEL,
-)
-class AmplificationProfile:
-    """Profile of ``users`` shuffled (ε0, δ0)-LDP reports by the bound named in ``method``.
-
-    Parameters: ``epsilon0`` (number >= 0), ``delta0`` (number in [0, 1), default 0), ``users``
-    (integer >= 1), ``method`` (``"closed-form"`` or ``"numeric"``, default ``"numeric"``),
-    ``randomizer`` (``"generic"``, ``"binary-rr"``, ``"k-rr"`` or ``"matrix"``, default ``"generic"``),
-    ``categories`` (integer >= 2, the k of ``"k-rr"``; default 2) and ``matrix`` (the randomizer's rows,
-    with ``"matrix"``: its clone probability is recomputed from them, never read from the certificate).
-    """
-
-    def __init__(self, parameters: Mapping[str, Any]) -> None:
-        self.epsilon0 = check.nonnegative_finite("epsilon0", parameters.get("epsilon0"))
-        self.delta0 = check.delta(parameters.get("delta0", 0.0), "delta0")
-        self.users = check.positive_int("users", parameters.get("users"))
-        self.method = _check_method(parameters.get("method", "numeric"))
-        self.randomizer, self.categories = _check_randomizer(
-            parameters.get("randomizer", "generic"), parameters.get("categories", 2), self.method, self.delta0
-        )
-        self.matrix = _check_matrix(
-            self.randomizer, parameters.get("matrix"), self.epsilon0, self.method, self.delta0
-        )
-
-    def delta_for(self, epsilon: float) -> float:
-        return shuffled_delta(
-            epsilon,
-            self.epsilon0,
-            self.users,
-            self.delta0,
-            self.method,
-            randomizer=self.randomizer,
-            categories=self.categories,
-            matrix=None if self.matrix is None else self.matrix.rows,
-        )
-
-    def epsilon_for(self, delta: float) -> float:
-        return shuffled_epsilon(
-            delta,
-            self.epsilon0,
-            self.users,
-            self.delta0,
-            self.method,
-            randomizer=self.randomizer,
-            categories=self.categories,
-            matrix=None if self.matrix is None else self.matrix.rows,
-        )
-
-    def reference_bounds(self) -> dict[str, Any]:
-        """The closed form (Chowdhury & Zhou 2022, Lemma B.4) for comparison, unless it is this profile."""
-        if self.method == "closed-form" or self.randomizer != "generic":
-            return {}
-        return {"closed form (Feldman, McMillan & Talwar 2020, Thm 3.1)": ClosedFormCurve(self)}
-
-    def dp_event(self) -> Any:
-        return None
-
-
-class ClosedFormCurve:
-    """δ(ε) of the closed-form amplification bound; NaN where it gives no δ below 1 (nothing is said)."""
-
-    def __init__(self, profile: AmplificationProfile) -> None:
-        self.profile = profile
-
-    def delta_for(self, epsilon: float) -> float:
-        value = _closed_form_delta(epsilon, self.profile.epsilon0, self.profile.users, self.profile.delta0)
-        return value if value < 1.0 else math.nan
-
-
-def _basis(method: str, randomizer: str, users: int) -> str:
+def certificate_basis(method: str, randomizer: str, users: int) -> str:
+    """The basis string of the bound :func:`shuffled_delta` evaluates for these settings."""
     if randomizer == "matrix":
         return MATRIX_BASIS
     if randomizer == "binary-rr" and users <= BINARY_RR_EXACT_MAX_USERS:
@@ -681,80 +583,3 @@ def _basis(method: str, randomizer: str, users: int) -> str:
     if randomizer != "generic":
         return STRONGER_CLONE_BASIS
     return NUMERIC_BASIS if method == "numeric" else CLOSED_FORM_BASIS
-
-
-def amplification_certificate(
-    epsilon0: float,
-    users: int,
-    *,
-    delta: float | None = None,
-    epsilon: float | None = None,
-    delta0: float = 0.0,
-    method: str = "numeric",
-    extra_parameters: Mapping[str, Any] | None = None,
-    mechanism: str = "shuffle-amplification",
-    notes: tuple[str, ...] = (),
-    randomizer: str = "generic",
-    categories: int | None = None,
-    matrix: object = None,
-) -> Certificate:
-    """Certificate of ``users`` shuffled (ε0, δ0)-LDP reports at ``delta`` (least ε) or ``epsilon``.
-
-    ``randomizer``/``categories``/``matrix`` as in :func:`shuffled_delta`; recorded in the parameters
-    only when the randomizer is not generic (a matrix as its normalised rows).
-    """
-    _check_method(method)
-    delta0 = check.delta(delta0, "delta0")
-    randomizer, categories = _check_randomizer(randomizer, categories, method, delta0)
-    stated = _check_matrix(randomizer, matrix, check.nonnegative_finite("epsilon0", epsilon0), method, delta0)
-    parameters: dict[str, Any] = {
-        "epsilon0": check.nonnegative_finite("epsilon0", epsilon0),
-        "delta0": delta0,
-        "users": check.positive_int("users", users),
-        "method": method,
-    }
-    if stated is not None:
-        parameters["randomizer"] = randomizer
-        parameters["matrix"] = stated.as_list()
-    elif randomizer != "generic":
-        parameters["randomizer"] = randomizer
-        parameters["categories"] = categories
-    parameters.update(dict(extra_parameters or {}))
-    guarantee = point_on_profile(
-        AmplificationProfile(parameters),
-        epsilon,
-        delta,
-        reachable_delta="a delta this protocol can reach (larger)",
-    )
-    if randomizer == "generic":
-        randomizer_note = (
-            "numeric bound: tail of C ~ Bin(n-1, e^-eps0) outside a Chernoff window counted in full"
-            if method == "numeric"
-            else "closed form used only where its precondition holds (checked)"
-        )
-    elif stated is not None:
-        randomizer_note = (
-            f"each user runs the stated {len(stated.rows)}-input randomizer matrix: clone probability "
-            f"c = {stated.clone_probability:.6g} (FMT 2020's generic e^-eps0 = {math.exp(-epsilon0):.6g}, "
-            f"randomized response's 2/(e^eps0+1) = {2.0 / (math.exp(epsilon0) + 1.0):.6g}); binomial "
-            "tails outside a Chernoff window counted in full"
-        )
-    else:
-        randomizer_note = (
-            f"each user runs {randomizer} with {categories} values (clone condition holds); binomial "
-            "tails outside a Chernoff window counted in full"
-        )
-    notes = tuple(notes) + (
-        "shuffle model, replace-one neighbours among a fixed number of users, each running an "
-        "(epsilon0, delta0)-LDP randomizer with independent randomness; the shuffler hides the order",
-        randomizer_note,
-    )
-    return Certificate(
-        mechanism,
-        guarantee,
-        TrustModel.SHUFFLE,
-        Neighbouring.REPLACE_ONE,
-        parameters,
-        _basis(method, randomizer, parameters["users"]),
-        notes,
-    ).verify()

@@ -80,6 +80,7 @@ from scipy.optimize import brentq
 from scipy.special import logsumexp
 
 from dpcert import _fixed_order as fixed_order
+from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, nudge_up_until_valid, smallest_valid
 
 MASS_RELATIVE_ALLOWANCE = 2.0**-44
@@ -137,7 +138,7 @@ def loss_pmf_from_masses(
     caller's bound on the relative error of its mass evaluations."""
     indices = np.ceil(np.asarray(losses, dtype=float) / interval).astype(np.int64)
     lowest = int(indices.min())
-    probs = np.bincount(indices - lowest, weights=np.asarray(masses, dtype=float))
+    probs: np.ndarray = np.bincount(indices - lowest, weights=np.asarray(masses, dtype=float))
     probs *= 1.0 + relative_allowance + 4.0 * UNIT_ROUNDOFF
     probs.setflags(write=False)
     infinity = min(1.0, float(infinity_mass) * (1.0 + relative_allowance + 4.0 * UNIT_ROUNDOFF))
@@ -738,6 +739,8 @@ def _coarsened(pmf: LossPmf, points: int = _COARSE_POINTS) -> LossPmf:
 class _SparseLossPmf(LossPmf):
     """A :class:`LossPmf` whose masses sit at the given grid indices (used for cumulants only)."""
 
+    _index: np.ndarray
+
     def __init__(
         self, discretization: float, lower: int, probs: np.ndarray, infinity: float, index: np.ndarray
     ) -> None:
@@ -785,6 +788,20 @@ def _power(values: np.ndarray, count: int) -> tuple[np.ndarray, int]:
             base = base * base
     assert result is not None
     return result, 2 * count + 2 * count.bit_length()
+
+
+def pld_self_composed_delta_for(single_pld: Any, count: int, epsilon: float) -> float:
+    """Proven upper bound on δ(ε) of ``count`` compositions of a single-mechanism ``dp_accounting`` PLD.
+
+    The composition is computed by :class:`ComposedLossBound`, whose
+    floating-point round-off is bounded and added (see that module).
+    """
+    count = check.positive_int("count", count)
+    remove, add = loss_pmfs(single_pld)
+    directions = [ComposedLossBound([(remove, count)])]
+    if add is not None:
+        directions.append(ComposedLossBound([(add, count)]))
+    return max(direction.delta_for(epsilon) for direction in directions)
 
 
 def compose_delta_bound(directions: Sequence[ComposedLossBound], epsilon: float) -> float:
@@ -918,7 +935,7 @@ class MonotoneDeltaCurve:
 
         Cells are scanned upward at the grid losses (one FFT pass per cell and direction, no
         bisection across passes); inside the grid interval where the bound first meets ``delta`` the
-        point is found by bisection on floats and checked.
+        point is found by the monotone search (to a relative 1e-12) and checked.
         """
         if self.delta_for(self.top) > delta:
             return math.inf
@@ -947,15 +964,8 @@ class MonotoneDeltaCurve:
             cell += 1
 
     def _refine(self, delta: float, low: float, high: float) -> float:
-        """Least float in ``(low, high]`` with ``delta_for <= delta`` (``high`` qualifies)."""
+        """Least ε in ``[low, high]`` (to a relative 1e-12, rounded up) with ``delta_for <= delta``
+        as evaluated (``high`` qualifies), by the monotone search of :mod:`dpcert._numerics`."""
         if self.delta_for(high) > delta:  # the grid value is a running minimum: high itself must pass
             return nudge_up_until_valid(lambda e: self.delta_for(e) - delta, high, max(self.top, high))
-        for _ in range(200):
-            middle = 0.5 * (low + high)
-            if middle <= low or middle >= high:
-                break
-            if self.delta_for(middle) <= delta:
-                high = middle
-            else:
-                low = middle
-        return high
+        return smallest_valid(lambda e: self.delta_for(e) - delta, low, high, grow=False)

@@ -33,22 +33,33 @@ from typing import Any
 import numpy as np
 
 from dpcert._numerics import nudge_up_until_valid
-from dpcert.certificates import Neighbouring
 from dpcert.errors import InvalidParameter
+
+ADD_REMOVE = "add/remove"
+REPLACE_ONE = "replace-one"
 
 RDP_BASIS = (
     "Renyi DP (Mironov 2017) converted to (epsilon, delta) by dp_accounting (Canonne, Kamath & Steinke 2020)"
 )
 
 
-def accountant_relation(neighbouring: Neighbouring | str) -> Any:
-    """dp_accounting's ``NeighboringRelation`` for a dpcert relation, or ``None`` (user-level)."""
+def _relation_value(neighbouring: str) -> str:
+    """The plain value of a relation (a ``Neighbouring`` member is a ``str`` enum)."""
+    return str(getattr(neighbouring, "value", neighbouring))
+
+
+def accountant_relation(neighbouring: str) -> Any:
+    """dp_accounting's ``NeighboringRelation`` for a dpcert relation value, or ``None`` (any other).
+
+    ``neighbouring`` is the relation's value (``"add/remove"``, ``"replace-one"``, ...) or the
+    ``Neighbouring`` member itself.
+    """
     from dp_accounting.privacy_accountant import NeighboringRelation
 
-    relation = Neighbouring(neighbouring)
-    if relation is Neighbouring.ADD_REMOVE:
+    relation = _relation_value(neighbouring)
+    if relation == ADD_REMOVE:
         return NeighboringRelation.ADD_OR_REMOVE_ONE
-    if relation is Neighbouring.REPLACE_ONE:
+    if relation == REPLACE_ONE:
         return NeighboringRelation.REPLACE_ONE
     return None
 
@@ -75,15 +86,15 @@ class RdpEventProfile:
         under that relation; :func:`rdp_supports` asks first.
     """
 
-    def __init__(self, event: Any, neighbouring: Neighbouring | str) -> None:
-        relation = Neighbouring(neighbouring)
+    def __init__(self, event: Any, neighbouring: str) -> None:
+        relation = _relation_value(neighbouring)
         if accountant_relation(relation) is None:
-            raise InvalidParameter("neighbouring", relation.value, "add/remove or replace-one for RDP")
+            raise InvalidParameter("neighbouring", relation, "add/remove or replace-one for RDP")
         if not rdp_supports(event, relation):
             raise InvalidParameter(
                 "event",
                 type(event).__name__,
-                f"an event dp_accounting's RDP accountant supports under {relation.value}",
+                f"an event dp_accounting's RDP accountant supports under {relation}",
             )
         total: np.ndarray | None = None
         for leaf, count in _leaves(event):
@@ -141,7 +152,7 @@ def _leaf_orders() -> tuple[float, ...]:
     return tuple(float(order) for order in rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
 
 
-def _leaf_curve(event: Any, relation: Neighbouring) -> np.ndarray:
+def _leaf_curve(event: Any, relation: str) -> np.ndarray:
     """The accountant's RDP vector of one run of ``event`` (remembered for hashable events)."""
     try:
         return np.array(_cached_leaf_curve(event, relation))
@@ -150,11 +161,11 @@ def _leaf_curve(event: Any, relation: Neighbouring) -> np.ndarray:
 
 
 @lru_cache(maxsize=1024)
-def _cached_leaf_curve(event: Any, relation: Neighbouring) -> tuple[float, ...]:
+def _cached_leaf_curve(event: Any, relation: str) -> tuple[float, ...]:
     return _compute_leaf_curve(event, relation)
 
 
-def _compute_leaf_curve(event: Any, relation: Neighbouring) -> tuple[float, ...]:
+def _compute_leaf_curve(event: Any, relation: str) -> tuple[float, ...]:
     from dp_accounting.rdp import rdp_privacy_accountant
 
     accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=accountant_relation(relation))
@@ -162,7 +173,7 @@ def _compute_leaf_curve(event: Any, relation: Neighbouring) -> tuple[float, ...]
     return tuple(float(value) for value in accountant.rdp)
 
 
-def rdp_supports(event: Any, neighbouring: Neighbouring | str) -> bool:
+def rdp_supports(event: Any, neighbouring: str) -> bool:
     """True if dp_accounting's RDP accountant supports ``event`` under ``neighbouring``."""
     from dp_accounting.rdp import rdp_privacy_accountant
 

@@ -1,11 +1,11 @@
-"""Zero-concentrated DP (Bun & Steinke 2016) as a privacy profile.
+"""Zero-concentrated DP (Bun & Steinke 2016): its (ε, δ) profile.
 
 A ρ-zCDP mechanism has Rényi divergence at most αρ at every order α > 1, and is therefore (ε, δ)-DP
 for every α > 1 with (Canonne, Kamath & Steinke 2020, Prop. 12 and Cor. 13)
 
     δ(ε) = exp((α − 1)(αρ − ε)) / α · (1 − 1/α)^(α − 1).
 
-Every α gives a valid δ, so the profile evaluates the infimum by a bounded scalar search in log space:
+Every α gives a valid δ, so :func:`zcdp_delta` evaluates the infimum by a bounded scalar search in log space:
 whatever α the search returns, the value is a proven bound (only its tightness depends on the search),
 and the floating-point evaluation carries an allowance toward larger δ.
 """
@@ -13,15 +13,10 @@ and the floating-point evaluation carries an allowance toward larger δ.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from scipy.optimize import minimize_scalar
 
-from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, smallest_valid
-from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
-from dpcert.profiles import ALL_TRUST_MODELS, EVENT_LEVEL, ParameterSpec, register_profile
 
 ZCDP_BASIS = "Bun & Steinke 2016 (zCDP); Canonne, Kamath & Steinke 2020, Cor. 13 (conversion to (eps, delta))"
 
@@ -53,46 +48,12 @@ def zcdp_delta(epsilon: float, rho: float) -> float:
     return min(1.0, max(math.ulp(0.0), math.exp(exponent + 64.0 * UNIT_ROUNDOFF * magnitude)))
 
 
-@register_profile(
-    "zcdp",
-    parameters={"rho": ParameterSpec("number"), "name": ParameterSpec("string", required=False)},
-    trust_models=ALL_TRUST_MODELS,
-    neighbourings=EVENT_LEVEL,
-)
-class ZCDPProfile:
-    """Profile implied by ρ-zCDP.  Parameters: ``rho`` (ρ >= 0) and optionally ``name``."""
-
-    def __init__(self, parameters: Mapping[str, Any]) -> None:
-        self.rho = check.nonnegative_finite("rho", parameters.get("rho"))
-
-    def delta_for(self, epsilon: float) -> float:
-        return zcdp_delta(epsilon, self.rho)
-
-    def epsilon_for(self, delta: float) -> float:
-        if self.rho == 0.0:
-            return 0.0
-        if delta <= 0.0:
-            return math.inf
-        # ε <= ρ + 2 sqrt(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3) brackets the root
-        high = self.rho + 2.0 * math.sqrt(self.rho * math.log(1.0 / delta)) + 1.0
-        return smallest_valid(lambda e: zcdp_delta(e, self.rho) - delta, 0.0, high)
-
-    def dp_event(self) -> Any:
-        return None
-
-
-def zcdp_certificate(
-    rho: float,
-    *,
-    delta: float,
-    name: str = "",
-    basis: str = ZCDP_BASIS,
-    trust_model: TrustModel | str = TrustModel.CENTRAL,
-    neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
-) -> Certificate:
-    """Certificate of a ρ-zCDP mechanism at the point ``delta`` of the converted profile."""
-    parameters: dict[str, Any] = {"rho": check.nonnegative_finite("rho", rho)}
-    if name:
-        parameters["name"] = str(name)
-    guarantee = point_on_profile(ZCDPProfile(parameters), delta=check.delta(delta))
-    return Certificate("zcdp", guarantee, trust_model, neighbouring, parameters, basis).verify()
+def zcdp_epsilon(delta: float, rho: float) -> float:
+    """Least ε (rounded up) with :func:`zcdp_delta` (ε, ρ) <= δ; 0 for ρ = 0, ``inf`` for δ = 0."""
+    if rho == 0.0:
+        return 0.0
+    if delta <= 0.0:
+        return math.inf
+    # ε <= ρ + 2 sqrt(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3) brackets the root
+    high = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)) + 1.0
+    return smallest_valid(lambda e: zcdp_delta(e, rho) - delta, 0.0, high)

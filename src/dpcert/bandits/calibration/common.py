@@ -1,6 +1,6 @@
 """Calibration pieces the bandit families share: the papers' Gaussian noise and what a noise level earns.
 
-Tight calibrations come from :mod:`dpcert.accounting.calibration` and the mechanisms themselves; this
+Tight calibrations come from the mechanisms themselves (:mod:`dpcert.mechanisms`); this
 module states how the papers pick their noise, through the one implementation of each formula, the
 certificate a Gaussian noise level earns against a request, and notes stated on a certificate.
 """

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert.accounting.calibration import analytic_gaussian_sigma
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian, secure_l2_gaussian
 from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
 CALIBRATIONS = ("analytic_joint", "paper")

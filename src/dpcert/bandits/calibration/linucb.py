@@ -18,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dpcert.accounting.calibration import analytic_gaussian_sigma
-
 from dpcert import __version__ as dpcert_version
 from dpcert import _json
 from dpcert import _validation as check
@@ -56,6 +54,7 @@ from dpcert.mechanisms.shuffle.binomial_sum import (
 from dpcert.mechanisms.shuffle.pamp import PAmpCalibration, calibrate_pamp, pamp_paper_sigma
 from dpcert.profiles import PrivacyLossParts
 from dpcert.session import meets_target
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 
 @dataclass(frozen=True)

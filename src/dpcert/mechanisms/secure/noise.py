@@ -57,6 +57,7 @@ from dpcert.mechanisms.secure.samplers import (
     timing_failure,
 )
 from dpcert.mechanisms.secure.timing import calibrated_with_timing, with_timing
+from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 LAPLACE_GRID_BITS = 20  # default grid: g = 2^(⌊log2 Δ⌋ − 20)
 GAUSSIAN_GRID_BITS = 13  # default grid: g = 2^(⌊log2 σ⌋ − 13)
@@ -179,7 +180,7 @@ def secure_laplace_certificate(
     The output is pure ε-DP; the claimed δ is the release-time term
     (:func:`~dpcert.mechanisms.secure.timing.timing_delta`) of a release
     of ``draws`` noise draws (the coordinates)."""
-    parameters = {
+    parameters: dict[str, Any] = {
         "noise_parameter": check.positive_finite("noise_parameter", noise_parameter),
         "sensitivity": check.positive_int("sensitivity", integer_sensitivity),
         "granularity": grid.granularity,
@@ -359,23 +360,23 @@ def secure_gaussian(
     every coordinate at that shift dominates (see :mod:`dpcert.mechanisms.discrete_gaussian`): the
     certificate composes ``dimension × compositions`` releases of that integer sensitivity.
     """
-    from dpcert.accounting.calibration import analytic_gaussian_sigma
-
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     dimension = check.positive_int("dimension", dimension)
     releases = check.positive_int("compositions", compositions)
     compositions = releases * dimension
+    target: tuple[float, float] | None = None  # the (ε, δ) σ is calibrated to, if not given
     if sigma is None:
         if epsilon is None or delta is None:
             raise InvalidParameter("epsilon/delta", (epsilon, delta), "both epsilon and delta (or sigma)")
         epsilon, delta = check.epsilon(epsilon), check.positive_delta(delta)
+        target = (epsilon, delta)
         reference = analytic_gaussian_sigma(epsilon, delta, sensitivity, compositions)
     else:
         reference = check.positive_finite("sigma", sigma)
     grid = Grid.finer_than(reference, GAUSSIAN_GRID_BITS) if granularity is None else Grid.of(granularity)
     shift = grid.integer_sensitivity(sensitivity)
-    if sigma is None:
-        least = least_discrete_gaussian_sigma(epsilon, delta, shift, compositions)
+    if target is not None:
+        least = least_discrete_gaussian_sigma(target[0], target[1], shift, compositions)
         units = float(math.ceil(least))
     else:
         units = float(math.ceil(math.ldexp(reference, -int(grid.exponent))))

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpcert import _validation as check
-from dpcert._numerics import smallest_valid
+from dpcert._numerics import least_valid_integer, smallest_valid
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import InvalidParameter
 from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
@@ -85,24 +85,15 @@ def binary_sum_epsilon(delta: float, noise_bits: int) -> float:
 
 
 def least_noise_bits(epsilon: float, delta: float) -> int:
-    """Least N with δ_N(ε) <= δ (doubling, then bisection; δ_N is non-increasing in N)."""
+    """Least N with δ_N(ε) <= δ (doubling from 1, then bisection; δ_N is non-increasing in N)."""
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
-    high = 1
-    while binary_sum_delta(epsilon, high) > delta:
-        high *= 2
-        if high > MAX_NOISE_BITS:
-            raise InvalidParameter(
-                "delta", delta, f"a target reachable with at most {MAX_NOISE_BITS} noise bits"
-            )
-    low = high // 2  # invalid (or 0)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if binary_sum_delta(epsilon, middle) <= delta:
-            high = middle
-        else:
-            low = middle
-    return high
+    bits = least_valid_integer(
+        lambda n: binary_sum_delta(epsilon, n) <= delta, 1, below=0, step=1, ceiling=MAX_NOISE_BITS
+    )
+    if bits is None:
+        raise InvalidParameter("delta", delta, f"a target reachable with at most {MAX_NOISE_BITS} noise bits")
+    return bits
 
 
 def hoeffding_noise_bits(epsilon: float, delta: float) -> int:

@@ -52,10 +52,13 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert._numerics import least_valid_integer
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
 from dpcert.errors import CertificateMismatch, DataOutOfBounds, InvalidParameter, PreconditionFailed
 from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory import binomial as exact
+from dpcert.theory.gaussian import analytic_gaussian_sigma
+from dpcert.theory.pld import pld_self_composed_delta_for
 
 SHAPES = ("vector", "symmetric-matrix", "vector+matrix")
 NORMS = ("entry", "l2")
@@ -248,11 +251,12 @@ class BinomialSumProfile:
     """
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
+        given: dict[str, Any] = {"g": None, "b": None, "p": None, "users": None, **parameters}
         self.parameters = BitSumParameters(
-            g=parameters.get("g"),
-            b=parameters.get("b"),
-            p=parameters.get("p"),
-            users=parameters.get("users"),
+            g=given["g"],
+            b=given["b"],
+            p=given["p"],
+            users=given["users"],
             dimension=parameters.get("dimension", 1),
             bound=parameters.get("bound", 1.0),
             shape=parameters.get("shape", "vector"),
@@ -649,14 +653,10 @@ def least_noise_bits(
     One run (``compositions = 1``) is accounted exactly (:class:`BinomialSumProfile`); several runs (a
     returning user's batches, adaptively composed) by the ``compositions``-fold self-composition of the
     run's pessimistic PLD (needs :attr:`BinomialSumProfile.has_dominating_pair`), composed with the
-    proven round-off bound of :func:`dpcert.accounting.composition.pld_self_composed_delta_for` on
+    proven round-off bound of :func:`dpcert.theory.pld.pld_self_composed_delta_for` on
     the grid ``interval`` (default :func:`composed_interval`).  Monotone in ``b``: one more noise bit
     per coordinate is independent noise added to each count, a post-processing of every run.
     """
-    from dpcert.accounting.calibration import analytic_gaussian_sigma
-
-    from dpcert.accounting.composition import pld_self_composed_delta_for
-
     users, g, p, coordinates = template.users, template.g, template.p, template.coordinates
     layout = template.to_dict()
     compositions = check.positive_int("compositions", compositions)
@@ -685,28 +685,13 @@ def least_noise_bits(
             epsilon, delta, sensitivity=float(g), compositions=coordinates * compositions
         )
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
-    # The Gaussian guess is usually within a few per cent: bracket with steps of about 3 % around it,
-    # doubling while the boundary is not crossed; invariant afterwards: low invalid (or 0), high valid.
-    step = max(1, guess // 32)
-    low, high = guess, guess
-    if valid(high):
-        low = max(0, high - step)
-        while low >= 1 and valid(low):
-            step *= 2
-            high, low = low, max(0, low - step)
-    else:
-        while not valid(high):
-            step *= 2
-            low, high = high, high + step
-            if users * high > MAX_NOISE_BITS:
-                raise InvalidParameter("delta", delta, "a target reachable with users * b <= 1e13 noise bits")
-    while high - low > 1:
-        middle = (low + high) // 2
-        if middle >= 1 and valid(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    # The Gaussian guess is usually within a few per cent: bracket with steps of about 3 % around it
+    bits = least_valid_integer(
+        valid, guess, below=0, step=max(1, guess // 32), ceiling=MAX_NOISE_BITS // users
+    )
+    if bits is None:
+        raise InvalidParameter("delta", delta, "a target reachable with users * b <= 1e13 noise bits")
+    return bits
 
 
 def _largest_precision_with_few_patterns(groups: tuple[int, ...], ceiling: int, limit: int) -> int:
@@ -715,16 +700,15 @@ def _largest_precision_with_few_patterns(groups: tuple[int, ...], ceiling: int, 
     The pattern count grows with ``g``; should it not be monotone somewhere, the ``g`` returned
     still has at most ``limit`` patterns, it may only not be the largest such precision.
     """
-    low, high = 1, ceiling  # l2_pattern_count(groups, low) is known to be small
-    if exact.l2_pattern_count(groups, high, limit) is not None:
-        return high
-    while high - low > 1:
-        middle = (low + high) // 2
-        if exact.l2_pattern_count(groups, middle, limit) is None:
-            high = middle
-        else:
-            low = middle
-    return low
+    # the least precision with too many patterns, searched in (1, ceiling]: g = 1 has one pattern
+    too_many = least_valid_integer(
+        lambda g: exact.l2_pattern_count(groups, g, limit) is None,
+        ceiling,
+        below=1,
+        step=max(1, ceiling - 1),
+        ceiling=ceiling,
+    )
+    return ceiling if too_many is None else too_many - 1
 
 
 def calibrate_binomial_sum(

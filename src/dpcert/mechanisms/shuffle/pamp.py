@@ -30,11 +30,14 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert._numerics import least_noise
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter, PreconditionFailed
-from dpcert.mechanisms.gaussian import gaussian_delta
+from dpcert.mechanisms.discrete_gaussian_l2 import DiscreteGaussianL2Profile
+from dpcert.mechanisms.shuffle import amplification as shuffled_amplification
 from dpcert.profiles import EVENT_LEVEL, SHUFFLE_OR_CENTRAL, ParameterSpec, register_profile
 from dpcert.theory import amplification
+from dpcert.theory.gaussian import gaussian_delta
 
 PAMP_METHODS = ("paper", "closed-form", "numeric")
 PAMP_SENSITIVITY = 2.0 * math.sqrt(2.0)
@@ -81,7 +84,7 @@ class ShuffleProtocol:
 
     def certificate(self, users: int, *, delta: float, method: str = "numeric") -> Certificate:
         """The amplified certificate of the shuffled view of ``users`` reports (least ε at ``delta``)."""
-        return amplification.amplification_certificate(
+        return shuffled_amplification.amplification_certificate(
             self.local_certificate.epsilon,
             users,
             delta=delta,
@@ -115,7 +118,7 @@ def permute_messages(messages: np.ndarray, axis: int, rng: np.random.Generator) 
     return np.take_along_axis(messages, order, axis=axis)
 
 
-class _LocallyCheckedAmplification(amplification.AmplificationProfile):
+class _LocallyCheckedAmplification(shuffled_amplification.AmplificationProfile):
     """An amplified profile that holds only if the local randomizer meets its stated (ε0, δ0):
     subclasses set ``local_holds`` from their own parameters; otherwise no guarantee (δ = 1)."""
 
@@ -131,7 +134,7 @@ class _LocallyCheckedAmplification(amplification.AmplificationProfile):
 @register_profile(
     "pamp",
     parameters={
-        **amplification.AMPLIFICATION_PARAMETERS,
+        **shuffled_amplification.AMPLIFICATION_PARAMETERS,
         "sigma": ParameterSpec("number"),
         "sensitivity": ParameterSpec("number", required=False),
     },
@@ -152,7 +155,7 @@ class PAmpProfile(_LocallyCheckedAmplification):
 @register_profile(
     "pamp-secure",
     parameters={
-        **amplification.AMPLIFICATION_PARAMETERS,
+        **shuffled_amplification.AMPLIFICATION_PARAMETERS,
         "sigma": ParameterSpec("number"),
         "l2_sensitivity": ParameterSpec("number"),
         "coordinates": ParameterSpec("integer"),
@@ -173,8 +176,6 @@ class SecurePAmpProfile(_LocallyCheckedAmplification):
     """
 
     def __init__(self, parameters: Any) -> None:
-        from dpcert.mechanisms.discrete_gaussian_l2 import DiscreteGaussianL2Profile
-
         super().__init__(parameters)
         local = DiscreteGaussianL2Profile(
             {key: parameters.get(key) for key in ("sigma", "l2_sensitivity", "coordinates")}
@@ -196,7 +197,7 @@ def secure_pamp_certificate(
     notes: tuple[str, ...] = (),
 ) -> Certificate:
     """Certificate of a shuffled batch of ``users`` secure P_Amp messages (:class:`SecurePAmpProfile`)."""
-    return amplification.amplification_certificate(
+    return shuffled_amplification.amplification_certificate(
         epsilon0,
         users,
         epsilon=epsilon,
@@ -315,7 +316,7 @@ def _pamp_certificate(
     """Certificate of the shuffled P_Amp batch; the local (ε0, δ0) is re-checked from σ."""
     if local_delta(epsilon0, sigma, sensitivity) > delta0:
         raise PreconditionFailed(f"sigma={sigma!r} does not give the local ({epsilon0!r}, {delta0!r})-LDP")
-    return amplification.amplification_certificate(
+    return shuffled_amplification.amplification_certificate(
         epsilon0,
         users,
         epsilon=epsilon,
@@ -395,8 +396,6 @@ def calibrate_pamp(
             delta=tilde_delta * (1 + 1e-6),
         )
         return PAmpCalibration(sigma, epsilon0, delta0, users, dimension, certificate, method)
-    from dpcert.accounting.calibration import least_noise
-
     epsilon0, delta0 = local_target(epsilon, delta, users, method)
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     guess = sensitivity * math.sqrt(2.0 * math.log(1.25 / delta0)) / epsilon0
