@@ -67,6 +67,13 @@ class DemoContext:
 StepResult = tuple[dict[str, Any], list[str]]
 
 
+def certified(certificate: Certificate | None, what: str) -> Certificate:
+    """The certificate of a private run (every private run carries one)."""
+    if certificate is None:
+        raise RuntimeError(f"{what} returned no certificate")
+    return certificate
+
+
 def noise_for_budget(context: DemoContext) -> StepResult:
     """Job 1: least noise for a target budget, with a certificate that survives a JSON round trip."""
     gaussian = calibrate_gaussian(1.0, 1e-5)
@@ -97,7 +104,7 @@ def noise_for_budget(context: DemoContext) -> StepResult:
 def certified_bandit(context: DemoContext) -> StepResult:
     """Job 3: DP-DPE with central privacy against non-private DPE; the worst user's certificate."""
     options = {"dimension": 5, "arms": 50, "progress": False}
-    common = dict(horizon=20_000, runs=3, seed=context.seed, options=options)
+    common: dict[str, Any] = {"horizon": 20_000, "runs": 3, "seed": context.seed, "options": options}
     ledger_path = context.out / "bandit" / "ledger.db"
     ledger_path.parent.mkdir(parents=True, exist_ok=True)
     for stale in (
@@ -119,7 +126,7 @@ def certified_bandit(context: DemoContext) -> StepResult:
     with Ledger(ledger_path) as ledger:
         worst = ledger.spent_summary()
     private_summary, baseline_summary = summary(private), summary(baseline)
-    certificate = private.certificate
+    certificate = certified(private.certificate, "DP-DPE (central)")
     return (
         {
             "dp_dpe_central": private_summary,
@@ -251,10 +258,19 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
     clipping is what neutralises this attack) against plain least squares; (b) every reward reported with
     local Laplace noise (ε = 1)."""
     instance = LinearArms.random_sphere(30, 4, context.rng(30))
-    corrupted = dict(clients=LaplaceClients("M1", epsilon=None), adversary=Adversary(0.05, "constant", 1e6))
-    robust = robust_elimination(instance, 50_000, context.rng(31), width_scale=0.05, runs=3, **corrupted)
+    clients, adversary = LaplaceClients("M1", epsilon=None), Adversary(0.05, "constant", 1e6)
+    robust = robust_elimination(
+        instance, 50_000, context.rng(31), clients=clients, adversary=adversary, width_scale=0.05, runs=3
+    )
     plain = robust_elimination(
-        instance, 50_000, context.rng(31), width_scale=0.05, runs=3, estimator="least-squares", **corrupted
+        instance,
+        50_000,
+        context.rng(31),
+        clients=clients,
+        adversary=adversary,
+        width_scale=0.05,
+        runs=3,
+        estimator="least-squares",
     )
     private = robust_elimination(
         instance, 50_000, context.rng(32), clients=LaplaceClients("M1", epsilon=1.0), width_scale=0.05, runs=3
@@ -270,8 +286,9 @@ def robust_private_bandit(context: DemoContext) -> StepResult:
         lost = int(result.best_arm_eliminated.sum())
         payload[label] = {"regret": mean, "best_arm_lost": lost}
         lines.append(f"  {label}: regret {mean:,.0f}, best arm eliminated in {lost}/3 runs")
-    payload["certificate"] = private.certificate.to_dict()
-    lines.append(f"  certificate of the private run: {private.certificate.summary()}")
+    certificate = certified(private.certificate, "the locally private robust elimination")
+    payload["certificate"] = certificate.to_dict()
+    lines.append(f"  certificate of the private run: {certificate.summary()}")
     return payload, lines
 
 
@@ -294,7 +311,7 @@ def private_linucb(context: DemoContext) -> StepResult:
         claim = "non-private" if certificate is None else certificate.summary().split(";")[0]
         lines.append(f"  {name:15s} regret {mean:7.1f} +- {stderr:5.1f}   {claim}")
     path = context.out / "linucb_sdp_amp_certificate.json"
-    path.write_text(results["linucb-sdp-amp"].certificate.to_json(indent=2))
+    path.write_text(certified(results["linucb-sdp-amp"].certificate, "SDP-Amp LinUCB").to_json(indent=2))
     Certificate.from_json(path.read_text())
     lines.append(f"  SDP-Amp certificate written to {path} and re-verified on read")
     return payload, lines

@@ -124,7 +124,7 @@ def plot_panels(
 
     panels = _panels(curves)
     paths = []
-    colours = plt.get_cmap("tab10").colors
+    colours = matplotlib.color_sequences["tab10"]
     for name, members in panels:
         figure, axis = plt.subplots(figsize=(9.5, 4.6))
         for index, curve in enumerate(members):
