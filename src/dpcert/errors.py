@@ -48,6 +48,11 @@ class CertificateFormatError(DPCertError):
     """A serialised certificate cannot be read (corrupted JSON, unknown mechanism, …)."""
 
 
+class UnknownMechanism(CertificateFormatError):
+    """A certificate names a mechanism whose profile is neither registered nor declared by an installed
+    package (entry-point group ``dpcert.profiles``): it cannot be re-derived in this environment."""
+
+
 class BudgetExceeded(DPCertError):
     """A charge would take at least one user beyond their privacy budget; nothing was recorded."""
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from dpcert.errors import CertificateFormatError, InvalidParameter
+from dpcert.errors import CertificateFormatError, InvalidParameter, UnknownMechanism
 
 ENTRY_POINT_GROUP = "dpcert.profiles"
 _DISTRIBUTION = "dpcert"
@@ -369,7 +369,7 @@ def registration_for(mechanism: str) -> ProfileRegistration:
     try:
         return _PROFILES[mechanism]
     except KeyError:
-        raise CertificateFormatError(
+        raise UnknownMechanism(
             f"unknown mechanism {mechanism!r}: no profile is registered under that name nor declared "
             f"in entry-point group {ENTRY_POINT_GROUP!r} (install the package defining it{_hint()}); "
             f"dpcert can re-derive {', '.join(registered_mechanisms())}"

@@ -84,6 +84,7 @@ from dpcert.errors import (
     InvalidParameter,
     LedgerIntegrityError,
     LedgerWriteInterrupted,
+    UnknownMechanism,
     UnknownUser,
 )
 from dpcert.ledger.chain import (
@@ -781,7 +782,7 @@ class Ledger:
         try:
             certificate = Certificate.from_json(text)
         except CertificateFormatError as exc:
-            raise CertificateFormatError(f"ledger {self.path}: certificate {certificate_id}: {exc}") from exc
+            raise type(exc)(f"ledger {self.path}: certificate {certificate_id}: {exc}") from exc
         self._certificates[digest] = (text, certificate)
         return certificate
 
@@ -1335,6 +1336,8 @@ class Ledger:
         for (cid,) in self._db.execute("SELECT id FROM certificates ORDER BY id").fetchall():
             try:
                 self._certificate(cid)
+            except UnknownMechanism:
+                raise  # not evidence of tampering: this environment cannot re-derive the certificate
             except DPCertError as exc:
                 return broken(f"certificate {cid}: {exc}")
         problem = (
