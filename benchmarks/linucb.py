@@ -24,7 +24,8 @@ import time
 
 import numpy as np
 
-from dpcert.bandits.algorithms.linucb import ALGORITHMS, JOINT_SENSITIVITY, tree_levels
+from dpcert.bandits.algorithms.linucb import ALGORITHMS, JOINT_SENSITIVITY
+from dpcert.bandits.algorithms.linucb_privatizers import tree_levels
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 

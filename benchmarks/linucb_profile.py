@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-import dpcert.bandits.algorithms.linucb as linucb
 import dpcert.bandits.algorithms.linucb_kernel as kernel
+import dpcert.bandits.algorithms.linucb_privatizers as linucb_privatizers
 import dpcert.reproductions.chowdhury_zhou_2022 as figures
 from dpcert.session import PrivacySession
 
@@ -83,7 +83,8 @@ def instrument(seconds: dict[str, float]) -> None:
     kernel._draw_noise = _timed(seconds, "noise draws", kernel._draw_noise)
     for name in ("_run_chunk", "_choose", "_publish", "_repair"):
         setattr(kernel, name, _timed(seconds, "compiled rounds", getattr(kernel, name)))
-    linucb._VecSum.add_batch = _timed(seconds, "P_Vec bit sums", linucb._VecSum.add_batch)
+    vec_add = linucb_privatizers.VecSum.add_batch
+    linucb_privatizers.VecSum.add_batch = _timed(seconds, "P_Vec bit sums", vec_add)
     run_fixed_arms = kernel.run_fixed_arms
 
     def timed_rewards(*args: Any, rng: np.random.Generator, **kwargs: Any) -> Any:

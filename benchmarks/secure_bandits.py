@@ -13,7 +13,7 @@ import platform
 import time
 
 from dpcert.bandits import registry
-from dpcert.bandits.experiment import mean_stderr
+from dpcert.bandits.registry import mean_stderr
 
 CASES = [
     ("mab-se", "central", 1.0, 1_000_000, 20, {}),

@@ -9,7 +9,8 @@ import json
 import numpy as np
 
 from dpcert.bandits.algorithms import linucb_kernel
-from dpcert.bandits.algorithms.linucb import ALGORITHMS, LocalGaussian, TreeGaussian, run_batched_linucb
+from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, TreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.provenance import openblas_core

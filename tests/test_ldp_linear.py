@@ -16,15 +16,13 @@ from dpcert.bandits.algorithms.ldp_linear import (
     BaseLearner,
     CombinerConstants,
     clip_constant,
-    clip_norm,
-    debiased_gradient,
     default_learner_grid,
     perturbation_variance,
-    project_ball,
     randomize,
     run_ldp_linear,
     theory_radius,
 )
+from dpcert.bandits.algorithms.maler import clip_norm, debiased_gradient, project_ball
 from dpcert.bandits.calibration.ldp_linear import PAIR_SENSITIVITY, calibrate_randomizer, paper_sigma
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.certificates import Certificate

@@ -18,20 +18,22 @@ from dpcert.accounting.returning_users import paper_split
 from dpcert.bandits.algorithms.linucb import (
     ALGORITHMS,
     JOINT_SENSITIVITY,
-    LocalGaussian,
-    NoPrivacy,
-    TreeGaussian,
     _BatchedGaussJordan,
-    _NormalPool,
     _solve_with_safety_net,
     batch_users,
     run_batched_linucb,
     run_group,
+    users_per_run,
+)
+from dpcert.bandits.algorithms.linucb_privatizers import (
+    LocalGaussian,
+    NoPrivacy,
+    NormalPool,
+    TreeGaussian,
     statistic_size,
     tree_levels,
     unpack,
     user_statistics,
-    users_per_run,
 )
 from dpcert.bandits.calibration.linucb import (
     CACHE_ENV,
@@ -707,7 +709,7 @@ def test_bit_sum_calibration_is_cached_on_disk_and_reverified(tmp_path, monkeypa
 
 
 def test_normal_pool_hands_out_the_generators_own_sequence_across_blocks():
-    pool = _NormalPool(np.random.default_rng(11), block=7)
+    pool = NormalPool(np.random.default_rng(11), block=7)
     direct = np.random.default_rng(11)
     for shape in [(2, 3), (1,), (4, 2), (13,), (3, 1), (2, 2)]:  # requests straddle the 7-value blocks
         np.testing.assert_array_equal(pool.standard_normal(shape), direct.standard_normal(shape))

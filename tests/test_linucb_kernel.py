@@ -15,15 +15,9 @@ import sys
 import numpy as np
 import pytest
 
-import dpcert.bandits.algorithms.linucb as linucb
-from dpcert.bandits.algorithms import linucb_kernel
-from dpcert.bandits.algorithms.linucb import (
-    ALGORITHMS,
-    LocalGaussian,
-    NoPrivacy,
-    TreeGaussian,
-    run_batched_linucb,
-)
+from dpcert.bandits.algorithms import linucb_kernel, linucb_privatizers
+from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, NoPrivacy, TreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.errors import BudgetExceeded, InvalidParameter
@@ -112,14 +106,14 @@ def test_every_release_is_charged_before_its_noise_is_drawn(monkeypatch):
         events.extend(("noise", int(start)) for start in bounds[:-1])
         return draw_noise(blocks, kinds, levels, bounds, *rest)
 
-    vec_add = linucb._VecSum.add_batch
+    vec_add = linucb_privatizers.VecSum.add_batch
 
     def recording_vec(self, statistics, rounds_done, rng):
         events.append(("bit-sum", rounds_done - statistics.shape[1]))
         return vec_add(self, statistics, rounds_done, rng)
 
     monkeypatch.setattr(linucb_kernel, "_draw_noise", recording_draw)
-    monkeypatch.setattr(linucb._VecSum, "add_batch", recording_vec)
+    monkeypatch.setattr(linucb_privatizers.VecSum, "add_batch", recording_vec)
     monkeypatch.setattr(linucb_kernel, "CHUNK_VALUES", 2 * 3 * 20 * 16)  # chunks of 16 batches
     env = vaswani_instance(2, 5, 10, np.random.default_rng(6))
     common = {"epsilon": 1.0, "delta": 0.1, "horizon": 200, "dimension": 5}

@@ -12,15 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import dpcert.bandits.algorithms.linucb as linucb
-from dpcert.bandits.algorithms import linucb_kernel
-from dpcert.bandits.algorithms.linucb import (
-    ALGORITHMS,
-    LocalGaussian,
-    NoPrivacy,
-    _NormalPool,
-    run_batched_linucb,
-)
+from dpcert.bandits.algorithms import linucb_kernel, linucb_privatizers
+from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, NoPrivacy, NormalPool
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.errors import InvalidParameter
@@ -34,7 +28,7 @@ from dpcert.mechanisms.shuffle.binomial_sum import (
 
 def test_pool_fill_and_shapes_give_one_direct_draw_across_odd_sizes():
     # requests smaller than, straddling and much larger than the 7-value block, in both forms
-    pool = _NormalPool(np.random.default_rng(5), block=7)
+    pool = NormalPool(np.random.default_rng(5), block=7)
     sizes = [3, 1, 9, 7, 30, 2, 5, 64, 1, 13]
     handed = []
     for index, size in enumerate(sizes):
@@ -49,7 +43,7 @@ def test_pool_fill_and_shapes_give_one_direct_draw_across_odd_sizes():
 
 
 def test_pool_fills_multidimensional_arrays_and_refuses_other_layouts():
-    pool = _NormalPool(np.random.default_rng(8), block=16)
+    pool = NormalPool(np.random.default_rng(8), block=16)
     out = np.empty((3, 4, 5))
     pool.fill(out)
     np.testing.assert_array_equal(out.ravel(), np.random.default_rng(8).standard_normal(60))
@@ -129,13 +123,13 @@ def test_compiled_bit_sums_over_several_chunks_and_a_partial_batch_match_the_num
     assert len(set(a.actions[:, -1].tolist())) > 1
 
 
-class _OwnLocalSum(linucb._LocalGaussianSum):
+class _OwnLocalSum(linucb_privatizers.LocalGaussianSum):
     """An aggregator type the compiled rounds do not know: released by its own ``add_batch``."""
 
 
 @dataclass(frozen=True)
 class _OwnLocal(LocalGaussian):
-    def start(self, runs: int, size: int) -> linucb.Aggregator:
+    def start(self, runs: int, size: int) -> linucb_privatizers.Aggregator:
         return _OwnLocalSum(self.sigma, np.zeros((runs, size)))
 
 

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from dpcert.bandits.algorithms.ldp_linear import clip_norm, debiased_gradient
 from dpcert.bandits.algorithms.maler import (
     AnytimeMaler,
     Maler,
     OnlineGradientDescent,
+    clip_norm,
+    debiased_gradient,
     expert_count,
     project_ball_norm,
 )

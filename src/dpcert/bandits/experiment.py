@@ -25,8 +25,10 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert import provenance
-from dpcert.bandits.registry import BanditRun
+from dpcert.bandits.registry import BanditRun, mean_stderr
+from dpcert.bandits.scheduler import check_scheduler, map_on_dask, require_distributed
 from dpcert.certificates import Guarantee
+from dpcert.ledger.api import Ledger
 from dpcert.session import PrivacySession, new_namespace, worst_certificate
 
 T = TypeVar("T")
@@ -84,8 +86,6 @@ def run_repetitions(
     then ignored).  ``task(index)`` seeds itself from its index, so the results do not depend on where
     it ran.
     """
-    from dpcert.bandits.scheduler import check_scheduler, map_on_dask, require_distributed
-
     global _TASK
     runs = check.positive_int("runs", runs)
     workers = check.positive_int("workers", workers)
@@ -125,8 +125,6 @@ def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
     """
     ledger = None
     if config.ledger_path is not None:
-        from dpcert.ledger.api import Ledger
-
         ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
     namespace = new_namespace(config.algorithm, config.privacy)
     return [PrivacySession(f"{namespace}/r{index}", ledger) for index in range(runs)]
@@ -157,13 +155,14 @@ def certified_run(
     """
     extras = dict(extras or {})
     certificate = None if target is None else worst_certificate(sessions, target.delta)
+    worst_epsilon = 0.0 if certificate is None or target is None else certificate.epsilon_for(target.delta)
     extras["max_charges_per_user"] = max((s.max_charges_per_user() for s in sessions), default=0)
     return BanditRun(
         algorithm=algorithm,
         cumulative_regret=cumulative_regret,
         certificate=certificate,
         users=int(users),
-        max_user_epsilon=0.0 if certificate is None else float(certificate.epsilon_for(target.delta)),
+        max_user_epsilon=float(worst_epsilon),
         seconds=float(seconds),
         extras=extras,
         privacy=privacy,
@@ -180,15 +179,6 @@ def combine_runs(
 ) -> BanditRun:
     """One :class:`BanditRun` from R repetitions (one session each): :func:`certified_run` of their stack."""
     return certified_run(algorithm, np.stack(cumulative_regret), sessions, max(users), **run)
-
-
-def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
-    """Mean and standard error of the mean along ``axis`` (standard error 0 for a single value)."""
-    values = np.asarray(values, dtype=float)
-    count = values.shape[axis]
-    mean = values.mean(axis=axis)
-    stderr = values.std(axis=axis, ddof=1) / math.sqrt(count) if count > 1 else 0.0 * mean
-    return mean, stderr
 
 
 def json_ready(value: Any) -> Any:
@@ -241,7 +231,7 @@ def save_results(
     out.mkdir(parents=True, exist_ok=True)
     regret = np.asarray(run.cumulative_regret)
     rounds = curve_rounds(regret.shape[1])
-    arrays = {"rounds": rounds, "cumulative_regret": regret[:, rounds - 1]}
+    arrays: dict[str, Any] = {"rounds": rounds, "cumulative_regret": regret[:, rounds - 1]}
     for key, value in run.extras.items():
         if isinstance(value, np.ndarray) and value.shape == regret.shape:
             arrays[key] = value[:, rounds - 1]

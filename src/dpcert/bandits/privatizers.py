@@ -231,8 +231,10 @@ class _GaussianPrivatizer(Privatizer):
         if not isinstance(secure, (bool, np.bool_)):
             raise InvalidParameter("secure", secure, "true or false")
         self.secure = bool(secure)
-        self._cache: dict[float, tuple[float, Certificate]] = {}
-        self._secure_cache: dict[tuple[float, str], tuple[SecureGaussianMechanism, Certificate]] = {}
+        self._cache: dict[tuple[float, str], tuple[float, Certificate]] = {}
+        self._secure_cache: dict[
+            tuple[float, str, int, float], tuple[SecureGaussianMechanism, Certificate]
+        ] = {}
 
     def secure_noise(
         self, sensitivity: float, theorem: str, size: int = 1, entry_sensitivity: float | None = None
@@ -248,7 +250,7 @@ class _GaussianPrivatizer(Privatizer):
         key = (sensitivity, theorem, size, entry)
         if key in self._secure_cache:
             return self._secure_cache[key]
-        common = dict(
+        common: dict[str, Any] = dict(
             sensitivity=entry,
             dimension=size,
             bits="rng",
@@ -528,7 +530,8 @@ class ShuffleBitSum(Privatizer):
             )
         counts = np.bincount(groups, minlength=group_count)
         present = np.flatnonzero(counts)
-        protocols = {k: self.group_protocol(int(counts[k])) for k in present}  # one per arm, not per user
+        # one protocol per arm, not per user
+        protocols = {int(k): self.group_protocol(int(counts[k])) for k in present}
         # charged before any randomness is drawn: a refused charge stops the release
         ids = None if user_ids is None else np.asarray(user_ids)
         by_certificate: dict[int, tuple[Certificate, list[int]]] = {}

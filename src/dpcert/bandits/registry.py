@@ -9,6 +9,7 @@ import; :data:`ALGORITHM_MODULES` lists the modules the command line imports.  A
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
+from dpcert.session import meets_target
 
 ALGORITHM_MODULES: tuple[str, ...] = (
     "dpcert.bandits.runner",
@@ -85,16 +87,21 @@ class BanditRun:
     @property
     def target_met(self) -> bool:
         """Whether the certificate covers the target: δ(target ε) <= target δ on its profile."""
-        from dpcert.session import meets_target
-
         return meets_target(self.certificate, self.target)
 
     def final_regret(self) -> tuple[float, float]:
         """Mean and standard error over runs of the final cumulative regret."""
-        from dpcert.bandits.experiment import mean_stderr
-
         mean, stderr = mean_stderr(np.asarray(self.cumulative_regret)[:, -1])
         return float(mean), float(stderr)
+
+
+def mean_stderr(values: Any, axis: int = 0) -> tuple[Any, Any]:
+    """Mean and standard error of the mean along ``axis`` (standard error 0 for a single value)."""
+    values = np.asarray(values, dtype=float)
+    count = values.shape[axis]
+    mean = values.mean(axis=axis)
+    stderr = values.std(axis=axis, ddof=1) / math.sqrt(count) if count > 1 else 0.0 * mean
+    return mean, stderr
 
 
 @dataclass(frozen=True)

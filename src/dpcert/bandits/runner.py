@@ -26,6 +26,7 @@ from dpcert.bandits.algorithms import corruption, elimination, ldp_linear, linuc
 from dpcert.bandits.calibration.elimination import release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
+from dpcert.bandits.calibration.linucb_secure import calibrate_secure, check_secure_algorithm
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
@@ -229,7 +230,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     )
     rng = np.random.default_rng(config.seed)
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
-    common = dict(runs=config.runs, session=session, horizon_mode=horizon_mode)
+    common: dict[str, Any] = dict(runs=config.runs, session=session, horizon_mode=horizon_mode)
     privacy = config.privacy
     certified = True
     if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
@@ -422,8 +423,6 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     dimension=5, arms=100, batch_size (an integer or ``auto``, the paper's corollary), radius, alpha,
     participations, sigma, fixed_arms, reward; for linucb-sdp-vec g, b, p; secure: integer-exact noise
     for linucb-ldp, linucb-jdp and linucb-sdp-amp, :mod:`dpcert.bandits.calibration.linucb_secure`)."""
-    from dpcert.bandits.calibration.linucb_secure import calibrate_secure, check_secure_algorithm
-
     options = _known_options(config, LINUCB_OPTIONS)
     algorithm = config.algorithm
     secure = options.get("secure", False)
@@ -512,8 +511,8 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     if not isinstance(secure, bool):
         raise InvalidParameter("secure", secure, "true or false")
     local = calibrate_randomizer(
-        config.epsilon, config.delta, calibration, sigma=options.get("sigma"), secure=secure,
-        dimension=dimension,
+        check.epsilon(config.epsilon), check.positive_delta(config.delta), calibration,
+        sigma=options.get("sigma"), secure=secure, dimension=dimension,
     )  # fmt: skip
     rng = np.random.default_rng(config.seed)
     env = _contextual_instance(config, options, dimension, rng)

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpcert.bandits.algorithms.mab import EliminationResult
 from dpcert.bandits.algorithms.robust_elimination import RobustEliminationResult
-from dpcert.bandits.experiment import mean_stderr
+from dpcert.bandits.registry import mean_stderr
 
 
 def mean_se(values: np.ndarray) -> dict[str, float]:

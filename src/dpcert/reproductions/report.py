@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import provenance
-from dpcert.bandits.experiment import mean_stderr
+from dpcert.bandits.registry import mean_stderr
 from dpcert.provenance import Recorder
 
 MAX_CURVES = 8

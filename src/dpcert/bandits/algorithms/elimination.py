@@ -42,6 +42,7 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
+from dpcert._numerics import least_valid_integer
 from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool
 from dpcert.bandits.privatizers import Privatizer
@@ -266,7 +267,7 @@ def run_elimination(
             block_sums = np.bincount(groups, weights=rewards, minlength=support.size)
             realised_block.append(best_mean - block_sums / plays)
         phase_regret = float(fixed_order.dot(plays.astype(float), bandit.gaps[support]))
-        record = dict(
+        record: dict[str, Any] = dict(
             phase=phase,
             start=start,
             scale=int(scale),
@@ -402,7 +403,8 @@ def match_fixed_users(
     (U >= 1 always).
 
     The bracket is found from ``guess`` corrected once proportionally (C̄(U) ≈ U·Σ_l s_l), then
-    widened by doubling steps; ``communication`` is called once per distinct U.
+    widened by doubling steps and bisected (:func:`dpcert._numerics.least_valid_integer`, whose
+    bracket invariant is the one above); ``communication`` is called once per distinct U.
 
     Parameters
     ----------
@@ -431,28 +433,14 @@ def match_fixed_users(
     value = cost(start)
     if value > 0:
         start = int(min(max_users, max(1, round(start * target / value))))  # C̄ ≈ U·Σ_l s_l
-    step = max(1, start // 32)
-    if cost(start) <= target:
-        low = start
-        while True:
-            if low >= max_users:
-                raise InvalidParameter(
-                    "target", target, f"a communication reached with at most {max_users} users per phase"
-                )
-            high = min(max_users, low + step)
-            if cost(high) > target:
-                break
-            low, step = high, step * 2
-    else:
-        low, high = max(0, start - step), start
-        while cost(low) > target:
-            high, step = low, step * 2
-            low = max(0, high - step)
-    while high - low > 1:  # invariant: cost(low) <= target < cost(high)
-        middle = (low + high) // 2
-        if cost(middle) <= target:
-            low = middle
-        else:
-            high = middle
+    # the least U whose mean communication exceeds the target; U − 1 is then at or below it (C̄(0) = 0)
+    high = least_valid_integer(
+        lambda users: cost(users) > target, start, below=0, step=max(1, start // 32), ceiling=max_users
+    )
+    if high is None:
+        raise InvalidParameter(
+            "target", target, f"a communication reached with at most {max_users} users per phase"
+        )
+    low = high - 1  # invariant: cost(low) <= target < cost(high)
     chosen = low if low >= 1 and target - cost(low) <= cost(high) - target else high
     return FixedUsersMatch(chosen, cost(chosen), target, (low, high), dict(evaluations))

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from dpcert.bandits.calibration.ldp_linear import LocalCalibration
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler
+from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler, clip_norm, debiased_gradient, project_ball
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
@@ -89,28 +89,6 @@ def randomize(
     noisy_x = features + math.hypot(sigma, perturbation) * rng.standard_normal(features.shape)
     noisy_y = rewards + sigma * rng.standard_normal(rewards.shape)
     return noisy_x, noisy_y
-
-
-def debiased_gradient(
-    noisy_x: np.ndarray, noisy_y: np.ndarray, theta: np.ndarray, sigma: float
-) -> np.ndarray:
-    """``g = 2 x̃ (⟨x̃, θ⟩ − ỹ) − 2 Σ θ``, the gradient of ``l_t`` at θ (§2.2); batch axes leading."""
-    residual = fixed_order.dot(noisy_x, theta) - noisy_y
-    return 2.0 * noisy_x * residual[..., None] - 2.0 * sigma**2 * theta
-
-
-def clip_norm(vectors: np.ndarray, bound: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``g · min(1, G/‖g‖)`` row-wise (G a scalar or one per row), and whether each row was clipped."""
-    norms = fixed_order.norm(vectors)
-    bound = np.broadcast_to(np.asarray(bound, dtype=float), norms.shape)
-    factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
-    return vectors * factor[..., None], norms > bound
-
-
-def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection onto ``{‖θ‖ ≤ D}`` row-wise."""
-    norms = fixed_order.norm(theta)[..., None]
-    return theta * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
 
 
 def perturbation_variance(lambda_min: float, threshold: float) -> float:
@@ -181,7 +159,7 @@ def theory_radius(
     horizon: int,
     failure: float,
     noise_scale: float = 1.0,
-) -> float:
+) -> float | np.ndarray:
     """``√(M_N + K_N)`` of Lemma 3.3 with S_N and M_N from Lemma 3.5 (constants 1)."""
     mu = learner.modulus
     if mu <= 0:
@@ -345,7 +323,8 @@ def run_ldp_linear(
     perturb = np.sqrt([lr.perturbation_variance for lr in learners])
     moduli = np.array([lr.modulus for lr in learners])
     strongly = np.array([lr.step == "strongly_convex" and lr.modulus > 0 for lr in learners])
-    online_learners = [_online_learner(learner, d, horizon, domain, bound, runs) for bound in bounds]
+    models = [_online_learner(learner, d, horizon, domain, bound, runs) for bound in bounds]
+    online_learners = [model for model in models if model is not None]  # none for "ogd"
     combiner = CombinerConstants.build(
         learners, dimension=d, horizon=horizon, epsilon=epsilon, failure=failure
     )
@@ -427,7 +406,7 @@ def run_ldp_linear(
             released_x, noisy_y = secure_release(x, y, secure, secure_noise)
             noisy_x = released_x + zeta
         # server side: post-processing of (x~, y~) and public state
-        if online_learners[0] is not None:  # a Maler learner per base learner: θ_t is its prediction
+        if online_learners:  # a Maler learner per base learner: θ_t is its prediction
             for i, model in enumerate(online_learners):
                 mask = chosen == i
                 if mask.any():
@@ -436,7 +415,7 @@ def run_ldp_linear(
         gradient, was_clipped = clip_norm(debiased_gradient(noisy_x, noisy_y, theta_t, sigma), bounds[chosen])
         clipped += int(was_clipped.sum())
         played = plays[run_index, chosen] + 1.0
-        if online_learners[0] is None:
+        if not online_learners:
             step = np.where(
                 strongly[chosen],
                 1.0 / (np.maximum(moduli[chosen], 1e-300) * played),
@@ -462,7 +441,7 @@ def run_ldp_linear(
             last = active.sum(axis=1) == 1
             drop = fails & ~last
             active[run_index[drop], chosen[drop]] = False
-    if online_learners[0] is not None:
+    if online_learners:
         for i, model in enumerate(online_learners):
             online[:, i] = model.predict()
     return LDPLinearResult(

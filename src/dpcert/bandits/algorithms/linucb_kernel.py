@@ -17,8 +17,8 @@ maximiser through :func:`~dpcert.bandits.algorithms.linucb_model.choose_arms`), 
 per-user sums as the NumPy expressions do, the tree's prefix noise summed from the lowest level up,
 the Gauss–Jordan elimination step by step.  Random numbers come from the same generators in the same
 order (the environment's rewards from the run's generator, each privatizer's noise from its own stream
-through its :class:`~dpcert.bandits.algorithms.linucb._NormalPool`), so the chosen arms, regrets and
-generator states are the same.
+through its :class:`~dpcert.bandits.algorithms.linucb_privatizers.NormalPool`), so the chosen arms,
+regrets and generator states are the same.
 
 Privacy is unchanged.  Before the noise of any release is drawn, the engine's ``before_release``
 charges that release (the runs' :class:`~dpcert.session.PrivacySession`): the rounds are
@@ -32,19 +32,30 @@ compiled steps, one batch at a time, after the charge.
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
 from dpcert.bandits.algorithms.linucb_model import repair_models
+from dpcert.bandits.algorithms.linucb_privatizers import (
+    ExactSum,
+    LocalGaussianSum,
+    TreeSum,
+    VecSum,
+    reuse_pool,
+    symmetric_index,
+)
 from dpcert.errors import InvalidParameter
 
+numba: ModuleType | None
 try:  # the optional extra `fast`; without it the NumPy path runs
-    import numba
+    numba = importlib.import_module("numba")
 except ImportError:  # pragma: no cover - depends on the installation
     numba = None
 
@@ -56,11 +67,11 @@ BERNOULLI, GAUSSIAN = 0, 1
 ARM_PADDING = 16  # arms per two 512-bit registers of float64
 
 
-def _compiled() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _compiled() -> Callable[[Callable[..., Any]], Any]:
     """``numba.njit`` with an on-disk cache and NumPy's float semantics (x/0 gives inf, no exception;
     no fast-math: every multiply and add is rounded on its own, as in NumPy).  Without numba: unchanged."""
 
-    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(function: Callable[..., Any]) -> Any:  # a numba dispatcher, or the function itself
         if numba is None:
             return function
         return numba.njit(cache=True, error_model="numpy")(function)
@@ -313,7 +324,7 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
                 for p in range(size):
                     total[r, p] += statistics[r, p] + noise[base + p] * scale
                     noisy[r, p] = total[r, p]
-            elif kind == TREE:  # the prefix's nodes summed from the lowest level up (as _TreeSum)
+            elif kind == TREE:  # the prefix's nodes summed from the lowest level up (as TreeSum)
                 for p in range(size):
                     total[r, p] += statistics[r, p]
                     prefix[p] = 0.0
@@ -504,10 +515,6 @@ def run_fixed_arms(
     ``beta_at(t)`` the radius after t rounds.  Fills ``gaps``, ``actions`` and ``clips``; returns the
     number of batches and the final radius.
     """
-    from dpcert.bandits.algorithms import (
-        linucb as engine,  # the aggregators' classes (linucb imports this module)
-    )
-
     announce_compilation()
     d, block, runs = env.dimension, env.runs, gaps.shape[0]
     upper_rows, upper_cols = (np.ascontiguousarray(v, dtype=np.int64) for v in np.triu_indices(d))
@@ -521,15 +528,15 @@ def run_fixed_arms(
     padded[:, :, : design.shape[2]] = design
     arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
     kind_of = {
-        engine._ExactSum: EXACT,
-        engine._LocalGaussianSum: LOCAL,
-        engine._TreeSum: TREE,
-        engine._VecSum: BITS,
+        ExactSum: EXACT,
+        LocalGaussianSum: LOCAL,
+        TreeSum: TREE,
+        VecSum: BITS,
     }
     kinds = np.array([kind_of.get(type(a), OPAQUE) for _, a, _ in blocks], dtype=np.int64)
     # per block: the tree's levels and its rounds per leaf (the batch size), (0, 1) for other kinds
     levels = np.array(
-        [(a.levels, a.leaf) if isinstance(a, engine._TreeSum) else (0, 1) for _, a, _ in blocks],
+        [(a.levels, a.leaf) if isinstance(a, TreeSum) else (0, 1) for _, a, _ in blocks],
         dtype=np.int64,
     ).reshape(len(blocks), 2)
     node_noise = np.zeros((len(blocks), max(1, int(levels[:, 0].max())), block, size))
@@ -538,7 +545,7 @@ def run_fixed_arms(
     width_weights = np.zeros((runs, q), dtype=design.dtype)
     width_weights[:, upper_rows == upper_cols] = (1.0 / lam)[:, None]  # V₀⁻¹ = I/λ
     suspect = np.zeros(runs, dtype=np.bool_)
-    symmetric = np.ascontiguousarray(engine._symmetric_index(d), dtype=np.int64)
+    symmetric = np.ascontiguousarray(symmetric_index(d), dtype=np.int64)
     model = (
         mean_weights, width_weights, np.zeros((runs, batch_size)), np.zeros((runs, size)),
         np.zeros((runs, size)), np.zeros((runs, size)), node_noise, node_ids,
@@ -562,7 +569,7 @@ def run_fixed_arms(
     per_user = batch_size if (kinds == BITS).any() else 1
     per_chunk = 1 if opaque else max(1, CHUNK_VALUES // (runs * size * per_user))
     if (kinds == BITS).any():  # the bit-sum protocol's input range, checked once for every arm and reward
-        bound = min(a.parameters.bound for _, a, _ in blocks if isinstance(a, engine._VecSum))
+        bound = min(a.parameters.bound for _, a, _ in blocks if isinstance(a, VecSum))
         check.bounded_array("data", np.concatenate([features, outer], axis=-1), -bound, bound)
     tree_ids = node_ids.copy()  # the driver's copy of the tree schedule: how many values each batch draws
     # buffers reused by every chunk (drawn into with `out=`: the same values as fresh draws, without
@@ -581,7 +588,7 @@ def run_fixed_arms(
             rng.random(out=draws)
         else:
             rng.standard_normal(out=draws)
-        released = _draw_noise(blocks, kinds, levels, bounds, tree_ids, size, engine, noise_store)
+        released = _draw_noise(blocks, kinds, levels, bounds, tree_ids, size, noise_store)
         if opaque:  # one batch: the privatizers' own releases between the compiled steps
             start, stop = int(bounds[0]), int(bounds[1])
             _choose(start, stop, betas[0], draws, 0, rewards_model, arms, model, scratch, gaps, actions)
@@ -647,7 +654,6 @@ def _draw_noise(
     bounds: np.ndarray,
     tree_ids: np.ndarray,
     size: int,
-    engine: Any,
     store: list[np.ndarray],
 ) -> tuple[np.ndarray, ...]:
     """The random numbers of a chunk's releases (all charged), from each privatizer's streams in the
@@ -705,7 +711,7 @@ def _draw_noise(
             rounding, _ = aggregator.random_streams(stream)
             rounding.random(out=noise[offsets[g] : offsets[g] + counts[g]])
         elif counts[g]:
-            aggregator.pool = engine._pool(aggregator.pool, stream)
+            aggregator.pool = reuse_pool(aggregator.pool, stream)
             aggregator.pool.fill(noise[offsets[g] : offsets[g] + counts[g]])
     return noise, offsets, scales, tree_cursor, bits, constants
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcert.bandits.algorithms.linucb import Aggregator, tree_levels
+from dpcert.bandits.algorithms.linucb_privatizers import Aggregator, tree_levels
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.secure.noise import Grid
 from dpcert.mechanisms.secure.samplers import IntegerPool

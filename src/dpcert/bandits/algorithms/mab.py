@@ -51,7 +51,9 @@ target (ε, δ) and its certificate come from :func:`dpcert.mechanisms.shuffle.b
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,7 +66,7 @@ from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
-from dpcert.bandits.experiment import mean_stderr
+from dpcert.bandits.registry import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
@@ -91,8 +93,11 @@ class BatchSummation(Protocol):
     ``P(|accumulated error of `batches` releases| >= u) <= 2·exp(−4·log_horizon)``.
     """
 
-    name: str
-    certificate: Certificate | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def certificate(self) -> Certificate | None: ...
 
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray: ...
 
@@ -198,7 +203,7 @@ class CentralLaplaceSum:
     name: str = "central Laplace sum"
     secure: bool = False
     integer_sums: bool = True
-    certificate: Certificate | None = field(init=False)
+    certificate: Certificate = field(init=False)
     noise_scale: float = field(init=False)
     mechanism: SecureLaplaceMechanism | None = field(init=False, repr=False, compare=False)
 
@@ -259,7 +264,9 @@ class CentralLaplaceSum:
             raise InvalidParameter(
                 "sums", "<non-integer batch sum>", "integer batch sums (Bernoulli rewards)"
             )
-        noise = sample_discrete_laplace(1 / Fraction(self.noise_parameter), sums.size, rng)
+        noise = sample_discrete_laplace(
+            1 / Fraction(self.certificate.parameters["noise_parameter"]), sums.size, rng
+        )
         return sums + noise.reshape(sums.shape)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
@@ -619,6 +626,12 @@ HORIZON_MODES = ("known", "unknown")
 FIRST_EPOCH = 2
 
 
+def _total(arrays: list[np.ndarray]) -> np.ndarray:
+    """Elementwise sum of the epochs' arrays, added in order."""
+    total: np.ndarray = functools.reduce(operator.add, arrays)
+    return total
+
+
 def epoch_horizons(horizon: int, first_epoch: int = FIRST_EPOCH) -> list[int]:
     """Horizons ``T_j = first_epoch·2^j`` of the doubling trick's epochs until ``T`` users have come.
 
@@ -626,7 +639,8 @@ def epoch_horizons(horizon: int, first_epoch: int = FIRST_EPOCH) -> list[int]:
     """
     horizon = check.positive_int("horizon", horizon, minimum=2)
     first_epoch = check.positive_int("first_epoch", first_epoch, minimum=2)
-    epochs, arrived = [], 0
+    epochs: list[int] = []
+    arrived = 0
     while arrived < horizon:
         epochs.append(first_epoch * 2 ** len(epochs))
         arrived += epochs[-1]
@@ -684,12 +698,12 @@ def unknown_horizon_elimination(
     return EliminationResult(
         algorithm=algorithm,
         horizon=horizon,
-        final_regret=sum(r.final_regret for r in results),
+        final_regret=_total([r.final_regret for r in results]),
         checkpoints=checkpoints,
         regret_curve=curves,
-        pulls=sum(r.pulls for r in results),
-        users_aggregated=sum(r.users_aggregated for r in results),
-        summation_calls=sum(r.summation_calls for r in results),
+        pulls=_total([r.pulls for r in results]),
+        users_aggregated=_total([r.users_aggregated for r in results]),
+        summation_calls=_total([r.summation_calls for r in results]),
         phases=sum(r.phases for r in results),
         best_arm_eliminated=np.any([r.best_arm_eliminated for r in results], axis=0),
         good_event_violated=np.any([r.good_event_violated for r in results], axis=0),

@@ -57,6 +57,22 @@ def project_ball(points: np.ndarray, radius: float) -> np.ndarray:
     return points * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
 
 
+def debiased_gradient(
+    noisy_x: np.ndarray, noisy_y: np.ndarray, theta: np.ndarray, sigma: float
+) -> np.ndarray:
+    """``g = 2 x̃ (⟨x̃, θ⟩ − ỹ) − 2 Σ θ``, the gradient of ``l_t`` at θ (§2.2); batch axes leading."""
+    residual = fixed_order.dot(noisy_x, theta) - noisy_y
+    return 2.0 * noisy_x * residual[..., None] - 2.0 * sigma**2 * theta
+
+
+def clip_norm(vectors: np.ndarray, bound: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``g · min(1, G/‖g‖)`` row-wise (G a scalar or one per row), and whether each row was clipped."""
+    norms = fixed_order.norm(vectors)
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), norms.shape)
+    factor = np.minimum(1.0, bound / np.maximum(norms, 1e-300))
+    return vectors * factor[..., None], norms > bound
+
+
 def project_ball_norm(points: np.ndarray, matrices: np.ndarray, radius: float) -> np.ndarray:
     """Generalised projection ``argmin_{‖z‖ ≤ radius} (z − y)ᵀ P (z − y)`` for each row (ONS, Alg. 3).
 
@@ -157,8 +173,6 @@ class _Protocol:
         ``g = clip_G(2 x̃ (⟨x̃, θ_t⟩ − ỹ) − 2σ² θ_t)`` at the current points θ_t = ``predict()``; returns
         the boolean mask of rows whose gradient was clipped.
         """
-        from dpcert.bandits.algorithms.ldp_linear import clip_norm, debiased_gradient
-
         sigma = check.nonnegative_finite("sigma", sigma)
         noisy_x = check.finite_array("noisy_x", noisy_x)
         noisy_y = check.finite_array("noisy_y", noisy_y)
@@ -205,6 +219,14 @@ class Maler(_Protocol):
     OGD on s with step ``1/(2η²G² t)``.  All experts start at 0.  Rows may carry different horizons
     internally (used by :class:`AnytimeMaler`); experts beyond a row's k have zero weight.
     """
+
+    # expert state per row and expert column, set by _grow (one column per learning rate)
+    x_ons: np.ndarray  # (runs, k + 1, d)
+    x_strong: np.ndarray  # (runs, k + 1, d)
+    ons_matrix: np.ndarray  # (runs, k + 1, d, d)
+    ons_inverse: np.ndarray  # (runs, k + 1, d, d)
+    log_w_ons: np.ndarray  # (runs, k + 1)
+    log_w_strong: np.ndarray  # (runs, k + 1)
 
     def __init__(
         self, dimension: int, horizon: int, *, radius: float = 1.0, gradient_bound: float, runs: int = 1

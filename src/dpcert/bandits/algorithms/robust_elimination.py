@@ -559,7 +559,7 @@ def robust_elimination(
             rewards = instance.rewards(arm_rows, rng)
             if corrupt_before_privatization:
                 rewards, mask = adversary.corrupt(rewards, arm_rows, best, rng)
-            if session is not None and clients.epsilon is not None:  # charged before the reports are drawn
+            if session is not None and per_report is not None:  # charged before the reports are drawn
                 if clients.model == "M1":
                     session.charge(run * horizon + np.arange(used, used + int(counts.sum())), per_report)
                 else:
@@ -667,7 +667,7 @@ def robust_elimination(
                 "(rounding accounted in the sensitivity); M2 clients release their clipped sum and divide "
                 "by their reward count (post-processing)"
             )
-        if clients.model == "M2":
+        if clients.model == "M2" and clients.epsilon is not None:
             notes.append(
                 f"client level (one action owner): composes over the batches it reports in, at most "
                 f"{max_client_reports * clients.epsilon:g} in this run"

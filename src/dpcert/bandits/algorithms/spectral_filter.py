@@ -340,6 +340,7 @@ def robust_least_squares(
     leverage = float(np.max(fixed_order.dot(fixed_order.matmul(arms, inverse), arms)))
 
     if variance == "bound":
+        assert value_bound is not None  # variance='bound' without a bound was refused above
         variance_bound = leverage * value_bound**2
     elif variance == "arm-moment":
         variance_bound = 2.0 / (1.0 - alpha) * arm_second_moment(rows, values, alpha, failure_probability) / n

@@ -8,7 +8,7 @@ certificate a Gaussian noise level earns against a request, and notes stated on 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, overload
 
 from dpcert import _validation as check
 from dpcert.certificates import Certificate
@@ -54,6 +54,14 @@ def earned_gaussian_certificate(
         return exact, False
     note = unmet_note.format(epsilon=exact.epsilon)
     return gaussian_certificate(sigma, delta=delta, notes=(*notes, note), **labels), False
+
+
+@overload
+def with_notes(certificate: Certificate, *notes: str) -> Certificate: ...
+
+
+@overload
+def with_notes(certificate: None, *notes: str) -> None: ...
 
 
 def with_notes(certificate: Certificate | None, *notes: str) -> Certificate | None:

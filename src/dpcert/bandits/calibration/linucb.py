@@ -14,12 +14,11 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dpcert import __version__ as dpcert_version
-from dpcert import _json
+from dpcert import _json, provenance
 from dpcert import _validation as check
 from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import paper_split, split_budget
@@ -28,6 +27,10 @@ from dpcert.bandits.algorithms.linucb import (
     CALIBRATIONS,
     JOINT_SENSITIVITY,
     TRUST,
+)
+from dpcert.bandits.algorithms.linucb_privatizers import (
+    BatchSizeChoice,
+    Calibrated,
     LocalGaussian,
     NoPrivacy,
     Privatizer,
@@ -57,61 +60,6 @@ from dpcert.session import meets_target
 from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 
-@dataclass(frozen=True)
-class Calibrated:
-    """A privatizer with the guarantee its noise earns per user, against the claimed (ε, δ).
-
-    ``batch_certificate`` is what one participation (one batch release of a user's data) is charged,
-    an event-level certificate; ``certificate`` is a user's total over her participations, their
-    composition (what actually holds, re-derivable from its parameters); ``claim_met`` says whether it
-    covers the claim through its profile.  ``noise`` lists the noise parameters for reports.
-    """
-
-    algorithm: str
-    privatizer: Privatizer
-    certificate: Certificate | None
-    claim: Guarantee | None
-    claim_met: bool
-    calibration: str
-    noise: dict[str, Any] = field(default_factory=dict)
-    batch_certificate: Certificate | None = None  # one participation's charge
-    interval: float | None = None  # PLD discretisation of the composition (P_Vec with returning users)
-    batch_rule: BatchSizeChoice | None = None  # set when the batch size came from a corollary (auto)
-    local_epsilon: float | None = None  # P_Vec: one user's messages alone, at the batch's delta (or None)
-
-
-@dataclass(frozen=True)
-class BatchSizeChoice:
-    """A batch size chosen from T, d, ε, δ by a utility-targeted corollary of Chowdhury & Zhou 2022.
-
-    The corollaries balance the batching term dB of the regret against the privacy term and state B
-    up to a constant; ``value`` is their expression with every hidden constant set to 1, and
-    ``batch_size`` that value rounded to an integer in [1, T]; for the shuffle protocols the divisor
-    of T nearest to it (P_Vec runs full batches only, and a short last batch would weaken P_Amp's
-    amplification, which is accounted with the smallest batch).
-    """
-
-    algorithm: str
-    batch_size: int
-    value: float
-    rule: str
-    formula: str
-
-    def note(self) -> str:
-        return (
-            f"batch size B = {self.batch_size} chosen by {self.rule}: B = {self.formula} = "
-            f"{self.value:.4g} (hidden constants set to 1)"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "batch_size": self.batch_size,
-            "value": self.value,
-            "rule": self.rule,
-            "formula": self.formula,
-        }
-
-
 def _nearest_divisor(horizon: int, value: float) -> int:
     """The divisor of ``horizon`` nearest to ``value`` (the smaller one on a tie)."""
     divisors = [k for k in range(1, math.isqrt(horizon) + 1) if horizon % k == 0]
@@ -124,8 +72,8 @@ def corollary_batch_size(
     *,
     horizon: int,
     dimension: int,
-    epsilon: float,
-    delta: float,
+    epsilon: float | None,
+    delta: float | None,
     participations: int = 1,
 ) -> BatchSizeChoice:
     """The batch size of Chowdhury & Zhou 2022's utility-targeted corollaries (``--option batch_size=auto``).
@@ -237,9 +185,9 @@ def calibrate(
     """
     if batch_size != "auto":
         return calibrate_fixed_batch(
-            algorithm, epsilon=epsilon, delta=delta, horizon=horizon, batch_size=batch_size,
-            dimension=dimension, calibration=calibration, participations=participations, sigma=sigma,
-            bit_sum=bit_sum,
+            algorithm, epsilon=epsilon, delta=delta, horizon=horizon,
+            batch_size=check.positive_int("batch_size", batch_size), dimension=dimension,
+            calibration=calibration, participations=participations, sigma=sigma, bit_sum=bit_sum,
         )  # fmt: skip
     if algorithm in ALGORITHMS and algorithm != "linucb":
         epsilon, delta = check.epsilon(epsilon), check.positive_delta(delta)
@@ -454,6 +402,7 @@ def calibrate_fixed_batch(
 
 
 CACHE_ENV = "DPCERT_CACHE_DIR"
+dpcert_version = provenance.version("dpcert")  # the installed dpcert: part of every disk cache key
 
 
 def calibration_cache_dir() -> Path | None:

@@ -23,15 +23,15 @@ import math
 from typing import Any
 
 from dpcert import _validation as check
+from dpcert.accounting.returning_users import paper_split
 from dpcert.bandits.algorithms.linucb import (
     CALIBRATIONS,
     JOINT_SENSITIVITY,
     TRUST,
-    statistic_size,
-    tree_levels,
 )
+from dpcert.bandits.algorithms.linucb_privatizers import Calibrated, statistic_size, tree_levels
 from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
-from dpcert.bandits.calibration.linucb import Calibrated, classical_pair_sigma, corollary_batch_size
+from dpcert.bandits.calibration.linucb import classical_pair_sigma, corollary_batch_size
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.discrete_gaussian_l2 import (
@@ -187,11 +187,11 @@ def calibrate_secure(
     if algorithm == "linucb-sdp-amp" and participations == 1 and sigma is None and calibration == "tight":
         amplified = _secure_amplified(claim, horizon, batch_size, dimension, sens, tuple(notes[:2]))
         if amplified is not None and amplified[0].real_sigma < units * grid.granularity:
-            privatizer, certificate = amplified
+            shuffled, certificate = amplified
             noise = {
-                "sigma": privatizer.real_sigma,
-                "sigma_steps": privatizer.sigma,
-                "granularity": privatizer.grid.granularity,
+                "sigma": shuffled.real_sigma,
+                "sigma_steps": shuffled.sigma,
+                "granularity": shuffled.grid.granularity,
                 "sampler": "integer-exact",
                 "epsilon0": certificate.parameters["epsilon0"],
                 "delta0": certificate.parameters["delta0"],
@@ -199,11 +199,13 @@ def calibrate_secure(
             if batch_rule is not None:
                 noise["batch_size"] = batch_size
             return Calibrated(
-                algorithm, privatizer, certificate, claim, meets_target(certificate, claim), calibration,
+                algorithm, shuffled, certificate, claim, meets_target(certificate, claim), calibration,
                 noise, certificate, batch_rule=batch_rule,
             )  # fmt: skip
     if tree:
-        privatizer: Any = SecureTreeGaussian(grid, units, horizon, dimension, batch_size)
+        privatizer: SecureTreeGaussian | SecureLocalGaussian = SecureTreeGaussian(
+            grid, units, horizon, dimension, batch_size
+        )
     else:
         privatizer = SecureLocalGaussian(grid, units, dimension)
     noise = {
@@ -259,6 +261,4 @@ def _secure_amplified(
 
 
 def _paper_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
-    from dpcert.accounting.returning_users import paper_split
-
     return paper_split(Guarantee(epsilon, delta), participations)
