@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -141,7 +141,7 @@ def _neighbouring(value: Neighbouring | str) -> Neighbouring:
         ) from None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Certificate:
     """An immutable, checkable statement of a mechanism's privacy.
 
@@ -172,15 +172,28 @@ class Certificate:
     basis: str = ""
     notes: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.mechanism, str) or not self.mechanism:
-            raise InvalidParameter("mechanism", self.mechanism, "a non-empty string")
-        if not isinstance(self.guarantee, Guarantee):
-            raise InvalidParameter("guarantee", self.guarantee, "a dpcert.Guarantee")
-        object.__setattr__(self, "trust_model", _trust_model(self.trust_model))
-        object.__setattr__(self, "neighbouring", _neighbouring(self.neighbouring))
-        object.__setattr__(self, "parameters", _freeze(dict(self.parameters)))
-        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+    def __init__(
+        self,
+        mechanism: str,
+        guarantee: Guarantee,
+        trust_model: TrustModel | str = TrustModel.CENTRAL,
+        neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
+        parameters: Mapping[str, Any] | None = None,
+        basis: str = "",
+        notes: Iterable[str] = (),
+    ) -> None:
+        # labels are accepted as their string values and stored as the enums
+        if not isinstance(mechanism, str) or not mechanism:
+            raise InvalidParameter("mechanism", mechanism, "a non-empty string")
+        if not isinstance(guarantee, Guarantee):
+            raise InvalidParameter("guarantee", guarantee, "a dpcert.Guarantee")
+        object.__setattr__(self, "mechanism", mechanism)
+        object.__setattr__(self, "guarantee", guarantee)
+        object.__setattr__(self, "trust_model", _trust_model(trust_model))
+        object.__setattr__(self, "neighbouring", _neighbouring(neighbouring))
+        object.__setattr__(self, "parameters", _freeze(dict(parameters or {})))
+        object.__setattr__(self, "basis", basis)
+        object.__setattr__(self, "notes", tuple(str(n) for n in notes))
 
     # ----------------------------------------------------------------- profile
     @cached_property
