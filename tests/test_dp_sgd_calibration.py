@@ -291,12 +291,12 @@ def test_cli_bad_input_exits_two_with_one_line(command, name, capsys):
 
 
 def test_cli_internal_error_exits_three_with_one_line(monkeypatch, capsys):
-    import dpcert.accounting.dp_sgd as dp_sgd
+    import dpcert.cli.noise as noise_cli
 
     def broken(**_: object) -> None:
         raise RuntimeError("simulated failure")
 
-    monkeypatch.setattr(dp_sgd, "calibrate_dp_sgd", broken)
+    monkeypatch.setattr(noise_cli, "calibrate_dp_sgd", broken)
     argv = ["calibrate", "dp-sgd", "--epsilon", "1", "--delta", "1e-5", "--sampling-probability", "0.1"]
     code, out, err = run(argv + ["--steps", "3"], capsys)
     assert code == 3 and out == ""
