@@ -21,6 +21,7 @@ import numpy as np
 
 from dpcert import provenance
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
+from dpcert.bandits.algorithms.linucb_privatizers import ShuffleVectorSum
 from dpcert.bandits.calibration.linucb import _amplified_pamp, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
@@ -205,6 +206,8 @@ def amplification_numbers(epsilon: float, delta: float, dimension: int, calibrat
     amp = calibrate("linucb-sdp-amp", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
     vec = calibrate("linucb-sdp-vec", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
     amplified = _amplified_pamp(epsilon, delta, SHUFFLE_BATCH, dimension, "tight")
+    if not isinstance(vec.privatizer, ShuffleVectorSum):
+        raise RuntimeError("the SDP-Vec calibration returned no shuffled vector sum")  # it always does
     vec_parameters = vec.privatizer.parameters
     if amp.certificate is None:
         raise RuntimeError("the SDP-Amp calibration returned no certificate")  # private: it always has one
