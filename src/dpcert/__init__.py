@@ -1,9 +1,18 @@
 """dpcert: differential privacy with explicit, checkable certificates.
 
-The privacy profile of every built-in mechanism is found by name (imported on first use), so
-certificates read back from JSON can always be re-verified.
+The face of the package: the values (``Certificate``, ``Guarantee`` and their labels), the verbs of
+the three jobs — calibrate noise for a budget (``calibrate_*``, ``secure_*``), account for what ran
+(``compose``, ``Ledger``, ``PrivacySession``, ``certificate_from_*``), audit a claim (``audit``,
+``audit_delta``, ``check_unbiased``) — the plugin point (``register_profile``) and the errors.
+Everything else lives in the layered modules below (``dpcert.theory``, ``dpcert.mechanisms``,
+``dpcert.accounting``, ``dpcert.ledger``, ``dpcert.interop``, ``dpcert.audits``, ``dpcert.bandits``).
 """
 
+from dpcert.accounting.composition import compose
+from dpcert.accounting.dp_sgd import calibrate_dp_sgd
+from dpcert.audits.delta_lower_bound import audit_delta
+from dpcert.audits.run import audit
+from dpcert.audits.unbiased import check_unbiased
 from dpcert.certificates import (
     Certificate,
     Guarantee,
@@ -19,23 +28,64 @@ from dpcert.errors import (
     DPCertError,
     InvalidParameter,
     PreconditionFailed,
+    UnknownMechanism,
     UnknownUser,
 )
+from dpcert.interop.dp_accounting import certificate_from_dp_event
+from dpcert.interop.opacus import certificate_from_opacus_history
+from dpcert.interop.opendp import certificate_from_opendp
+from dpcert.ledger.api import Ledger
+from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
+from dpcert.mechanisms.gaussian import calibrate_gaussian
+from dpcert.mechanisms.laplace import calibrate_laplace
+from dpcert.mechanisms.secure.noise import secure_gaussian, secure_laplace
+from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
+from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
+from dpcert.mechanisms.shuffle.pamp import calibrate_pamp
+from dpcert.profiles import PrivacyProfile, register_profile
+from dpcert.session import PrivacySession
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BudgetExceeded",
+    # values and labels
     "Certificate",
+    "Guarantee",
+    "Neighbouring",
+    "TrustModel",
+    "approximate_dp_certificate",
+    # noise for a target budget
+    "calibrate_binary_sum",
+    "calibrate_binomial_sum",
+    "calibrate_discrete_gaussian",
+    "calibrate_dp_sgd",
+    "calibrate_gaussian",
+    "calibrate_laplace",
+    "calibrate_pamp",
+    "secure_gaussian",
+    "secure_laplace",
+    # accounting for what ran
+    "Ledger",
+    "PrivacySession",
+    "certificate_from_dp_event",
+    "certificate_from_opacus_history",
+    "certificate_from_opendp",
+    "compose",
+    # audits
+    "audit",
+    "audit_delta",
+    "check_unbiased",
+    # the plugin point
+    "PrivacyProfile",
+    "register_profile",
+    # errors
+    "BudgetExceeded",
     "CertificateFormatError",
     "CertificateMismatch",
     "DPCertError",
     "DataOutOfBounds",
-    "Guarantee",
     "InvalidParameter",
-    "Neighbouring",
     "PreconditionFailed",
-    "TrustModel",
+    "UnknownMechanism",
     "UnknownUser",
-    "approximate_dp_certificate",
 ]
