@@ -52,9 +52,11 @@ C.3).  All assume every coordinate lies in [−B, B]; inputs outside raise :clas
 from __future__ import annotations
 
 import math
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 import numpy as np
@@ -69,6 +71,44 @@ from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum, simul
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
 CALIBRATIONS = ("paper", "tight")
+
+
+class Calibration(str, Enum):
+    """How a bandit's noise is chosen for its claimed (ε, δ).
+
+    ``PAPER``: the paper's formula (its certificate states what that noise really earns, which may miss
+    the claim); ``LEAST_NOISE``: the least noise whose certificate meets the claim, by the mechanism's
+    exact privacy profile.
+    """
+
+    PAPER = "paper"
+    LEAST_NOISE = "least-noise"
+
+
+LEAST_NOISE_SPELLINGS = ("tight", "analytic_joint", "exact", "numeric")
+"""Former names of :attr:`Calibration.LEAST_NOISE`, accepted for one release with a DeprecationWarning."""
+
+
+def calibration_of(value: Calibration | str, name: str = "calibration") -> Calibration:
+    """``value`` as a :class:`Calibration`: the member, its value (``"paper"``, ``"least-noise"``), or a
+    former spelling of least noise (:data:`LEAST_NOISE_SPELLINGS`, with a DeprecationWarning)."""
+    if isinstance(value, Calibration):
+        return value
+    if isinstance(value, str) and value in LEAST_NOISE_SPELLINGS:
+        warnings.warn(
+            f"{name}={value!r} is deprecated; use Calibration.LEAST_NOISE ('least-noise')",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return Calibration.LEAST_NOISE
+    try:
+        return Calibration(value)
+    except (ValueError, TypeError):
+        raise InvalidParameter(
+            name, value, "Calibration.PAPER ('paper') or Calibration.LEAST_NOISE ('least-noise')"
+        ) from None
+
+
 PAPER_BASIS = (
     "Li, Zhou & Ji 2022, {theorem} (classical Gaussian sigma, Dwork & Roth 2014 Thm A.1); "
     "guarantee re-derived from the exact Gaussian profile (Balle & Wang 2018, Thm 8)"

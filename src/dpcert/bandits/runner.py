@@ -31,7 +31,7 @@ from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions, run_repetitions, target_of
-from dpcert.bandits.privatizers import PRIVACY_MODELS, make_privatizer
+from dpcert.bandits.privatizers import PRIVACY_MODELS, Calibration, make_privatizer
 from dpcert.bandits.registry import BanditRun, RunConfig
 from dpcert.errors import InvalidParameter
 from dpcert.session import PrivacySession
@@ -500,12 +500,13 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     perturbation_variance, radius ('log' | 'theory'), radius_scale (0.5), sigma (user noise), learner
     ('ogd' | 'maler' | 'anytime-maler', the online learner; privacy does not depend on it), secure
     (integer-exact noise on a grid, certified through the pair's l2 sensitivity by zCDP).
-    ``calibration``: 'tight' (= analytic_joint, the default) or 'paper'.
+    ``calibration``: 'tight' (the default: ``Calibration.LEAST_NOISE``, reported as analytic_joint) or
+    'paper'.
     """
     options = _known_options(config, LDP_LINEAR_OPTIONS)
     if config.privacy not in ("local",):
         raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
-    calibration = "analytic_joint" if config.calibration == "tight" else config.calibration
+    calibration = Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     secure = options.get("secure", False)
     if not isinstance(secure, bool):

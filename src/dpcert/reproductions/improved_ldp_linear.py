@@ -37,6 +37,7 @@ from dpcert.bandits.algorithms.ldp_linear import (
 )
 from dpcert.bandits.calibration.ldp_linear import LocalCalibration, calibrate_randomizer
 from dpcert.bandits.environments.contextual import vaswani_instance
+from dpcert.bandits.privatizers import Calibration
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 from dpcert.errors import InvalidParameter
 from dpcert.reproductions.chowdhury_zhou_2022 import SEED_STREAMS as LINUCB_STREAMS
@@ -113,7 +114,7 @@ def figure_runs(
     dimension: int = 5,
     arms: int = 100,
     delta: float = DELTA,
-    calibration: str = "analytic_joint",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     seed: int = 0,
     combiner: bool = False,
 ) -> dict[str, BanditRun]:
@@ -403,7 +404,7 @@ def reproduce_radius_study(
                 "certified_epsilon": epsilon_used,
             }
         later: list[Curve] = []  # the paper-σ panel follows the certified panel and its baselines
-        calibrations = [("valid", "analytic_joint")]
+        calibrations: list[tuple[str, Calibration | str]] = [("valid", Calibration.LEAST_NOISE)]
         if epsilon == paper_noise_epsilon:
             calibrations.append(("paper", "paper"))
         for key, calibration in calibrations:

@@ -10,6 +10,7 @@ from typing import Any
 
 from dpcert import _validation as check
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma
+from dpcert.bandits.privatizers import Calibration, calibration_of
 from dpcert.certificates import Certificate, Guarantee, Neighbouring, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian, secure_l2_gaussian
@@ -17,7 +18,7 @@ from dpcert.mechanisms.gaussian import CLASSICAL_BASIS
 from dpcert.theory.gaussian import analytic_gaussian_sigma
 
 PAIR_SENSITIVITY = 2.0 * math.sqrt(2.0)
-CALIBRATIONS = ("analytic_joint", "paper")
+LEAST_NOISE_NAME = "analytic_joint"  # how LocalCalibration.calibration reports Calibration.LEAST_NOISE
 
 
 def paper_sigma(epsilon: float, delta: float) -> float:
@@ -41,7 +42,7 @@ class LocalCalibration:
 def calibrate_randomizer(
     epsilon: float,
     delta: float,
-    calibration: str = "analytic_joint",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     *,
     sigma: float | None = None,
     secure: bool = False,
@@ -49,17 +50,20 @@ def calibrate_randomizer(
 ) -> LocalCalibration:
     """σ for the claimed (ε, δ)-LDP and the certificate of what that σ guarantees.
 
-    ``analytic_joint``: least σ with the exact profile at sensitivity 2√2 meeting (ε, δ).
-    ``paper``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the pair, which fails
-    the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (docs/PAPER_NOTES.md, PN-IRL-1).  ``sigma``
-    overrides both.  ``secure=True`` (needs ``dimension`` d): see :func:`calibrate_secure_randomizer`.
+    ``Calibration.LEAST_NOISE`` (reported as ``analytic_joint``, the name this calibration had, which is
+    still accepted with a DeprecationWarning): least σ with the exact profile at sensitivity 2√2 meeting
+    (ε, δ).  ``Calibration.PAPER``: ``2√(2 ln(1.25/δ))/ε``; its certificate is the exact profile of the
+    pair, which fails the claim at ε = 10 (any δ) and at ε = 1, δ = 1e-5 (docs/PAPER_NOTES.md, PN-IRL-1).
+    ``sigma`` overrides both.  ``secure=True`` (needs ``dimension`` d): see
+    :func:`calibrate_secure_randomizer`.
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
+    mode = calibration_of(calibration)
     if not isinstance(secure, bool):
         raise InvalidParameter("secure", secure, "true or false")
     if secure:
-        return calibrate_secure_randomizer(epsilon, delta, calibration, sigma=sigma, dimension=dimension)
+        return calibrate_secure_randomizer(epsilon, delta, mode, sigma=sigma, dimension=dimension)
     notes = [
         "pair (x~, y~) released with one Gaussian each: l2 sensitivity 2*sqrt(2) for ||x|| <= 1, |y| <= 1",
         "the deliberate feature perturbation zeta is not counted (it only adds noise)",
@@ -68,17 +72,15 @@ def calibrate_randomizer(
         noise = check.positive_finite("sigma", sigma)
         notes.append("user-supplied noise level")
         used = "user"
-    elif calibration == "analytic_joint":
+    elif mode is Calibration.LEAST_NOISE:
         noise = analytic_gaussian_sigma(epsilon, delta, PAIR_SENSITIVITY)
-        used = calibration
-    elif calibration == "paper":
+        used = LEAST_NOISE_NAME
+    else:
         noise = paper_sigma(epsilon, delta)
         notes.append(
             f"paper noise (Alg. 1; {CLASSICAL_BASIS}) treats x~ and y~ separately with sensitivity 2"
         )
-        used = calibration
-    else:
-        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        used = mode.value
     certificate, met = earned_gaussian_certificate(
         noise,
         epsilon,
@@ -94,7 +96,7 @@ def calibrate_randomizer(
 def calibrate_secure_randomizer(
     epsilon: float,
     delta: float,
-    calibration: str = "analytic_joint",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     *,
     sigma: float | None = None,
     dimension: int | None = None,
@@ -104,10 +106,11 @@ def calibrate_secure_randomizer(
     The d + 1 coordinates have ℓ2 sensitivity 2√2 (``‖x‖ <= 1``, ``|y| <= 1``); rounding adds at most
     √(d + 1) grid steps, and the release is ``ρ = (2√2/g + √(d + 1))²/(2σ²)``-zCDP (Canonne, Kamath & Steinke
     2020, Thm 14; :func:`dpcert.mechanisms.discrete_gaussian_l2.secure_l2_gaussian`), converted to (ε, δ)
-    by their Cor. 13.  ``analytic_joint``: the least whole-step σ meeting (ε, δ) that way; ``paper`` or a
+    by their Cor. 13.  ``LEAST_NOISE``: the least whole-step σ meeting (ε, δ) that way; ``PAPER`` or a
     user ``sigma``: that σ rounded up to the grid, certified at δ (the claim may then fail, as for the
     float noise).  The deliberate perturbation ζ is added by the user after the release (post-processing).
     """
+    mode = calibration_of(calibration)
     d = check.positive_int("dimension", dimension)
     notes = [
         f"pair (x~, y~) rounded to a grid and released with integer-exact noise: {d + 1} coordinates, "
@@ -124,13 +127,11 @@ def calibrate_secure_randomizer(
     if sigma is not None:
         noise, used = check.positive_finite("sigma", sigma), "user"
         notes.append("user-supplied noise level")
-    elif calibration == "analytic_joint":
-        noise, used = None, calibration
-    elif calibration == "paper":
-        noise, used = paper_sigma(epsilon, delta), calibration
-        notes.append(f"paper noise (Alg. 1; {CLASSICAL_BASIS}) rounded up to the grid")
+    elif mode is Calibration.LEAST_NOISE:
+        noise, used = None, LEAST_NOISE_NAME
     else:
-        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+        noise, used = paper_sigma(epsilon, delta), mode.value
+        notes.append(f"paper noise (Alg. 1; {CLASSICAL_BASIS}) rounded up to the grid")
     if noise is None:
         mechanism = secure_l2_gaussian(epsilon, delta, notes=tuple(notes), **common)
     else:

@@ -1,0 +1,61 @@
+"""The bandits' calibration enum: PAPER or LEAST_NOISE, with the former spellings deprecated for one release."""
+
+import math
+import warnings
+
+import pytest
+
+from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+from dpcert.bandits.privatizers import LEAST_NOISE_SPELLINGS, Calibration, calibration_of
+from dpcert.errors import InvalidParameter
+
+
+def _quietly(value):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        return calibration_of(value)
+
+
+def test_members_and_their_values_are_accepted_without_warning():
+    assert _quietly(Calibration.PAPER) is Calibration.PAPER
+    assert _quietly("paper") is Calibration.PAPER
+    assert _quietly("least-noise") is Calibration.LEAST_NOISE
+    assert _quietly(Calibration.LEAST_NOISE) is Calibration.LEAST_NOISE
+
+
+@pytest.mark.parametrize("spelling", LEAST_NOISE_SPELLINGS)
+def test_former_spellings_of_least_noise_warn_and_mean_least_noise(spelling):
+    with pytest.warns(DeprecationWarning, match=f"calibration='{spelling}' is deprecated"):
+        assert calibration_of(spelling) is Calibration.LEAST_NOISE
+
+
+@pytest.mark.parametrize("value", ["fast", "", None, 1.0, "PAPER"])
+def test_anything_else_is_refused_naming_the_parameter(value):
+    with pytest.raises(InvalidParameter) as raised:
+        calibration_of(value)
+    assert raised.value.name == "calibration"
+
+
+def test_ldp_randomizer_gives_the_same_noise_and_certificate_for_the_enum_and_the_old_name():
+    with pytest.warns(DeprecationWarning):
+        old = calibrate_randomizer(1.0, 1e-5, "analytic_joint")
+    new = calibrate_randomizer(1.0, 1e-5, Calibration.LEAST_NOISE)
+    default = calibrate_randomizer(1.0, 1e-5)
+    assert old.sigma == new.sigma == default.sigma
+    assert old.certificate.to_dict() == new.certificate.to_dict() == default.certificate.to_dict()
+    assert old.calibration == new.calibration == "analytic_joint"  # reports keep the name they had
+    assert new.claim_met
+
+
+def test_ldp_randomizer_paper_noise_is_algorithm_1s_formula():
+    epsilon, delta = 0.5, 1e-5
+    paper = calibrate_randomizer(epsilon, delta, Calibration.PAPER)
+    assert paper.sigma == pytest.approx(2.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon, rel=1e-15)
+    assert paper.calibration == "paper"
+    assert calibrate_randomizer(epsilon, delta, "paper").sigma == paper.sigma
+
+
+def test_ldp_randomizer_refuses_an_unknown_calibration_even_with_a_user_sigma():
+    with pytest.raises(InvalidParameter) as raised:
+        calibrate_randomizer(1.0, 1e-5, "fast", sigma=2.0)
+    assert raised.value.name == "calibration"
