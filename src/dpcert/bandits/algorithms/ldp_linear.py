@@ -121,7 +121,7 @@ class BaseLearner:
 
     ``radius="log"`` uses ``rad_t = radius_scale · √log(t + 1)`` (dpcert's choice: the paper states no radius
     constant, docs/PAPER_NOTES.md, PN-IRL-4, and the theory radius is vacuous at the paper's T; the
-    regret depends strongly on ``radius_scale``: ``dpcert reproduce seed004-radius-study``);
+    regret depends strongly on ``radius_scale``: ``dpcert reproduce improved-ldp-linear-radius-study``);
     ``radius="theory"`` uses ``radius_scale · √(M_N + K_N)`` with the Lemma 3.5
     plug-ins (γ = 1, c = 1).
     """
