@@ -312,6 +312,8 @@ def calibrate_dp_sgd(
         ℓ2 sensitivity Δ of the batch's gradient sum under that relation (C for Poisson, 2C for
         shuffle, with gradients clipped to norm C); the noise standard deviation is z Δ.
 
+    Notes
+    -----
     The returned z meets the target (its certificate is re-derived and verified) and lies within a
     relative ~5e-4 of the least z that meets it as evaluated; ``search.largest_failing`` is an
     evaluated z just below it that does not.

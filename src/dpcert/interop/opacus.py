@@ -35,6 +35,8 @@ def certificate_from_opacus_history(
     trust_model
         The trust model of the claim (central for DP-SGD on a trusted server).
 
+    Notes
+    -----
     Entries with the same noise multiplier and sample rate are merged (their steps added); each
     distinct one is :func:`~dpcert.mechanisms.subsampled_gaussian.poisson_sampled_gaussian_certificate`
     and several are composed by :func:`~dpcert.accounting.composition.compose`.  No torch or Opacus
