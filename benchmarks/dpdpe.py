@@ -31,7 +31,7 @@ from scipy import stats
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import EliminationSettings, run_elimination
 from dpcert.bandits.environments.linear import sample_instances
-from dpcert.bandits.privatizers import ShuffleBitSum
+from dpcert.bandits.privatizers import Calibration, ShuffleBitSum
 from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DPCertError
 
@@ -70,7 +70,8 @@ def run_dppe_shuffle(
 ) -> dict:
     """SDP-PE runs (d = 20, k = 1000) timed end to end, including the worst user's certificate."""
     instances = sample_instances(20, 1000, runs, np.random.default_rng([seed, 0]), heterogeneity=0.0)
-    privatizer = ShuffleBitSum(instances[0].reward_bound, epsilon, delta, calibration, size_grid=size_grid)
+    mode = Calibration.LEAST_NOISE if calibration == "tight" else calibration
+    privatizer = ShuffleBitSum(instances[0].reward_bound, epsilon, delta, mode, size_grid=size_grid)
     width = "paper" if calibration == "paper" else "exact"  # as ``dpcert bandit run`` chooses
     settings = EliminationSettings(horizon=horizon, variant="pe", width=width)
     started = time.perf_counter()

@@ -1,12 +1,23 @@
-"""The bandits' calibration enum: PAPER or LEAST_NOISE, with the former spellings deprecated for one release."""
+"""The bandits' calibration enum: PAPER or LEAST_NOISE; former spellings deprecated for one release."""
 
 import math
 import warnings
 
 import pytest
 
+from dpcert.accounting.returning_users import split_budget
+from dpcert.bandits.algorithms.elimination import EliminationSettings
+from dpcert.bandits.calibration.elimination import max_released_phases, release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
-from dpcert.bandits.privatizers import LEAST_NOISE_SPELLINGS, Calibration, calibration_of
+from dpcert.bandits.privatizers import (
+    LEAST_NOISE_SPELLINGS,
+    Calibration,
+    CentralGaussian,
+    LocalGaussian,
+    calibration_of,
+    make_privatizer,
+)
+from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
 
@@ -59,3 +70,34 @@ def test_ldp_randomizer_refuses_an_unknown_calibration_even_with_a_user_sigma():
     with pytest.raises(InvalidParameter) as raised:
         calibrate_randomizer(1.0, 1e-5, "fast", sigma=2.0)
     assert raised.value.name == "calibration"
+
+
+def test_dp_dpe_privatizers_take_the_enum_and_warn_at_the_caller_for_the_old_name():
+    with pytest.warns(DeprecationWarning) as record:
+        old = CentralGaussian(1.0, 1.0, 1e-5, "tight")
+    assert record[0].filename == __file__  # attributed to the constructor's caller
+    new = CentralGaussian(1.0, 1.0, 1e-5, Calibration.LEAST_NOISE)
+    assert old.calibration is new.calibration is Calibration.LEAST_NOISE
+    assert old.noise(2.0, "Thm") == new.noise(2.0, "Thm")
+    with pytest.warns(DeprecationWarning) as record:
+        make_privatizer("local", reward_bound=1.0, epsilon=1.0, delta=1e-5, calibration="tight")
+    assert record[0].filename == __file__
+    paper = LocalGaussian(1.0, 0.5, 1e-5, "paper")
+    sigma, _ = paper.noise(2.0, "Thm")  # the classical Gaussian sigma of the paper at sensitivity 2
+    assert sigma == pytest.approx(2.0 * math.sqrt(2.0 * math.log(1.25 / 1e-5)) / 0.5, rel=1e-15)
+    with pytest.raises(InvalidParameter) as raised:
+        make_privatizer("shuffle", reward_bound=1.0, epsilon=1.0, delta=1e-5, calibration="loose")
+    assert raised.value.name == "calibration"
+
+
+def test_returning_user_split_follows_the_calibration():
+    settings = EliminationSettings(horizon=1000, user_mode="returning")
+    target = Guarantee(1.0, 1e-5)
+    split = split_budget(target, max_released_phases(1000))
+    paper = release_budget(target, settings, Calibration.PAPER)
+    least = release_budget(target, settings, Calibration.LEAST_NOISE)
+    assert (paper.epsilon, paper.delta) == (split.paper.epsilon, split.paper.delta)
+    assert (least.epsilon, least.delta) == (split.tight.epsilon, split.tight.delta)
+    assert release_budget(target, settings, "paper") == paper
+    with pytest.warns(DeprecationWarning):
+        assert release_budget(target, settings, "tight") == least

@@ -20,7 +20,13 @@ from dpcert.bandits.algorithms.elimination import (
 )
 from dpcert.bandits.design import support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_instances
-from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, NonPrivate, make_privatizer
+from dpcert.bandits.privatizers import (
+    Calibration,
+    CentralGaussian,
+    LocalGaussian,
+    NonPrivate,
+    make_privatizer,
+)
 from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DataOutOfBounds, DPCertError, InvalidParameter
 from dpcert.session import PrivacySession
@@ -119,7 +125,7 @@ def test_paper_calibration_below_one_claims_the_request():
 
 @pytest.mark.parametrize("cls", [CentralGaussian, LocalGaussian])
 def test_tight_calibration_is_least_noise_meeting_the_target(cls):
-    privatizer = cls(2.1, 1.0, 1e-5, "tight")
+    privatizer = cls(2.1, 1.0, 1e-5, Calibration.LEAST_NOISE)
     users, size = 200, 30
     release = privatizer.release_average(np.zeros((users, size)), np.random.default_rng(0))
     sigma = math.sqrt(release.noise_variance[0] * (users if cls is LocalGaussian else 1))
@@ -141,7 +147,7 @@ def test_central_noise_distribution():
     # release − exact mean ~ N(0, σ²): KS test with the stated σ; false-positive rate 1e-3
     rng = np.random.default_rng(5)
     values = rng.uniform(-1, 1, size=(50, 400))
-    privatizer = CentralGaussian(1.0, 1.0, 1e-5, "tight")
+    privatizer = CentralGaussian(1.0, 1.0, 1e-5, Calibration.LEAST_NOISE)
     release = privatizer.release_average(values, rng)
     errors = (release.estimate - values.mean(axis=0)) / math.sqrt(release.noise_variance[0])
     assert stats.kstest(errors, "norm").pvalue > 1e-3
@@ -151,7 +157,7 @@ def test_local_aggregate_variance():
     # local: per-coordinate variance of the average is σ²/n; chi-square variance test, FPR 1e-3 (two-sided)
     rng = np.random.default_rng(6)
     values = np.zeros((40, 2000))
-    privatizer = LocalGaussian(1.0, 2.0, 1e-3, "tight")
+    privatizer = LocalGaussian(1.0, 2.0, 1e-3, Calibration.LEAST_NOISE)
     release = privatizer.release_average(values, rng)
     statistic = np.sum(release.estimate**2) / release.noise_variance[0]
     dof = values.shape[1]
@@ -164,13 +170,15 @@ def test_values_outside_the_bound_are_refused():
 
 
 # ----------------------------------------------------------------------------- one run: bookkeeping
-def _run(bandit, model="central", calibration="tight", horizon=30_000, ledger=None, **settings_kwargs):
+def _run(
+    bandit, model="central", calibration=Calibration.LEAST_NOISE, horizon=30_000, ledger=None, **settings
+):
     privatizer = make_privatizer(
         model, reward_bound=bandit.reward_bound, epsilon=1.0, delta=1e-5, calibration=calibration
     )
-    settings = EliminationSettings(horizon=horizon, **settings_kwargs)
     session = PrivacySession("t", ledger)
-    return run_elimination(bandit, privatizer, settings, np.random.default_rng(3), session=session)
+    options = EliminationSettings(horizon=horizon, **settings)
+    return run_elimination(bandit, privatizer, options, np.random.default_rng(3), session=session)
 
 
 def test_phase_bookkeeping(small_bandit):
@@ -384,7 +392,7 @@ def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
 
     rng = np.random.default_rng(8)
     values = rng.uniform(-1, 1, size=(300, 4))
-    privatizer = ShuffleBitSum(1.0, 2.0, 1e-3, "tight")
+    privatizer = ShuffleBitSum(1.0, 2.0, 1e-3, Calibration.LEAST_NOISE)
     releases = [privatizer.release_average(values, rng) for _ in range(400)]
     certificate = releases[0].certificate
     assert certificate.trust_model.value == "shuffle"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.bandits.privatizers import CentralGaussian, LocalGaussian, make_privatizer
+from dpcert.bandits.privatizers import Calibration, CentralGaussian, LocalGaussian, make_privatizer
 from dpcert.certificates import Guarantee
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, InvalidParameter
@@ -28,7 +28,7 @@ def _sums_input(seed: int, users: int = 60, arms: int = 4):
 
 
 @pytest.mark.parametrize("cls", [CentralGaussian, LocalGaussian])
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
+@pytest.mark.parametrize("calibration", [Calibration.LEAST_NOISE, Calibration.PAPER])
 def test_secure_certificate_costs_at_least_the_float_one(cls, calibration):
     # same target, same sensitivity 2B: the grid rounding can only raise the charged epsilon
     floating = cls(BOUND, EPSILON, DELTA, calibration)
@@ -138,7 +138,7 @@ def test_cli_dp_pe_secure_option(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("cls", [CentralGaussian, LocalGaussian])
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
+@pytest.mark.parametrize("calibration", [Calibration.LEAST_NOISE, Calibration.PAPER])
 def test_secure_vector_release_composes_every_coordinate(cls, calibration):
     """DP-DPE's averages of s = 3 coordinates: s discrete Gaussians at the rounded entry-wise shift
     (2B/n centrally, 2B locally); the float certificate uses the l2 sensitivity 2B sqrt(s)/n, which

@@ -70,7 +70,6 @@ from dpcert.mechanisms.secure.noise import SecureGaussianMechanism, secure_gauss
 from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum, simulate_group_sums
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
-CALIBRATIONS = ("paper", "tight")
 
 
 class Calibration(str, Enum):
@@ -89,16 +88,19 @@ LEAST_NOISE_SPELLINGS = ("tight", "analytic_joint", "exact", "numeric")
 """Former names of :attr:`Calibration.LEAST_NOISE`, accepted for one release with a DeprecationWarning."""
 
 
-def calibration_of(value: Calibration | str, name: str = "calibration") -> Calibration:
+def calibration_of(
+    value: Calibration | str, name: str = "calibration", *, stacklevel: int = 3
+) -> Calibration:
     """``value`` as a :class:`Calibration`: the member, its value (``"paper"``, ``"least-noise"``), or a
-    former spelling of least noise (:data:`LEAST_NOISE_SPELLINGS`, with a DeprecationWarning)."""
+    former spelling of least noise (:data:`LEAST_NOISE_SPELLINGS`, with a DeprecationWarning attributed
+    ``stacklevel`` frames up: by default the caller of the function that called this one)."""
     if isinstance(value, Calibration):
         return value
     if isinstance(value, str) and value in LEAST_NOISE_SPELLINGS:
         warnings.warn(
             f"{name}={value!r} is deprecated; use Calibration.LEAST_NOISE ('least-noise')",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         return Calibration.LEAST_NOISE
     try:
@@ -179,13 +181,11 @@ class Privatizer(ABC):
     def __init__(self, reward_bound: float) -> None:
         self.reward_bound = check.positive_finite("reward_bound", reward_bound)
 
-    def _set_budget(self, epsilon: float, delta: float, calibration: str) -> None:
-        """Validate and keep each release's target (ε, δ) and the calibration (``paper`` | ``tight``)."""
+    def _set_budget(self, epsilon: float, delta: float, calibration: Calibration | str) -> None:
+        """Validate and keep each release's target (ε, δ) and the :class:`Calibration`."""
         self.epsilon = check.epsilon(epsilon)
         self.delta = check.positive_delta(delta)
-        if calibration not in CALIBRATIONS:
-            raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
-        self.calibration = calibration
+        self.calibration = calibration_of(calibration, stacklevel=4)  # attributed to the constructor's caller
 
     @abstractmethod
     def release_average(
@@ -263,7 +263,7 @@ class _GaussianPrivatizer(Privatizer):
         reward_bound: float,
         epsilon: float,
         delta: float,
-        calibration: str = "tight",
+        calibration: Calibration | str = Calibration.LEAST_NOISE,
         secure: bool = False,
     ) -> None:
         super().__init__(reward_bound)
@@ -297,7 +297,7 @@ class _GaussianPrivatizer(Privatizer):
             trust_model=self.trust_model,
             neighbouring=Neighbouring.REPLACE_ONE,
         )
-        if self.calibration == "tight":
+        if self.calibration is Calibration.LEAST_NOISE:
             mechanism = secure_gaussian(self.epsilon, self.delta, **common)
             certificate = mechanism.certificate
         else:
@@ -336,7 +336,7 @@ class _GaussianPrivatizer(Privatizer):
         key = (sensitivity, theorem)
         if key in self._cache:
             return self._cache[key]
-        if self.calibration == "tight":
+        if self.calibration is Calibration.LEAST_NOISE:
             result = calibrate_gaussian(
                 self.epsilon,
                 self.delta,
@@ -489,7 +489,7 @@ class ShuffleBitSum(Privatizer):
         reward_bound: float,
         epsilon: float,
         delta: float,
-        calibration: str = "tight",
+        calibration: Calibration | str = Calibration.LEAST_NOISE,
         size_grid: int | None = SIZE_GRID_STEPS,
     ) -> None:
         super().__init__(reward_bound)
@@ -503,7 +503,11 @@ class ShuffleBitSum(Privatizer):
     def _protocol(self, users: int, size: int) -> Any:
         key = (users, size)
         if key not in self._cache:
-            bound = self.reward_bound * math.sqrt(size) if self.calibration == "paper" else self.reward_bound
+            bound = (
+                self.reward_bound * math.sqrt(size)
+                if self.calibration is Calibration.PAPER
+                else self.reward_bound
+            )
             self._cache[key] = self._calibrate(
                 self.epsilon,
                 self.delta,
@@ -511,7 +515,7 @@ class ShuffleBitSum(Privatizer):
                 dimension=size,
                 bound=bound,
                 shape="vector",
-                method="paper" if self.calibration == "paper" else "exact",
+                method="paper" if self.calibration is Calibration.PAPER else "exact",
             )
         return self._cache[key]
 
@@ -526,7 +530,7 @@ class ShuffleBitSum(Privatizer):
         """Parameters (g, b, p) for a scalar sum over ``users`` and the certificate to charge them."""
         users = check.positive_int("users", users)
         if users not in self._groups:
-            if self.calibration == "paper" or self.size_grid is None:
+            if self.calibration is Calibration.PAPER or self.size_grid is None:
                 calibration = self._protocol(users, 1)
                 protocol = GroupProtocol(calibration.g, calibration.b, calibration.p, calibration.certificate)
             else:
@@ -602,7 +606,7 @@ def make_privatizer(
     reward_bound: float,
     epsilon: float | None = None,
     delta: float | None = None,
-    calibration: str = "tight",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     secure: bool = False,
 ) -> Privatizer:
     """The privatizer of a privacy model (``none``, ``central``, ``local``, ``shuffle``).
@@ -621,6 +625,7 @@ def make_privatizer(
         raise InvalidParameter(
             "epsilon/delta", (epsilon, delta), f"both given (epsilon > 0, 0 < delta < 1) for privacy={model}"
         )
+    calibration = calibration_of(calibration)
     if model == "shuffle":
         return ShuffleBitSum(reward_bound, epsilon, delta, calibration)
     cls = CentralGaussian if model == "central" else LocalGaussian

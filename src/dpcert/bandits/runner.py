@@ -106,13 +106,14 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
         reward_bound=options["reward_bound"],
     )
     target = target_of(config)
-    per_release = release_budget(target, settings, config.calibration)
+    calibration = Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration
+    per_release = release_budget(target, settings, calibration)
     privatizer = make_privatizer(
         config.privacy,
         reward_bound=instances[0].reward_bound,
         epsilon=None if per_release is None else per_release.epsilon,
         delta=None if per_release is None else per_release.delta,
-        calibration=config.calibration,
+        calibration=calibration,
         secure=options["secure"],
     )
     sessions = open_sessions(config, runs)

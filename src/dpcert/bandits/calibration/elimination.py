@@ -10,6 +10,7 @@ from __future__ import annotations
 from dpcert import _validation as check
 from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.algorithms.elimination import EliminationSettings
+from dpcert.bandits.privatizers import Calibration, calibration_of
 from dpcert.certificates import Guarantee
 
 
@@ -21,20 +22,21 @@ def max_released_phases(horizon: int) -> int:
 
 
 def release_budget(
-    target: Guarantee | None, settings: EliminationSettings, calibration: str
+    target: Guarantee | None, settings: EliminationSettings, calibration: Calibration | str
 ) -> Guarantee | None:
     """Each release's (ε, δ) so that every user's total over the run stays within ``target``.
 
     Unique users release once: the target itself.  Returning users (DP-DPE, a finite population) join
     at most :func:`max_released_phases` releases; the target is split over them
     (:func:`~dpcert.accounting.returning_users.split_budget`: the tight split, or the paper's with
-    ``calibration="paper"``, Chowdhury & Zhou 2022 Thm E.2).
+    ``Calibration.PAPER``, Chowdhury & Zhou 2022 Thm E.2).
     """
+    mode = calibration_of(calibration)
     if target is None or settings.user_mode == "unique":
         return target
     participations = max_released_phases(settings.horizon)
     if participations == 1:
         return target
     split = split_budget(target, participations)
-    chosen = split.paper if calibration == "paper" else split.tight
+    chosen = split.paper if mode is Calibration.PAPER else split.tight
     return Guarantee(chosen.epsilon, chosen.delta)
