@@ -107,10 +107,8 @@ def add_debug_flag(parser: argparse.ArgumentParser, default: Any = False) -> Non
     )
 
 
-def build_root_parser(
-    stubs: dict[str, str] | None = None,
-) -> tuple[argparse.ArgumentParser, CommandGroups]:
-    """The root parser with its command groups; ``stubs`` adds top-level commands by name and help only."""
+def build_root_parser() -> tuple[argparse.ArgumentParser, CommandGroups]:
+    """The root parser with its command groups (each command module then registers its commands)."""
     parser = _Parser(prog="dpcert", description="Differential privacy with checkable certificates.")
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     add_debug_flag(parser)
@@ -123,8 +121,6 @@ def build_root_parser(
         )
         add_debug_flag(group_parser, default=argparse.SUPPRESS)
         group_parser.set_defaults(handler=_missing_subcommand(group_parser, groups[name]))
-    for name, help_text in (stubs or {}).items():
-        root.add_parser(name, help=help_text, description=help_text)
     return parser, CommandGroups(root, groups)
 
 
