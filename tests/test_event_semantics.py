@@ -22,7 +22,8 @@ from dp_accounting.privacy_accountant import NeighboringRelation
 from dp_accounting.rdp import rdp_privacy_accountant
 
 from dpcert.errors import InvalidParameter
-from dpcert.interop.dp_accounting import certificate_from_dp_event, certificate_from_opacus_history
+from dpcert.interop.dp_accounting import certificate_from_dp_event
+from dpcert.interop.opacus import certificate_from_opacus_history
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
 

@@ -9,7 +9,7 @@ import pytest
 
 from dpcert import Certificate
 from dpcert.errors import InvalidParameter
-from dpcert.interop.dp_accounting import certificate_from_opendp
+from dpcert.interop.opendp import certificate_from_opendp
 from dpcert.mechanisms.zcdp import ZCDPProfile
 from dpcert.theory.gaussian import gaussian_delta
 from dpcert.theory.zcdp import log_delta_at_order, zcdp_delta
