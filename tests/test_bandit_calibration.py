@@ -9,6 +9,7 @@ from dpcert.accounting.returning_users import split_budget
 from dpcert.bandits.algorithms.elimination import EliminationSettings
 from dpcert.bandits.calibration.elimination import max_released_phases, release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
+from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.privatizers import (
     LEAST_NOISE_SPELLINGS,
     Calibration,
@@ -101,3 +102,18 @@ def test_returning_user_split_follows_the_calibration():
     assert release_budget(target, settings, "paper") == paper
     with pytest.warns(DeprecationWarning):
         assert release_budget(target, settings, "tight") == least
+
+
+def test_linucb_calibration_takes_the_enum_and_reports_tight_as_before():
+    common = {"epsilon": 1.0, "delta": 1e-5, "horizon": 50, "batch_size": 1, "dimension": 2}
+    with pytest.warns(DeprecationWarning) as record:
+        old = calibrate("linucb-ldp", calibration="tight", **common)
+    assert len(record) == 1 and record[0].filename == __file__
+    new = calibrate("linucb-ldp", calibration=Calibration.LEAST_NOISE, **common)
+    assert old.calibration == new.calibration == "tight"  # the name results have always carried
+    assert old.noise == new.noise and old.certificate.to_dict() == new.certificate.to_dict()
+    paper = calibrate("linucb-ldp", calibration=Calibration.PAPER, **common)
+    assert paper.calibration == "paper" and paper.noise["sigma"] > new.noise["sigma"]
+    with pytest.raises(InvalidParameter) as raised:
+        calibrate("linucb-ldp", calibration="loose", **common)
+    assert raised.value.name == "calibration"

@@ -43,6 +43,7 @@ from dpcert.bandits.calibration.linucb import (
     classical_pair_sigma,
 )
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.privatizers import Calibration
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import DPCertError, InvalidParameter
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
@@ -163,7 +164,8 @@ def test_pvec_sums_are_unbiased_with_the_predicted_variance():
     """E[o] = Σ v and Var[o] = (2/g)²(Σ f(1−f) + B b p(1−p)) (PN-CZ-4); z-test and chi-square."""
     rng = np.random.default_rng(4)
     c = calibrate(
-        "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=2, calibration="tight"
+        "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=2,
+        calibration=Calibration.LEAST_NOISE,
     )
     g, b, p = c.noise["g"], c.noise["b"], c.noise["p"]
     users, reps, size = 20, 20_000, statistic_size(2)
@@ -602,7 +604,7 @@ def test_pamp_amplification_is_accounted_with_the_smallest_batch():
     # amplification).  Independent reference: the lone user's exact Gaussian epsilon at delta.
     c = calibrate(
         "linucb-sdp-amp", epsilon=1.0, delta=1e-5, horizon=10_001, batch_size=1000, dimension=5,
-        calibration="tight",
+        calibration=Calibration.LEAST_NOISE,
     )  # fmt: skip
     lone = gaussian_epsilon(1e-5, JOINT_SENSITIVITY / c.noise["sigma"])
     assert c.certificate.epsilon_for(1e-5) >= lone * (1 - 1e-9)
@@ -611,7 +613,7 @@ def test_pamp_amplification_is_accounted_with_the_smallest_batch():
     assert c.claim_met == (lone <= 1.0 + 1e-9)
     full = calibrate(
         "linucb-sdp-amp", epsilon=1.0, delta=1e-5, horizon=10_000, batch_size=1000, dimension=5,
-        calibration="tight",
+        calibration=Calibration.LEAST_NOISE,
     )  # fmt: skip
     assert full.certificate.mechanism == "pamp" and full.noise["sigma"] < c.noise["sigma"]
 

@@ -20,6 +20,7 @@ from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
 from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, NoPrivacy, TreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
+from dpcert.bandits.privatizers import Calibration
 from dpcert.errors import BudgetExceeded, InvalidParameter
 
 pytest.importorskip("numba")
@@ -55,7 +56,7 @@ def _distinct_norms(
     return ContextualLinearBandit(env.theta, env.arms * scale[..., None], reward=reward)
 
 
-@pytest.mark.parametrize("calibration", ["tight", "paper"])
+@pytest.mark.parametrize("calibration", [Calibration.LEAST_NOISE, Calibration.PAPER])
 def test_all_five_algorithms_choose_the_same_arms_as_the_numpy_path(calibration):
     # the Figure 1 setting on a small instance: the paper's experiment radius
     env = vaswani_instance(3, 5, 40, np.random.default_rng(1))

@@ -454,7 +454,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         horizon=config.horizon,
         batch_size=batch_size,
         dimension=dimension,
-        calibration=config.calibration,
+        calibration=Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration,
         participations=participations,
         sigma=options.get("sigma"),
     )

@@ -24,6 +24,7 @@ from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
 from dpcert.bandits.algorithms.linucb_privatizers import ShuffleVectorSum
 from dpcert.bandits.calibration.linucb import _amplified_pamp, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
+from dpcert.bandits.privatizers import Calibration
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 from dpcert.reproductions.claims import claims_footer, with_record
 from dpcert.reproductions.report import Curve, write_report
@@ -75,9 +76,10 @@ def figure_runs(
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)
     common: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
-    per_round = [calibrate(name, batch_size=1, calibration=calibration, **common) for name in ALGORITHMS[:3]]
-    amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, calibration=calibration, **common)
-    vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, calibration=calibration, **common)
+    common["calibration"] = Calibration.LEAST_NOISE if calibration == "tight" else calibration
+    per_round = [calibrate(name, batch_size=1, **common) for name in ALGORITHMS[:3]]
+    amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, **common)
+    vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, **common)
     results = []
     for group, batch in ((per_round, 1), ([amp, vec], shuffle_batch)):
         if progress is not None:
@@ -201,10 +203,11 @@ def amplification_numbers(epsilon: float, delta: float, dimension: int, calibrat
         "delta": delta,
         "horizon": SHUFFLE_BATCH,
         "dimension": dimension,
+        "calibration": Calibration.LEAST_NOISE if calibration == "tight" else calibration,
     }
-    ldp = calibrate("linucb-ldp", batch_size=1, calibration=calibration, **common)
-    amp = calibrate("linucb-sdp-amp", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
-    vec = calibrate("linucb-sdp-vec", batch_size=SHUFFLE_BATCH, calibration=calibration, **common)
+    ldp = calibrate("linucb-ldp", batch_size=1, **common)
+    amp = calibrate("linucb-sdp-amp", batch_size=SHUFFLE_BATCH, **common)
+    vec = calibrate("linucb-sdp-vec", batch_size=SHUFFLE_BATCH, **common)
     amplified = _amplified_pamp(epsilon, delta, SHUFFLE_BATCH, dimension, "tight")
     if not isinstance(vec.privatizer, ShuffleVectorSum):
         raise RuntimeError("the SDP-Vec calibration returned no shuffled vector sum")  # it always does

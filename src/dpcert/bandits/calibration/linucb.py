@@ -24,7 +24,6 @@ from dpcert.accounting.composition import compose_counts
 from dpcert.accounting.returning_users import paper_split, split_budget
 from dpcert.bandits.algorithms.linucb import (
     ALGORITHMS,
-    CALIBRATIONS,
     JOINT_SENSITIVITY,
     TRUST,
 )
@@ -39,6 +38,7 @@ from dpcert.bandits.algorithms.linucb_privatizers import (
     tree_levels,
 )
 from dpcert.bandits.calibration.common import earned_gaussian_certificate, paper_gaussian_sigma, with_notes
+from dpcert.bandits.privatizers import Calibration, calibration_of
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import DPCertError, InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.shuffle import binomial_sum
@@ -164,6 +164,12 @@ def _amplified_pamp(
         return None
 
 
+def reported_name(calibration: Calibration) -> str:
+    """How results name a LinUCB calibration: ``"paper"``, or ``"tight"`` for least noise (one of
+    :data:`~dpcert.bandits.algorithms.linucb.CALIBRATIONS`)."""
+    return "paper" if calibration is Calibration.PAPER else "tight"
+
+
 def calibrate(
     algorithm: str,
     *,
@@ -172,7 +178,7 @@ def calibrate(
     horizon: int,
     batch_size: int | str,
     dimension: int,
-    calibration: str = "tight",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     participations: int = 1,
     sigma: float | None = None,
     bit_sum: Mapping[str, Any] | None = None,
@@ -183,6 +189,7 @@ def calibrate(
     (:func:`corollary_batch_size`); the choice is kept in ``batch_rule`` and stated in the
     certificates' notes.  The other parameters are those of :func:`calibrate_fixed_batch`.
     """
+    calibration = calibration_of(calibration)
     if batch_size != "auto":
         return calibrate_fixed_batch(
             algorithm, epsilon=epsilon, delta=delta, horizon=horizon,
@@ -219,7 +226,7 @@ def calibrate_fixed_batch(
     horizon: int,
     batch_size: int,
     dimension: int,
-    calibration: str = "tight",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     participations: int = 1,
     sigma: float | None = None,
     bit_sum: Mapping[str, Any] | None = None,
@@ -229,12 +236,14 @@ def calibrate_fixed_batch(
     Parameters
     ----------
     calibration
-        ``"paper"``: the theorem's noise (Chowdhury & Zhou 2022, Prop. F.1 for LDP; the classical split on the
-        tree for JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and reported in the
-        certificate's notes.  ``"tight"``: the least Gaussian noise meeting (ε, δ) by the exact profile of the
-        joint release (sensitivity 3/√2), composed exactly over a user's participations; for P_Amp the smaller
-        of that and the amplification-by-shuffling calibration (Feldman, McMillan & Talwar 2020, numeric
-        bound, unique users); for P_Vec the least noise bits by exact accounting of the binomial counts.
+        ``Calibration.PAPER``: the theorem's noise (Chowdhury & Zhou 2022, Prop. F.1 for LDP; the classical
+        split on the tree for JDP; Thm 3.2 / E.3 for P_Amp; Thm 3.5 for P_Vec), preconditions checked and
+        reported in the certificate's notes.  ``Calibration.LEAST_NOISE`` (reported as ``"tight"``, its
+        former name, still accepted for one release with a DeprecationWarning): the least Gaussian noise
+        meeting (ε, δ) by the exact profile of the joint release (sensitivity 3/√2), composed exactly over a
+        user's participations; for P_Amp the smaller of that and the amplification-by-shuffling calibration
+        (Feldman, McMillan & Talwar 2020, numeric bound, unique users); for P_Vec the least noise bits by
+        exact accounting of the binomial counts.
     participations
         Batches (rounds for B = 1) in which one user may appear, at most once per batch (Chowdhury & Zhou
         2022, §4, Assumption 4.1).  ``paper`` splits the budget by advanced composition (Thm E.2); ``tight``
@@ -252,8 +261,7 @@ def calibrate_fixed_batch(
         raise InvalidParameter("algorithm", algorithm, "one of " + ", ".join(ALGORITHMS))
     if algorithm == "linucb":
         return Calibrated(algorithm, NoPrivacy(), None, None, True, "none")
-    if calibration not in CALIBRATIONS:
-        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    calibration = reported_name(calibration_of(calibration))
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     horizon = check.positive_int("horizon", horizon)

@@ -25,13 +25,13 @@ from typing import Any
 from dpcert import _validation as check
 from dpcert.accounting.returning_users import paper_split
 from dpcert.bandits.algorithms.linucb import (
-    CALIBRATIONS,
     JOINT_SENSITIVITY,
     TRUST,
 )
 from dpcert.bandits.algorithms.linucb_privatizers import Calibrated, statistic_size, tree_levels
 from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
-from dpcert.bandits.calibration.linucb import classical_pair_sigma, corollary_batch_size
+from dpcert.bandits.calibration.linucb import classical_pair_sigma, corollary_batch_size, reported_name
+from dpcert.bandits.privatizers import Calibration, calibration_of
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.discrete_gaussian_l2 import (
@@ -75,7 +75,7 @@ def calibrate_secure(
     horizon: int,
     batch_size: int | str,
     dimension: int,
-    calibration: str = "tight",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     participations: int = 1,
     sigma: float | None = None,
 ) -> Calibrated:
@@ -88,8 +88,7 @@ def calibrate_secure(
     exact zCDP sum over her P participations.
     """
     check_secure_algorithm(algorithm)
-    if calibration not in CALIBRATIONS:
-        raise InvalidParameter("calibration", calibration, "one of " + ", ".join(CALIBRATIONS))
+    calibration = reported_name(calibration_of(calibration))
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     horizon = check.positive_int("horizon", horizon)
