@@ -164,7 +164,12 @@ def test_pvec_sums_are_unbiased_with_the_predicted_variance():
     """E[o] = Σ v and Var[o] = (2/g)²(Σ f(1−f) + B b p(1−p)) (PN-CZ-4); z-test and chi-square."""
     rng = np.random.default_rng(4)
     c = calibrate(
-        "linucb-sdp-vec", epsilon=1.0, delta=0.1, horizon=100, batch_size=20, dimension=2,
+        "linucb-sdp-vec",
+        epsilon=1.0,
+        delta=0.1,
+        horizon=100,
+        batch_size=20,
+        dimension=2,
         calibration=Calibration.LEAST_NOISE,
     )
     g, b, p = c.noise["g"], c.noise["b"], c.noise["p"]

@@ -84,9 +84,22 @@ def plugin_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = work / "target"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if done.returncode != 0:
         pytest.skip(f"pip could not build the example package here: {done.stderr.strip()[-300:]}")
@@ -145,7 +158,8 @@ def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plug
     composed = _run(
         [str(SCRIPT), "account", "compose", "--json", "--certificate", "k_rr.json", "--count", "3"]
         + ["--delta", "0"],
-        with_plugin, tmp_path,
+        with_plugin,
+        tmp_path,
     )
     assert composed.returncode == 0, composed.stderr
     assert json.loads(composed.stdout)["epsilon"] == pytest.approx(3.0 * math.log(7.0), rel=1e-12, abs=0.0)

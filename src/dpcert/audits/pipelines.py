@@ -151,6 +151,10 @@ class ShuffledViewCount:
 
     @property
     def certificate(self) -> Certificate:
+        if self.mechanism.certificate is None:
+            raise InvalidParameter(
+                "mechanism", "BinarySum(certificate=None)", "a protocol with a certificate (the claim)"
+            )
         return self.mechanism.certificate
 
     def __call__(self, batch: Any, rng: np.random.Generator, size: int | None = None) -> np.ndarray:

@@ -341,6 +341,7 @@ def _check_sampler_range(units: int, grid: Grid) -> None:
 
 def least_l2_real_sigma(epsilon: float, delta: float, sensitivity: float, compositions: int = 1) -> float:
     """Least real σ whose k releases at ℓ2-sensitivity Δ meet (ε, δ) by zCDP (no rounding)."""
+
     def delta_of(sigma: float) -> float:
         return zcdp_delta(epsilon, rho_of(sigma, sensitivity, compositions))
 

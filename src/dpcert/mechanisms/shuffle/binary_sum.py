@@ -161,10 +161,14 @@ def binary_sum_certificate(
 
 @dataclass(frozen=True)
 class BinarySum:
-    """The protocol with ``noise_bits`` fair noise bits per batch, any batch size."""
+    """The protocol with ``noise_bits`` fair noise bits per batch, any batch size.
+
+    ``certificate`` is the protocol's (ε, δ) certificate; ``None`` only for a protocol whose ``N`` was
+    chosen by hand, outside any calibration (its releases are then not charged anywhere).
+    """
 
     noise_bits: int
-    certificate: Certificate
+    certificate: Certificate | None = None
 
     @property
     def sigma(self) -> float:
