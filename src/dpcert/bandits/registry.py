@@ -1,14 +1,14 @@
 """Registry of bandit algorithms and figure reproductions behind ``dpcert bandit run`` / ``dpcert reproduce``.
 
-:mod:`dpcert.bandits.runner` registers every algorithm with :func:`register_algorithm` and each
-module of :mod:`dpcert.reproductions` its reproductions with :func:`register_reproduction`, at
-import; :data:`ALGORITHM_MODULES` lists the modules the command line imports.  A run returns a
-:class:`BanditRun`, the common result shape of every algorithm.
+:mod:`dpcert.bandits.runner` registers every algorithm with :func:`register_algorithm` (the package
+``dpcert.bandits`` imports it), and each module of :mod:`dpcert.reproductions` its reproductions with
+:func:`register_reproduction` (the package ``dpcert.reproductions`` imports them all): both at import,
+so the registry, below them, never imports them.  A run returns a :class:`BanditRun`, the common result
+shape of every algorithm.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,15 +20,6 @@ import numpy as np
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
 from dpcert.session import meets_target
-
-ALGORITHM_MODULES: tuple[str, ...] = (
-    "dpcert.bandits.runner",
-    "dpcert.reproductions.li_zhou_ji_2022",
-    "dpcert.reproductions.tenenbaum_2021",
-    "dpcert.reproductions.chowdhury_zhou_2022",
-    "dpcert.reproductions.charisopoulos_2023",
-    "dpcert.reproductions.improved_ldp_linear",
-)
 
 
 @dataclass(frozen=True)
@@ -143,18 +134,13 @@ def register_reproduction(spec: ReproductionSpec) -> ReproductionSpec:
     return spec
 
 
-def _load() -> None:
-    for module in ALGORITHM_MODULES:
-        importlib.import_module(module)
-
-
 def algorithms() -> dict[str, AlgorithmSpec]:
-    _load()
+    """The registered algorithms (all of :mod:`dpcert.bandits.runner`'s, registered on import)."""
     return dict(sorted(_ALGORITHMS.items()))
 
 
 def reproductions() -> dict[str, ReproductionSpec]:
-    _load()
+    """The registered reproductions (every paper's once ``dpcert.reproductions`` is imported)."""
     return dict(sorted(_REPRODUCTIONS.items()))
 
 

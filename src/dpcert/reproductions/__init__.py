@@ -15,6 +15,15 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+# each paper's module registers its reproductions in dpcert.bandits.registry when imported
+from dpcert.reproductions import (
+    charisopoulos_2023,
+    chowdhury_zhou_2022,
+    improved_ldp_linear,
+    li_zhou_ji_2022,
+    tenenbaum_2021,
+)
+
 RENAMED: dict[str, str] = {
     "dpdpe-fig2a": "li-zhou-ji-2022-fig2a",
     "dpdpe-fig2b": "li-zhou-ji-2022-fig2b",
@@ -46,4 +55,13 @@ def current_name(name: str, notices: TextIO | None = None) -> str:
     return RENAMED[name]
 
 
-__all__ = ["RENAMED", "current_name", "renamed_notice"]
+__all__ = [
+    "RENAMED",
+    "charisopoulos_2023",
+    "chowdhury_zhou_2022",
+    "current_name",
+    "improved_ldp_linear",
+    "li_zhou_ji_2022",
+    "renamed_notice",
+    "tenenbaum_2021",
+]
