@@ -20,6 +20,7 @@ grid, certified for what it earns.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 from dpcert import _validation as check
@@ -35,13 +36,14 @@ from dpcert.bandits.privatizers import Calibration, calibration_of
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
 from dpcert.errors import InvalidParameter, PreconditionFailed
 from dpcert.mechanisms.discrete_gaussian_l2 import (
-    MAX_SIGMA_UNITS,
     SLACK,
     discrete_gaussian_l2_certificate,
     least_l2_real_sigma,
     least_l2_sigma_units,
 )
-from dpcert.mechanisms.secure.noise import GAUSSIAN_GRID_BITS, Grid
+from dpcert.mechanisms.secure.noise import GAUSSIAN_GRID_BITS, MAX_GAUSSIAN_STEPS, Grid
+from dpcert.mechanisms.secure.samplers import timing_failure
+from dpcert.mechanisms.secure.timing import calibrated_with_timing, covering_release_time
 from dpcert.mechanisms.shuffle.pamp import local_target, pamp_paper_sigma, secure_pamp_certificate
 from dpcert.session import meets_target
 
@@ -165,27 +167,43 @@ def calibrate_secure(
         notes.append("least whole-step sigma for the target by zCDP (CKS 2020, Thm 14 and Cor. 13)")
     else:
         units = math.ceil(math.ldexp(reference, -int(grid.exponent)))
-        if units > MAX_SIGMA_UNITS:
-            raise InvalidParameter("sigma", reference, "at most 2^40 grid steps")
+    _check_sampler_range(units, reference)
     claim = Guarantee(epsilon, delta)
     trust = TRUST[algorithm]
 
-    def certificate_for(releases: int) -> Certificate:
+    def output_certificate(steps: int, releases: int) -> Certificate:
         common: dict[str, Any] = dict(
             l2_sensitivity=shift, coordinates=coordinates, compositions=releases,
             granularity=grid.granularity, trust_model=trust, neighbouring=Neighbouring.REPLACE_ONE,
             notes=tuple(notes),
         )  # fmt: skip
-        exact = discrete_gaussian_l2_certificate(float(units), delta=delta, **common)
+        exact = discrete_gaussian_l2_certificate(float(steps), delta=delta, **common)
         if exact.delta_for(epsilon) <= delta:
-            return discrete_gaussian_l2_certificate(float(units), epsilon=epsilon, delta=delta, **common)
+            return discrete_gaussian_l2_certificate(float(steps), epsilon=epsilon, delta=delta, **common)
         return exact
+
+    if sigma is None and calibration == "tight":
+        steps, _ = calibrated_with_timing(
+            lambda s: output_certificate(int(s), total_releases), float(units),
+            lambda s: release_failure(int(s), coordinates, total_releases), asked=True, keep_delta=True,
+        )  # fmt: skip
+        units = int(steps)
+        _check_sampler_range(units, reference)
+
+    def certificate_for(releases: int) -> Certificate:
+        return covering_release_time(
+            output_certificate(units, releases), release_failure(units, coordinates, releases)
+        )
 
     charge = certificate_for(levels)
     certificate = charge if participations == 1 else certificate_for(total_releases)
     if algorithm == "linucb-sdp-amp" and participations == 1 and sigma is None and calibration == "tight":
         amplified = _secure_amplified(claim, horizon, batch_size, dimension, sens, tuple(notes[:2]))
-        if amplified is not None and amplified[0].real_sigma < units * grid.granularity:
+        if (
+            amplified is not None
+            and amplified[0].real_sigma < units * grid.granularity
+            and meets_target(amplified[1], claim)
+        ):
             shuffled, certificate = amplified
             noise = {
                 "sigma": shuffled.real_sigma,
@@ -252,12 +270,33 @@ def _secure_amplified(
         f"({epsilon0:.4g}, {delta0:.3g})-LDP integer-exact randomizer (Feldman, McMillan & Talwar 2020, "
         "Thm 3.2 and 3.8)",
     )
+    if units > MAX_GAUSSIAN_STEPS:
+        return None
     certificate = secure_pamp_certificate(
         units, shift, coordinates, grid.granularity, epsilon0, delta0, smallest,
         epsilon=claim.epsilon, delta=claim.delta, notes=notes + extra,
     )  # fmt: skip
+    # release times of the whole batch the user is shuffled in (every message, largest batch)
+    certificate = covering_release_time(certificate, release_failure(units, coordinates, batch_size))
     return SecureLocalGaussian(grid, units, dimension), certificate
 
 
 def _paper_split(epsilon: float, delta: float, participations: int) -> tuple[float, float]:
     return paper_split(Guarantee(epsilon, delta), participations)
+
+
+def release_failure(units: int, coordinates: int, releases: int) -> float:
+    """Bound on the probability that any of ``releases`` releases of ``coordinates`` integer-exact draws
+    each (one user's message or one tree node) leaves the sampler's fixed-work path (union bound)."""
+    return min(1.0, releases * timing_failure("discrete-gaussian", Fraction(units) ** 2, coordinates))
+
+
+def _check_sampler_range(units: int, reference: float) -> None:
+    """Refuse σ beyond the fixed-work range of the integer-exact sampler (its release-time bound)."""
+    if units > MAX_GAUSSIAN_STEPS:
+        raise InvalidParameter(
+            "sigma",
+            reference,
+            f"at most 2^{MAX_GAUSSIAN_STEPS.bit_length() - 1} grid steps (sigma = {units} steps is beyond "
+            "the range the fixed-work sampler covers)",
+        )
