@@ -25,7 +25,7 @@ import copy
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -164,13 +164,14 @@ class Certificate:
         Statements about conservative rounding or approximations made on the safe side.
     """
 
+    # the defaults are the constructor's
     mechanism: str
     guarantee: Guarantee
-    trust_model: TrustModel = TrustModel.CENTRAL
-    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    basis: str = ""
-    notes: tuple[str, ...] = ()
+    trust_model: TrustModel
+    neighbouring: Neighbouring
+    parameters: Mapping[str, Any]
+    basis: str
+    notes: tuple[str, ...]
 
     def __init__(
         self,
