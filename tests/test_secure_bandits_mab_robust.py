@@ -114,12 +114,16 @@ def test_secure_mab_releases_integers_and_the_discrete_laplace_certificate():
     assert np.array_equal(released, np.round(released)) and np.any(released != sums)
     certificate = summation.certificate
     assert certificate.mechanism == "discrete-laplace"
-    assert certificate.parameters == {"noise_parameter": 1.0, "sensitivity": 1, "sampler": "integer-exact"}
+    output = {"noise_parameter": 1.0, "sensitivity": 1, "sampler": "integer-exact"}
+    assert {k: v for k, v in certificate.parameters.items() if k != "release_time_failure"} == output
+    assert 0.0 < certificate.release_time_failure < 1e-25  # a batch release's release-time term
     # exact profile of DLap(1) against a shift of 1, summed here: δ(ε') = Σ_z max(0, p(z) − e^{ε'} p(z−1))
     z = np.arange(-80, 81, dtype=float)
     p, shifted = np.tanh(0.5) * np.exp(-np.abs(z)), np.tanh(0.5) * np.exp(-np.abs(z - 1))
     for eps in (0.0, 0.3, 0.9):
-        assert certificate.delta_for(eps) == pytest.approx(np.maximum(p - np.exp(eps) * shifted, 0).sum())
+        expected = np.maximum(p - np.exp(eps) * shifted, 0).sum()
+        assert certificate.output_profile.delta_for(eps) == pytest.approx(expected)
+        assert certificate.delta_for(eps) >= certificate.output_profile.delta_for(eps)
     assert certificate.epsilon == EPSILON == laplace_certificate(1.0 / EPSILON).epsilon
     with pytest.raises(InvalidParameter, match="sums"):
         summation.release(np.array([0.5]), 1, np.random.default_rng(1))
@@ -306,7 +310,7 @@ def _leaves(certificate: dict) -> list[dict]:
     ],
 )
 def test_cli_secure_runs(capsys, algorithm, privacy, options):
-    argv = ["bandit", "run", algorithm, "--privacy", privacy, "--epsilon", "1", "--secure",
+    argv = ["bandit", "run", algorithm, "--privacy", privacy, "--epsilon", "1", "--delta", "1e-20", "--secure",
             "--horizon", "20000", "--json", *options]  # fmt: skip
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)

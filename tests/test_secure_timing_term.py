@@ -8,13 +8,18 @@ A release by the fixed-work samplers is within total variation p (the sampler's
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from dpcert.errors import InvalidParameter
+from dpcert import Certificate, compose
+from dpcert.bandits.algorithms.mab import CentralLaplaceSum
+from dpcert.bandits.registry import RunConfig
+from dpcert.bandits.runner import run_mab
+from dpcert.errors import CertificateFormatError, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import (
     DiscreteGaussianMechanism,
     DiscreteGaussianProfile,
@@ -27,7 +32,7 @@ from dpcert.mechanisms.discrete_laplace import (
     DiscreteLaplaceProfile,
     discrete_laplace_certificate,
 )
-from dpcert.mechanisms.secure.samplers import timing_failure
+from dpcert.mechanisms.secure.samplers import MAX_DRAWS_PER_CALL, timing_failure
 
 
 def term(epsilon: float, failure: float) -> Fraction:
@@ -148,3 +153,60 @@ def test_secure_l2_gaussian_refuses_sigma_beyond_the_sampler_range() -> None:
     with pytest.raises(InvalidParameter) as error:
         secure_l2_gaussian(granularity=2.0**-27, **common)  # 2^27 steps: beyond 2^26
     assert error.value.name == "granularity"
+
+
+# ----------------------------------------------------------------------------- composition
+def test_composition_adds_the_release_time_terms_of_its_components() -> None:
+    """k releases are within total variation Σ k_i p_i of k timing-blind ones, so the composed view is
+    (ε, δ_out(ε) + (1 + e^ε) Σ k_i p_i)-DP: every method's result states that p and covers the term at
+    its own ε, rebuilt here from the components' p and the composed outputs' profile."""
+    laplace = DiscreteLaplaceMechanism.for_epsilon(0.5, 1, secure=True).certificate
+    gaussian = calibrate_discrete_gaussian(1.0, 1e-7).certificate
+    p_laplace, p_gaussian = laplace.release_time_failure, gaussian.release_time_failure
+    assert p_laplace > 0.0 and p_gaussian > 0.0
+    total = 4 * Fraction(p_laplace) + 3 * Fraction(p_gaussian)
+    for method in ("best", "basic", "advanced", "optimal", "pld"):
+        composed = compose([laplace] * 4 + [gaussian] * 3, method=method, delta=1e-5)
+        assert Fraction(composed.release_time_failure) >= total
+        output = composed.output_profile.delta_for(composed.epsilon)
+        assert covers(composed.delta, output, composed.epsilon, float(total)), method
+        assert composed.delta_for(composed.epsilon) <= composed.delta
+        again = Certificate.from_json(composed.to_json())
+        assert (
+            again.epsilon == composed.epsilon and again.release_time_failure == composed.release_time_failure
+        )
+
+
+def test_composition_at_the_default_delta_states_the_term_over_the_outputs_sum() -> None:
+    """Pure outputs: the default δ is (1 + e^{Σε}) Σ p (the outputs' δ are 0), and ε stays the sum."""
+    laplace = DiscreteLaplaceMechanism.for_epsilon(0.5, 1, secure=True).certificate
+    composed = compose([laplace] * 10)
+    p = 10 * Fraction(laplace.release_time_failure)
+    assert composed.epsilon == pytest.approx(5.0, rel=1e-12)
+    assert covers(composed.delta, 0.0, composed.epsilon, float(p))
+    assert composed.delta < 1e-30
+    with pytest.raises(InvalidParameter, match="delta"):
+        compose([laplace] * 10, delta=0.0)  # release times rule out pure DP
+
+
+def test_a_composition_stating_less_than_its_components_release_time_failure_is_refused() -> None:
+    laplace = DiscreteLaplaceMechanism.for_epsilon(0.5, 1, secure=True).certificate
+    data = json.loads(compose([laplace] * 3, delta=1e-9).to_json())
+    for forged in (0.0, data["parameters"]["release_time_failure"] / 2):
+        data["parameters"]["release_time_failure"] = forged
+        with pytest.raises(CertificateFormatError, match="release_time_failure"):
+            Certificate.from_dict(data)
+    data["parameters"]["release_time_failure"] = 2.0
+    with pytest.raises(CertificateFormatError, match=r"\[0, 1\]"):
+        Certificate.from_dict(data)
+
+
+def test_secure_central_mab_needs_a_positive_delta_and_states_its_release_term() -> None:
+    summation = CentralLaplaceSum(1.0, secure=True)
+    certificate = summation.certificate
+    a = certificate.parameters["noise_parameter"]
+    failure = timing_failure("discrete-laplace", 1 / Fraction(a), MAX_DRAWS_PER_CALL)
+    assert certificate.release_time_failure == failure
+    assert covers(certificate.delta, 0.0, certificate.epsilon, failure)
+    with pytest.raises(InvalidParameter, match="delta"):
+        run_mab(RunConfig("mab-se", "central", 1.0, None, 200, options={"secure": True}))

@@ -17,6 +17,13 @@ for a duplicate key at any depth or a ``NaN`` (:mod:`dpcert._json`), an unknown 
 label its profile cannot support: a trust model, a neighbouring relation, or a parameter outside its
 :class:`ParameterSpec` ``choices`` such as a continuous Gaussian labelled ``"sampler": "integer-exact"``.
 A registered mechanism name is not replaced unless ``register_profile(..., force=True)``.
+
+Every certificate may carry the parameter ``"release_time_failure"`` p (0 <= p <= 1): the mechanism's
+release times are independent of its values and input except on an event of probability at most p (the
+fixed-work samplers of :mod:`dpcert.mechanisms.secure.samplers`).  Its profile is then the output's profile
+plus :func:`timing_delta` (ε, p) = (1 + e^ε) p (:class:`ReleaseTimeProfile`), so that the certificate also
+holds for an observer of release times (a view within total variation p of an (ε, δ)-DP view is
+(ε, δ + (1 + e^ε) p)-DP; Jin, McMurtry, Rubinstein & Ohrimenko 2022 on timing side channels).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -33,10 +41,11 @@ from typing import Any
 from dpcert import _json
 from dpcert import _validation as check
 from dpcert._notebook import html_table, markdown_table
-from dpcert._numerics import UNIT_ROUNDOFF, nudge_up
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, nudge_up_until_valid
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 from dpcert.profiles import (
     ALL_RELATIONS,
+    RELEASE_TIME_FAILURE,
     LabelRules,
     Neighbouring,
     ParameterSpec,
@@ -50,6 +59,7 @@ from dpcert.signatures import read_signature, sign_document
 __all__ = [
     "FORMAT",
     "INTEGER_EXACT",
+    "RELEASE_TIME_FAILURE",
     "SAMPLER_LABEL",
     "ApproximateDPProfile",
     "Certificate",
@@ -58,6 +68,8 @@ __all__ = [
     "TrustModel",
     "approximate_dp_certificate",
     "point_on_profile",
+    "ReleaseTimeProfile",
+    "timing_delta",
 ]
 
 FORMAT = "dpcert.certificate/1"
@@ -77,6 +89,57 @@ _DOCUMENT_KEYS = frozenset(
 _GUARANTEE_KEYS = frozenset({"epsilon", "delta"})
 SAMPLER_LABEL = "sampler"
 INTEGER_EXACT = "integer-exact"
+
+
+def timing_delta(epsilon: float, failure: float) -> float:
+    """(1 + e^ε)·p rounded up: what release times can add to δ when the fixed-work path is left with
+    probability p (a view within total variation p of an (ε, δ)-DP one is (ε, δ + (1 + e^ε) p)-DP)."""
+    if failure <= 0.0:
+        return 0.0
+    if failure >= 1.0 or epsilon > 700.0:
+        return 1.0
+    return min(1.0, math.nextafter((1.0 + math.exp(epsilon)) * failure * (1.0 + 1e-12), math.inf))
+
+
+def _sum_rounded_up(left: float, right: float) -> float:
+    """``left + right`` rounded toward +inf (exact rational sum, then the next float if inexact)."""
+    exact = Fraction(left) + Fraction(right)
+    result = float(exact)
+    return math.nextafter(result, math.inf) if Fraction(result) < exact else result
+
+
+class ReleaseTimeProfile:
+    """The profile of a mechanism's (output, release time) view: the output's ``delta_for`` plus
+    :func:`timing_delta` (ε, p), the sum rounded up; ``epsilon_for`` the least ε where that is <= δ.
+
+    ``output`` is the profile of the output alone.  No ``dp_accounting`` event describes the sum, so
+    :meth:`dp_event` is ``None``; composition adds the term of its components itself.
+    """
+
+    def __init__(self, output: PrivacyProfile, failure: float) -> None:
+        self.output = output
+        self.failure = failure
+
+    def delta_for(self, epsilon: float) -> float:
+        return min(1.0, _sum_rounded_up(self.output.delta_for(epsilon), timing_delta(epsilon, self.failure)))
+
+    def epsilon_for(self, delta: float) -> float:
+        if delta <= timing_delta(0.0, self.failure):
+            return math.inf
+        low = self.output.epsilon_for(delta)
+        if not math.isfinite(low):
+            return math.inf
+        if self.delta_for(low) <= delta:
+            return low
+        ceiling = max(1.0, 2.0 * low)
+        while self.delta_for(ceiling) > delta:
+            if ceiling > 700.0 or timing_delta(ceiling, self.failure) >= delta:
+                return math.inf
+            ceiling *= 2.0
+        return nudge_up_until_valid(lambda e: self.delta_for(e) - delta, low, ceiling)
+
+    def dp_event(self) -> Any:
+        return None
 
 
 @dataclass(frozen=True)
@@ -204,11 +267,24 @@ class Certificate:
         Raises :class:`CertificateFormatError` for an unknown, missing or wrongly typed parameter, and
         for a trust model or neighbouring relation the parameters cannot support.
         """
+        output = self.output_profile
+        failure = self.release_time_failure
+        return ReleaseTimeProfile(output, failure) if failure > 0.0 else output
+
+    @cached_property
+    def output_profile(self) -> PrivacyProfile:
+        """The profile of the output alone: :attr:`profile` without the release-time term (the same
+        profile when the certificate has no ``"release_time_failure"``)."""
         registration = registration_for(self.mechanism)
         registration.check(self.mechanism, self.parameters, self.trust_model, self.neighbouring)
         profile = registration.factory(self.parameters)
         self._check_profile_labels(profile)
         return profile
+
+    @property
+    def release_time_failure(self) -> float:
+        """The probability p that release times depend on the values or the input (0 if none stated)."""
+        return float(self.parameters.get(RELEASE_TIME_FAILURE, 0.0))
 
     def _check_profile_labels(self, profile: PrivacyProfile) -> None:
         """Rules of the profile itself on the labels (e.g. a composition's weakest component)."""

@@ -132,6 +132,9 @@ SHUFFLE_OR_CENTRAL: frozenset[TrustModel] = frozenset({TrustModel.SHUFFLE, Trust
 # so only profiles built from them (compositions) or declared by the user accept ``user-level``.
 EVENT_LEVEL: frozenset[Neighbouring] = frozenset({Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE})
 ALL_RELATIONS: frozenset[Neighbouring] = frozenset(Neighbouring)
+# The parameter every registration admits: the probability that release times depend on the values
+# or the input (see dpcert.certificates.ReleaseTimeProfile).
+RELEASE_TIME_FAILURE = "release_time_failure"
 
 _KIND_CHECKS: dict[str, Callable[[Any], bool]] = {
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
@@ -203,7 +206,8 @@ class ProfileRegistration:
         neighbouring: Neighbouring,
     ) -> None:
         """Raise :class:`CertificateFormatError` naming the first parameter or label not accepted."""
-        unknown = sorted(set(parameters) - set(self.parameters))
+        _check_release_time_failure(mechanism, parameters)
+        unknown = sorted(set(parameters) - set(self.parameters) - {RELEASE_TIME_FAILURE})
         if unknown:
             raise CertificateFormatError(
                 f"{mechanism} certificate has unknown parameter {unknown[0]!r}: "
@@ -235,6 +239,18 @@ class ProfileRegistration:
                 f"a {mechanism} certificate cannot claim the {neighbouring.value} relation: its "
                 f"parameters support {', '.join(sorted(n.value for n in self.neighbourings))}"
             )
+
+
+def _check_release_time_failure(mechanism: str, parameters: Mapping[str, Any]) -> None:
+    """The parameter every profile admits (see :mod:`dpcert.certificates`): a number in [0, 1]."""
+    if RELEASE_TIME_FAILURE not in parameters:
+        return
+    value = parameters[RELEASE_TIME_FAILURE]
+    if not _KIND_CHECKS["number"](value) or not 0.0 <= value <= 1.0:
+        raise CertificateFormatError(
+            f"{mechanism} certificate parameter {RELEASE_TIME_FAILURE!r} must be a number in [0, 1], "
+            f"got {value!r}"
+        )
 
 
 def _origin(factory: Any) -> str:

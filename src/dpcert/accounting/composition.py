@@ -52,6 +52,15 @@ Methods
     consulted when basic and optimal composition give no finite ε (for pure components basic
     composition is then exact).
 
+Release times
+-------------
+A component stating a ``"release_time_failure"`` p_i (the fixed-work samplers of ``--secure``; see
+:class:`~dpcert.certificates.ReleaseTimeProfile`) enters every method through its output alone: its
+output profile, its output's event, and its output's δ at its claimed ε.  The composed view of
+outputs and release times is within total variation p = Σ k_i p_i of the composed outputs followed by
+delays that depend on nothing, so each result states p and its profile adds (1 + e^ε) p to the
+composed outputs' δ(ε).  The default δ is then Σ k_i δ_i of the outputs plus that term at Σ k_i ε_i.
+
 All numerical results are rounded toward more privacy loss: ε is nudged upward until the profile,
 as evaluated, gives at most the target δ.
 """
@@ -71,11 +80,21 @@ from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
-from dpcert.certificates import ApproximateDPProfile, Certificate, Guarantee, Neighbouring, TrustModel
+from dpcert.certificates import (
+    RELEASE_TIME_FAILURE,
+    ApproximateDPProfile,
+    Certificate,
+    Guarantee,
+    Neighbouring,
+    ReleaseTimeProfile,
+    TrustModel,
+    timing_delta,
+)
 from dpcert.errors import CertificateFormatError, DPCertError, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SLACK as ZCDP_SLACK
 from dpcert.mechanisms.discrete_gaussian_l2 import discrete_gaussian_l2_certificate
 from dpcert.mechanisms.gaussian import ANALYTIC_BASIS, GaussianProfile
+from dpcert.mechanisms.secure.timing import timing_note, with_timing
 from dpcert.mechanisms.zcdp import zcdp_certificate
 from dpcert.profiles import ALL_RELATIONS, ALL_TRUST_MODELS, ParameterSpec, PrivacyLossParts, register_profile
 from dpcert.theory.pld import ComposedLossBound, LossPmf, LossPmfPair, compose_epsilon_bound, loss_pmfs
@@ -166,12 +185,24 @@ def _total_count(components: Sequence[Component]) -> int:
     return sum(c.count for c in components)
 
 
+def output_claim(certificate: Certificate) -> tuple[float, float]:
+    """(ε, δ) of the certificate's output alone: its claim, with δ the output profile's at the claimed
+    ε when the certificate states a release-time failure (its claim then covers release times too)."""
+    if certificate.release_time_failure == 0.0:
+        return certificate.epsilon, certificate.delta
+    return certificate.epsilon, certificate.output_profile.delta_for(certificate.epsilon)
+
+
+def release_time_failure(components: Sequence[Component]) -> float:
+    """p = Σ k_i p_i of the components' release-time failure probabilities, rounded up (at most 1)."""
+    total = _sum_rounded_up((c.certificate.release_time_failure, c.count) for c in components)
+    return min(1.0, total)
+
+
 def _worst_pair(components: Sequence[Component]) -> tuple[float, float]:
-    """Largest claimed ε and δ over the components (each is (max ε, max δ)-DP)."""
-    return (
-        max(c.certificate.epsilon for c in components),
-        max(c.certificate.delta for c in components),
-    )
+    """Largest output ε and δ over the components (each output is (max ε, max δ)-DP)."""
+    claims = [output_claim(c.certificate) for c in components]
+    return max(e for e, _ in claims), max(d for _, d in claims)
 
 
 def _sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
@@ -366,17 +397,17 @@ def _collect_plds(
     for component in components:
         certificate = component.certificate
         count = component.count * multiplier
-        profile = certificate.profile
+        profile = certificate.output_profile
         if isinstance(profile, CompositionProfile):
             _collect_plds(profile.components, count, interval, result, gaussian_terms)
             continue
         if isinstance(profile, PrivacyLossParts):
             result.extend((single, inner * count) for single, inner in profile.privacy_loss_parts(interval))
             continue
-        event = certificate.to_dp_event()
+        event = profile.dp_event()
         if event is not None and _collect_event(event, count, gaussian_terms):
             continue
-        result.append((_privacy_parameters_pld(certificate.epsilon, certificate.delta, interval), count))
+        result.append((_privacy_parameters_pld(*output_claim(certificate), interval), count))
 
 
 def _collect_event(event: Any, count: int, gaussian_terms: list[Fraction]) -> bool:
@@ -477,7 +508,7 @@ def _composed_event(components: Sequence[Component]) -> Any:
 
     events = []
     for component in components:
-        event = component.certificate.to_dp_event()
+        event = component.certificate.output_profile.dp_event()
         if event is None:
             return None
         events.append(event if component.count == 1 else dp_event.SelfComposedDpEvent(event, component.count))
@@ -529,7 +560,9 @@ class RDPCompositionProfile:
     neighbourings=ALL_RELATIONS,
 )
 class CompositionProfile:
-    """Profile of a composition certificate, re-derived from its components and method.
+    """Profile of the composed outputs of a composition certificate, re-derived from its components
+    and method (the certificate's ``"release_time_failure"``, at least Σ k_i p_i of the components,
+    adds the release-time term; see the module docstring).
 
     Parameters: ``method`` (one of ``basic``, ``advanced``, ``optimal``, ``pld``, ``rdp``),
     ``components`` (a list of ``{"certificate": {...}, "count": k}``; each component certificate is
@@ -545,10 +578,17 @@ class CompositionProfile:
         if components is None:
             components = _components_from_parameters(parameters)
         self.components = tuple(components)
+        stated = parameters.get(RELEASE_TIME_FAILURE, 0.0)
+        if stated < release_time_failure(self.components):
+            raise CertificateFormatError(
+                f"a composition certificate states {RELEASE_TIME_FAILURE} {stated!r}, below the "
+                f"{release_time_failure(self.components)!r} its components add up to"
+            )
         k = _total_count(self.components)
         if method == "basic":
-            epsilon = _sum_rounded_up((c.certificate.epsilon, c.count) for c in self.components)
-            delta = min(1.0, _sum_rounded_up((c.certificate.delta, c.count) for c in self.components))
+            claims = [(output_claim(c.certificate), c.count) for c in self.components]
+            epsilon = _sum_rounded_up((e, count) for (e, _), count in claims)
+            delta = min(1.0, _sum_rounded_up((d, count) for (_, d), count in claims))
             self._inner: Any = _BasicTrivial()
             if delta < 1.0:
                 self._inner = CanonicalPairProfile(epsilon, delta)
@@ -655,7 +695,14 @@ def _weakest_trust_model(components: Sequence[Component]) -> TrustModel:
 
 
 def _default_delta(components: Sequence[Component]) -> float:
-    total = math.fsum(c.certificate.delta * c.count for c in components)
+    failure = release_time_failure(components)
+    if failure == 0.0:
+        total = math.fsum(c.certificate.delta * c.count for c in components)
+    else:
+        claims = [(output_claim(c.certificate), c.count) for c in components]
+        epsilon = _sum_rounded_up((e, count) for (e, _), count in claims)
+        total = min(1.0, _sum_rounded_up((d, count) for (_, d), count in claims))
+        total = min(1.0, _sum_rounded_up([(total, 1), (timing_delta(epsilon, failure), 1)]))
     if total >= 1.0:
         raise InvalidParameter(
             "delta", None, "0 <= delta < 1 (give it explicitly: the components' deltas sum to >= 1)"
@@ -673,7 +720,11 @@ def _composition_certificate(
     parameters: dict[str, Any] = {"method": method, "components": [c.to_dict() for c in components]}
     if method == "pld":
         parameters["value_discretization_interval"] = interval
-    profile = CompositionProfile(parameters, components)
+    failure = release_time_failure(components)
+    if failure > 0.0:
+        parameters[RELEASE_TIME_FAILURE] = failure
+    output = CompositionProfile(parameters, components)
+    profile: Any = ReleaseTimeProfile(output, failure) if failure > 0.0 else output
     epsilon = profile.epsilon_for(delta)
     if not math.isfinite(epsilon):
         raise InvalidParameter(
@@ -705,12 +756,20 @@ def _composition_certificate(
             f"{_total_count(components)} mechanism(s) ({len(components)} distinct)",
             method_notes[method],
             "epsilon rounded up until the re-derived delta is at most the claimed delta",
+            *((timing_note(epsilon, failure),) if failure > 0.0 else ()),
             *notes,
         ),
     )
     # The profile just computed is the one verify() would rebuild; reuse it instead of recomputing.
+    certificate.__dict__["output_profile"] = output
     certificate.__dict__["profile"] = profile
     return certificate.verify()
+
+
+def _with_release_times(certificate: Certificate, failure: float, delta: float) -> Certificate:
+    """A composed outputs' ``certificate`` stating the components' release-time failure ``failure``,
+    at the least ε where its profile with the term is within ``delta``."""
+    return certificate if failure == 0.0 else with_timing(certificate, failure, keep_delta=True)
 
 
 def _gaussian_composition(components: Sequence[Component], delta: float) -> Certificate:
@@ -756,22 +815,25 @@ def _gaussian_composition(components: Sequence[Component], delta: float) -> Cert
 def _lacks_pld(component: Component) -> bool:
     """True if the component's PLD would come from its claimed (ε, δ) alone."""
     certificate = component.certificate
-    if isinstance(certificate.profile, CompositionProfile):  # flattened into its components' PLDs
+    if isinstance(certificate.output_profile, CompositionProfile):  # flattened into its components' PLDs
         return False
-    if isinstance(certificate.profile, PrivacyLossParts):
+    if isinstance(certificate.output_profile, PrivacyLossParts):
         return False
-    event = certificate.to_dp_event()
+    event = certificate.output_profile.dp_event()
     return event is None or not _collect_event(event, 1, [])
 
 
 def _is_black_box(certificate: Certificate) -> bool:
     """True if the certificate is known only by its claimed (ε, δ) (profile of the canonical pair)."""
-    return type(certificate.profile) is ApproximateDPProfile and certificate.to_dp_event() is None
+    profile = certificate.output_profile
+    return type(profile) is ApproximateDPProfile and profile.dp_event() is None
 
 
 def _identical_black_boxes(components: Sequence[Component]) -> bool:
     """All components claim one and the same (ε, δ) and are known only by that claim."""
-    pairs = {(c.certificate.epsilon, c.certificate.delta) for c in components}
+    pairs = {
+        (c.certificate.epsilon, c.certificate.delta, c.certificate.release_time_failure) for c in components
+    }
     return len(pairs) == 1 and all(_is_black_box(c.certificate) for c in components)
 
 
@@ -834,7 +896,13 @@ def zcdp_composition(
     l2 = [c for c in components if c.certificate.mechanism == "discrete-gaussian-l2"]
     if len(l2) == len(components):
         shared = {
-            tuple(sorted((k, v) for k, v in c.certificate.parameters.items() if k != "compositions"))
+            tuple(
+                sorted(
+                    (k, v)
+                    for k, v in c.certificate.parameters.items()
+                    if k not in ("compositions", RELEASE_TIME_FAILURE)
+                )
+            )
             for c in components
         }
         if len(shared) == 1:
@@ -851,7 +919,7 @@ def zcdp_composition(
                 neighbouring=neighbouring,
                 notes=(ZCDP_SUM_NOTE,),
             )
-    rho = math.fsum(c.count * c.certificate.profile.rho for c in components) * (1.0 + ZCDP_SLACK)
+    rho = math.fsum(c.count * c.certificate.output_profile.rho for c in components) * (1.0 + ZCDP_SLACK)
     return zcdp_certificate(
         rho, delta=delta, name="composition", trust_model=trust_model, neighbouring=neighbouring
     )
@@ -872,9 +940,12 @@ def compose_components(
     interval = check.positive_finite("value_discretization_interval", value_discretization_interval)
     _common_neighbouring(components)
     delta = _default_delta(components) if delta is None else check.delta(delta)
+    failure = release_time_failure(components)
     all_gaussian = all(c.certificate.mechanism == "gaussian" for c in components)
     if method == "best" and all_gaussian:
-        return _gaussian_composition(components, delta)
+        if failure > 0.0 and timing_delta(0.0, failure) >= delta:
+            raise InvalidParameter("delta", delta, "a delta above the release-time term of the components")
+        return _with_release_times(_gaussian_composition(components, delta), failure, delta)
     if method != "best":
         if method == "rdp" and not rdp_supports(components):
             raise InvalidParameter(
@@ -930,7 +1001,10 @@ def compose_components(
         components, delta, _weakest_trust_model(components), _common_neighbouring(components)
     )
     if summed is not None:
-        results["zcdp"] = summed
+        try:
+            results["zcdp"] = _with_release_times(summed, failure, delta)
+        except ValueError:  # no room under delta for the release-time term at that epsilon
+            pass
     if not results:
         raise InvalidParameter(
             "delta", delta, "a delta at which some composition method gives a finite epsilon"
@@ -948,7 +1022,8 @@ def compose_components(
         chosen.basis,
         chosen.notes + (comparison,),
     )
-    certificate.__dict__["profile"] = chosen.profile  # same parameters, same profile
+    certificate.__dict__["output_profile"] = chosen.output_profile  # same parameters, same profiles
+    certificate.__dict__["profile"] = chosen.profile
     return certificate.verify()
 
 

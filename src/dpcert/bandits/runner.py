@@ -194,9 +194,11 @@ SECURE_REFUSALS = {
 }
 
 
-def _secure_option(options: Mapping[str, Any], privacy: str, supported: str | None, algorithm: str) -> bool:
+def _secure_option(
+    options: Mapping[str, Any], privacy: str, supported: str | None, algorithm: str, delta: float | None
+) -> bool:
     """The ``secure`` option as a bool, refused (naming why) unless ``privacy == supported``
-    (``supported=None``: the algorithm has no secure variant)."""
+    (``supported=None``: the algorithm has no secure variant) and the target ``delta`` > 0."""
     secure = options.get("secure", False)
     if not isinstance(secure, (bool, np.bool_)):
         raise InvalidParameter("secure", secure, "true or false")
@@ -206,6 +208,13 @@ def _secure_option(options: Mapping[str, Any], privacy: str, supported: str | No
             f"only with --privacy {supported} for {algorithm}"
         )  # fmt: skip
         raise InvalidParameter("secure", True, f"{where}; {privacy}: {reason}")
+    if secure and not delta:
+        raise InvalidParameter(
+            "delta",
+            delta,
+            "delta > 0 with secure noise (its certificate covers release times, which add a small "
+            "term to delta, stated in its notes; e.g. --delta 1e-20)",
+        )
     return bool(secure)
 
 
@@ -219,7 +228,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     :class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`).
     """
     supported = "central" if config.algorithm == "mab-se" else None  # sdp-ae, vb-sdp-ae: shuffle only
-    secure = _secure_option(config.options, config.privacy, supported, config.algorithm)
+    secure = _secure_option(config.options, config.privacy, supported, config.algorithm, config.delta)
     reward_model = str(config.options.get("reward_model", "bernoulli"))
     if reward_model not in ("bernoulli", "beta"):
         raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
@@ -338,7 +347,7 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     options = config.options
     if config.privacy not in ("none", "local"):
         raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
-    secure = _secure_option(options, config.privacy, "local", config.algorithm)
+    secure = _secure_option(options, config.privacy, "local", config.algorithm, config.delta)
     epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
     model = str(options.get("model", "M1"))
     batches = options.get("batches")

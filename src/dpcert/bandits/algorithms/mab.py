@@ -72,7 +72,8 @@ from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.secure.noise import Grid, SecureLaplaceMechanism, secure_laplace
-from dpcert.mechanisms.secure.samplers import sample_discrete_laplace
+from dpcert.mechanisms.secure.samplers import MAX_DRAWS_PER_CALL, sample_discrete_laplace, timing_failure
+from dpcert.mechanisms.secure.timing import covering_release_time
 from dpcert.mechanisms.shuffle.binary_sum import BinarySum, calibrate_binary_sum
 from dpcert.session import PrivacySession
 
@@ -177,7 +178,9 @@ class CentralLaplaceSum:
         Float Laplace noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` the
         noise is drawn by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2;
         :mod:`dpcert.mechanisms.secure.samplers`) from the run's seeded Generator (reproducible, not a
-        cryptographic source), and the certificate records ``"sampler": "integer-exact"``:
+        cryptographic source), and the certificate records ``"sampler": "integer-exact"`` and the
+        release-time term of a batch release (one sampler call of at most ``MAX_DRAWS_PER_CALL`` draws;
+        :mod:`dpcert.mechanisms.secure.timing`), so the run's target needs δ > 0:
 
         * ``integer_sums=True`` (Bernoulli rewards: the batch sums are integers): the server adds
           discrete Laplace noise DLap(a), mass ∝ e^{−a|z|}, with a the largest float <= ε.  Sensitivity
@@ -226,6 +229,13 @@ class CentralLaplaceSum:
         else:
             mechanism = secure_laplace(epsilon, sensitivity=1.0, bits="rng", trust_model=TrustModel.CENTRAL)
             scale, certificate = mechanism.scale, mechanism.certificate
+        if self.secure:  # one sampler call per batch release, of at most MAX_DRAWS_PER_CALL draws
+            failure = timing_failure(
+                "discrete-laplace",
+                1 / Fraction(certificate.parameters["noise_parameter"]),
+                MAX_DRAWS_PER_CALL,
+            )
+            certificate = covering_release_time(certificate, failure)
         if self.secure and self.name == "central Laplace sum":
             object.__setattr__(self, "name", "central discrete Laplace sum")
         object.__setattr__(self, "certificate", certificate)

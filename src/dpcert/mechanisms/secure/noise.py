@@ -25,7 +25,7 @@ view (output, release time) is within total variation p of the output followed b
 on neither the values nor the input (the rounds a short discrete Gaussian batch adds depend only on
 which rounds were accepted), and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP.
 The certificates claim that point: δ includes (1 + e^ε) p
-(:func:`~dpcert.mechanisms.secure.timing.timing_delta`; for the Laplace, whose output is pure ε-DP, it
+(:func:`~dpcert.certificates.timing_delta`; for the Laplace, whose output is pure ε-DP, it
 is the whole δ), and a note says so.  The profile the certificate names
 is the output's: a composition in :mod:`dpcert.accounting` that re-derives points from the profiles
 does not carry this term, which for k releases is at most (1 + e^ε) Σ p (the notes state each p).
@@ -178,7 +178,7 @@ def secure_laplace_certificate(
     """The ε = a·Δ_g certificate of discrete Laplace noise DLap(a) in grid units, grid recorded.
 
     The output is pure ε-DP; the claimed δ is the release-time term
-    (:func:`~dpcert.mechanisms.secure.timing.timing_delta`) of a release
+    (:func:`~dpcert.certificates.timing_delta`) of a release
     of ``draws`` noise draws (the coordinates)."""
     parameters: dict[str, Any] = {
         "noise_parameter": check.positive_finite("noise_parameter", noise_parameter),

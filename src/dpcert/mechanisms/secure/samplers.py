@@ -758,10 +758,14 @@ def _as_int64_if_fits(values: list[int]) -> np.ndarray:
     return np.array(values, dtype=object)
 
 
+# The most draws one sampler call makes: timing_failure(..., MAX_DRAWS_PER_CALL) bounds any call.
+MAX_DRAWS_PER_CALL = 1 << 31
+
+
 def _size(size: object) -> int:
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
         raise InvalidParameter("size", size, "an integer >= 0")
-    if size > 1 << 31:
+    if size > MAX_DRAWS_PER_CALL:
         raise InvalidParameter("size", size, "at most 2^31 draws per call")
     return int(size)
 

@@ -4,8 +4,10 @@ The samplers of :mod:`dpcert.mechanisms.secure.samplers` do a fixed amount of wo
 on an event of probability p <= :func:`~dpcert.mechanisms.secure.samplers.timing_failure`, so the view
 (output, release time) is within total variation p of the output followed by a delay that depends on
 neither the values nor the input, and is (ε, δ(ε) + (1 + e^ε) p)-DP where the output is (ε, δ(ε))-DP
-(Jin, McMurtry, Rubinstein & Ohrimenko 2022 on timing side channels of DP samplers).  The functions
-here put that term into a certificate: :func:`with_timing` at a point of the output's profile,
+(Jin, McMurtry, Rubinstein & Ohrimenko 2022 on timing side channels of DP samplers).  A certificate
+records p as its ``"release_time_failure"`` parameter, and its profile then includes the term
+(:class:`~dpcert.certificates.ReleaseTimeProfile`; composition adds the terms of its components).  The
+functions here put p into a certificate: :func:`with_timing` at a point of the timed profile,
 :func:`covering_release_time` for a certificate handed to a mechanism, and :func:`calibrated_with_timing`
 for a calibration in whole noise units that takes one more unit when the asked (ε, δ) leaves no room.
 """
@@ -14,32 +16,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
 
-from dpcert.certificates import Certificate, Guarantee
+from dpcert.certificates import RELEASE_TIME_FAILURE, Certificate, Guarantee, timing_delta
 from dpcert.errors import InvalidParameter
 
 
-def timing_delta(epsilon: float, failure: float) -> float:
-    """(1 + e^ε)·p rounded up: what release times can add to δ when the fixed-work path is left with
-    probability p (a view within total variation p of an (ε, δ)-DP one is (ε, δ + (1 + e^ε) p)-DP)."""
-    if failure >= 1.0:
-        return 1.0
-    return min(1.0, math.nextafter((1.0 + math.exp(epsilon)) * failure * (1.0 + 1e-12), math.inf))
+def timed(certificate: Certificate, failure: float, guarantee: Guarantee | None = None) -> Certificate:
+    """``certificate`` (of the output) stating release-time failure probability ``failure``, at its own
+    claim or at ``guarantee``; not verified."""
+    parameters = dict(certificate.parameters)
+    parameters[RELEASE_TIME_FAILURE] = failure
+    return Certificate(
+        certificate.mechanism,
+        certificate.guarantee if guarantee is None else guarantee,
+        certificate.trust_model,
+        certificate.neighbouring,
+        parameters,
+        certificate.basis,
+        certificate.notes,
+    )
 
 
 def room(certificate: Certificate, epsilon: float, delta: float, failure: float) -> bool:
-    """δ_out(ε) + timing_delta(ε, p) <= δ, in exact rational arithmetic."""
-    return Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)) <= Fraction(
-        delta
-    )
+    """δ_out(ε) + timing_delta(ε, p) <= δ (summed exactly, rounded up) for the output's ``certificate``."""
+    return timed(certificate, failure).delta_for(epsilon) <= delta
+
+
+TIMING_NOTE_PREFIX = "release time: "
 
 
 def timing_note(epsilon: float, failure: float) -> str:
     """The note a certificate carries for the release-time term at ε."""
     return (
-        f"release time: fixed work per release except with probability <= {failure:.3g}; delta includes "
-        f"(1 + e^epsilon) x that = {timing_delta(epsilon, failure):.3g} for an observer of release times"
+        f"{TIMING_NOTE_PREFIX}fixed work per release except with probability <= {failure:.3g}; "
+        f"delta includes (1 + e^epsilon) x that = {timing_delta(epsilon, failure):.3g} for an observer "
+        "of release times"
     )
 
 
@@ -51,14 +62,15 @@ def _check_covered(certificate: Certificate, failure: float) -> None:
 
 
 def with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -> Certificate:
-    """``certificate`` claiming a point that also covers release times: δ_out(ε) + timing_delta <= δ.
+    """The output's ``certificate`` stating release-time failure probability ``failure``, at a point
+    whose δ covers the output and the release times (:class:`~dpcert.certificates.ReleaseTimeProfile`).
 
-    ``keep_delta``: the caller asked for this δ; ε is raised (by ulps) until the output's δ leaves room
-    for the timing term, checked in exact rational arithmetic.  Otherwise δ is raised instead.
+    ``keep_delta``: the caller asked for this δ; ε is the least where the timed profile is within it.
+    Otherwise ε is kept and δ is the timed profile's there.
     """
     _check_covered(certificate, failure)
     epsilon, delta = certificate.epsilon, certificate.delta
-
+    draft = timed(certificate, failure)
     if keep_delta:
         if timing_delta(epsilon, failure) >= delta:
             raise InvalidParameter(
@@ -66,40 +78,48 @@ def with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -
                 delta,
                 f"delta > {timing_delta(epsilon, failure):.3g} (the release-time term at epsilon)",
             )
-        step = math.ulp(epsilon) if epsilon > 0 else 2.0**-1074
-        while not room(certificate, epsilon, delta, failure):
-            if timing_delta(epsilon + step, failure) >= delta:
+        if not draft.delta_for(epsilon) <= delta:
+            epsilon = draft.epsilon_for(delta)
+            if not math.isfinite(epsilon):
                 raise InvalidParameter("delta", delta, "a delta with room for the release-time term")
-            epsilon += step
-            step *= 2.0
     else:
-        delta = float(Fraction(certificate.delta_for(epsilon)) + Fraction(timing_delta(epsilon, failure)))
-        while not room(certificate, epsilon, delta, failure):
-            delta = math.nextafter(delta, math.inf)
+        delta = draft.delta_for(epsilon)
+    result = timed(certificate, failure, Guarantee(epsilon, delta))
     return Certificate(
-        certificate.mechanism,
-        Guarantee(epsilon, delta),
-        certificate.trust_model,
-        certificate.neighbouring,
-        dict(certificate.parameters),
-        certificate.basis,
-        certificate.notes + (timing_note(epsilon, failure),),
+        result.mechanism,
+        result.guarantee,
+        result.trust_model,
+        result.neighbouring,
+        dict(result.parameters),
+        result.basis,
+        result.notes + (timing_note(epsilon, failure),),
     ).verify()
 
 
 def covering_release_time(certificate: Certificate, failure: float) -> Certificate:
     """``certificate`` as the certificate of a mechanism whose releases may be timed.
 
-    Returned unchanged when its point already leaves room for the term and says so; its point (ε, δ)
-    kept, with the note added, when it leaves room; otherwise δ is raised by the term at the same ε.
+    Returned unchanged when it already states at least ``failure``; its point (ε, δ) kept when that
+    leaves room for the term; otherwise δ is raised by the term at the same ε.  A certificate stating a
+    smaller failure is restated from its output (which its claim also covers).
     """
     _check_covered(certificate, failure)
+    if certificate.release_time_failure >= failure:
+        return certificate
+    if certificate.release_time_failure > 0.0:
+        parameters = dict(certificate.parameters)
+        del parameters[RELEASE_TIME_FAILURE]
+        certificate = Certificate(
+            certificate.mechanism,
+            certificate.guarantee,
+            certificate.trust_model,
+            certificate.neighbouring,
+            parameters,
+            certificate.basis,
+            tuple(n for n in certificate.notes if not n.startswith(TIMING_NOTE_PREFIX)),
+        ).verify()
     epsilon, delta = certificate.epsilon, certificate.delta
-    if room(certificate, epsilon, delta, failure):
-        if timing_note(epsilon, failure) in certificate.notes:
-            return certificate
-        return with_timing(certificate, failure, keep_delta=True)
-    return with_timing(certificate, failure, keep_delta=False)
+    return with_timing(certificate, failure, keep_delta=room(certificate, epsilon, delta, failure))
 
 
 def calibrated_with_timing(
