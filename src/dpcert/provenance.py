@@ -55,9 +55,11 @@ REPRODUCTION_CURVES = "dpcert.reproduction-curves/1"
 """The NPZ of every run's regret curve of a reproduction."""
 DEMO = "dpcert.reproductions.demo/1"
 """``provenance.json`` of ``dpcert demo`` (and its ``--json`` output): every file it wrote."""
+CALCULATION = "dpcert.calculation/1"
+"""``dpcert calibrate|account ... --json``: a result computed from the command's inputs alone (no seeds)."""
 FORMATS = (
     BANDIT_RUN, BANDIT_CURVES, REPRODUCTION, REPRODUCTION_TABLE, REPRODUCTION_CLAIMS, REPRODUCTION_CURVES,
-    DEMO,
+    DEMO, CALCULATION,
 )  # fmt: skip
 
 KEY = "provenance"

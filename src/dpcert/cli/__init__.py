@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from dpcert import provenance
 from dpcert.cli import accounting, audit, bandit, demo, ledger, noise, shuffle, signing
 from dpcert.cli._common import CommandGroups, build_root_parser, run_command
 
@@ -55,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write(f"dpcert: error: {word} is not available (see 'dpcert --help')\n")
         return 2
     args.argv = ["dpcert", *argv]  # the command line results record as how they were made
+    args.clock = provenance.Clock()  # when the command's work started
     return run_command(args)
 
 

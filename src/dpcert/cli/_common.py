@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from dpcert import provenance
 from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
 from dpcert.viz.plots import plot_profile
 
@@ -294,9 +295,25 @@ def gib(size: float) -> str:
 
 
 # --------------------------------------------------------------------------- output
-def emit(args: argparse.Namespace, payload: dict[str, Any], rows: Sequence[tuple[str, Any]]) -> None:
-    """Print ``payload`` as one JSON object (``--json``) or ``rows`` as a two-column table."""
+def emit(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    rows: Sequence[tuple[str, Any]],
+    *,
+    record: str | None = None,
+) -> None:
+    """Print ``payload`` as one JSON object (``--json``) or ``rows`` as a two-column table.
+
+    ``record``: a :mod:`dpcert.provenance` format; the JSON object then carries the provenance record
+    (version, command, package versions, machine) under ``"provenance"``.
+    """
     if getattr(args, "json", False):
+        if record is not None:
+            with provenance.command_line(getattr(args, "argv", ["dpcert"])):
+                made = provenance.record(
+                    record, seeds=provenance.seeds(None), clock=getattr(args, "clock", None)
+                )
+                payload = {**payload, provenance.KEY: made}
         sys.stdout.write(json.dumps(payload, allow_nan=False) + "\n")
         return
     width = max((len(label) for label, _ in rows), default=0)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dpcert import _json
+from dpcert import _json, provenance
 from dpcert.accounting.composition import ALL_METHODS, compose
 from dpcert.certificates import Certificate
 from dpcert.cli._common import (
@@ -102,6 +102,7 @@ def _account_compose(args: argparse.Namespace) -> int:
             ("mechanisms", len(certificates)),
             ("basis", composed.basis),
         ],
+        record=provenance.CALCULATION,
     )
     plot_certificate(args, composed)
     return EXIT_OK

@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from dpcert import provenance
 from dpcert.accounting.dp_sgd import SAMPLINGS, calibrate_dp_sgd, dp_sgd_certificate, dp_sgd_schedule
 from dpcert.cli._common import (
     EXIT_OK,
@@ -193,6 +194,7 @@ def _calibrate_dp_sgd(args: argparse.Namespace) -> int:
         + _schedule_rows(result.schedule)
         + [("evaluations", result.search.evaluations)]
         + certificate_rows(result.certificate),
+        record=provenance.CALCULATION,
     )
     return EXIT_OK
 
@@ -220,6 +222,7 @@ def _account_dp_sgd(args: argparse.Namespace) -> int:
         [("noise multiplier", args.noise_multiplier)]
         + _schedule_rows(schedule)
         + certificate_rows(certificate),
+        record=provenance.CALCULATION,
     )
     plot_certificate(args, certificate)
     return EXIT_OK
@@ -275,6 +278,7 @@ def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
             "certificate": certificate.to_dict(),
         },
         [noise, ("granularity", granularity), ("sampler", "integer-exact")] + certificate_rows(certificate),
+        record=provenance.CALCULATION,
     )
     return EXIT_OK
 
@@ -287,6 +291,7 @@ def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
         args,
         {"sigma": result.sigma, "sampler": "integer-exact", "certificate": result.certificate.to_dict()},
         [("sigma", result.sigma), ("sampler", "integer-exact")] + certificate_rows(result.certificate),
+        record=provenance.CALCULATION,
     )
     return EXIT_OK
 
@@ -311,6 +316,7 @@ def _calibrate_gaussian(args: argparse.Namespace) -> int:
         args,
         {"sigma": result.sigma, "method": result.method, "certificate": result.certificate.to_dict()},
         [("sigma", result.sigma), ("method", result.method)] + certificate_rows(result.certificate),
+        record=provenance.CALCULATION,
     )
     warn_float_sampler(args)
     return EXIT_OK
@@ -325,6 +331,7 @@ def _calibrate_laplace(args: argparse.Namespace) -> int:
         args,
         {"scale": result.scale, "certificate": result.certificate.to_dict()},
         [("scale", result.scale)] + certificate_rows(result.certificate),
+        record=provenance.CALCULATION,
     )
     warn_float_sampler(args)
     return EXIT_OK
@@ -338,6 +345,7 @@ def _account_gaussian(args: argparse.Namespace) -> int:
         args,
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
         certificate_rows(certificate),
+        record=provenance.CALCULATION,
     )
     plot_certificate(args, certificate)
     return EXIT_OK
@@ -349,6 +357,7 @@ def _account_laplace(args: argparse.Namespace) -> int:
         args,
         {"epsilon": certificate.epsilon, "delta": certificate.delta, "certificate": certificate.to_dict()},
         certificate_rows(certificate),
+        record=provenance.CALCULATION,
     )
     plot_certificate(args, certificate)
     return EXIT_OK

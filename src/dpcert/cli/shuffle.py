@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dpcert import _json
+from dpcert import _json, provenance
 from dpcert.cli._common import (
     EXIT_OK,
     ONE_OF,
@@ -178,7 +178,12 @@ def _calibrate_binomial_sum(args: argparse.Namespace) -> int:
         "certificate": result.certificate.to_dict(),
     }
     rows = [("g", q.g), ("b", q.b), ("p", q.p), ("noise std", q.noise_std), ("method", result.method)]
-    emit(args, payload, rows + certificate_rows(result.certificate, neighbouring=False))
+    emit(
+        args,
+        payload,
+        rows + certificate_rows(result.certificate, neighbouring=False),
+        record=provenance.CALCULATION,
+    )
     return EXIT_OK
 
 
@@ -196,6 +201,7 @@ def _calibrate_shuffle(args: argparse.Namespace) -> int:
         args,
         {"epsilon0": epsilon0, "method": args.method, "certificate": certificate.to_dict()},
         [("epsilon0", epsilon0), ("method", args.method)] + certificate_rows(certificate, neighbouring=False),
+        record=provenance.CALCULATION,
     )
     return EXIT_OK
 
@@ -214,6 +220,7 @@ def _account_binomial_sum(args: argparse.Namespace) -> int:
             "certificate": certificate.to_dict(),
         },
         [("noise std", parameters.noise_std)] + certificate_rows(certificate, neighbouring=False),
+        record=provenance.CALCULATION,
     )
     plot_certificate(args, certificate)
     return EXIT_OK
@@ -234,6 +241,6 @@ def _account_shuffle(args: argparse.Namespace) -> int:
             ("closed-form precondition", "holds" if holds else "fails: epsilon = epsilon0 (no amplification)")
         )
     payload["certificate"] = certificate.to_dict()
-    emit(args, payload, rows)
+    emit(args, payload, rows, record=provenance.CALCULATION)
     plot_certificate(args, certificate)
     return EXIT_OK
