@@ -70,7 +70,7 @@ from dpcert.bandits.registry import mean_stderr
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
-from dpcert.mechanisms.laplace import laplace_certificate
+from dpcert.mechanisms.laplace import calibrate_laplace
 from dpcert.mechanisms.secure.noise import Grid, SecureLaplaceMechanism, secure_laplace
 from dpcert.mechanisms.secure.samplers import MAX_DRAWS_PER_CALL, sample_discrete_laplace, timing_failure
 from dpcert.mechanisms.secure.timing import covering_release_time
@@ -218,8 +218,8 @@ class CentralLaplaceSum:
         object.__setattr__(self, "epsilon", epsilon)
         mechanism = None
         if not self.secure:
-            scale = 1.0 / epsilon
-            certificate = laplace_certificate(scale, sensitivity=1.0, trust_model=TrustModel.CENTRAL)
+            calibration = calibrate_laplace(epsilon, sensitivity=1.0, trust_model=TrustModel.CENTRAL)
+            scale, certificate = calibration.scale, calibration.certificate
         elif self.integer_sums:
             noise_parameter = DiscreteLaplaceMechanism.for_epsilon(epsilon).noise_parameter
             scale = 1.0 / noise_parameter
@@ -267,7 +267,7 @@ class CentralLaplaceSum:
     def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
         sums = np.asarray(sums, dtype=float)
         if not self.secure:
-            return sums + rng.laplace(0.0, 1.0 / self.epsilon, size=sums.shape)
+            return sums + rng.laplace(0.0, self.noise_scale, size=sums.shape)
         if self.mechanism is not None:
             return self.mechanism.release_each(sums, rng)
         if not np.all(sums == np.round(sums)):

@@ -52,6 +52,7 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
+from dpcert._numerics import ratio_rounded_up
 from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound, corruption_fraction
 from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
@@ -231,7 +232,8 @@ class LaplaceClients:
             return 0.0
         if self.mechanism is not None:
             return self.mechanism.scale / reward_count
-        return 2.0 * self.clip / (reward_count * self.epsilon)
+        # the least float b >= (2c_r/n_a)/ε exactly, so that the certificate's ε is at most ε
+        return ratio_rounded_up(2.0 * self.clip / reward_count, self.epsilon)
 
     @property
     def noise_epsilon(self) -> float | None:
@@ -279,7 +281,8 @@ class LaplaceClients:
         return clipped + rng.laplace(0.0, self.scale(), size=clipped.shape)
 
     def report_means(self, rewards: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """M2: one report per client, ``mean(clip(r)) + Lap(2c_r/(n_a ε))`` (the paper's eq. 20, Lemma 3.5);
+        """M2: one report per client, ``mean(clip(r)) + Lap(scale(n_a))`` with ``scale(n_a)`` = 2c_r/(n_a ε)
+        rounded up (the paper's eq. 20, Lemma 3.5);
         secure: the client's secure release of its clipped sum, divided by ``n_a``.
 
         ``rewards`` holds the clients' rewards consecutively, ``counts`` how many each client has.
@@ -292,7 +295,9 @@ class LaplaceClients:
         means = sums / counts
         if self.epsilon is None:
             return means
-        return means + rng.laplace(0.0, 1.0, size=means.shape) * (2.0 * self.clip / (counts * self.epsilon))
+        distinct, where = np.unique(counts, return_inverse=True)
+        scales = np.array([self.scale(int(count)) for count in distinct])[where]
+        return means + rng.laplace(0.0, 1.0, size=means.shape) * scales
 
 
 def rounding_bias(clients: LaplaceClients, counts: np.ndarray, rank: int, phase_size: float) -> float:
@@ -524,7 +529,7 @@ def robust_elimination(
     if clients.mechanism is not None:
         per_report = clients.mechanism.certificate
     elif clients.epsilon is not None:
-        per_report = laplace_certificate(1.0 / clients.epsilon, trust_model=TrustModel.LOCAL)
+        per_report = clients.certificate(1)
     finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
     max_client_reports = 0
     reporting_users: list[int] = []
