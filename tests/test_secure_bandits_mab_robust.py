@@ -310,8 +310,8 @@ def _leaves(certificate: dict) -> list[dict]:
     ],
 )
 def test_cli_secure_runs(capsys, algorithm, privacy, options):
-    argv = ["bandit", "run", algorithm, "--privacy", privacy, "--epsilon", "1", "--delta", "1e-20", "--secure",
-            "--horizon", "20000", "--json", *options]  # fmt: skip
+    argv = ["bandit", "run", algorithm, "--privacy", privacy, "--epsilon", "1", "--delta", "1e-20",
+            "--secure", "--horizon", "20000", "--json", *options]  # fmt: skip
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["target_met"] is True

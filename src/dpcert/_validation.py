@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import SupportsInt, cast
+from typing import Any, SupportsInt, cast
 
 import numpy as np
 
@@ -14,7 +14,10 @@ from dpcert.errors import DataOutOfBounds, InvalidParameter
 def _as_real(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameter(name, value, "a real number")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an integer or fraction beyond the largest float: as large as a float gets
+        result = math.inf if cast(Any, value) > 0 else -math.inf
     if math.isnan(result):
         raise InvalidParameter(name, value, "a real number, not NaN")
     return result
@@ -49,13 +52,20 @@ def delta(value: object, name: str = "delta") -> float:
     return result
 
 
+SMALLEST_POSITIVE_DELTA = 1e-300
+"""Least positive δ accepted where δ must be positive: float64 loses relative precision towards its
+smallest normal number (2.2e-308), where the profiles' δ(ε) could no longer be told from 0."""
+
+
 def positive_delta(value: object, name: str = "delta") -> float:
-    """A delta that must be strictly positive (e.g. for the Gaussian mechanism)."""
+    """A delta that must be strictly positive (e.g. for the Gaussian mechanism): 1e-300 <= delta < 1."""
     result = delta(value, name)
     if result == 0.0:
         raise InvalidParameter(
             name, value, f"0 < {name} < 1", hint="the Gaussian mechanism cannot give delta = 0"
         )
+    if result < SMALLEST_POSITIVE_DELTA:
+        raise InvalidParameter(name, value, f"{SMALLEST_POSITIVE_DELTA:g} <= {name} < 1")
     return result
 
 

@@ -12,6 +12,17 @@ class DPCertError(Exception):
     """Base class of every error raised by dpcert."""
 
 
+_SHOWN_CHARACTERS = 120
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut in the middle beyond 120 characters (a huge number or list stays one line)."""
+    text = repr(value)
+    if len(text) <= _SHOWN_CHARACTERS:
+        return text
+    return f"{text[:60]}...({len(text) - 100} characters)...{text[-40:]}"
+
+
 class InvalidParameter(DPCertError, ValueError):
     """A parameter is outside its allowed range or of the wrong type.
 
@@ -30,7 +41,7 @@ class InvalidParameter(DPCertError, ValueError):
         self.value = value
         self.allowed = allowed
         self.hint = hint
-        message = f"invalid {name}={value!r}: allowed {allowed}"
+        message = f"invalid {name}={_shown(value)}: allowed {allowed}"
         if hint:
             message += f" ({hint})"
         super().__init__(message)

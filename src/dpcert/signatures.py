@@ -107,29 +107,50 @@ def public_key_pem(key: Any) -> bytes:
     return public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def load_private_key(source: str | Path | bytes) -> Any:
-    """An Ed25519 private key from PEM bytes or a PEM file."""
+MAX_KEY_BYTES = 1 << 16
+"""Largest PEM key file read (an Ed25519 PEM key is under 200 bytes)."""
+
+
+def _key_bytes(source: str | Path | bytes, name: str, kind: str) -> bytes:
+    """The bytes of a PEM key given as bytes or a file path; an unreadable, missing, directory or
+    oversized file is :class:`InvalidParameter` naming ``name``."""
+    if isinstance(source, bytes):
+        return source
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read(MAX_KEY_BYTES + 1)
+    except OSError as exc:
+        raise InvalidParameter(
+            name, str(source)[:200], f"a readable PEM Ed25519 {kind} key file ({exc.strerror})"
+        ) from None
+    if len(data) > MAX_KEY_BYTES:
+        raise InvalidParameter(name, str(source)[:200], f"a PEM key file of at most {MAX_KEY_BYTES} bytes")
+    return data
+
+
+def load_private_key(source: str | Path | bytes, *, name: str = "key") -> Any:
+    """An Ed25519 private key from PEM bytes or a PEM file (``name``: the parameter errors name)."""
     ed25519, serialization, _ = _crypto()
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    data = _key_bytes(source, name, "private")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
-        raise InvalidParameter("key", str(source)[:80], "an unencrypted PEM Ed25519 private key") from exc
+        raise InvalidParameter(name, str(source)[:80], "an unencrypted PEM Ed25519 private key") from exc
     if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise InvalidParameter("key", type(key).__name__, "an Ed25519 private key")
+        raise InvalidParameter(name, type(key).__name__, "an Ed25519 private key")
     return key
 
 
-def load_public_key(source: str | Path | bytes) -> Any:
-    """An Ed25519 public key from PEM bytes or a PEM file."""
+def load_public_key(source: str | Path | bytes, *, name: str = "public_key") -> Any:
+    """An Ed25519 public key from PEM bytes or a PEM file (``name``: the parameter errors name)."""
     ed25519, serialization, _ = _crypto()
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    data = _key_bytes(source, name, "public")
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
-        raise InvalidParameter("public_key", str(source)[:80], "a PEM Ed25519 public key") from exc
+        raise InvalidParameter(name, str(source)[:80], "a PEM Ed25519 public key") from exc
     if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise InvalidParameter("public_key", type(key).__name__, "an Ed25519 public key")
+        raise InvalidParameter(name, type(key).__name__, "an Ed25519 public key")
     return key
 
 

@@ -254,6 +254,13 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         certified = summation.certificate is not None
         if config.algorithm == "sdp-ae":
             size = int(config.options.get("batch_size", max(1, math.ceil(summation.noise_bits / 4))))
+            if size > config.horizon:  # not one batch would complete: nothing would be learnt or released
+                raise InvalidParameter(
+                    "horizon",
+                    config.horizon,
+                    f"at least one batch of sdp-ae ({size} users at this epsilon and delta; or set "
+                    "--option batch_size)",
+                )
             schedule = mab.BatchSchedule("fixed", size)
         else:
             schedule = mab.BatchSchedule("doubling")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dpcert import provenance
-from dpcert.errors import BudgetExceeded, DPCertError, LedgerStorageError
+from dpcert.errors import BudgetExceeded, DPCertError, InvalidParameter, LedgerStorageError
 from dpcert.viz.plots import plot_profile
 
 EXIT_OK = 0
@@ -268,7 +268,10 @@ def input_file(text: str) -> Path:
     """argparse type: an existing, readable regular file."""
     path = Path(text)
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed an existing file (no such file)")
+        reason = "no such file"
+        if path.exists():
+            reason = "a directory" if path.is_dir() else "not a regular file"
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed an existing regular file ({reason})")
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"{text!r}: allowed a readable file (permission denied)")
     return path
@@ -295,6 +298,28 @@ def gib(size: float) -> str:
 
 
 # --------------------------------------------------------------------------- output
+MAX_INPUT_BYTES = 64 << 20
+"""Largest JSON document a command reads (certificates, reports, matrices): 64 MiB."""
+
+
+def read_text_file(path: str | Path, parameter: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of ``path``, refused up front (:class:`InvalidParameter` naming ``parameter``) when
+    it cannot be read, is a directory, is not UTF-8 or holds more than ``limit`` bytes (read no further)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InvalidParameter(parameter, str(path), f"a readable file ({exc.strerror})") from None
+    if len(data) > limit:
+        raise InvalidParameter(parameter, str(path), f"a file of at most {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidParameter(
+            parameter, str(path), f"a UTF-8 text file (byte {exc.start} is not UTF-8)"
+        ) from None
+
+
 def emit(
     args: argparse.Namespace,
     payload: dict[str, Any],

@@ -18,6 +18,7 @@ from dpcert.cli._common import (
     emit,
     input_file,
     plot_certificate,
+    read_text_file,
 )
 from dpcert.errors import CertificateFormatError, InvalidParameter
 
@@ -55,16 +56,7 @@ MAX_MECHANISMS = 100_000
 
 def read_certificates(path: str | Path) -> list[Any]:
     """Certificates in a JSON file (one object or a list of objects), each re-verified."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidParameter(
-            "--certificate", str(path), f"a readable certificate JSON file ({exc.strerror})"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise InvalidParameter(
-            "--certificate", str(path), f"a UTF-8 JSON file (byte {exc.start} is not UTF-8)"
-        ) from None
+    text = read_text_file(path, "--certificate")
     data = _json.loads(text, what=f"{path}: certificate")  # duplicate keys, NaN and Infinity refused
     items = data if isinstance(data, list) else [data]
     certificates = []

@@ -16,6 +16,7 @@ from dpcert.cli._common import (
     number,
     plot_certificate,
     positive,
+    read_text_file,
 )
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.shuffle.amplification import amplification_certificate
@@ -111,11 +112,7 @@ def _add_randomizer_arguments(parser: argparse.ArgumentParser) -> None:
 def _read_matrix(path: str | None) -> object:
     if path is None:
         return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, ValueError) as error:
-        raise InvalidParameter("--matrix", path, "a readable JSON file holding a list of rows") from error
+    text = read_text_file(path, "--matrix")
     return _json.loads(text, what=f"--matrix {path}")  # duplicate keys, NaN and Infinity refused
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from dpcert import _json, signatures
 from dpcert.audits.report import AuditReport
 from dpcert.certificates import Certificate
-from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, read_text_file
 from dpcert.errors import CertificateMismatch, InvalidParameter
 
 
@@ -35,12 +35,7 @@ def register(groups: CommandGroups) -> None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidParameter("path", str(path), "a readable JSON file") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidParameter("path", str(path), "a UTF-8 JSON file") from exc
+    text = read_text_file(path, "path")
     data = _json.loads(text, what=str(path))  # duplicate keys, NaN and Infinity refused (exit 2)
     if not isinstance(data, dict):
         raise InvalidParameter("path", str(path), "a JSON object (a certificate or an audit report)")
@@ -74,7 +69,7 @@ def _sign(args: argparse.Namespace) -> int:
     out = _new_file(args.out or args.path.with_suffix(".signed.json"), "--out")
     document = _read_json(args.path)
     _check_document(document, None)  # never sign what does not verify
-    key = signatures.load_private_key(args.key)
+    key = signatures.load_private_key(args.key, name="--key")
     signed = signatures.sign_document(document, key, signer=args.signer)
     out.write_text(json.dumps(signed, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     info = signatures.read_signature(signed)
@@ -101,7 +96,7 @@ def _check_document(document: dict[str, Any], public_key: Any | None) -> tuple[s
 
 def _verify(args: argparse.Namespace) -> int:
     document = _read_json(args.path)
-    public_key = signatures.load_public_key(args.public_key)
+    public_key = signatures.load_public_key(args.public_key, name="--public-key")
     try:
         kind, summary = _check_document(document, public_key)
     except (signatures.SignatureInvalid, CertificateMismatch) as exc:

@@ -109,8 +109,8 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     An upper bound within a relative ~1e-14 of the exact value (see the module docstring); never 0.
     """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
-    shift = Fraction(sensitivity)
-    variance = Fraction(sigma) ** 2
+    shift = Fraction(check.positive_int("sensitivity", sensitivity))
+    variance = Fraction(check.positive_finite("sigma", sigma)) ** 2
     boundary = shift / 2 - variance * Fraction(epsilon) / shift  # terms y < boundary
     top = math.ceil(boundary) - 1
     first_excess = (shift * shift - 2 * shift * top) / (2 * variance) - Fraction(epsilon)  # > 0

@@ -36,12 +36,16 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     """
     if epsilon < 0:
         raise InvalidParameter("epsilon", epsilon, "0 <= epsilon < inf")
+    if mu == 0.0 or not math.isfinite(epsilon / mu):  # both Φ terms are 0: the pair cannot be told apart
+        return _SMALLEST_DELTA
     a = mu / 2.0 - epsilon / mu
     b = -mu / 2.0 - epsilon / mu
     log_first = float(log_ndtr(a))
     log_lower = float(log_ndtr(b))
     log_second = epsilon + log_lower
     first = math.exp(log_first)
+    if first == 0.0:  # Φ(a) below the smallest float, and δ(ε) <= Φ(a)
+        return _SMALLEST_DELTA
     second = math.exp(log_second) if log_second < 700 else math.inf
     if not math.isfinite(second):  # e^ε Φ(b) <= Φ(a) <= 1 in exact arithmetic; δ <= Φ(a)
         return max(min(1.0, first), _SMALLEST_DELTA)

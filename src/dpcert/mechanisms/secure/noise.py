@@ -334,6 +334,10 @@ class SecureGaussianMechanism:
         return _release(self.grid, np.broadcast_to(units, shape), noise)
 
 
+MAX_GRID_SENSITIVITY = 1 << 30
+"""Largest sensitivity in grid steps of the secure Gaussian (the discrete Gaussian profile's range)."""
+
+
 def secure_gaussian(
     epsilon: float | None = None,
     delta: float | None = None,
@@ -375,6 +379,18 @@ def secure_gaussian(
         reference = check.positive_finite("sigma", sigma)
     grid = Grid.finer_than(reference, GAUSSIAN_GRID_BITS) if granularity is None else Grid.of(granularity)
     shift = grid.integer_sensitivity(sensitivity)
+    if shift > MAX_GRID_SENSITIVITY:
+        if granularity is not None:
+            raise InvalidParameter(
+                "granularity", granularity, "a grid holding the sensitivity in at most 2^30 steps (coarser)"
+            )
+        name, value = ("epsilon", epsilon) if sigma is None else ("sigma", sigma)
+        raise InvalidParameter(
+            name,
+            value,
+            "noise of at least 2^-16 x the sensitivity (the default grid then holds the sensitivity in "
+            "at most 2^30 steps): less epsilon, more sigma, or a coarser granularity",
+        )
     if target is not None:
         least = least_discrete_gaussian_sigma(target[0], target[1], shift, compositions)
         units = float(math.ceil(least))

@@ -54,6 +54,21 @@ def timing_note(epsilon: float, failure: float) -> str:
     )
 
 
+def _no_room(epsilon: float, delta: float, failure: float) -> None:
+    """Refuse a point whose δ cannot hold the release-time term (1 + e^ε) p, naming ε when the term
+    is only that large because ε is (it is below δ at ε = 0), else δ."""
+    if timing_delta(0.0, failure) < delta:
+        raise InvalidParameter(
+            "epsilon",
+            epsilon,
+            f"an epsilon at which the release-time term (1 + e^epsilon) x {failure:.3g} stays below "
+            f"delta = {delta:.3g}",
+        )
+    raise InvalidParameter(
+        "delta", delta, f"delta > {timing_delta(epsilon, failure):.3g} (the release-time term at epsilon)"
+    )
+
+
 def _check_covered(certificate: Certificate, failure: float) -> None:
     if failure >= 1.0:
         raise InvalidParameter(
@@ -73,11 +88,7 @@ def with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -
     draft = timed(certificate, failure)
     if keep_delta:
         if timing_delta(epsilon, failure) >= delta:
-            raise InvalidParameter(
-                "delta",
-                delta,
-                f"delta > {timing_delta(epsilon, failure):.3g} (the release-time term at epsilon)",
-            )
+            _no_room(epsilon, delta, failure)
         if not draft.delta_for(epsilon) <= delta:
             epsilon = draft.epsilon_for(delta)
             if not math.isfinite(epsilon):
@@ -145,11 +156,7 @@ def calibrated_with_timing(
         _check_covered(certificate, failure)
         if asked:
             if timing_delta(certificate.epsilon, failure) >= certificate.delta:
-                raise InvalidParameter(
-                    "delta",
-                    certificate.delta,
-                    f"delta > {timing_delta(certificate.epsilon, failure):.3g} (the release-time term)",
-                )
+                _no_room(certificate.epsilon, certificate.delta, failure)
             if not room(certificate, certificate.epsilon, certificate.delta, failure):
                 units = more(units)  # no room at (ε, δ) (not seen in practice): more noise
                 continue

@@ -1,0 +1,108 @@
+"""Bad input found by generated command lines and API calls: one line naming the right parameter.
+
+Each case was a traceback, an exit 3 ("internal error"), an error naming the wrong parameter, a read
+without end, or a silent empty run.  CLI cases run in-process through ``dpcert.cli.main``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpcert
+from dpcert.cli import main
+from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
+from dpcert.mechanisms.gaussian import gaussian_certificate
+from dpcert.theory.gaussian import gaussian_delta
+
+
+def _fails_naming(capsys: pytest.CaptureFixture[str], argv: list[str], parameter: str) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("dpcert: error:") and parameter in err, err
+    return err
+
+
+@pytest.fixture
+def certificate_file(tmp_path: Path) -> Path:
+    path = tmp_path / "certificate.json"
+    path.write_text(dpcert.calibrate_gaussian(1.0, 1e-5).certificate.to_json(), encoding="utf-8")
+    return path
+
+
+def test_sign_and_verify_name_an_unreadable_key(capsys, tmp_path: Path, certificate_file: Path) -> None:
+    for key in (tmp_path / "missing.pem", tmp_path):
+        argv = ["sign", str(certificate_file), "--key", str(key), "--out", str(tmp_path / "s.json")]
+        _fails_naming(capsys, argv, "--key")
+    _fails_naming(capsys, ["verify", str(certificate_file), "--public-key", str(tmp_path)], "--public-key")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_input_file_is_refused_after_its_size_limit(capsys, tmp_path: Path) -> None:
+    err = _fails_naming(capsys, ["sign", "/dev/zero", "--key", "k.pem", "--out", str(tmp_path / "o")], "path")
+    assert "at most" in err
+
+
+def test_a_directory_given_as_a_certificate_file_says_so(capsys, tmp_path: Path) -> None:
+    err = _fails_naming(capsys, ["account", "compose", "--certificate", str(tmp_path), "--delta", "1e-5"], "")
+    assert "a directory" in err
+
+
+def test_secure_gaussian_names_epsilon_when_the_noise_is_too_small_for_its_grid(capsys) -> None:
+    _fails_naming(
+        capsys, ["calibrate", "gaussian", "--secure", "--epsilon", "1e12", "--delta", "1e-5"], "epsilon"
+    )
+    # at epsilon = 1000 the release-time term (1 + e^epsilon) p exceeds every delta: epsilon is named
+    _fails_naming(
+        capsys, ["calibrate", "gaussian", "--secure", "--epsilon", "1e3", "--delta", "1e-5"], "epsilon"
+    )
+
+
+def test_sdp_ae_refuses_a_horizon_shorter_than_one_batch(capsys) -> None:
+    argv = ["bandit", "run", "sdp-ae", "--privacy", "shuffle", "--epsilon", "0.1", "--delta", "1e-6"]
+    _fails_naming(capsys, [*argv, "--horizon", "300"], "horizon")
+
+
+def test_discrete_gaussian_delta_validates_its_inputs() -> None:
+    with pytest.raises(InvalidParameter, match="sensitivity"):
+        discrete_gaussian_delta(1.0, 4.0, sensitivity=0)
+    with pytest.raises(InvalidParameter, match="sigma"):
+        discrete_gaussian_delta(1.0, float("nan"))
+    # a numpy float is a real number like any other: the same value as the Python float
+    assert discrete_gaussian_delta(1.0, np.float32(4.0)) == discrete_gaussian_delta(1.0, 4.0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: dpcert.calibrate_gaussian(1.0, 1e-310),
+        lambda: dpcert.calibrate_discrete_gaussian(1.0, 1e-310),
+        lambda: dpcert.secure_gaussian(1.0, 1e-310),
+        lambda: dpcert.calibrate_binomial_sum(1.0, 1e-310, users=100),
+    ],
+)
+def test_deltas_below_1e_300_are_refused_naming_delta(call) -> None:
+    with pytest.raises(InvalidParameter, match="delta"):
+        call()
+
+
+def test_an_integer_beyond_the_largest_float_is_refused_in_one_short_line() -> None:
+    with pytest.raises(InvalidParameter, match="epsilon") as error:
+        dpcert.calibrate_gaussian(10**400, 1e-5)
+    assert len(str(error.value)) < 300
+
+
+def test_the_gaussian_profile_of_huge_noise_is_tiny_not_one() -> None:
+    """σ = 1e308 (μ = 1e-308): δ(ε) <= Φ(μ/2 − ε/μ), which is 0 in floating point for ε > 0; at ε = 0
+    δ = 2Φ(μ/2) − 1 ≈ 0.4 μ.  The bound must be at most 1e-14 everywhere and non-increasing."""
+    certificate = gaussian_certificate(1e308, delta=1e-5)
+    values = [certificate.delta_for(e) for e in (0.0, 1e-300, 1e-10, 0.5, 3.0)]
+    assert all(v <= 1e-14 for v in values)
+    assert values == sorted(values, reverse=True)
+    assert gaussian_delta(0.5, 0.0) == math.ulp(0.0)  # identical distributions: never 0, never 1
