@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, EvaluationCounts, held_out_counts
+from dpcert.audits.epsilon_lower_bound import (
+    SELECTION_FRACTION,
+    EvaluationCounts,
+    FewDrawsWarning,
+    few_draws_message,
+    held_out_counts,
+)
 from dpcert.audits.rejection_set import RejectionSet, Score
 from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, DEFAULT_SAMPLES, Mechanism, draw_pair, generator_from
 from dpcert.audits.selection import DEFAULT_MAX_CELLS, projected_ends, select_rejection_set
@@ -93,6 +100,7 @@ class DeltaAuditReport:
     rejection_set: RejectionSet
     inputs: tuple[Any, Any]
     seconds: float
+    notes: tuple[str, ...] = ()
 
     @property
     def violated(self) -> bool:
@@ -116,6 +124,7 @@ class DeltaAuditReport:
             "counts": self.counts.to_dict(),
             "rejection_set": self.rejection_set.to_dict(),
             "seconds": self.seconds,
+            "notes": list(self.notes),
         }
 
 
@@ -144,6 +153,8 @@ def audit_delta(
         The claimed δ (0 <= δ < 1); the verdict is "violated" iff the lower bound exceeds it.
     samples
         Draws per input; the first half chooses the rejection set, the second half evaluates it.
+        A claim δ > 0 audited with fewer than 10/δ evaluation draws is warned about
+        (:class:`~dpcert.audits.epsilon_lower_bound.FewDrawsWarning`, also stated in ``notes``).
 
     Examples
     --------
@@ -179,6 +190,9 @@ def audit_delta(
     rejection_set = selection.rejection_set
     counts = held_out_counts(rejection_set, selection.numerator, pair.on_a[split:], pair.on_b[split:])
     bound = delta_bound_from_counts(counts, epsilon, confidence)
+    message = few_draws_message(delta, counts.draws_numerator)
+    if message is not None:
+        warnings.warn(message, FewDrawsWarning, stacklevel=2)
     return DeltaAuditReport(
         verdict="violated" if bound > delta else "consistent",
         delta_lower_bound=bound,
@@ -190,4 +204,5 @@ def audit_delta(
         rejection_set=rejection_set,
         inputs=(a, b),
         seconds=time.perf_counter() - start,
+        notes=() if message is None else (message,),
     )

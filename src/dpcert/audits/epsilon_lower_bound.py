@@ -45,6 +45,22 @@ from dpcert.errors import InvalidParameter
 
 _NUMERICAL_MARGIN = 1e-9  # relative; the reported bound is lowered by this much (never overstated)
 SELECTION_FRACTION = 0.5  # share of the draws (the first ones) that choose the rejection set
+FEW_DRAWS_FACTOR = 10.0  # a δ claim audited with fewer than this many / δ evaluation draws is warned about
+
+
+class FewDrawsWarning(UserWarning):
+    """An audit of a δ > 0 claim with too few draws to see events of probability about δ."""
+
+
+def few_draws_message(delta: float, evaluation: int) -> str | None:
+    """The warning for a δ > 0 claim audited with fewer than ``FEW_DRAWS_FACTOR / δ`` evaluation draws."""
+    if not (0.0 < delta and evaluation < FEW_DRAWS_FACTOR / delta):
+        return None
+    return (
+        f"a delta={delta:g} claim was audited with {evaluation} evaluation draws per input, "
+        f"fewer than {FEW_DRAWS_FACTOR:g}/delta = {FEW_DRAWS_FACTOR / delta:.3g}: events of "
+        "probability about delta are barely seen, so the bound is weak (use more samples)"
+    )
 
 
 # --------------------------------------------------------------------------- confidence bounds
@@ -128,6 +144,30 @@ def epsilon_ceiling(draws: int, delta: float, confidence: float) -> float:
     return bound_from_counts(
         EvaluationCounts("a", draws, draws, 0, draws), delta, confidence
     ).epsilon_lower_bound
+
+
+MAX_DRAWS_NEEDED = 10**15  # beyond this many evaluation draws the answer is reported as this bound
+
+
+def draws_to_exceed(epsilon: float, delta: float, confidence: float) -> int:
+    """The least number n of evaluation draws per input whose ceiling exceeds ``epsilon``.
+
+    Below n no outcome of the draws could refute a claim of ``epsilon`` (the ceiling increases with n:
+    ``(α/2)^(1/n)`` increases to 1); found by doubling and bisection on :func:`epsilon_ceiling`.
+    """
+    epsilon = check.nonnegative_finite("epsilon", epsilon)
+    low, high = 0, 1
+    while epsilon_ceiling(high, delta, confidence) <= epsilon:
+        low, high = high, 2 * high
+        if high >= MAX_DRAWS_NEEDED:
+            return MAX_DRAWS_NEEDED
+    while high - low > 1:  # ceiling(low) <= epsilon < ceiling(high) (ceiling(0) taken as 0)
+        middle = (low + high) // 2
+        if epsilon_ceiling(middle, delta, confidence) > epsilon:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 # --------------------------------------------------------------------------- the estimator

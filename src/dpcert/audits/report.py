@@ -10,7 +10,13 @@ from typing import Any
 
 from dpcert import _json
 from dpcert._notebook import html_table, markdown_table
-from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts, epsilon_ceiling
+from dpcert.audits.epsilon_lower_bound import (
+    EvaluationCounts,
+    bound_from_counts,
+    draws_to_exceed,
+    epsilon_ceiling,
+)
+from dpcert.audits.neighbours import Relation
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.certificates import Guarantee
 from dpcert.errors import CertificateFormatError, CertificateMismatch
@@ -54,6 +60,13 @@ class AuditReport:
     search
         With a neighbour search: the candidates screened, the draws spent and the pair chosen
         (JSON-ready); ``samples`` and ``counts`` then refer to the fresh draws on the chosen pair.
+    relation
+        The neighbour relation the pair belongs to (stated by the search or the caller), or None when
+        the pair was taken as given: the verdict speaks of ε under this relation only.
+
+    A bound of 0 means that no informative event was found (``informative`` is False): the rejection
+    set's counts show no output more likely under one input than under the other.  The report then
+    says so, with the counts of the best event, rather than "ε >= 0".
     """
 
     verdict: str
@@ -69,10 +82,22 @@ class AuditReport:
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
     search: Mapping[str, Any] | None = field(default=None, hash=False)
+    relation: Relation | None = None
 
     @property
     def violated(self) -> bool:
         return self.verdict == "violated"
+
+    @property
+    def informative(self) -> bool:
+        """False when the best event's counts give no evidence at all (a bound of 0)."""
+        return self.epsilon_lower_bound > 0.0
+
+    def evaluation_draws_needed(self) -> int | None:
+        """When the ceiling binds: the least evaluation draws per input whose ceiling exceeds the claim."""
+        if not self.ceiling_binds:
+            return None
+        return draws_to_exceed(self.claim.epsilon, self.claim.delta, self.confidence)
 
     @property
     def ceiling_binds(self) -> bool:
@@ -113,6 +138,9 @@ class AuditReport:
             "seconds": self.seconds,
             "notes": list(self.notes),
             "search": None if self.search is None else dict(self.search),
+            "relation": None if self.relation is None else self.relation.to_dict(),
+            "informative": self.informative,
+            "evaluation_draws_needed": self.evaluation_draws_needed(),
         }
 
     def to_json(self, indent: int | None = None) -> str:
@@ -144,6 +172,7 @@ class AuditReport:
                 seconds=float(data.get("seconds", 0.0)),
                 notes=tuple(str(n) for n in data.get("notes", ())),
                 search=data.get("search"),
+                relation=Relation.from_dict(data.get("relation")),
             )
         except CertificateFormatError:
             raise
@@ -165,14 +194,42 @@ class AuditReport:
             raise CertificateFormatError("audit report JSON must be an object")
         return cls.from_dict(data, recheck=recheck)
 
+    def neighbours(self) -> str:
+        """The relation audited, in words."""
+        return "as given (not checked)" if self.relation is None else self.relation.describe()
+
+    def finding(self) -> str:
+        """The bound, or that no informative event was found, with the best event's counts."""
+        if self.informative:
+            return f"epsilon >= {self.epsilon_lower_bound:.4f} with confidence {self.confidence:g}"
+        return f"no informative event found (best event: {self.counts_text()})"
+
+    def counts_text(self) -> str:
+        """The evaluation counts of the rejection set, input by input."""
+        counts = self.counts
+        other = "b" if counts.numerator == "a" else "a"
+        return (
+            f"{counts.in_set_numerator}/{counts.draws_numerator} draws on {counts.numerator} and "
+            f"{counts.in_set_denominator}/{counts.draws_denominator} on {other} in S"
+        )
+
+    def ceiling_text(self) -> str:
+        """The largest bound the draws could have shown, and the draws needed when it binds."""
+        text = f"{self.epsilon_ceiling:.4g}"
+        needed = self.evaluation_draws_needed()
+        if needed is not None:
+            text += f" (at or below the claim: at least {needed} evaluation draws per input are needed)"
+        return text
+
     def _notebook_rows(self) -> list[tuple[str, Any]]:
         return [
             ("verdict", self.verdict),
-            ("ε lower bound", f"{self.epsilon_lower_bound:.4f} (confidence {self.confidence:g})"),
+            ("finding", self.finding()),
             ("claim", f"(ε = {self.claim.epsilon:g}, δ = {self.claim.delta:g})"),
+            ("neighbours", self.neighbours()),
             ("draws per input", self.samples),
-            ("rejection set", self.rejection_set.describe()),
-            ("ceiling (about ln n)", f"{self.epsilon_ceiling:.3f}"),
+            ("rejection set", f"{self.rejection_set.describe()}: {self.counts_text()}"),
+            ("largest bound these draws could show", self.ceiling_text()),
             ("method", self.method),
         ]
 
@@ -188,8 +245,9 @@ class AuditReport:
         if self.search is not None:
             found = f"; pair found by the {self.search['kind']} search: {self.inputs[0]} vs {self.inputs[1]}"
         return (
-            f"{self.verdict}: epsilon >= {self.epsilon_lower_bound:.4f} with confidence {self.confidence:g} "
+            f"{self.verdict}: {self.finding()} "
             f"(claim epsilon={self.claim.epsilon:g}, delta={self.claim.delta:g}; "
-            f"{self.samples} draws per input; "
-            f"S = {self.rejection_set.describe()}; ceiling {self.epsilon_ceiling:.3f}{found})"
+            f"neighbours {self.neighbours()}; {self.samples} draws per input; "
+            f"S = {self.rejection_set.describe()}; largest bound these draws could show "
+            f"{self.ceiling_text()}{found})"
         )

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.audits.epsilon_lower_bound import SELECTION_FRACTION, epsilon_lower_bound
+from dpcert.audits.epsilon_lower_bound import (
+    FEW_DRAWS_FACTOR,
+    SELECTION_FRACTION,
+    FewDrawsWarning,
+    epsilon_lower_bound,
+    few_draws_message,
+)
+from dpcert.audits.neighbours import Relation, relation_from
 from dpcert.audits.rejection_set import Score
 from dpcert.audits.report import AuditReport, verdict_for
 from dpcert.audits.sampling import (
@@ -21,18 +28,13 @@ from dpcert.audits.sampling import (
     draw_pair,
     generator_from,
 )
-from dpcert.audits.search import Search, screen
+from dpcert.audits.search import Search, screen, with_exposed_threshold
 from dpcert.audits.selection import DEFAULT_MAX_CELLS
 from dpcert.audits.timing import CLOCKS, draw_timed, joint_view
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
-FEW_DRAWS_FACTOR = 10.0  # a δ claim audited with fewer than this many / δ evaluation draws is warned about
-
-
-class FewDrawsWarning(UserWarning):
-    """An audit of a δ > 0 claim with too few draws to see events of probability about δ."""
-
+__all__ = ["FEW_DRAWS_FACTOR", "METHOD", "FewDrawsWarning", "audit", "audit_samples", "json_ready"]
 
 METHOD = "clopper-pearson union bound on a rejection set chosen on a held-out selection half"
 
@@ -79,13 +81,8 @@ def audit_samples(
         f"counts from the other {result.counts.draws_numerator}",
         "two one-sided Clopper-Pearson bounds at alpha/2 each (union bound)",
     ]
-    evaluation = result.counts.draws_numerator
-    if 0.0 < claim.delta and evaluation < FEW_DRAWS_FACTOR / claim.delta:
-        message = (
-            f"a delta={claim.delta:g} claim was audited with {evaluation} evaluation draws per input, "
-            f"fewer than {FEW_DRAWS_FACTOR:g}/delta = {FEW_DRAWS_FACTOR / claim.delta:.3g}: events of "
-            "probability about delta are barely seen, so the bound is weak (use more samples)"
-        )
+    message = few_draws_message(claim.delta, result.counts.draws_numerator)
+    if message is not None:
         warnings.warn(message, FewDrawsWarning, stacklevel=3)
         notes.append(message)
     if claim.epsilon >= result.epsilon_ceiling:
@@ -127,6 +124,7 @@ def audit(
     progress: bool = False,
     search: Search | None = None,
     timing: bool | str = False,
+    relation: str | Relation | None = None,
 ) -> AuditReport:
     """Test the claim that ``mechanism`` is (ε, δ)-DP on the neighbouring inputs ``a`` and ``b``.
 
@@ -153,6 +151,11 @@ def audit(
         A neighbour search (:class:`dpcert.audits.search.VectorSearch`, ``ScalarSearch`` or
         ``CandidatePairs``): a share of ``samples`` screens its candidate pairs, the rest audits the
         best pair on fresh draws; the report names the pair (``inputs``) and the search (``search``).
+    relation
+        The neighbour relation the claim is made under: ``"linf"``, ``"one-differ"``, ``"l1"`` or
+        ``"add-remove"`` (radius 1), or a :class:`dpcert.audits.neighbours.Relation` with its radius.
+        With ``a`` and ``b``, a pair that is not a pair of neighbours under it is refused before any
+        draw; with ``search``, it must be the search's own relation.  The report names it.
     timing
         Audit what an observer of release times sees: the pair (output, release time) of single
         releases made in turn on ``a`` and ``b`` and timed one by one (:mod:`dpcert.audits.timing`);
@@ -172,6 +175,8 @@ def audit(
         raise InvalidParameter("timing", timing, "False, True, 'wall' or 'cpu'")
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     samples = check.positive_int("samples", samples, minimum=2)
+    max_cells = check.positive_int("max_cells", max_cells)
+    stated = None if relation is None else relation_from(relation)
     rng = generator_from(seed, rng)
     start = time.perf_counter()
     if search is not None:
@@ -179,17 +184,23 @@ def audit(
             raise InvalidParameter("timing", timing, "False with a neighbour search")
         if a is not None or b is not None:
             raise InvalidParameter("a, b", (a, b), "None when a search chooses the pair")
+        if stated is not None and stated != search.neighbours:
+            raise InvalidParameter(
+                "relation", stated.name, f"the search's own relation ({_described(search.neighbours)})"
+            )
         report = _audit_with_search(
             mechanism, search, claim, samples, rng, confidence, score, max_cells, batch_size
         )
         return replace(report, seconds=time.perf_counter() - start)
     if a is None or b is None:
         raise InvalidParameter("a, b", (a, b), "two neighbouring inputs (or search=...)")
+    if stated is not None:
+        stated.check_pair("a, b", a, b)
     if timing:
         if score is not None:
             raise InvalidParameter("score", score, "None with timing=True (the view is (output, time))")
         report = _audit_timing(mechanism, a, b, claim, samples, rng, confidence, str(timing))
-        return replace(report, seconds=time.perf_counter() - start)
+        return replace(report, seconds=time.perf_counter() - start, relation=stated)
     pair = draw_pair(mechanism, a, b, samples, rng, batch_size=batch_size, progress=progress)
     report = audit_samples(
         pair,
@@ -200,7 +211,11 @@ def audit(
         max_cells=max_cells,
         inputs=(a, b),
     )
-    return replace(report, seconds=time.perf_counter() - start)
+    return replace(report, seconds=time.perf_counter() - start, relation=stated)
+
+
+def _described(relation: Relation | None) -> str:
+    return "none: pairs taken as given" if relation is None else relation.describe()
 
 
 def _audit_timing(
@@ -251,6 +266,7 @@ def _audit_with_search(
     batch_size: int,
 ) -> AuditReport:
     """Screen the search's candidates, then audit each finalist on fresh draws at level α/finalists."""
+    search = with_exposed_threshold(search, mechanism)
     finalists = search.finalists
     final_draws = (samples - int(search.screening_share * samples)) // finalists
     final_evaluation = final_draws - int(round(final_draws * SELECTION_FRACTION))
@@ -300,5 +316,23 @@ def _audit_with_search(
             f"{finalists} finalists each evaluated at confidence {level:.6g} (Bonferroni); the largest "
             f"bound holds with confidence {confidence:g}",
         )
+    relation = search.neighbours
+    summary["relation"] = None if relation is None else relation.to_dict()
+    if relation is not None:
+        notes += (f"every pair screened and audited is a pair of neighbours under {relation.describe()}",)
     report = reports[best]
-    return replace(report, notes=notes + report.notes, search=summary)
+    if report.violated and relation is not None and relation.name == "linf" and _entries_moved(chosen) > 1:
+        notes += (
+            f"the violation is of the claim under linf neighbours (the pair found moves "
+            f"{_entries_moved(chosen)} answers at once); if neighbouring inputs of this query change one "
+            "answer (histograms, counts, sums), audit with relation one-differ (or l1, add-remove)",
+        )
+    return replace(report, notes=notes + report.notes, search=summary, relation=relation)
+
+
+def _entries_moved(candidate: Any) -> int:
+    a = np.atleast_1d(np.asarray(candidate.a, float))
+    b = np.atleast_1d(np.asarray(candidate.b, float))
+    if a.shape != b.shape:
+        return 1
+    return int(np.count_nonzero(a != b))

@@ -11,26 +11,30 @@ Validity: screening only *chooses* the pair.  The reported bound comes from fres
 pair (split into selection and evaluation parts as in every audit), so it is a (1 − α) lower
 confidence bound on that pair's ε; with ``finalists = m > 1`` pairs evaluated, each is evaluated at
 level α/m and the largest bound reported (Bonferroni).  A bound on one pair of neighbours is a bound
-on the mechanism's ε.
+on the mechanism's ε *under the relation the pairs belong to*: every search states its neighbour
+relation (:mod:`dpcert.audits.neighbours`), and the report names it.
 
 Searches:
 
-* :class:`VectorSearch` — query-answer vectors of length L in the ℓ∞ ball of radius D (counting-query
-  neighbours): a = start, b = start + D·u with u ∈ {−1, 0, 1}^L (and the X shape, whose *a* moves too).
+* :class:`VectorSearch` — query-answer vectors of length L (or datasets of L records), neighbours
+  under ``relation`` of radius D: ``linf`` (default: a = start, b = start + D·u with
+  u ∈ {−1, 0, 1}^L, and the X shape, whose *a* moves too), ``one-differ``, ``l1`` or ``add-remove``,
+  around one or more starts.
 * :class:`ScalarSearch` — scalar inputs (c, c ± D) for c on a grid around a start.
-* :class:`CandidatePairs` — the user's own list of pairs.
+* :class:`CandidatePairs` — the user's own list of pairs, checked against a stated relation.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.audits.neighbours import Relation
 from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, Mechanism, draw_pair
 from dpcert.audits.selection import DEFAULT_MAX_CELLS, select_rejection_set
 from dpcert.errors import InvalidParameter
@@ -67,21 +71,33 @@ def _json(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class VectorSearch:
-    """Pairs of query-answer vectors of length ``length`` differing by at most ``sensitivity`` per entry.
+    """Pairs of query-answer vectors (or datasets) of length ``length``, neighbours under ``relation``.
 
     Parameters
     ----------
     length
-        L, the number of query answers the mechanism takes.
+        L, the number of query answers the mechanism takes (with ``relation="add-remove"``: the number
+        of records of the starting dataset).
     sensitivity
-        D, the largest change of one answer between neighbours (the ℓ∞ radius).
+        D, the radius of the relation: the largest change of one answer (``linf``, ``one-differ``), of
+        all answers together (``l1``), or the largest absolute value of a record (``add-remove``).
+    relation
+        ``"linf"`` (default), ``"one-differ"``, ``"l1"`` or ``"add-remove"``
+        (:mod:`dpcert.audits.neighbours`): the candidates are the StatDP / DP-Sniper patterns of that
+        relation, and every pair screened or audited is a pair of neighbours under it.
     start
         The first input of the patterns (default all zeros).
+    starts
+        More starting points: each a number c (the vector of all c) or a vector of length L; the
+        patterns are built around every start (e.g. around the threshold of a sparse vector).
+    around_threshold
+        Add the starts T − D, T and T + D for the threshold T the mechanism exposes as
+        ``mechanism.threshold`` (read when the audit runs).
     random_pairs
-        Extra candidates b = start + D·u with u uniform on {−1, 0, 1}^L \\ {0}.
+        Extra random neighbour pairs from the start (under the relation).
     local_rounds, local_moves
-        Local search: for ``local_rounds`` rounds, ``local_moves`` single-coordinate changes of the
-        best pair's direction u are screened as well.
+        Local search: for ``local_rounds`` rounds, ``local_moves`` single-entry changes of the best
+        pair (staying inside the relation) are screened as well.
     screening_share
         Share of the draws spent screening (the rest goes to the finalists).
     finalists
@@ -96,6 +112,9 @@ class VectorSearch:
     local_moves: int = 6
     screening_share: float = 0.2
     finalists: int = 1
+    relation: str = "linf"
+    starts: tuple = ()
+    around_threshold: bool = False
 
     kind = "vector"
 
@@ -105,69 +124,89 @@ class VectorSearch:
             raise InvalidParameter("length", length, f"an integer in [1, {MAX_SEARCH_LENGTH}]")
         object.__setattr__(self, "length", length)
         object.__setattr__(self, "sensitivity", check.positive_finite("sensitivity", self.sensitivity))
-        if self.start is None:
-            start = np.zeros(length)
-        else:
-            start = check.finite_array("start", self.start).astype(float).reshape(-1)
-            if start.shape != (length,):
-                raise InvalidParameter("start", f"length {start.shape[0]}", f"a vector of length {length}")
-        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "relation", Relation(self.relation, self.sensitivity).name)
+        object.__setattr__(self, "start", self._start_vector("start", self.start, length))
+        try:
+            starts = tuple(self.starts)
+        except TypeError:
+            raise InvalidParameter("starts", self.starts, "a list of numbers or vectors") from None
+        extra = tuple(self._start_vector(f"starts[{i}]", value, length) for i, value in enumerate(starts))
+        object.__setattr__(self, "starts", extra)
+        if not isinstance(self.around_threshold, bool):
+            raise InvalidParameter("around_threshold", self.around_threshold, "True or False")
         _validate_schedule(self)
 
+    @staticmethod
+    def _start_vector(name: str, value: Any, length: int) -> np.ndarray:
+        if value is None:
+            return np.zeros(length)
+        array = check.finite_array(name, value).astype(float)
+        if array.ndim == 0:
+            return np.full(length, float(array))
+        array = array.reshape(-1)
+        if array.shape != (length,):
+            raise InvalidParameter(
+                name, f"length {array.shape[0]}", f"a number or a vector of length {length}"
+            )
+        return array
+
+    @property
+    def neighbours(self) -> Relation:
+        """The relation every candidate pair belongs to."""
+        return Relation(self.relation, self.sensitivity)
+
     def patterns(self) -> list[Candidate]:
-        """StatDP's patterns around ``start`` (Ding et al. 2018, §5.1)."""
-        length, start, radius = self.length, self.start, self.sensitivity
-        first = np.zeros(length)
-        first[0] = 1.0
-        rest = 1.0 - first
-        half = np.where(np.arange(length) < length // 2, -1.0, 1.0)
-        alternating = np.where(np.arange(length) % 2 == 0, 1.0, -1.0)
-        ones = np.ones(length)
-        directions = [
-            ("one above", first),
-            ("one below", -first),
-            ("one above rest below", first - rest),
-            ("one below rest above", rest - first),
-            ("half-half", half),
-            ("alternating", alternating),
-            ("all above", ones),
-            ("all below", -ones),
-        ]
-        candidates = [Candidate(start, start + radius * u, name) for name, u in directions]
-        if length >= 2:  # X shape: [1, 1, 0, 0, 0] against [0, 0, 1, 1, 1] (both inputs move)
-            split = np.arange(length) < (length + 1) // 2
-            candidates.append(Candidate(start + radius * split, start + radius * ~split, "x-shape"))
-        return candidates
+        """The StatDP / DP-Sniper patterns of the relation around each start."""
+        relation = self.neighbours
+        result = []
+        for index, start in enumerate((self.start, *self.starts)):
+            suffix = "" if index == 0 else f" from {_start_name(start)}"
+            result += [Candidate(a, b, name + suffix) for name, a, b in relation.patterns(start)]
+        return result
 
     def candidates(self, rng: np.random.Generator) -> list[Candidate]:
-        """The patterns and ``random_pairs`` random directions (duplicates removed)."""
+        """The patterns and ``random_pairs`` random neighbour pairs (duplicates removed)."""
         result = self.patterns()
+        relation = self.neighbours
         for index in range(self.random_pairs):
-            direction = np.zeros(self.length)
-            while not np.any(direction):
-                direction = rng.integers(-1, 2, self.length).astype(float)
-            result.append(Candidate(self.start, self.start + self.sensitivity * direction, f"random {index}"))
+            a, b = relation.random_pair(self.start, rng)
+            result.append(Candidate(a, b, f"random {index}"))
         return _unique(result)
 
     def moves(self, best: Candidate, rng: np.random.Generator) -> list[Candidate]:
-        """Up to ``local_moves`` pairs that change one entry of the best pair's neighbour by ±D or to a."""
+        """Up to ``local_moves`` single-entry changes of the best pair that stay neighbours."""
         a = np.asarray(best.a, float)
         b = np.asarray(best.b, float)
-        options = []
-        for index in range(self.length):
-            for offset in (-1.0, 0.0, 1.0):
-                value = a[index] + offset * self.sensitivity
-                if value != b[index]:
-                    options.append((index, value))
+        options = self.neighbours.moves(a, b)
         chosen = rng.permutation(len(options))[: self.local_moves]
-        result = []
-        for option in chosen:
-            index, value = options[int(option)]
-            moved = b.copy()
-            moved[index] = value
-            if np.any(moved != a):
-                result.append(Candidate(a, moved, f"{best.pattern} / entry {index} -> {value:g}"))
-        return result
+        return [Candidate(a, options[int(i)][1], f"{best.pattern} / {options[int(i)][0]}") for i in chosen]
+
+    def around(self, threshold: Any) -> VectorSearch:
+        """This search with the starts T − D, T and T + D added for the threshold T."""
+        value = check.finite_array("threshold", threshold)
+        if value.ndim != 0:
+            raise InvalidParameter("threshold", threshold, "a finite number (mechanism.threshold)")
+        centre = float(value)
+        extra = tuple(centre + offset * self.sensitivity for offset in (-1.0, 0.0, 1.0))
+        return replace(self, starts=tuple(self.starts) + extra, around_threshold=False)
+
+
+def _start_name(start: np.ndarray) -> str:
+    if start.size and np.all(start == start[0]):
+        return f"all {start[0]:g}"
+    return "[" + ", ".join(f"{v:g}" for v in start[:4]) + (", ...]" if start.size > 4 else "]")
+
+
+def with_exposed_threshold(search: Search, mechanism: Any) -> Search:
+    """``search`` with starts around ``mechanism.threshold`` when it asks for them (``around_threshold``)."""
+    if not isinstance(search, VectorSearch) or not search.around_threshold:
+        return search
+    threshold = getattr(mechanism, "threshold", None)
+    if threshold is None:
+        raise InvalidParameter(
+            "around_threshold", True, "a mechanism exposing its threshold as mechanism.threshold"
+        )
+    return search.around(threshold)
 
 
 @dataclass(frozen=True)
@@ -184,6 +223,7 @@ class ScalarSearch:
     points: int = 7
     screening_share: float = 0.2
     finalists: int = 1
+    relation: str = "linf"
 
     kind = "scalar"
     local_rounds: ClassVar[int] = 0  # no local search on a scalar grid
@@ -191,6 +231,10 @@ class ScalarSearch:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sensitivity", check.positive_finite("sensitivity", self.sensitivity))
+        relation = Relation(self.relation, self.sensitivity).name
+        if relation == "add-remove":  # on one number linf, one-differ and l1 coincide: |a - b| <= D
+            raise InvalidParameter("relation", relation, "linf, one-differ or l1 for scalar inputs")
+        object.__setattr__(self, "relation", relation)
         start = check.finite_array("start", self.start)
         if start.shape != ():
             raise InvalidParameter("start", self.start, "a finite number")
@@ -218,14 +262,25 @@ class ScalarSearch:
     def moves(self, best: Candidate, rng: np.random.Generator) -> list[Candidate]:
         return []
 
+    @property
+    def neighbours(self) -> Relation:
+        return Relation(self.relation, self.sensitivity)
+
 
 @dataclass(frozen=True)
 class CandidatePairs:
-    """The user's own candidate pairs ``[(a1, b1), (a2, b2), ...]``, screened like a search's."""
+    """The user's own candidate pairs ``[(a1, b1), (a2, b2), ...]``, screened like a search's.
+
+    With ``relation`` (and its radius ``sensitivity``), a pair that is not a pair of neighbours under
+    it is refused (:class:`InvalidParameter` naming ``pairs[i]``) before any draw is made; without it
+    the pairs are taken as given, unchecked.
+    """
 
     pairs: tuple = field(default=())
     screening_share: float = 0.2
     finalists: int = 1
+    relation: str | None = None
+    sensitivity: float = 1.0
 
     kind = "pairs"
     local_rounds: ClassVar[int] = 0  # the user's list is screened as given
@@ -239,6 +294,12 @@ class CandidatePairs:
         if not pairs:
             raise InvalidParameter("pairs", "[]", "at least one (input, neighbour) pair")
         object.__setattr__(self, "pairs", pairs)
+        object.__setattr__(self, "sensitivity", check.positive_finite("sensitivity", self.sensitivity))
+        if self.relation is not None:
+            relation = Relation(self.relation, self.sensitivity)
+            object.__setattr__(self, "relation", relation.name)
+            for index, (a, b) in enumerate(pairs):
+                relation.check_pair(f"pairs[{index}]", a, b)
         _validate_schedule(self)
 
     def candidates(self, rng: np.random.Generator) -> list[Candidate]:
@@ -246,6 +307,11 @@ class CandidatePairs:
 
     def moves(self, best: Candidate, rng: np.random.Generator) -> list[Candidate]:
         return []
+
+    @property
+    def neighbours(self) -> Relation | None:
+        """The stated relation, or None when the pairs are taken as given."""
+        return None if self.relation is None else Relation(self.relation, self.sensitivity)
 
 
 Search = VectorSearch | ScalarSearch | CandidatePairs

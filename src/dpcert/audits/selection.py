@@ -251,24 +251,41 @@ def _fitted_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[F
     pooled = np.concatenate([values_a, values_b])
     if values_a.ndim == 1:
         return [Feature("value"), Feature("distance", center=(float(np.median(pooled)),))]
-    # Fisher's linear discriminant: w = Σ⁻¹ (μ_b − μ_a) with a small ridge for stability, in fixed order
-    # (no BLAS or LAPACK: the weights, hence the thresholds, are the same on every CPU).
-    covariance = 0.5 * (_covariance(values_a) + _covariance(values_b))
+    # Noiseless coordinates (constant on each input's draws) carry no noise to weigh: one that differs
+    # between the inputs separates them by itself (its own threshold feature); one that does not is
+    # left out of the learned features (weight 0), whose weights would otherwise be 1/0.
+    constant = np.all(values_a == values_a[0], axis=0) & np.all(values_b == values_b[0], axis=0)
+    noisy = ~constant
+    features = [
+        Feature("projection", weights=tuple(float(w) for w in _unit(values_a.shape[1], int(index))))
+        for index in np.flatnonzero(constant & (values_a[0] != values_b[0]))
+    ]
+    features.append(Feature("distance", center=tuple(float(c) for c in pooled.mean(0))))
+    if not np.any(noisy):
+        return features
+    weights = np.zeros(values_a.shape[1])
+    # Fisher's linear discriminant on the noisy coordinates: w = Σ⁻¹ (μ_b − μ_a) with a small ridge for
+    # stability, in fixed order (no BLAS or LAPACK: the weights, hence the thresholds, are the same on
+    # every CPU).
+    noisy_a, noisy_b = values_a[:, noisy], values_b[:, noisy]
+    covariance = 0.5 * (_covariance(noisy_a) + _covariance(noisy_b))
     ridge = 1e-9 * max(float(np.trace(covariance)), 1e-300) / covariance.shape[0]
-    difference = values_b.mean(0) - values_a.mean(0)
+    difference = noisy_b.mean(0) - noisy_a.mean(0)
     # Σ + ridge·I is symmetric positive definite (a Gram matrix plus a positive multiple of I)
     system = covariance + ridge * np.eye(covariance.shape[0])
-    weights = fixed_order.solve_spd(system, difference[:, None])[:, 0]
+    weights[noisy] = fixed_order.solve_spd(system, difference[:, None])[:, 0]
     # Laplace-noise log-likelihood ratio around the two coordinate-wise medians, each coordinate
-    # weighted by 1/b with b the mean absolute deviation (the Laplace maximum-likelihood scale).
+    # weighted by 1/b with b the mean absolute deviation (the Laplace maximum-likelihood scale);
+    # coordinates without spread are left out (weight 0).
     median_a, median_b = np.median(values_a, axis=0), np.median(values_b, axis=0)
     spread = 0.5 * (
         np.mean(np.abs(values_a - median_a), axis=0) + np.mean(np.abs(values_b - median_b), axis=0)
     )
-    inverse_scale = 1.0 / np.maximum(spread, 1e-300)
+    inverse_scale = np.zeros_like(spread)
+    np.divide(1.0, spread, out=inverse_scale, where=spread > 0)
     return [
         Feature("projection", weights=tuple(float(w) for w in weights)),
-        Feature("distance", center=tuple(float(c) for c in pooled.mean(0))),
+        *features,
         Feature(
             "l1-contrast",
             center=tuple(float(c) for c in median_a),
@@ -276,6 +293,12 @@ def _fitted_features(selection_a: np.ndarray, selection_b: np.ndarray) -> list[F
             reference=tuple(float(r) for r in median_b),
         ),
     ]
+
+
+def _unit(length: int, index: int) -> np.ndarray:
+    vector = np.zeros(length)
+    vector[index] = 1.0
+    return vector
 
 
 def select_rejection_set(
