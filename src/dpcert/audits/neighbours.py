@@ -100,7 +100,8 @@ class Relation:
         if self.name == "one-differ":
             moved = np.flatnonzero(change > 0)
             if moved.size > 1:
-                return f"{moved.size} entries differ (entries {moved[:4].tolist()}...), one-differ allows one"
+                shown = ", ".join(str(i) for i in moved[:4]) + (", ..." if moved.size > 4 else "")
+                return f"{moved.size} entries differ (entries {shown}), one-differ allows one"
             if moved.size == 1 and change[moved[0]] > radius + slack[moved[0]]:
                 return f"entry {int(moved[0])} moves by {change[moved[0]]:g} > {radius:g}"
             return None

@@ -34,7 +34,15 @@ from dpcert.audits.timing import CLOCKS, draw_timed, joint_view
 from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
-__all__ = ["FEW_DRAWS_FACTOR", "METHOD", "FewDrawsWarning", "audit", "audit_samples", "json_ready"]
+__all__ = [
+    "FEW_DRAWS_FACTOR",
+    "METHOD",
+    "FewDrawsWarning",
+    "audit",
+    "audit_samples",
+    "json_ready",
+    "linf_hint",
+]
 
 METHOD = "clopper-pearson union bound on a rejection set chosen on a held-out selection half"
 
@@ -211,7 +219,9 @@ def audit(
         max_cells=max_cells,
         inputs=(a, b),
     )
-    return replace(report, seconds=time.perf_counter() - start, relation=stated)
+    report = replace(report, seconds=time.perf_counter() - start, relation=stated)
+    hint = linf_hint(report)
+    return report if hint is None else replace(report, notes=report.notes + (hint,))
 
 
 def _described(relation: Relation | None) -> str:
@@ -320,19 +330,28 @@ def _audit_with_search(
     summary["relation"] = None if relation is None else relation.to_dict()
     if relation is not None:
         notes += (f"every pair screened and audited is a pair of neighbours under {relation.describe()}",)
-    report = reports[best]
-    if report.violated and relation is not None and relation.name == "linf" and _entries_moved(chosen) > 1:
-        notes += (
-            f"the violation is of the claim under linf neighbours (the pair found moves "
-            f"{_entries_moved(chosen)} answers at once); if neighbouring inputs of this query change one "
-            "answer (histograms, counts, sums), audit with relation one-differ (or l1, add-remove)",
-        )
-    return replace(report, notes=notes + report.notes, search=summary, relation=relation)
+    report = replace(reports[best], search=summary, relation=relation)
+    hint = linf_hint(report)
+    notes += () if hint is None else (hint,)
+    return replace(report, notes=notes + report.notes)
 
 
-def _entries_moved(candidate: Any) -> int:
-    a = np.atleast_1d(np.asarray(candidate.a, float))
-    b = np.atleast_1d(np.asarray(candidate.b, float))
-    if a.shape != b.shape:
-        return 1
-    return int(np.count_nonzero(a != b))
+def linf_hint(report: AuditReport) -> str | None:
+    """For a violation found under linf on a pair moving several answers at once: that the verdict is
+    about linf neighbours, and which relation to audit instead if the query's neighbours differ less."""
+    relation = report.relation
+    if not report.violated or relation is None or relation.name != "linf":
+        return None
+    try:
+        a = np.atleast_1d(np.asarray(report.inputs[0], float))
+        b = np.atleast_1d(np.asarray(report.inputs[1], float))
+    except (TypeError, ValueError):
+        return None
+    moved = int(np.count_nonzero(a != b)) if a.shape == b.shape else 1
+    if moved <= 1:
+        return None
+    return (
+        f"the claim is violated under linf neighbours (the pair moves {moved} answers at once); if "
+        "neighbouring inputs of this query change one answer (histograms, counts, sums), audit with "
+        "relation one-differ (or l1, add-remove)"
+    )

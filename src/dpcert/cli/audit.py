@@ -28,9 +28,11 @@ import numpy as np
 from dpcert import _json
 from dpcert import _validation as check
 from dpcert.audits.floating_point import check_floating_point
-from dpcert.audits.run import audit
+from dpcert.audits.neighbours import RELATIONS, Relation
+from dpcert.audits.run import audit, linf_hint
 from dpcert.audits.sampling import accepts_size, draw
 from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
+from dpcert.audits.selection import DEFAULT_MAX_CELLS
 from dpcert.cli._common import (
     EXIT_OK,
     EXIT_VIOLATED,
@@ -111,6 +113,22 @@ def register(groups: CommandGroups) -> None:
         help="draws per input (default 1e5; refused up front if they cannot fit in memory)",
     )
     parser.add_argument("--confidence", type=confidence, default=0.95, help="1 - alpha (default 0.95)")
+    parser.add_argument(
+        "--relation",
+        choices=RELATIONS,
+        default=None,
+        help="the neighbour relation of the claim, of radius --sensitivity: linf (every answer moves by "
+        "at most D), one-differ (one answer moves; histograms, sums), l1, add-remove (one record added "
+        "or removed); a pair outside it is refused (default: linf for --search vector|scalar, the pair "
+        "as given otherwise)",
+    )
+    parser.add_argument(
+        "--max-cells",
+        type=bounded_integer(1, 10**7),
+        default=None,
+        help=f"outputs with at most this many distinct values are audited as cells (default "
+        f"{DEFAULT_MAX_CELLS})",
+    )
     parser.add_argument("--seed", type=seed_type, default=None, help="random seed (default: fresh, reported)")
     parser.add_argument(
         "--floating-point",
@@ -149,6 +167,12 @@ def register(groups: CommandGroups) -> None:
         "pairs: your own candidates (--pairs)",
     )
     search.add_argument("--length", type=integer, default=None, help="vector search: number of query answers")
+    search.add_argument(
+        "--start",
+        default=None,
+        help="vector search: more starts, a JSON list of numbers (each the vector of all that number) or "
+        "vectors, e.g. '[0, 5, 10]'; or 'threshold': T - D, T and T + D for the target's .threshold T",
+    )
     search.add_argument(
         "--pairs",
         default=None,
@@ -391,27 +415,75 @@ def _pairs(text: str) -> list:
     return [tuple(np.asarray(v, dtype=float) if isinstance(v, list) else v for v in pair) for pair in pairs]
 
 
+def _starts(text: str) -> tuple[tuple, bool]:
+    """``--start``: (extra starts, whether to add starts around the target's threshold)."""
+    if text == "threshold":
+        return (), True
+    try:
+        value = _json.loads(text, what="--start")
+    except _json.JSONFormatError as exc:
+        hint = str(exc) if exc.key is not None else None
+        raise InvalidParameter(
+            "--start", text, "a JSON list of numbers or vectors, or 'threshold'", hint
+        ) from None
+    if not isinstance(value, list) or not value:
+        raise InvalidParameter("--start", text, "a non-empty JSON list of numbers or vectors, or 'threshold'")
+    return tuple(np.asarray(v, dtype=float) if isinstance(v, list) else v for v in value), False
+
+
+def _flag_names(exc: InvalidParameter) -> InvalidParameter:
+    """The error of a search's parameter, named by the command-line flag that set it."""
+    if exc.name.startswith("pairs["):
+        return InvalidParameter("--pairs", f"{exc.name}: {exc.value}", exc.allowed, exc.hint)
+    if exc.name.startswith("starts"):
+        return InvalidParameter("--start", exc.value, exc.allowed, exc.hint)
+    if exc.name in ("relation", "sensitivity", "length"):
+        return InvalidParameter(f"--{exc.name}", exc.value, exc.allowed, exc.hint)
+    if exc.name == "start":
+        return InvalidParameter("--input", exc.value, exc.allowed, exc.hint)
+    return exc
+
+
 def search_from_arguments(args: argparse.Namespace) -> Any:
     """The neighbour search named by ``--search`` (``--input`` is its start), or None."""
     if args.search is None:
-        for flag, value in (("--length", args.length), ("--pairs", args.pairs)):
+        for flag, value in (("--length", args.length), ("--pairs", args.pairs), ("--start", args.start)):
             if value is not None:
                 raise InvalidParameter(flag, value, "only with --search")
         return None
     if args.neighbour is not None:
         raise InvalidParameter("--neighbour", args.neighbour, "omitted with --search (the search chooses it)")
+    if args.start is not None and args.search != "vector":
+        raise InvalidParameter("--start", args.start, "only with --search vector")
     start = None if args.input is None else parse_input("--input", args.input)
+    try:
+        return _search(args, start)
+    except InvalidParameter as exc:
+        raise _flag_names(exc) from None
+
+
+def _search(args: argparse.Namespace, start: Any) -> Any:
     if args.search == "vector":
         if args.length is None:
             raise InvalidParameter("--length", None, "the number of query answers (an integer >= 1)")
-        return VectorSearch(args.length, args.sensitivity, start=start)
+        starts, around = ((), False) if args.start is None else _starts(args.start)
+        return VectorSearch(
+            args.length,
+            args.sensitivity,
+            start=start,
+            relation=args.relation or "linf",
+            starts=starts,
+            around_threshold=around,
+        )
     if args.length is not None:
         raise InvalidParameter("--length", args.length, "only with --search vector")
     if args.search == "scalar":
-        return ScalarSearch(args.sensitivity, start=0.0 if start is None else start)
+        return ScalarSearch(
+            args.sensitivity, start=0.0 if start is None else start, relation=args.relation or "linf"
+        )
     if args.pairs is None:
         raise InvalidParameter("--pairs", None, "a JSON list of [input, neighbour] pairs for --search pairs")
-    return CandidatePairs(tuple(_pairs(args.pairs)))
+    return CandidatePairs(tuple(_pairs(args.pairs)), relation=args.relation, sensitivity=args.sensitivity)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -425,6 +497,11 @@ def _audit(args: argparse.Namespace) -> int:
             raise InvalidParameter(flag, None, "a JSON literal (required unless --search is given)")
     a = parse_input("--input", args.input)
     b = parse_input("--neighbour", args.neighbour)
+    relation = None if args.relation is None else Relation(args.relation, args.sensitivity)
+    if relation is not None:
+        relation.check_pair("--neighbour", a, b)
+    if args.max_cells is not None and args.floating_point:
+        raise InvalidParameter("--max-cells", args.max_cells, "not combined with --floating-point")
     check_memory(args.samples, 1, batched=True)  # the least any target needs: before importing a file
     seed = args.seed if args.seed is not None else fresh_seed()
     if args.target.startswith("builtin:"):
@@ -454,7 +531,14 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         progress = not args.json and sys.stderr.isatty() and args.samples >= 1_000_000
         timing = False if args.timing is None else args.timing
-        report = audit(*claim, **options, progress=progress and not timing, timing=timing)
+        report = audit(
+            *claim,
+            **options,
+            progress=progress and not timing,
+            timing=timing,
+            relation=relation,
+            max_cells=DEFAULT_MAX_CELLS if args.max_cells is None else args.max_cells,
+        )
         extra = {}
     run = {
         "target": args.target,
@@ -464,7 +548,14 @@ def _audit(args: argparse.Namespace) -> int:
         "seed": seed,
         "samples": args.samples,
         "confidence": args.confidence,
-        "options": {"floating_point": args.floating_point, "timing": args.timing, **parameters},
+        "options": {
+            "floating_point": args.floating_point,
+            "timing": args.timing,
+            "relation": args.relation,
+            "sensitivity": args.sensitivity,
+            "max_cells": args.max_cells,
+            **parameters,
+        },
         "reproducible_from_seed": reproducible,
         "warnings": warnings,
         "dpcert_version": dpcert_version(),
@@ -481,18 +572,27 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _report_rows(report: Any, seed: int, middle: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The table of an audit: verdict, bound, claim, confidence, ``middle``, set, ceiling, method, seed."""
+    """The table of an audit: verdict, bound (or that no informative event was found), claim, the
+    neighbour relation, confidence, ``middle``, set and its counts, ceiling, method, seed."""
+    finding = (
+        [("epsilon lower bound", report.epsilon_lower_bound)]
+        if report.informative
+        else [("finding", "no informative event found (epsilon lower bound 0)")]
+    )
+    hint = linf_hint(report)
     return [
         ("verdict", report.verdict),
-        ("epsilon lower bound", report.epsilon_lower_bound),
+        *finding,
         ("claim", f"epsilon={report.claim.epsilon:g}, delta={report.claim.delta:g}"),
+        ("neighbours", report.neighbours()),
         ("confidence", report.confidence),
         *middle,
         ("rejection set", report.rejection_set.describe()),
-        ("ceiling (about ln n)", report.epsilon_ceiling),
+        ("counts", report.counts_text()),
+        ("largest bound these draws could show", report.ceiling_text()),
         ("method", report.method),
         ("seed", seed),
-    ]
+    ] + ([] if hint is None else [("note", hint)])
 
 
 PLOT_DRAWS = 50_000
@@ -532,6 +632,7 @@ def _audit_search(args: argparse.Namespace, search: Any) -> int:
         seed=seed,
         confidence=args.confidence,
         search=search,
+        max_cells=DEFAULT_MAX_CELLS if args.max_cells is None else args.max_cells,
     )
     if args.save is not None:
         args.save.write_text(report.to_json(indent=2))
