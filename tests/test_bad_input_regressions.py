@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import dpcert
+from dpcert.accounting.composition import MAX_OPTIMAL_COUNT, compose_counts
+from dpcert.accounting.returning_users import split_budget
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
-from dpcert.mechanisms.discrete_gaussian import discrete_gaussian_delta
+from dpcert.mechanisms.discrete_gaussian import DiscreteGaussianProfile, discrete_gaussian_delta
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.theory.gaussian import gaussian_delta
 
@@ -106,3 +108,39 @@ def test_the_gaussian_profile_of_huge_noise_is_tiny_not_one() -> None:
     assert all(v <= 1e-14 for v in values)
     assert values == sorted(values, reverse=True)
     assert gaussian_delta(0.5, 0.0) == math.ulp(0.0)  # identical distributions: never 0, never 1
+
+
+# ----------------------------------------------------------------------------- sizes refused up front
+def test_the_generic_budget_split_refuses_a_billion_participations_before_any_work() -> None:
+    with pytest.raises(InvalidParameter, match="participations"):
+        split_budget(dpcert.Guarantee(1.0, 1e-5), participations=10**9)
+    gaussian = split_budget(dpcert.Guarantee(1.0, 1e-5), participations=10**9, mechanism="gaussian")
+    assert 0.0 < gaussian.tight.epsilon < 1.0
+
+
+def test_optimal_composition_of_too_many_mechanisms_is_refused_and_best_uses_another_method() -> None:
+    component = dpcert.approximate_dp_certificate(1e-4, 1e-14)
+    with pytest.raises(InvalidParameter, match="optimal"):
+        compose_counts([(component, MAX_OPTIMAL_COUNT + 1)], method="optimal", delta=1e-3)
+    best = compose_counts([(component, 10**8)], delta=1e-3)
+    # advanced composition (Dwork & Roth 2014, Thm 3.20) at δ' = 1e-3 − k δ0 bounds what best may claim
+    k, e0 = 10**8, 1e-4
+    advanced = math.sqrt(2 * k * math.log(1 / (1e-3 - k * 1e-14))) * e0 + k * e0 * math.expm1(e0)
+    assert 0.0 < best.epsilon <= advanced
+
+
+def test_binomial_sum_calibration_beyond_its_noise_budget_is_refused_naming_epsilon() -> None:
+    with pytest.raises(InvalidParameter, match="epsilon"):
+        dpcert.calibrate_binomial_sum(1e-5, 1e-5, users=1000, dimension=3)
+
+
+def test_composed_discrete_gaussian_of_tiny_sigma_is_bounded_without_a_huge_grid() -> None:
+    """σ = 0.3: the PLD grid would exceed its size; the bound is then basic composition of the exact
+    single-release profile, which can only exceed one release's δ at the same ε."""
+    profile = DiscreteGaussianProfile({"sigma": 0.3, "compositions": 3})
+    for epsilon in (0.5, 1.0, 3.0):
+        expected = 3 * discrete_gaussian_delta(epsilon / 3, 0.3)
+        assert profile.delta_for(epsilon) >= discrete_gaussian_delta(epsilon, 0.3)
+        assert profile.delta_for(epsilon) == pytest.approx(min(1.0, expected), rel=1e-11)
+    with pytest.raises(InvalidParameter, match="sigma"):
+        profile.single_release_loss_pmf(1e-4)

@@ -307,10 +307,21 @@ def kov_delta(epsilon: float, epsilon0: float, delta0: float, k: int) -> float:
     return min(1.0, a + (1.0 - a) * hockey)
 
 
+MAX_OPTIMAL_COUNT = 10**7
+"""Most mechanisms optimal composition takes: it sums k + 1 binomial terms (arrays of k + 1 floats)."""
+
+
 class OptimalCompositionProfile:
     """Exact profile of the k-fold composition of (ε0, δ0)-DP mechanisms (KOV 2015, Thm 3.3)."""
 
     def __init__(self, epsilon: float, delta: float, k: int) -> None:
+        if k > MAX_OPTIMAL_COUNT:
+            raise InvalidParameter(
+                "method",
+                "optimal",
+                f"at most {MAX_OPTIMAL_COUNT} mechanisms for optimal composition (it sums k + 1 binomial "
+                f"terms; {k} given): another method",
+            )
         self.epsilon0 = epsilon
         self.delta0 = delta
         self.k = k
@@ -955,7 +966,7 @@ def compose_components(
                 f"its accountant supports under {_common_neighbouring(components).value})",
             )
         return _composition_certificate(components, method, delta, interval)
-    if _identical_black_boxes(components):
+    if _identical_black_boxes(components) and _total_count(components) <= MAX_OPTIMAL_COUNT:
         # KOV 2015, Thm 3.3 is exact for k identical (ε, δ) guarantees known only as such: the
         # k-fold product of canonical pairs is one such composition, so no valid method can give a
         # smaller ε and the others are not tried.

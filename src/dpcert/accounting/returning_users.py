@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from dpcert import _validation as check
 from dpcert._numerics import largest_valid
-from dpcert.accounting.composition import compose_counts
+from dpcert.accounting.composition import MAX_OPTIMAL_COUNT, compose_counts
 from dpcert.certificates import Certificate, Guarantee, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import calibrate_gaussian, gaussian_certificate
@@ -151,6 +151,13 @@ def split_budget(
     m = check.positive_int("participations", participations)
     if mechanism not in MECHANISMS:
         raise InvalidParameter("mechanism", mechanism, "one of " + ", ".join(MECHANISMS))
+    if mechanism == "generic" and m > MAX_OPTIMAL_COUNT:
+        raise InvalidParameter(
+            "participations",
+            m,
+            f"at most {MAX_OPTIMAL_COUNT} for the generic split (its exact composition sums M + 1 terms); "
+            "mechanism='gaussian' takes any M",
+        )
     epsilon_m, delta_m = paper_split(total, m)
 
     if mechanism == "generic":

@@ -62,6 +62,7 @@ _MAX_TERMS = 1 << 22
 _RELATIVE_TAIL = 1e-18
 _ROUNDING = 32 * np.finfo(float).eps  # relative float allowance per unit of log magnitude of a term
 _PLD_INTERVAL = 1e-4
+_MAX_LOSS_POINTS = 2**20  # grid steps the losses of one release may span in its PLD
 _MAX_PLD_REACH = 2_000_000  # outcomes per side of the truncated pair (memory of the PMF dictionaries)
 
 
@@ -196,6 +197,13 @@ class DiscreteGaussianProfile:
         is (Δ² − 2yΔ)/(2σ²), rounded up to the grid ``interval``.
         """
         interval = check.positive_finite("interval", interval)
+        if not self._pld_fits(interval):
+            raise InvalidParameter(
+                "sigma",
+                self.sigma,
+                f"a sigma whose privacy losses span at most {_MAX_LOSS_POINTS} grid steps of {interval:g} "
+                "(larger), for PLD composition (k > 1)",
+            )
         reach = math.ceil(11.6 * self.sigma) + 2
         if reach > _MAX_PLD_REACH:
             raise InvalidParameter(
@@ -222,6 +230,14 @@ class DiscreteGaussianProfile:
         """``[(loss PMF of one release, compositions)]``, composed by dpcert's proven PLD bound."""
         return [(self.single_release_loss_pmf(interval), self.compositions)]
 
+    def _pld_fits(self, interval: float) -> bool:
+        """The losses (Δ² − 2yΔ)/(2σ²), y in [Δ − B, B], span Δ(2B − Δ)/σ²: at most ``_MAX_LOSS_POINTS``
+        steps of ``interval``."""
+        reach = math.ceil(11.6 * self.sigma) + 2
+        return (
+            self.sensitivity * (2 * reach - self.sensitivity) / self.sigma**2 <= _MAX_LOSS_POINTS * interval
+        )
+
     @cached_property
     def _single(self) -> LossPmf:
         return self.single_release_loss_pmf(_PLD_INTERVAL)
@@ -229,6 +245,13 @@ class DiscreteGaussianProfile:
     def delta_for(self, epsilon: float) -> float:
         if self.compositions == 1:
             return discrete_gaussian_delta(epsilon, self.sigma, self.sensitivity)
+        if not self._pld_fits(_PLD_INTERVAL):
+            # noise so small that the PLD grid would not fit: basic composition of the exact single
+            # profile (Dwork & Roth 2014, Thm 3.16), k releases each (ε/k, δ_1(ε/k))-DP
+            k = self.compositions
+            return min(
+                1.0, k * discrete_gaussian_delta(epsilon / k, self.sigma, self.sensitivity) * (1 + 1e-12)
+            )
         return pld_self_composed_delta_for(self._single, self.compositions, epsilon)
 
     def epsilon_for(self, delta: float) -> float:
