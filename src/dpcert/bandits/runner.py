@@ -293,10 +293,22 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
 
 
+MAX_LINEAR_ENTRIES = 10**7
+"""Most arm coordinates (arms x dimension) of a linear instance: its arrays and design stay < 2 GiB."""
+
+
 def _linear_instance(options: Mapping[str, Any], seed: int) -> robust_elimination.LinearArms:
+    arms = check.positive_int("arms", options.get("arms", robust_elimination.SEED003_SETTING["arms"]))
+    dimension = check.positive_int(
+        "dimension", options.get("dimension", robust_elimination.SEED003_SETTING["dimension"])
+    )
+    if arms * dimension > MAX_LINEAR_ENTRIES:
+        raise InvalidParameter(
+            "arms", arms, f"arms x dimension <= {MAX_LINEAR_ENTRIES:.0e} (dimension {dimension})"
+        )
     return robust_elimination.LinearArms.random_sphere(
-        int(options.get("arms", robust_elimination.SEED003_SETTING["arms"])),
-        int(options.get("dimension", robust_elimination.SEED003_SETTING["dimension"])),
+        arms,
+        dimension,
         np.random.default_rng([seed, 3]),
         str(options.get("reward_model", "signed-bernoulli")),
     )
