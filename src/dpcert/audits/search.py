@@ -132,6 +132,16 @@ class VectorSearch:
             raise InvalidParameter("starts", self.starts, "a list of numbers or vectors") from None
         extra = tuple(self._start_vector(f"starts[{i}]", value, length) for i, value in enumerate(starts))
         object.__setattr__(self, "starts", extra)
+        if self.relation == "add-remove":  # a dataset's records lie in [-D, D]
+            for name, value in (("start", self.start),) + tuple(
+                (f"starts[{i}]", v) for i, v in enumerate(extra)
+            ):
+                if np.any(np.abs(value) > self.sensitivity):
+                    raise InvalidParameter(
+                        name,
+                        value.tolist(),
+                        f"records of absolute value at most {self.sensitivity:g} (relation add-remove)",
+                    )
         if not isinstance(self.around_threshold, bool):
             raise InvalidParameter("around_threshold", self.around_threshold, "True or False")
         _validate_schedule(self)
