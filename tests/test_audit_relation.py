@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,3 +256,11 @@ def test_cli_max_cells_decides_between_cells_and_thresholds(capsys):
     threshold = json.loads(capsys.readouterr().out)
     assert cells["method"].endswith("/cells") and threshold["method"].endswith("/threshold")
     assert threshold["run"]["options"]["max_cells"] == 1
+
+
+def test_the_json_schema_lists_the_relations_the_code_knows():
+    schema = json.loads(Path(__file__).parent.parent.joinpath("docs/schemas/audit.schema.json").read_text())
+    named = schema["properties"]["relation"]["oneOf"][1]["properties"]["name"]["enum"]
+    assert named == list(RELATIONS)
+    options = schema["properties"]["run"]["properties"]["options"]["properties"]["relation"]["enum"]
+    assert options == [*RELATIONS, None]
