@@ -117,13 +117,12 @@ class Relation:
         if longer.shape[0] != shorter.shape[0] + 1:
             sizes = f"{first.shape[0]} and {second.shape[0]}"
             return f"the datasets hold {sizes} records (one more or fewer allowed)"
-        remaining = list(np.sort(longer))
-        for record in np.sort(shorter):
-            if record in remaining:
-                remaining.remove(record)
-            else:
-                return f"the record {record:g} is in one dataset only (beyond the one added or removed)"
-        extra = remaining[0]
+        longer, shorter = np.sort(longer), np.sort(shorter)
+        differ = np.flatnonzero(longer[:-1] != shorter)
+        index = int(differ[0]) if differ.size else shorter.shape[0]  # the first record of one only
+        if not np.array_equal(longer[index + 1 :], shorter[index:]):
+            return "the datasets differ in more than one record"
+        extra = float(longer[index])
         if abs(extra) > self.sensitivity * (1.0 + _ROUNDING):
             return f"the added or removed record {extra:g} exceeds {self.sensitivity:g} in absolute value"
         return None
