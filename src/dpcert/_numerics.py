@@ -93,15 +93,77 @@ def _bracketed_root(excess: Callable[[float], float], low: float, high: float, x
     An infinite value of ``excess`` is passed to the root finder as ±1e300 (its sign is all a
     bracketing method needs); the caller re-checks the point it returns.
     """
-    from scipy.optimize import brentq  # imported here: dpcert.certificates needs this module, not scipy
 
     def finite(x: float) -> float:
         value = excess(x)
         return value if math.isfinite(value) else math.copysign(1e300, value)
 
-    return float(
-        brentq(finite, low, high, xtol=max(1e-300, xtol_relative * abs(high)), rtol=8.9e-16, maxiter=500)
-    )
+    tolerance = max(1e-300, xtol_relative * abs(high))
+    return brent_root(finite, low, high, xtol=tolerance, rtol=8.9e-16, maxiter=500)
+
+
+def brent_root(
+    function: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int
+) -> float:
+    """A root of ``function`` in ``[a, b]`` (a sign change) by Brent's method (Brent 1973, ch. 4).
+
+    The same operations in the same order as ``scipy.optimize.brentq`` (Charles Harris's
+    ``brentq.c``: inverse quadratic extrapolation or secant steps, bisection when a step is not short
+    enough), so the returned float is the one SciPy returns for the same arguments, without importing
+    ``scipy.optimize`` (most of a command's start-up time).  Stops when half the bracket is below
+    ``(xtol + rtol·|x|)/2`` or ``function`` is 0; ``ValueError`` for no sign change or a NaN value,
+    ``RuntimeError`` after ``maxiter`` steps.
+    """
+    if xtol <= 0.0:
+        raise ValueError(f"xtol too small ({xtol:g} <= 0)")
+    if rtol < 4.0 * 2.0**-52:
+        raise ValueError(f"rtol too small ({rtol:g} < {4.0 * 2.0**-52:g})")
+
+    def value(x: float) -> float:
+        fx = float(function(x))
+        if math.isnan(fx):
+            raise ValueError(f"The function value at x={x} is NaN; solver cannot continue.")
+        return fx
+
+    xpre, xcur = float(a), float(b)
+    xblk = fblk = spre = scur = 0.0
+    fpre = value(xpre)
+    fcur = value(xcur)
+    if fpre * fcur > 0:
+        raise ValueError("f(a) and f(b) must have different signs")
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    for _ in range(maxiter):
+        if fpre * fcur < 0:
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:  # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:  # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            shorter = abs(spre) if abs(spre) < 3 * abs(sbis) - delta else 3 * abs(sbis) - delta
+            if 2 * abs(stry) < shorter:  # good short step
+                spre, scur = scur, stry
+            else:  # bisect
+                spre = scur = sbis
+        else:  # bisect
+            spre = scur = sbis
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = value(xcur)
+    raise RuntimeError(f"Failed to converge after {maxiter} iterations, value is {xcur}.")
 
 
 def least_valid_integer(

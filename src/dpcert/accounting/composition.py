@@ -76,7 +76,6 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid, smallest_valid
@@ -284,6 +283,8 @@ def kov_delta(epsilon: float, epsilon0: float, delta0: float, k: int) -> float:
     space (``gammaln``, ``logsumexp``) and a relative allowance for their rounding (at least 1e-9)
     is added so the value is never below the exact one.
     """
+    from scipy.special import gammaln, logsumexp
+
     a = -math.expm1(k * math.log1p(-delta0)) if delta0 > 0.0 else 0.0
     if epsilon0 == 0.0:
         return a

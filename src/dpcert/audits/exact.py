@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid
@@ -260,6 +259,8 @@ def estimate_profile(
     max_cells
         Refuse more distinct outcomes than this (the Bonferroni intervals would be useless).
     """
+    from statsmodels.stats.proportion import proportion_confint
+
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     max_cells = check.positive_int("max_cells", max_cells)
     draws_a, draws_b = np.asarray(on_a).reshape(-1), np.asarray(on_b).reshape(-1)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpcert import _validation as check
 from dpcert.audits.exact import DiscretePair
@@ -52,6 +51,8 @@ def _bits_vector(name: str, bits: Any) -> np.ndarray:
 
 def _shifted_binomial(trials: int, p: float, shift: np.ndarray, size: int) -> np.ndarray:
     """PMF on ``{0, …, size − 1}`` of ``X + Bin(trials, p)`` where ``X`` has PMF ``shift``."""
+    from scipy import stats
+
     noise = stats.binom.pmf(np.arange(trials + 1), trials, p)
     return np.convolve(shift, noise)[:size]
 
@@ -69,6 +70,8 @@ def binary_sum_view(bits_a: Any, bits_b: Any, noise_bits: int) -> DiscretePair:
     noise_bits
         ``N``.
     """
+    from scipy import stats
+
     a, b = _bits_vector("bits_a", bits_a), _bits_vector("bits_b", bits_b)
     if a.shape != b.shape:
         raise InvalidParameter("bits_b", f"length {b.size}", f"length {a.size} (as bits_a)")

@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.weightstats import DescrStatsW
 
 from dpcert import _validation as check
 from dpcert.errors import InvalidParameter
@@ -57,6 +54,8 @@ def _reference(name: str, value: Any, dimension: int) -> np.ndarray:
 
 def _holm(pvalues: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Holm's step-down adjustment (statsmodels); a single p-value needs none."""
+    from statsmodels.stats.multitest import multipletests
+
     if pvalues.size == 1:
         return pvalues <= alpha, pvalues
     reject, adjusted, _, _ = multipletests(pvalues, alpha=alpha, method="holm")
@@ -122,6 +121,8 @@ def check_unbiased(
     alpha
         Level of every test (family-wise across coordinates).
     """
+    from statsmodels.stats.weightstats import DescrStatsW
+
     draws = _draws(samples)
     truth_vector = _reference("truth", truth, draws.shape[1])
     alpha = check.probability("alpha", alpha, open_low=True, open_high=True)
@@ -201,6 +202,8 @@ def _bonett_pvalues(
     known_mean: bool,
 ) -> np.ndarray:
     """Two-sided p-values of ``Var = claimed`` on the log scale (Bonett 2006, eq. (3), see module notes)."""
+    from scipy import stats
+
     n = draws.shape[0]
     sum_of_squares = np.sum(deviations**2, axis=0)
     variance = sum_of_squares / degrees
@@ -249,6 +252,8 @@ def check_variance(
     alpha
         Level (family-wise across coordinates, Holm).
     """
+    from scipy import stats
+
     draws = _draws(samples)
     claimed = _reference("claimed_variance", claimed_variance, draws.shape[1])
     if np.any(claimed <= 0):

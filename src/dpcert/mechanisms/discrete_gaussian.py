@@ -37,7 +37,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import least_noise, smallest_valid
@@ -90,6 +89,8 @@ def _delta_from_cdf_bounds(epsilon: float, sigma: float, shift: int, top: int) -
     y <= 0 exceeds its integral over [y − 1, y]) and F(k) >= Φ(k/σ) for k >= 0 (the same bound on
     the upper tail).  Used only when the direct sum would need more than 2^22 terms (σ beyond ~10^5).
     """
+    from scipy.special import log_ndtr, ndtr
+
     if shift > _MAX_TERMS or sigma < 1.0:
         return 1.0
     y = np.arange(top - shift + 1, top + 1, dtype=float)

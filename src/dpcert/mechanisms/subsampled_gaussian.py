@@ -57,7 +57,6 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr
 
 from dpcert import _validation as check
 from dpcert._numerics import UNIT_ROUNDOFF, ratio_rounded_up
@@ -124,6 +123,8 @@ def _normal_mass(lo: np.ndarray, hi: np.ndarray) -> _Interval:
     the error, ``ndtr``'s relative error (``NDTR_ULPS``) on each value plus the subtraction's, is
     relative to the tail beyond the interval, not to 1.
     """
+    from scipy.special import ndtr
+
     right = lo >= 0.0
     first = ndtr(np.where(right, -lo, lo))
     second = ndtr(np.where(right, -hi, hi))

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpcert import _validation as check
 from dpcert import provenance
@@ -397,6 +396,8 @@ def _e2_claims(
     runs: int,
     command: str,
 ) -> list[Claim]:
+    from scipy import stats
+
     corrupted = [alpha for alpha in alphas if alpha > 0]
     if not corrupted:
         return [Claim("Robustness to corruption", "not tested (no α > 0)", "", command)]

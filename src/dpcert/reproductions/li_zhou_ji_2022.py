@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpcert import provenance
 from dpcert.bandits import registry
@@ -140,6 +139,8 @@ def _recorder(name: str, runs: int, out: Path, seed: int) -> provenance.Recorder
 
 def _greater(a: np.ndarray, b: np.ndarray) -> float:
     """One-sided Welch t-test p-value for mean(a) > mean(b)."""
+    from scipy import stats
+
     if a.size < 2 or b.size < 2:
         return math.nan
     return float(stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)

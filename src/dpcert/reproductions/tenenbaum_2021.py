@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpcert import provenance
 from dpcert.bandits import registry
@@ -234,6 +233,7 @@ def _panel(epsilon: float) -> str:
 
 def claims_table(rows: dict[str, Any], epsilons: tuple[float, ...], horizon: int, command: str) -> str:
     """``| claim | holds? | numbers | command |`` for the claims of Tenenbaum et al. 2021 tested here."""
+    from scipy import stats
 
     def mean(label: str, epsilon: float | None = None) -> float:
         return float(rows[row_label(label, epsilon)]["regret"]["mean"])

@@ -79,7 +79,6 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
@@ -236,6 +235,8 @@ def clone_pair_delta(
     Exact up to the Chernoff-bounded tail of ``C`` (added in full) and ``slack`` times the mass of
     the optimal set (added).  ``0`` for ``ε >= ε0`` (the pair is then ε-indistinguishable).
     """
+    from scipy import special
+
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     epsilon0 = check.nonnegative_finite("epsilon0", epsilon0)
     users = check.positive_int("users", users)
@@ -305,6 +306,8 @@ def _binomial_pmf_rows(trials: np.ndarray, p: float, width: int) -> np.ndarray:
     For ``trials < 10^4`` every log-gamma term is below ``10^5`` in size, so the PMF's relative
     error is below ``10^-10``, inside the ``1e-8`` allowance.
     """
+    from scipy import special
+
     j = np.arange(width)[None, :]
     m = trials[:, None].astype(float)
     inside = j <= m

@@ -48,7 +48,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from dpcert._numerics import smallest_valid
 from dpcert.theory.pld import (
@@ -70,6 +69,8 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 def _stirling_error(n: np.ndarray) -> np.ndarray:
     """``ln n! − (n + ½) ln n + n − ln √(2π)`` (Loader 2000): its series for n > 15, else direct."""
+    from scipy.special import gammaln
+
     n = np.asarray(n, dtype=float)
     out = np.zeros(n.shape)
     small = (n > 0) & (n <= 15)
@@ -180,6 +181,8 @@ def shifted_pair(trials: int, p: float, shift: int) -> tuple[np.ndarray, np.ndar
 
 def _hockey_stick(log_upper: np.ndarray, log_lower: np.ndarray, dropped: float, epsilon: float) -> float:
     """``Σ_k (P(k) − e^ε Q(k))_+`` plus the dropped tail mass, rounded upward."""
+    from scipy.special import logsumexp
+
     with np.errstate(invalid="ignore"):
         positive = log_upper > epsilon + log_lower
     if not positive.any():

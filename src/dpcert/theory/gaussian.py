@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from dpcert._numerics import least_noise, smallest_valid
 from dpcert.errors import InvalidParameter
@@ -34,6 +33,8 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     is positive at every ε, so the result is never below the smallest positive float (the
     Gaussian mechanism is never pure DP, even where δ underflows).
     """
+    from scipy.special import log_ndtr
+
     if epsilon < 0:
         raise InvalidParameter("epsilon", epsilon, "0 <= epsilon < inf")
     if mu == 0.0 or not math.isfinite(epsilon / mu):  # both Φ terms are 0: the pair cannot be told apart

@@ -75,9 +75,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import scipy.fft
-from scipy.optimize import brentq
-from scipy.special import logsumexp
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
@@ -224,6 +221,8 @@ class _Tilted:
 
 
 def _tilt(pmf: LossPmf, lam: float) -> tuple[_Tilted, np.ndarray]:
+    from scipy.special import logsumexp
+
     losses = pmf.losses
     log_weights = pmf.log_probs + lam * losses if lam else pmf.log_probs
     log_norm = float(logsumexp(log_weights))
@@ -366,6 +365,8 @@ class ComposedLossBound:
     def _chernoff_guess(self, delta: float) -> float:
         """ε where the saddle-point approximation ``e^{K(λ) − λK'(λ)} / (λ(1 + λ)√(2πK''(λ)))``
         of the finite part meets the target δ (a starting point only)."""
+        from scipy.optimize import brentq
+
         target = math.log(max(delta - self.infinity_mass, 1e-300))
         _, mean0, _ = self.steering_cumulants(0.0)
 
@@ -449,6 +450,8 @@ class ComposedLossBound:
         return result
 
     def _compute_pass(self, lam: float, low: int, high: int, size: int, tail: float) -> _Pass:
+        import scipy.fft
+
         h = self.discretization
         spectrum = None
         log_constant = 0.0

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import minimize_scalar
-
 from dpcert._numerics import UNIT_ROUNDOFF, smallest_valid
 
 ZCDP_BASIS = "Bun & Steinke 2016 (zCDP); Canonne, Kamath & Steinke 2020, Cor. 13 (conversion to (eps, delta))"
@@ -30,6 +28,8 @@ def log_delta_at_order(alpha: float, rho: float, epsilon: float) -> float:
 
 def zcdp_delta(epsilon: float, rho: float) -> float:
     """δ(ε) of a ρ-zCDP mechanism: the CKS 2020 bound minimised over α, rounded toward larger δ."""
+    from scipy.optimize import minimize_scalar
+
     if rho == 0.0:
         return 0.0
     # the unconstrained optimum is near α* = (ε + ρ)/(2ρ); search a bracket well around it

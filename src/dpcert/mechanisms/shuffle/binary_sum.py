@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dpcert import _validation as check
 from dpcert._numerics import least_valid_integer, smallest_valid
@@ -57,6 +56,8 @@ def binary_sum_delta(epsilon: float, noise_bits: int) -> float:
     result is never below the smallest positive float: δ_N(ε) >= 2^-N > 0 at every ε (the shifted
     count is never 0), so the profile never claims pure DP even where 2^-N underflows.
     """
+    from scipy.special import logsumexp
+
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     n = check.positive_int("noise_bits", noise_bits)
     limit = (n + 1) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
