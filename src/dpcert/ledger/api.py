@@ -334,6 +334,7 @@ class Ledger:
             raise InvalidParameter("migrate", True, "False for a read-only ledger (a migration writes)")
         self._migrate_requested = bool(migrate)
         self._signed_head: tuple[int, bytes] | None = None  # the last head this object signed and committed
+        self._chain_verified = False  # verify() passed before this object's first write
         self._db: Store
         if postgres:
             self._db = PostgresStore(str(path), durable=durable, timeout=timeout, readonly=self.readonly)
@@ -350,7 +351,7 @@ class Ledger:
                     raise InvalidParameter("path", str(self.path), "an existing dpcert ledger")
                 self._db.configure()
                 self._initialise()
-        except self._db.database_errors as exc:
+        except (*self._db.database_errors, UnicodeDecodeError) as exc:
             self._db.close()
             raise InvalidParameter(
                 "path", str(self.path), f"a dpcert ledger ({self._db.kind} database): {exc}"
@@ -664,8 +665,17 @@ class Ledger:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[tuple[Any, _Tail]]:
-        """A write transaction that appends entries: the writer and the head are checked first, and the
-        new head is signed before the commit (only if entries were appended)."""
+        """A write transaction that appends entries: the whole ledger is verified before this object's
+        first write, the writer and the head are checked first, and the new head is signed before the
+        commit (only if entries were appended)."""
+        if not self._chain_verified:  # never extend a chain that does not verify
+            report = self.verify()
+            if not report.ok:
+                raise LedgerIntegrityError(
+                    f"ledger {self.path}: does not verify ({report.problem}); nothing was recorded "
+                    "(run dpcert ledger verify)"
+                )
+            self._chain_verified = True
         signed = None
         with self._transaction() as db:
             tail = self._writable_tail()
@@ -1147,8 +1157,18 @@ class Ledger:
                 f"version are not chained or signed (version {SCHEMA_VERSION}); migrate a genuine ledger "
                 f"of an earlier dpcert with: dpcert ledger migrate {self.path}",
             )
-        with self._snapshot():
-            return self._verify(bytes.fromhex(head) if head is not None else None, expected_key)
+        try:
+            with self._snapshot():
+                return self._verify(bytes.fromhex(head) if head is not None else None, expected_key)
+        except Exception as exc:  # noqa: BLE001 - only damage of the stored data is a verdict
+            if not self._db.damaged(exc):
+                raise
+            return ChainReport(
+                False,
+                0,
+                None,
+                f"the ledger's stored data are damaged and cannot be read ({type(exc).__name__}: {exc})",
+            )
 
     def _check_row(self, row: tuple[Any, ...], previous: bytes) -> tuple[bytes, str | None]:
         """The hash of one charge row recomputed after ``previous``, or the problem with it."""

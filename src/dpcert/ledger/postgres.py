@@ -201,6 +201,10 @@ class PostgresStore:
         self.database_errors = (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn)
         self.connection = self._connect("the ledger was not opened")
 
+    def damaged(self, exc: BaseException) -> bool:
+        """Only text that is not UTF-8: the server checks its own pages, and its errors are its own."""
+        return isinstance(exc, UnicodeDecodeError)
+
     # connections
     def _connect(self, consequence: str) -> Any:
         """A new connection set up for the ledger, tried again while the server is out of reach

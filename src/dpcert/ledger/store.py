@@ -87,6 +87,10 @@ class Store(Protocol):
     def database_errors(self) -> tuple[type[Exception], ...]:
         """The engine's errors that mean "this database is not a dpcert ledger"."""
 
+    def damaged(self, exc: BaseException) -> bool:
+        """True when ``exc``, raised while reading, means the stored data are damaged (not a busy
+        database, a lost connection or a missing privilege)."""
+
     @property
     def in_transaction(self) -> bool: ...
 
@@ -155,6 +159,16 @@ class SQLiteStore:
 
     kind = "SQLite"
     database_errors = (sqlite3.DatabaseError,)
+
+    def damaged(self, exc: BaseException) -> bool:
+        """A malformed file, text that is not UTF-8 or any database error other than a busy or locked
+        database or a failed write."""
+        if isinstance(exc, UnicodeDecodeError):
+            return True
+        if not isinstance(exc, sqlite3.DatabaseError):
+            return False
+        text = str(exc).lower()
+        return not any(word in text for word in ("locked", "busy", "readonly", "read-only", "disk i/o"))
 
     def __init__(self, path: Path, *, durable: bool, timeout: float, readonly: bool) -> None:
         self.path = path
