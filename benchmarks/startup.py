@@ -2,8 +2,18 @@
 
 Run as ``python benchmarks/startup.py [--repeats N]`` with the environment's ``bin`` directory holding
 the ``dpcert`` script next to this interpreter.  The commands are run interleaved (one of each per
-round, in turn) so that they share the same load; the table reports the median and the best wall time
-of each and their ratios to the numpy import.  Prints a markdown section for benchmarks/RESULTS.md.
+round, in turn) so that they share the same load; the table reports, per process, the median and the
+best wall time and the median CPU time (user + system, from ``os.wait4``) of each, and their ratios to
+the numpy import (the anchor, run in the same rounds).  The last row runs ``calibrate gaussian`` in an
+interpreter where ``import numba`` fails, as on an installation without the optional extra ``fast``:
+its difference to the row above is what importing numba costs every command.  Prints a markdown
+section for benchmarks/RESULTS.md.
+
+``--bytecode-cache DIR`` runs every process with ``PYTHONPYCACHEPREFIX=DIR`` and bytecode writing on
+(as an ordinary installation, which keeps compiled modules); without it the environment is used as
+it is (with ``PYTHONDONTWRITEBYTECODE=1`` every dpcert module is compiled from source in every
+process).  ``--before SRC`` adds a row running ``calibrate gaussian`` from another source tree
+(``PYTHONPATH=SRC``, e.g. a ``git worktree`` of an earlier commit) in the same rounds.
 """
 
 from __future__ import annotations
@@ -17,57 +27,99 @@ import sys
 import time
 from pathlib import Path
 
+ANCHOR = 'python -c "import numpy"'
+CALIBRATE = ["calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-5"]
+_WITHOUT_NUMBA = (
+    f"import sys; sys.modules['numba'] = None; from dpcert.cli import main; sys.exit(main({CALIBRATE!r}))"
+)
 
-def commands() -> dict[str, list[str]]:
+
+def commands(before: str | None) -> dict[str, list[str]]:
     script = str(Path(sys.executable).with_name("dpcert"))
-    return {
+    rows = {
         'python -c "pass"': [sys.executable, "-c", "pass"],
-        'python -c "import numpy"': [sys.executable, "-c", "import numpy"],
+        ANCHOR: [sys.executable, "-c", "import numpy"],
         "dpcert --version": [script, "--version"],
         "dpcert --help": [script, "--help"],
+        "dpcert " + " ".join(CALIBRATE): [script, *CALIBRATE],
         "dpcert calibrate laplace --epsilon 1": [script, "calibrate", "laplace", "--epsilon", "1"],
+        "dpcert " + " ".join(CALIBRATE) + " (numba not importable)": [sys.executable, "-c", _WITHOUT_NUMBA],
     }
+    if before is not None:
+        rows["dpcert " + " ".join(CALIBRATE) + " (before: " + before + ")"] = [
+            "env",
+            f"PYTHONPATH={before}",
+            sys.executable,
+            "-c",
+            f"import sys; from dpcert.cli import main; sys.exit(main({CALIBRATE!r}))",
+        ]
+    return rows
 
 
-def wall_time(command: list[str]) -> float:
+def run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one process running ``command``."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{command} exited with {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=21)
-    repeats = parser.parse_args().repeats
-    runs = commands()
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--bytecode-cache", metavar="DIR", help="PYTHONPYCACHEPREFIX for every process")
+    parser.add_argument("--before", metavar="SRC", help="source tree of an earlier dpcert for one more row")
+    options = parser.parse_args()
+    repeats = options.repeats
+    runs = commands(options.before)
+    env = dict(os.environ)
+    if options.bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = options.bytecode_cache
+    bytecode = (
+        f"compiled modules kept in `PYTHONPYCACHEPREFIX={options.bytecode_cache}`"
+        if options.bytecode_cache
+        else f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}"
+    )
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     for command in runs.values():  # warm the file cache once
-        wall_time(command)
+        run_once(command, env)
     load_before = os.getloadavg()
     for _ in range(repeats):
         for name, command in runs.items():
-            times[name].append(wall_time(command))
+            seconds, cpu_seconds = run_once(command, env)
+            wall[name].append(seconds)
+            cpu[name].append(cpu_seconds)
     load_after = os.getloadavg()
-    anchor = times['python -c "import numpy"']
-    anchor_median, anchor_best = statistics.median(anchor), min(anchor)
-    print("## CLI start-up\n")
-    print(f"Command: `python benchmarks/startup.py --repeats {repeats}`  ")
+    anchor_wall, anchor_best = statistics.median(wall[ANCHOR]), min(wall[ANCHOR])
+    anchor_cpu = statistics.median(cpu[ANCHOR])
+    print("## CLI start-up: calibrate gaussian against the numpy import\n")
+    print(f"Command: `python benchmarks/startup.py {' '.join(sys.argv[1:])}`; {bytecode}.  ")
     print(
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average {load_before[0]:.2f} at the start, {load_after[0]:.2f} at the end.  "
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.platform()}; load average {', '.join(f'{v:.2f}' for v in load_before)} at the "
+        f"start, {', '.join(f'{v:.2f}' for v in load_after)} at the end.  "
     )
     print(
-        f"The commands ran interleaved, {repeats} rounds (one of each per round); wall time per "
-        'process, ratio to `python -c "import numpy"` side by side (goal for `--version` and '
-        "`--help`: at most 3x).\n"
+        f"The commands ran interleaved, {repeats} rounds (one of each per round); per process: wall "
+        f"time (median, best) and CPU time (user + system, median), with ratios to `{ANCHOR}` run in "
+        "the same rounds (goal for `calibrate gaussian`: at most 2x).\n"
     )
-    print("| command | median s | best s | median / numpy import | best / numpy import |")
-    print("|---|---:|---:|---:|---:|")
-    for name, values in times.items():
-        median, best = statistics.median(values), min(values)
+    print(
+        "| command | median wall s | best wall s | median CPU s | wall / numpy | best / numpy | CPU / numpy |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in runs:
+        median, best = statistics.median(wall[name]), min(wall[name])
+        cpu_median = statistics.median(cpu[name])
         print(
-            f"| `{name}` | {median:.3f} | {best:.3f} | {median / anchor_median:.2f} | "
-            f"{best / anchor_best:.2f} |"
+            f"| `{name}` | {median:.3f} | {best:.3f} | {cpu_median:.3f} | {median / anchor_wall:.2f} | "
+            f"{best / anchor_best:.2f} | {cpu_median / anchor_cpu:.2f} |"
         )
 
 
