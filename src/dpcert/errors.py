@@ -74,6 +74,11 @@ class LedgerStorageError(DPCertError):
     anything was recorded."""
 
 
+class SchedulerUnavailable(DPCertError):
+    """A Dask scheduler could not be reached, or its cluster lost every worker for longer than the
+    stated timeout; the message says how much of the work was done."""
+
+
 class LedgerWriteInterrupted(LedgerStorageError):
     """The connection to a ledger's server was lost during a write, which the server rolled back:
     nothing was recorded, and the write may safely be run again."""

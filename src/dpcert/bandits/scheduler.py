@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from dpcert.errors import InvalidParameter
+from dpcert.errors import InvalidParameter, SchedulerUnavailable
 
 T = TypeVar("T")
 EXTRA_HINT = "pip install 'dpcert[distributed]'"
@@ -25,16 +26,25 @@ CHUNKS_PER_WORKER = 2
 """Chunks per worker thread: enough to balance uneven runs, few enough to keep overhead small."""
 
 
-def check_scheduler(scheduler: Any) -> Any:
-    """``"local"``, ``"dask"``, ``"tcp://HOST:PORT"`` or a ``distributed.Client``; others refused."""
+CONNECT_TIMEOUT = 20.0
+"""Seconds to reach a ``tcp://`` scheduler before giving up (exit 3 on the command line)."""
+WORKERLESS_TIMEOUT = 60.0
+"""Seconds a cluster may have no worker while work is pending before the run is abandoned."""
+
+
+def check_scheduler(scheduler: Any, name: str = "scheduler") -> Any:
+    """``"local"``, ``"dask"``, ``"tcp://HOST:PORT"`` (a host and a port in 1..65535) or a
+    ``distributed.Client``; others refused naming ``name``."""
     if isinstance(scheduler, str):
         if scheduler in ("local", "dask"):
             return scheduler
-        if scheduler.startswith("tcp://") and len(scheduler) > len("tcp://"):
-            return scheduler
+        if scheduler.startswith("tcp://"):
+            host, _, port = scheduler[len("tcp://") :].rpartition(":")
+            if host and port.isdigit() and 1 <= int(port) <= 65535:
+                return scheduler
     elif type(scheduler).__name__ == "Client" and hasattr(scheduler, "submit"):
         return scheduler
-    raise InvalidParameter("scheduler", scheduler, "'local', 'dask' or 'tcp://HOST:PORT'")
+    raise InvalidParameter(name, scheduler, "'local', 'dask' or 'tcp://HOST:PORT' with a port in 1..65535")
 
 
 def require_distributed(scheduler: Any = "dask") -> Any:
@@ -66,7 +76,14 @@ def dask_client(scheduler: Any) -> Iterator[Any]:
         ):
             yield client
     else:
-        with distributed.Client(scheduler) as client:
+        try:
+            client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise SchedulerUnavailable(
+                f"the Dask scheduler {scheduler} could not be reached within {CONNECT_TIMEOUT:g} s "
+                f"({type(exc).__name__}); nothing was run"
+            ) from None
+        with client:
             yield client
 
 
@@ -113,11 +130,34 @@ def map_on_dask(
         ]
         position = {future.key: i for i, future in enumerate(futures)}
         gathered: list[list[T] | None] = [None] * len(futures)
-        for future in distributed.as_completed(futures):
-            i = position[future.key]
-            gathered[i] = future.result()
-            if on_done is not None:
-                on_done(bounds[i][1] - bounds[i][0])
+        pending = set(futures)
+        workerless_since: float | None = None
+        while pending:
+            try:
+                done, pending = distributed.wait(pending, timeout=2.0, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            for future in done:
+                i = position[future.key]
+                gathered[i] = future.result()
+                if on_done is not None:
+                    on_done(bounds[i][1] - bounds[i][0])
+            if done or not pending:
+                workerless_since = None
+                continue
+            if client.scheduler_info().get("workers"):
+                workerless_since = None
+            elif workerless_since is None:
+                workerless_since = time.monotonic()
+            elif time.monotonic() - workerless_since > WORKERLESS_TIMEOUT:
+                client.cancel(list(pending))
+                finished = sum(
+                    b - a for (a, b), part in zip(bounds, gathered, strict=True) if part is not None
+                )
+                raise SchedulerUnavailable(
+                    f"the Dask cluster has had no worker for {WORKERLESS_TIMEOUT:g} s; {finished} of "
+                    f"{count} items were done and are not returned"
+                )
     return [item for part in gathered for item in part]  # type: ignore[union-attr]
 
 

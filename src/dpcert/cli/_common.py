@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dpcert import provenance
-from dpcert.errors import BudgetExceeded, DPCertError, InvalidParameter, LedgerStorageError
+from dpcert.errors import (
+    BudgetExceeded,
+    DPCertError,
+    InvalidParameter,
+    LedgerStorageError,
+    SchedulerUnavailable,
+)
 from dpcert.viz.plots import plot_profile
 
 EXIT_OK = 0
@@ -369,7 +375,8 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the handler; map errors to exit codes with one line on stderr.
 
     ``BudgetExceeded`` (a refused charge) exits 1; a ledger's storage error (a server out of reach, a
-    missing privilege, a full disk) exits 3 with one line; any other dpcert error (bad input, a
+    missing privilege, a full disk) or a Dask scheduler out of reach or without workers exits 3 with
+    one line; any other dpcert error (bad input, a
     certificate that does not verify, an unmet precondition) exits 2; anything else is an internal
     error (3), whose traceback is printed only with ``--debug``.
     """
@@ -378,7 +385,7 @@ def run_command(args: argparse.Namespace) -> int:
     except BudgetExceeded as exc:
         sys.stderr.write(f"dpcert: refused: {_one_line(exc)}\n")
         return EXIT_VIOLATED
-    except LedgerStorageError as exc:
+    except (LedgerStorageError, SchedulerUnavailable) as exc:
         sys.stderr.write(f"dpcert: error: {_one_line(exc)}\n")
         return EXIT_INTERNAL
     except DPCertError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from dpcert import _json, provenance
 from dpcert.bandits import registry
 from dpcert.bandits.experiment import plot_regret, save_results, summary
-from dpcert.bandits.scheduler import require_distributed
+from dpcert.bandits.scheduler import check_scheduler, require_distributed
 from dpcert.cli._common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -134,10 +134,13 @@ def register(groups: CommandGroups) -> None:
 
 
 def scheduler_value(text: str) -> str:
-    """argparse type: ``local``, ``dask`` or ``tcp://HOST:PORT``."""
-    if text in ("local", "dask") or (text.startswith("tcp://") and len(text) > len("tcp://")):
-        return text
-    raise argparse.ArgumentTypeError(f"invalid value {text!r}: allowed local, dask or tcp://HOST:PORT")
+    """argparse type: ``local``, ``dask`` or ``tcp://HOST:PORT`` (port 1..65535)."""
+    try:
+        return str(check_scheduler(text, "--scheduler"))
+    except InvalidParameter:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: allowed local, dask or tcp://HOST:PORT with a port in 1..65535"
+        ) from None
 
 
 def plumb_scheduler(args: argparse.Namespace, spec: Any, options: dict[str, Any]) -> None:
