@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 import dpcert
+from dpcert._numerics import brent_root
 from dpcert.accounting.composition import MAX_OPTIMAL_COUNT, compose_counts
 from dpcert.accounting.returning_users import split_budget
 from dpcert.cli import main
@@ -144,3 +146,25 @@ def test_composed_discrete_gaussian_of_tiny_sigma_is_bounded_without_a_huge_grid
         assert profile.delta_for(epsilon) == pytest.approx(min(1.0, expected), rel=1e-11)
     with pytest.raises(InvalidParameter, match="sigma"):
         profile.single_release_loss_pmf(1e-4)
+
+
+def test_the_root_finder_keeps_the_sign_of_values_whose_product_underflows() -> None:
+    """Brent's method compares signs by sign bit (a product of 2.5e-89 and -1e-300 underflows to -0)
+    and treats a division by zero as IEEE 754 does; the roots are SciPy's brentq's for the same
+    arguments, on the calibration that needed both (ε = 1e-50, δ = 1e-300)."""
+
+    def excess(sigma: float) -> float:
+        return gaussian_delta(1e-50, 1.0 / sigma) - 1e-300
+
+    low, high = 1.858761242668794e51, 3.717522485337588e51
+    options = {"xtol": 1e-12 * high, "rtol": 8.9e-16, "maxiter": 500}
+    assert brent_root(excess, low, high, **options) == brentq(excess, low, high, **options)
+    for offset in (0.5, 2.0, 7.0):
+
+        def tiny(x: float, c: float = offset) -> float:
+            return 0.0 if x == c else math.copysign(5e-324, c - x)
+
+        assert brent_root(tiny, 0.0, 10.0, **{**options, "xtol": 1e-12}) == brentq(
+            tiny, 0.0, 10.0, xtol=1e-12, rtol=8.9e-16, maxiter=500
+        )
+    assert math.isfinite(dpcert.calibrate_gaussian(1e-50, 1e-300).sigma)

@@ -102,6 +102,16 @@ def _bracketed_root(excess: Callable[[float], float], low: float, high: float, x
     return brent_root(finite, low, high, xtol=tolerance, rtol=8.9e-16, maxiter=500)
 
 
+def _divide(numerator: float, denominator: float) -> float:
+    """``numerator / denominator`` as IEEE 754 (and C) define it: ±inf or NaN for a zero denominator,
+    where Python raises; a step that is not finite then falls back to bisection, as in brentq.c."""
+    if denominator != 0.0:
+        return numerator / denominator
+    if numerator == 0.0 or math.isnan(numerator):
+        return math.nan
+    return math.copysign(math.inf, numerator) * math.copysign(1.0, denominator)
+
+
 def brent_root(
     function: Callable[[float], float], a: float, b: float, *, xtol: float, rtol: float, maxiter: int
 ) -> float:
@@ -129,14 +139,15 @@ def brent_root(
     xblk = fblk = spre = scur = 0.0
     fpre = value(xpre)
     fcur = value(xcur)
-    if fpre * fcur > 0:
+    # signs compared by sign bit, as brentq.c does: a product of two tiny values underflows to 0
+    if math.copysign(1.0, fpre) == math.copysign(1.0, fcur) and fpre != 0 and fcur != 0:
         raise ValueError("f(a) and f(b) must have different signs")
     if fpre == 0:
         return xpre
     if fcur == 0:
         return xcur
     for _ in range(maxiter):
-        if fpre * fcur < 0:
+        if fpre != 0 and fcur != 0 and math.copysign(1.0, fpre) != math.copysign(1.0, fcur):
             xblk, fblk = xpre, fpre
             spre = scur = xcur - xpre
         if abs(fblk) < abs(fcur):
@@ -148,11 +159,11 @@ def brent_root(
             return xcur
         if abs(spre) > delta and abs(fcur) < abs(fpre):
             if xpre == xblk:  # interpolate
-                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+                stry = _divide(-fcur * (xcur - xpre), fcur - fpre)
             else:  # extrapolate
-                dpre = (fpre - fcur) / (xpre - xcur)
-                dblk = (fblk - fcur) / (xblk - xcur)
-                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+                dpre = _divide(fpre - fcur, xpre - xcur)
+                dblk = _divide(fblk - fcur, xblk - xcur)
+                stry = _divide(-fcur * (fblk * dblk - fpre * dpre), dblk * dpre * (fblk - fpre))
             shorter = abs(spre) if abs(spre) < 3 * abs(sbis) - delta else 3 * abs(sbis) - delta
             if 2 * abs(stry) < shorter:  # good short step
                 spre, scur = scur, stry

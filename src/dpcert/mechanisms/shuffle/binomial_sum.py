@@ -90,7 +90,10 @@ PLD_NOTE = (
     "floating-point round-off bound"
 )
 MAX_MATERIALIZED_BITS = 20_000_000
-MAX_NOISE_BITS = 10**10
+MAX_NOISE_BITS = 10**13
+MAX_CALIBRATED_NOISE_BITS = 10**10
+"""Most noise bits (users x b) the exact calibration searches: its evaluations grow with sqrt(users x b)
+(about 15 s and 0.5 GiB near this limit)."""
 NOTES = (
     "safe encoding range 2B: the encoded value never exceeds g (no overflow; docs/PAPER_NOTES.md, PN-CZ-1)",
     "each coordinate's worst case is the pair Bin(n b, p) vs its shift by g, both directions (exact)",
@@ -685,23 +688,23 @@ def least_noise_bits(
             epsilon, delta, sensitivity=float(g), compositions=coordinates * compositions
         )
     guess = max(1, math.ceil(sigma**2 / (users * p * (1.0 - p))))
-    if guess > 2 * (MAX_NOISE_BITS // users):  # refused before any exact evaluation (each is large)
+    if guess > 2 * (MAX_CALIBRATED_NOISE_BITS // users):  # refused before any (large) exact evaluation
         raise InvalidParameter(
             "epsilon",
             epsilon,
-            f"an epsilon reachable with users * b <= {MAX_NOISE_BITS:.0e} noise bits (about "
+            f"an epsilon reachable with users * b <= {MAX_CALIBRATED_NOISE_BITS:.0e} noise bits (about "
             f"{guess * users:.2g} are needed here): a larger epsilon or delta, or more users",
         )
     # The Gaussian guess is usually within a few per cent: bracket with steps of about 3 % around it
-    ceiling = MAX_NOISE_BITS // users
+    ceiling = MAX_CALIBRATED_NOISE_BITS // users
     start = min(guess, ceiling)
     bits = least_valid_integer(valid, start, below=0, step=max(1, start // 32), ceiling=ceiling)
     if bits is None:
         raise InvalidParameter(
             "epsilon",
             epsilon,
-            f"an epsilon reachable with users * b <= {MAX_NOISE_BITS:.0e} noise bits at delta = {delta:g}: "
-            "a larger epsilon or delta, or more users",
+            f"an epsilon reachable with users * b <= {MAX_CALIBRATED_NOISE_BITS:.0e} noise bits at "
+            f"delta = {delta:g}: a larger epsilon or delta, or more users",
         )
     return bits
 
