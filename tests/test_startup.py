@@ -70,6 +70,24 @@ def test_probe_sees_a_heavy_import() -> None:
     assert _loaded(json.loads(done.stdout), HEAVY)
 
 
+def test_package_face_loads_no_heavy_library() -> None:
+    """``import dpcert`` (all 34 public names) loads neither SciPy, numba nor the optional libraries."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, dpcert; print(json.dumps([sorted(sys.modules), dpcert.__all__]))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    modules, names = json.loads(done.stdout)
+    assert len(names) == 34
+    assert _loaded(modules, (*NOT_FOR_HELP, "scipy", "numba")) == []
+
+
 @pytest.mark.parametrize("argv", [("--version",), ("--help",)])
 def test_version_and_help_load_no_heavy_library(argv: tuple[str, ...]) -> None:
     result = _run(*argv)
