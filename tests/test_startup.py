@@ -138,6 +138,26 @@ def test_brent_root_is_scipy_brentq_bit_for_bit() -> None:
     assert compared == 1200
 
 
+def test_brent_root_is_scipy_brentq_where_products_underflow_and_steps_divide_by_zero() -> None:
+    """Values near the smallest floats (their products underflow to 0) and flat stretches (secant
+    steps divide by 0): still the same float as scipy.optimize.brentq."""
+    rng = np.random.default_rng(2027)
+    compared = 0
+    for _ in range(200):
+        c, scale = float(rng.uniform(-3, 3)), 10.0 ** float(rng.uniform(-320, -150))
+        for function in (
+            lambda x, c=c, s=scale: s * (x - c),
+            lambda x, c=c, s=scale: s * math.tanh(x - c),
+            lambda x, c=c: 0.0 if abs(x - c) < 0.5 else x - c,
+            lambda x, c=c: max(-1.0, min(1.0, 1e3 * (x - c))),
+        ):
+            expected = brentq(function, -5.0, 5.0, xtol=1e-300, rtol=8.9e-16, maxiter=500)
+            got = _numerics.brent_root(function, -5.0, 5.0, xtol=1e-300, rtol=8.9e-16, maxiter=500)
+            assert got == expected
+            compared += 1
+    assert compared == 800
+
+
 def test_brent_root_refuses_like_brentq() -> None:
     with pytest.raises(ValueError, match="different signs"):
         _numerics.brent_root(lambda x: x * x + 1.0, -1.0, 1.0, xtol=1e-12, rtol=1e-15, maxiter=100)
