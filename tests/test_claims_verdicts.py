@@ -15,6 +15,7 @@ from dpcert.reproductions.claims import (
     MIN_RUNS,
     SMALL_SAMPLE,
     Claim,
+    all_hold,
     claims_table,
     markdown_cell,
     paired_verdict,
@@ -164,3 +165,12 @@ def test_pipes_and_newlines_in_cells_never_break_the_table():
     assert len(lines) == 2 + len(rows)
     assert {_unescaped_pipes(line) for line in lines} == {5}  # four cells: five separators per row
     assert markdown_cell(r"\|x\|") == r"\|x\|" and markdown_cell("|x|") == r"\|x\|"
+
+
+def test_a_claim_needing_several_verdicts_holds_only_if_all_hold():
+    assert all_hold(["holds", "holds"]) == "holds"
+    assert all_hold(["holds", "not resolved (x)", "does not hold"]) == "does not hold"
+    assert all_hold(["holds", "not resolved (x)"]) == "not resolved"
+    assert all_hold(["holds", "no verdict (fewer than 5 runs)"]) == "no verdict (fewer than 5 runs)"
+    with pytest.raises(InvalidParameter):
+        all_hold([])

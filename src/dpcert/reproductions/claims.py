@@ -181,6 +181,18 @@ def paired_verdict(
     return PairedVerdict(holds, f"{head}; {tests}; {where}", mean, stderr, n)
 
 
+def all_hold(verdicts: Sequence[str]) -> str:
+    """The verdict of a claim that needs every one of ``verdicts``: ``"does not hold"`` if one does
+    not hold, ``"holds"`` if all hold, else the first "no verdict …" or ``"not resolved"``."""
+    if not verdicts:
+        raise InvalidParameter("verdicts", verdicts, "at least one verdict")
+    if DOES_NOT_HOLD in verdicts:
+        return DOES_NOT_HOLD
+    if all(v == HOLDS for v in verdicts):
+        return HOLDS
+    return next((v for v in verdicts if v.startswith("no verdict")), NOT_RESOLVED)
+
+
 def _one_sided(d: np.ndarray, shift: float, alternative: str, n: int) -> tuple[float, float | None]:
     """One-sided p-values of the t-test (and below :data:`SMALL_SAMPLE` runs the Wilcoxon signed-rank
     test) of mean(d) against ``shift``."""
