@@ -168,3 +168,18 @@ def test_the_root_finder_keeps_the_sign_of_values_whose_product_underflows() -> 
             tiny, 0.0, 10.0, xtol=1e-12, rtol=8.9e-16, maxiter=500
         )
     assert math.isfinite(dpcert.calibrate_gaussian(1e-50, 1e-300).sigma)
+
+
+@pytest.mark.parametrize("name", ["out.txt", "a" * 300 + ".png", "/proc/dpcert-no-such/x.png"])
+def test_a_figure_path_that_cannot_be_written_is_refused_before_the_work(
+    capsys, tmp_path: Path, name: str
+) -> None:
+    target = name if name.startswith("/") else str(tmp_path / name)
+    if name.startswith("/proc") and not os.path.isdir("/proc"):
+        pytest.skip("needs /proc")
+    argv = ["account", "gaussian", "--sigma", "3", "--delta", "1e-5", "--plot", target]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--plot" in err, err
+    if len(name) < 255 and not name.startswith("/"):
+        assert not Path(target).exists()  # nothing left behind

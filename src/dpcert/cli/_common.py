@@ -78,7 +78,7 @@ class CommandGroups:
         if group == "account":
             parser.add_argument(
                 "--plot",
-                type=output_file_anywhere,
+                type=plot_file,
                 default=None,
                 metavar="FILE.png",
                 help="also draw the privacy profile delta(epsilon) with the claimed point (matplotlib)",
@@ -252,6 +252,36 @@ def output_file_anywhere(text: str) -> Path:
     output_directory(str(path.absolute().parent))
     if path.exists() and not os.access(path, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text!r}: allowed a writable file (it is read-only)")
+    return path
+
+
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+NAME_MAX = 255
+
+
+def plot_file(text: str) -> Path:
+    """argparse type: a figure to be written (``.png``, ``.pdf`` or ``.svg``), checked before any work:
+    names of at most 255 bytes and a writable place (missing directories are created, the file is
+    opened for appending and removed again if it did not exist)."""
+    path = Path(text)
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed a figure file ending in {', '.join(PLOT_SUFFIXES)}"
+        )
+    if any(len(part.encode()) > NAME_MAX for part in path.parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed file and directory names of at most {NAME_MAX} bytes"
+        )
+    path = output_file_anywhere(text)
+    existed = path.exists()
+    try:
+        path.absolute().parent.mkdir(parents=True, exist_ok=True)  # created now rather than after the work
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: allowed a writable file ({exc.strerror})") from None
+    if not existed:
+        path.unlink()
     return path
 
 

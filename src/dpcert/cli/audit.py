@@ -46,7 +46,7 @@ from dpcert.cli._common import (
     integer,
     number,
     output_file,
-    output_file_anywhere,
+    plot_file,
     positive,
 )
 from dpcert.cli._common import seed as seed_type
@@ -153,7 +153,7 @@ def register(groups: CommandGroups) -> None:
     )
     parser.add_argument(
         "--plot",
-        type=output_file_anywhere,
+        type=plot_file,
         default=None,
         metavar="FILE.png",
         help="draw the two output distributions, the rejection set and the bound against the claim",

@@ -27,7 +27,7 @@ from dpcert.cli._common import (
     input_file,
     ledger_output,
     output_directory,
-    output_file_anywhere,
+    plot_file,
     positive,
     seed,
 )
@@ -78,7 +78,7 @@ def register(groups: CommandGroups) -> None:
         help="with --ledger: the operator's Ed25519 private key (dpcert keygen); a ledger created with a "
         "key is signed on every write and written only with that key",
     )
-    parser.add_argument("--plot", type=output_file_anywhere, default=None, metavar="FILE.png")
+    parser.add_argument("--plot", type=plot_file, default=None, metavar="FILE.png")
     parser.add_argument(
         "--out", type=output_directory, default=None, metavar="DIR", help="save JSON + NPZ here"
     )

@@ -27,7 +27,7 @@ from dpcert.cli._common import (
     emit,
     ledger_location,
     number,
-    output_file_anywhere,
+    plot_file,
 )
 from dpcert.errors import DPCertError, LedgerIntegrityError, LedgerStorageError, UnknownUser
 from dpcert.ledger.api import Ledger
@@ -72,7 +72,7 @@ def register(groups: CommandGroups) -> None:
     )
     parser.add_argument(
         "--plot",
-        type=output_file_anywhere,
+        type=plot_file,
         default=None,
         metavar="FILE.png",
         help="draw the distribution of spent epsilon over users against the budget (matplotlib)",
