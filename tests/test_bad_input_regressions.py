@@ -183,3 +183,10 @@ def test_a_figure_path_that_cannot_be_written_is_refused_before_the_work(
     assert err.count("\n") == 0 and "--plot" in err, err
     if len(name) < 255 and not name.startswith("/"):
         assert not Path(target).exists()  # nothing left behind
+
+
+def test_unbiasedness_of_draws_whose_variance_overflows_is_refused_not_nan() -> None:
+    with pytest.raises(InvalidParameter, match="samples"):
+        dpcert.check_unbiased(np.array([1e308, -1e308] * 500), 0.0)
+    report = dpcert.check_unbiased(np.array([1e140, -1e140] * 500), 0.0)  # large but representable
+    assert np.all(np.isfinite(report.mean)) and not report.biased

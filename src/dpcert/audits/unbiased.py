@@ -38,8 +38,17 @@ def _draws(samples: Any) -> np.ndarray:
         raise InvalidParameter(
             "samples", f"shape {array.shape}", "at least 3 draws of a scalar or 1-D estimate"
         )
-    if np.any(np.ptp(array, axis=0) == 0):
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = np.ptp(array, axis=0)
+        squares = np.sum((array - array.mean(axis=0)) ** 2, axis=0)
+    if np.any(spread == 0):
         raise InvalidParameter("samples", "<a constant coordinate>", "draws with positive sample variance")
+    if not (np.all(np.isfinite(spread)) and np.all(np.isfinite(squares))):
+        raise InvalidParameter(
+            "samples",
+            "<draws whose mean or variance overflows>",
+            "draws whose mean and sum of squared deviations are finite in float64 (spread below about 1e150)",
+        )
     return array
 
 
