@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import dpcert
-from dpcert import Ledger
-from dpcert.errors import DPCertError, InvalidParameter, LedgerIntegrityError
+from dpcert import Ledger, PrivacySession
+from dpcert.errors import DPCertError, InvalidParameter, LedgerIntegrityError, LedgerStorageError
 
 CERTIFICATE = dpcert.calibrate_gaussian(0.1, 1e-7).certificate
 
@@ -80,3 +80,25 @@ def test_random_byte_damage_is_a_verdict_and_blocks_charges(genuine: Path, tmp_p
         assert _rows(path) == before
     # each kind of outcome occurs in the sample (power: the checks above ran on broken files)
     assert outcomes["broken"] >= 5 and outcomes["not a ledger"] >= 1, outcomes
+
+
+def test_a_storage_failure_mid_run_says_what_the_session_had_recorded() -> None:
+    """A full disk on the third charge: the error says the two earlier charges stay recorded (it used
+    to say only that nothing was recorded, which is true of the failed charge alone)."""
+
+    class FullAfterTwo:
+        def __init__(self) -> None:
+            self.recorded = 0
+
+        def charge(self, user_ids, certificate, run_id=None):
+            if self.recorded == 2:
+                raise LedgerStorageError("ledger x: cannot write: the disk is full; nothing was recorded")
+            self.recorded += 1
+
+    sink = FullAfterTwo()
+    session = PrivacySession("run", sink)
+    session.charge([0, 1], CERTIFICATE)
+    session.charge_range(2, 3, CERTIFICATE)
+    with pytest.raises(LedgerStorageError, match=r"nothing was recorded; the 2 earlier charge\(s\)"):
+        session.charge([9], CERTIFICATE)
+    assert sink.recorded == 2 and len(session.certificates) == 2

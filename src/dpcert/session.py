@@ -28,7 +28,7 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.accounting.composition import certificate_key, compose_counts
 from dpcert.certificates import Certificate, Guarantee, Neighbouring
-from dpcert.errors import InvalidParameter
+from dpcert.errors import InvalidParameter, LedgerStorageError
 
 T = TypeVar("T")
 EVENT_LEVEL = (Neighbouring.REPLACE_ONE, Neighbouring.ADD_REMOVE)
@@ -93,6 +93,17 @@ class PrivacySession:
         return [prefix + str(i) for i in np.asarray(local_ids, dtype=np.int64).ravel().tolist()]
 
     # ----------------------------------------------------------------- charging
+    def _to_ledger(self, ids: list[str], certificate: Certificate, run_id: str) -> None:
+        """Charge the ledger; a storage failure also says what this session had recorded before it."""
+        assert self.ledger is not None
+        try:
+            self.ledger.charge(ids, certificate, run_id=run_id)
+        except LedgerStorageError as exc:
+            raise type(exc)(
+                f"{exc}; the {len(self.certificates)} earlier charge(s) of this session (run id "
+                f"{run_id}) stay recorded"
+            ) from exc
+
     @staticmethod
     def _check(certificate: Any) -> None:
         if not isinstance(certificate, Certificate):
@@ -125,7 +136,7 @@ class PrivacySession:
         starts = ids[np.concatenate(([0], breaks))]
         stops = ids[np.concatenate((breaks - 1, [ids.size - 1]))] + 1
         if self.ledger is not None:
-            self.ledger.charge(self.user_ids(ids), certificate, run_id=run_id or self.run_id)
+            self._to_ledger(self.user_ids(ids), certificate, run_id or self.run_id)
         self.intervals.append((starts, stops))
         self.certificates.append(certificate)
         self._once = None
@@ -142,7 +153,7 @@ class PrivacySession:
             raise InvalidParameter("starts", "<ranges>", "increasing, disjoint ranges of non-negative ids")
         if self.ledger is not None:
             ids = (starts[:, None] + np.arange(length)).ravel()
-            self.ledger.charge(self.user_ids(ids), certificate, run_id=self.run_id)
+            self._to_ledger(self.user_ids(ids), certificate, self.run_id)
         self.intervals.append((starts, starts + length))
         self.certificates.append(certificate)
         self._once = None
@@ -156,7 +167,7 @@ class PrivacySession:
             raise InvalidParameter("start/length", (start, length), "start >= 0 and length >= 1")
         if self.ledger is not None:
             ids = self.user_ids(np.arange(start, start + length))
-            self.ledger.charge(ids, certificate, run_id=self.run_id)
+            self._to_ledger(ids, certificate, self.run_id)
         self.intervals.append((start, start + length))
         self.certificates.append(certificate)
         self._once = None
