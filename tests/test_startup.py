@@ -33,6 +33,7 @@ HEAVY = (
     "dask",
     "psycopg",
     "cryptography",
+    "numba",  # imported by the LinUCB kernel on its first compiled run only
 )
 # Not needed to print the version or the help either.
 NOT_FOR_HELP = (*HEAVY, "scipy.special", "scipy.fft")

@@ -33,6 +33,7 @@ compiled steps, one batch at a time, after the charge.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import sys
 from collections.abc import Callable
@@ -53,13 +54,20 @@ from dpcert.bandits.algorithms.linucb_privatizers import (
 )
 from dpcert.errors import InvalidParameter
 
-numba: ModuleType | None
-try:  # the optional extra `fast`; without it the NumPy path runs
-    numba = importlib.import_module("numba")
-except ImportError:  # pragma: no cover - depends on the installation
-    numba = None
 
-AVAILABLE = numba is not None
+def _numba_installed() -> bool:
+    """Whether numba (the optional extra ``fast``) can be imported, found without importing it."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"] is not None  # None: imports of it are blocked
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):  # pragma: no cover - depends on the installation
+        return False
+
+
+AVAILABLE = _numba_installed()
+numba: ModuleType | None = None  # imported by _bind_compiled() on the first compiled run, not at start-up
+_COMPILED: list[str] = []  # the steps compiled by numba, bound by _bind_compiled()
 ENGINES = ("auto", "numpy", "numba")
 CHUNK_VALUES = 1 << 20  # noise values handed to one compiled call (8 MiB of float64)
 EXACT, LOCAL, TREE, OPAQUE, BITS = 0, 1, 2, 3, 4
@@ -68,15 +76,31 @@ ARM_PADDING = 16  # arms per two 512-bit registers of float64
 
 
 def _compiled() -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit`` with an on-disk cache and NumPy's float semantics (x/0 gives inf, no exception;
-    no fast-math: every multiply and add is rounded on its own, as in NumPy).  Without numba: unchanged."""
+    """Marks a step for ``numba.njit`` with an on-disk cache and NumPy's float semantics (x/0 gives inf,
+    no exception; no fast-math: every multiply and add is rounded on its own, as in NumPy).  The step
+    stays a Python function until :func:`_bind_compiled` (numba is not imported at start-up)."""
 
-    def wrap(function: Callable[..., Any]) -> Any:  # a numba dispatcher, or the function itself
-        if numba is None:
-            return function
-        return numba.njit(cache=True, error_model="numpy")(function)
+    def wrap(function: Callable[..., Any]) -> Any:
+        _COMPILED.append(function.__name__)
+        return function
 
     return wrap
+
+
+def _bind_compiled() -> ModuleType | None:
+    """Import numba and replace every marked step of this module by its numba dispatcher, once (the
+    steps call each other through the module's globals, so all are bound before any runs compiled);
+    ``None`` without numba."""
+    global numba
+    if not AVAILABLE:
+        return None
+    if numba is None:
+        module = importlib.import_module("numba")
+        namespace = globals()
+        for name in _COMPILED:
+            namespace[name] = module.njit(cache=True, error_model="numpy")(namespace[name])
+        numba = module
+    return numba
 
 
 def wanted(engine: str, fixed_arms: bool, observed: bool) -> bool:
@@ -468,7 +492,7 @@ kernel": 28 s on an idle 2-core machine)."""
 def needs_compiling() -> bool:
     """Whether the next compiled run compiles the rounds: numba has neither loaded them in this process
     nor an on-disk cache of them for this source (numba's own cache index, read without loading it)."""
-    if numba is None:
+    if _bind_compiled() is None:
         return False
     for function in (_run_chunk, _choose, _publish, _bit_sums):
         if function.signatures:
@@ -515,6 +539,7 @@ def run_fixed_arms(
     ``beta_at(t)`` the radius after t rounds.  Fills ``gaps``, ``actions`` and ``clips``; returns the
     number of batches and the final radius.
     """
+    _bind_compiled()
     announce_compilation()
     d, block, runs = env.dimension, env.runs, gaps.shape[0]
     upper_rows, upper_cols = (np.ascontiguousarray(v, dtype=np.int64) for v in np.triu_indices(d))
