@@ -181,3 +181,9 @@ def test_calibrations_equal_those_searched_with_scipy(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(_numerics, "brent_root", scipy_search)
     assert [calibrate_gaussian(e, d, compositions=k).sigma for e, d, k in cases] == ours
+
+
+def test_python_dash_m_dpcert_is_the_dpcert_command() -> None:
+    ran = subprocess.run([sys.executable, "-m", "dpcert", "--version"], capture_output=True, text=True)
+    script = subprocess.run([sys.executable, "-m", "dpcert.cli", "--version"], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.strip() and ran.stdout == script.stdout
