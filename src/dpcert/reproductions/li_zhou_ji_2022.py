@@ -13,7 +13,11 @@ by the *target* ε and each legend entry gives the curve's certified (ε, δ).
 
 Every reproduction writes its JSON summary, the report of :mod:`dpcert.reproductions.report`
 (``STEM.md``: final regret mean ± s.d. and ± s.e.; ``STEM_curves.npz``: every run's curve; one PNG
-per panel of cumulative regret) and ``STEM_claims.md``, the paper's claims the figure tests.
+per panel of cumulative regret) and ``STEM_claims.md``, the paper's claims the figure tests.  Every
+comparative claim is decided by :func:`dpcert.reproductions.claims.paired_verdict` on the per-run final
+regrets: the curves of one reproduction share ``--seed``, so run r of every curve plays the same
+instance (``numpy.random.default_rng([seed, 0])``) with the same stream (``[seed, 1, r]``) and the runs
+are paired by index.
 """
 
 from __future__ import annotations
@@ -33,7 +37,17 @@ from dpcert.bandits.experiment import json_ready, regret_curve, save_results, su
 from dpcert.bandits.runner import SEEDS, run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
-from dpcert.reproductions.claims import claims_footer, with_record
+from dpcert.reproductions.claims import (
+    Claim,
+    PairedVerdict,
+    all_hold,
+    claims_footer,
+    claims_table,
+    few_runs_warning,
+    paired_verdict,
+    verdict,
+    with_record,
+)
 from dpcert.reproductions.report import Curve, write_report
 
 SETTING: dict[str, Any] = {"dimension": 20, "arms": 1000, "heterogeneity": 0.1, "alpha": 0.8}
@@ -43,6 +57,10 @@ EPSILON = 10.0
 DELTA = 0.25
 EPSILON_GRID = (0.5, 1.0, 2.0, 5.0, 10.0)
 MODELS = (("CDP-DPE", "central"), ("LDP-DPE", "local"), ("SDP-DPE", "shuffle"))
+SHUFFLE_CENTRAL_MARGIN = 0.25
+"""Relative margin of "SDP-DPE ≈ CDP-DPE" (Li, Zhou & Ji 2022, §7: shuffle as good as central)."""
+FREE_FACTOR = 2.0
+""""Privacy for free" (Remark 5.6) is read as CDP-DPE's regret below this multiple of DPE's."""
 
 
 def _run(
@@ -117,12 +135,9 @@ def _command(name: str, runs: int, seed: int) -> str:
     )
 
 
-def _claims(rows: list[tuple[str, bool | None, str]], command: str) -> str:
-    lines = ["| claim | holds? | numbers | command |", "|---|---|---|---|"]
-    for claim, holds, numbers in rows:
-        verdict = "n/a" if holds is None else ("yes" if holds else "no")
-        lines.append(f"| {claim} | {verdict} | {numbers} | `{command}` |")
-    return "\n".join(lines) + "\n"
+def _tested(tests: list[PairedVerdict]) -> str:
+    """The verdicts and numbers of ``tests``, one after the other."""
+    return "; ".join(f"{test.holds}: {test.numbers}" for test in tests)
 
 
 def _write_claims(out: Path, stem: str, title: str, table: str, recorder: provenance.Recorder) -> str:
@@ -158,6 +173,7 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     """Fig. 2(b): regret over time at target ε = 10, δ = 0.25: DPE, CDP/LDP/SDP-DPE, both calibrations."""
     name = "li-zhou-ji-2022-fig2b"
     runs = runs or RUNS
+    few_runs_warning(name, runs)
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
@@ -203,7 +219,7 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
         "\ncertified (ε, δ) of each curve in the legend"
     )
     report = write_report(_mark_identical(report_curves), out, "fig2b", title, recorder=recorder)
-    claims = _claims(_fig2b_claims(finals, curves), _command(name, runs, seed))
+    claims = claims_table(_fig2b_claims(finals, curves, _command(name, runs, seed)))
     result = {
         "name": name,
         "runs": runs,
@@ -223,38 +239,52 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
 
 
 def _fig2b_claims(
-    finals: dict[str, dict[str, np.ndarray]], curves: dict[str, Any]
-) -> list[tuple[str, bool | None, str]]:
-    rows: list[tuple[str, bool | None, str]] = []
+    finals: dict[str, dict[str, np.ndarray]], curves: dict[str, Any], command: str
+) -> list[Claim]:
+    """The claims of Fig. 2(b): comparative rows by :func:`paired_verdict` on the per-run final regrets
+    in ``finals[calibration][label]`` (paired by run index), certificate rows exact."""
+    rows: list[Claim] = []
     for calibration, table in finals.items():
         if not {"LDP-DPE", "CDP-DPE", "SDP-DPE"} <= set(table):
             continue
+        ldp, cdp, sdp, dpe = (table[label] for label in ("LDP-DPE", "CDP-DPE", "SDP-DPE", "DPE"))
         m = {label: float(values.mean()) for label, values in table.items()}
-        p_ldp = _greater(table["LDP-DPE"], table["CDP-DPE"])
+        largest = [
+            paired_verdict(ldp, cdp, "first > second", labels=("LDP", "CDP")),
+            paired_verdict(ldp, sdp, "first > second", labels=("LDP", "SDP")),
+        ]
         rows.append(
-            (
-                f"§7: LDP-DPE has the largest regret ({calibration} calibration; ties allowed, above CDP "
-                "with one-sided Welch p < 0.05)",
-                bool(m["LDP-DPE"] >= max(m["CDP-DPE"], m["SDP-DPE"]) and p_ldp < 0.05),
-                f"LDP {m['LDP-DPE']:,.0f}, CDP {m['CDP-DPE']:,.0f}, SDP {m['SDP-DPE']:,.0f}; p(LDP > CDP) = "
-                f"{p_ldp:.2g}",
+            Claim(
+                f"§7: LDP-DPE has the largest regret ({calibration} calibration; paired, above CDP-DPE "
+                "and above SDP-DPE)",
+                all_hold([test.holds for test in largest]),
+                f"LDP {m['LDP-DPE']:,.0f}, CDP {m['CDP-DPE']:,.0f}, SDP {m['SDP-DPE']:,.0f}; "
+                + _tested(largest),
+                command,
             )
         )
-        ratio = m["SDP-DPE"] / m["CDP-DPE"]
+        alike = paired_verdict(
+            sdp, cdp, "first ≈ second", margin=SHUFFLE_CENTRAL_MARGIN, labels=("SDP", "CDP")
+        )
         rows.append(
-            (
-                f"§7: SDP-DPE ≈ CDP-DPE, shuffle as good as central ({calibration}; within 25%)",
-                bool(abs(ratio - 1) < 0.25),
-                f"SDP / CDP = {ratio:.2f}",
+            Claim(
+                f"§7: SDP-DPE ≈ CDP-DPE, shuffle as good as central ({calibration}; within "
+                f"{SHUFFLE_CENTRAL_MARGIN:.0%})",
+                alike.holds,
+                f"SDP / CDP = {m['SDP-DPE'] / m['CDP-DPE']:.2f}; {alike.numbers}",
+                command,
             )
         )
-        excess = m["CDP-DPE"] / m["DPE"]
+        free = paired_verdict(
+            cdp, FREE_FACTOR * dpe, "first < second", labels=("CDP", f"{FREE_FACTOR:g} × DPE")
+        )
         rows.append(
-            (
+            Claim(
                 f"Remark 5.6: privacy 'for free' in the central model, CDP-DPE close to DPE ({calibration}; "
-                "within 2×)",
-                bool(excess < 2),
-                f"CDP / DPE = {excess:.2f} (DPE {m['DPE']:,.0f})",
+                f"below {FREE_FACTOR:g}× DPE)",
+                free.holds,
+                f"CDP / DPE = {m['CDP-DPE'] / m['DPE']:.2f} (DPE {m['DPE']:,.0f}); {free.numbers}",
+                command,
             )
         )
     certified = {
@@ -267,14 +297,15 @@ def _fig2b_claims(
         if not mine:
             continue
         rows.append(
-            (
+            Claim(
                 (
                     f"The paper's noise (Tables 3–4, eq. 3) is ({EPSILON:g}, {DELTA:g})-DP (PN-LZJ-1)"
                     if calibration == "paper"
                     else f"dpcert's tight noise is ({EPSILON:g}, {DELTA:g})-DP (exact accounting)"
                 ),
-                all(value <= EPSILON * (1 + 1e-9) for value in mine.values()),
+                verdict(all(value <= EPSILON * (1 + 1e-9) for value in mine.values())),
                 "certified ε at δ = 0.25: " + ", ".join(f"{key} {value:.4g}" for key, value in mine.items()),
+                command,
             )
         )
     return rows
@@ -284,10 +315,11 @@ def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     """Fig. 2(a): final regret at T against target ε ∈ {0.5, 1, 2, 5, 10} (δ = 0.25), both calibrations."""
     name = "li-zhou-ji-2022-fig2a"
     runs = runs or RUNS
+    few_runs_warning(name, runs)
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
-    table: dict[str, dict[str, dict[str, float]]] = {}
+    table: dict[str, dict[str, dict[str, Any]]] = {}
     report_curves: list[Curve] = []
     skipped: dict[str, str] = {}
     for calibration in ("paper", "tight"):
@@ -308,6 +340,7 @@ def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
                     "sd": float(np.std(finals, ddof=1)) if finals.size > 1 else 0.0,
                     "certified_epsilon": run.max_user_epsilon,
                     "target_met": run.target_met,
+                    "finals": [float(value) for value in finals],  # run r of every curve: instance r
                 }
                 report_curves.append(_curve(run, f"{key} ε={epsilon:g}", f"target epsilon={epsilon:g}"))
                 del run
@@ -317,7 +350,7 @@ def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     )
     report = write_report(_mark_identical(report_curves), out, "fig2a", title, recorder=recorder)
     plot = _plot_fig2a(table, out / "fig2a.png")
-    claims = _claims(_fig2a_claims(table), _command(name, runs, seed))
+    claims = claims_table(_fig2a_claims(table, _command(name, runs, seed)))
     result = {
         "name": name,
         "runs": runs,
@@ -335,53 +368,95 @@ def reproduce_fig2a(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     return result
 
 
-def _fig2a_claims(table: dict[str, dict[str, dict[str, float]]]) -> list[tuple[str, bool | None, str]]:
-    rows: list[tuple[str, bool | None, str]] = []
+def _fig2a_claims(table: dict[str, dict[str, dict[str, Any]]], command: str) -> list[Claim]:
+    """The claims of Fig. 2(a): comparative rows by :func:`paired_verdict` on the per-run final regrets
+    ``table[curve][ε]["finals"]`` (paired by run index), certificate rows exact."""
+    rows: list[Claim] = []
     for calibration in ("paper", "tight"):
         series = {label: table.get(f"{label} ({calibration})", {}) for label, _ in MODELS}
         if not all(len(points) == len(EPSILON_GRID) for points in series.values()):
             continue
+        finals = {
+            label: [np.asarray(p["finals"], dtype=float) for p in points.values()]
+            for label, points in series.items()
+        }
         means = {label: np.array([p["mean"] for p in points.values()]) for label, points in series.items()}
-        falls = {label: bool(values[-1] < values[0]) for label, values in means.items()}
+        falls = [
+            paired_verdict(
+                values[-1],
+                values[0],
+                "first < second",
+                labels=(f"{label} at ε = {EPSILON_GRID[-1]:g}", f"ε = {EPSILON_GRID[0]:g}"),
+            )
+            for label, values in finals.items()
+        ]
         rows.append(
-            (
-                f"Fig. 2(a): regret falls as ε grows, in every model ({calibration} calibration; "
+            Claim(
+                f"Fig. 2(a): regret falls as ε grows, in every model ({calibration} calibration; paired, "
                 f"ε = {EPSILON_GRID[0]:g} vs {EPSILON_GRID[-1]:g})",
-                all(falls.values()),
-                "; ".join(f"{label} {values[0]:,.0f} → {values[-1]:,.0f}" for label, values in means.items()),
+                all_hold([test.holds for test in falls]),
+                "; ".join(f"{label} {values[0]:,.0f} → {values[-1]:,.0f}" for label, values in means.items())
+                + "; "
+                + _tested(falls),
+                command,
             )
         )
         if {"LDP-DPE", "CDP-DPE", "SDP-DPE"} <= set(means):
-            others = np.maximum(means["CDP-DPE"], means["SDP-DPE"])
+            worst = [
+                paired_verdict(ldp, other, "first > second", labels=(f"LDP at ε = {e:g}", name))
+                for e, ldp, cdp, sdp in zip(
+                    EPSILON_GRID, finals["LDP-DPE"], finals["CDP-DPE"], finals["SDP-DPE"], strict=True
+                )
+                for name, other in (("CDP", cdp), ("SDP", sdp))
+            ]
             rows.append(
-                (
-                    f"Fig. 2(a): LDP-DPE worst at every ε ({calibration})",
-                    bool(np.all(means["LDP-DPE"] >= others)),
-                    "LDP / CDP = " + ", ".join(f"{r:.1f}" for r in means["LDP-DPE"] / means["CDP-DPE"]),
+                Claim(
+                    f"Fig. 2(a): LDP-DPE worst at every ε ({calibration}; paired, above CDP-DPE and SDP-DPE)",
+                    all_hold([test.holds for test in worst]),
+                    "LDP / CDP = "
+                    + ", ".join(f"{r:.1f}" for r in means["LDP-DPE"] / means["CDP-DPE"])
+                    + "; "
+                    + _tested(worst),
+                    command,
                 )
             )
-            ratio = means["SDP-DPE"] / means["CDP-DPE"]
+            alike = [
+                paired_verdict(
+                    sdp,
+                    cdp,
+                    "first ≈ second",
+                    margin=SHUFFLE_CENTRAL_MARGIN,
+                    labels=(f"SDP at ε = {e:g}", "CDP"),
+                )
+                for e, sdp, cdp in zip(EPSILON_GRID, finals["SDP-DPE"], finals["CDP-DPE"], strict=True)
+            ]
             rows.append(
-                (
-                    f"Fig. 2(a): SDP-DPE ≈ CDP-DPE at every ε ({calibration}; within 25%)",
-                    bool(np.all(np.abs(ratio - 1) < 0.25)),
-                    "SDP / CDP = " + ", ".join(f"{r:.2f}" for r in ratio),
+                Claim(
+                    f"Fig. 2(a): SDP-DPE ≈ CDP-DPE at every ε ({calibration}; paired, within "
+                    f"{SHUFFLE_CENTRAL_MARGIN:.0%})",
+                    all_hold([test.holds for test in alike]),
+                    "SDP / CDP = "
+                    + ", ".join(f"{r:.2f}" for r in means["SDP-DPE"] / means["CDP-DPE"])
+                    + "; "
+                    + _tested(alike),
+                    command,
                 )
             )
         certified = [p["certified_epsilon"] for points in series.values() for p in points.values()]
         targets = [float(e) for points in series.values() for e in points]
         rows.append(
-            (
+            Claim(
                 f"The {calibration} calibration certifies each target ε at δ = {DELTA:g}",
-                all(c <= t * (1 + 1e-9) for c, t in zip(certified, targets, strict=True)),
+                verdict(all(c <= t * (1 + 1e-9) for c, t in zip(certified, targets, strict=True))),
                 "largest certified / target: "
                 + f"{max(c / t for c, t in zip(certified, targets, strict=True)):.3g}",
+                command,
             )
         )
     return rows
 
 
-def _plot_fig2a(table: dict[str, dict[str, dict[str, float]]], path: Path) -> str | None:
+def _plot_fig2a(table: dict[str, dict[str, dict[str, Any]]], path: Path) -> str | None:
     try:
         import matplotlib
 
@@ -438,6 +513,7 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     """
     name = "li-zhou-ji-2022-fig2c"
     runs = runs or RUNS
+    few_runs_warning(name, runs)
     out = Path(out)  # a string too, as the recorded Python call passes it
     out.mkdir(parents=True, exist_ok=True)
     recorder = _recorder(name, runs, out, seed)
@@ -470,19 +546,14 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
         recorder=recorder,
     )  # fmt: skip
     p_value = _greater(_finals(fixed_run), _finals(dpe))
-    dpe_mean, fixed_mean = float(_finals(dpe).mean()), float(_finals(fixed_run).mean())
-    claims = _claims(
-        [
-            (
-                "Fig. 2(c): at equal communication DPE learns faster than DPE-FixedU (one-sided Welch "
-                "p < 0.05)",
-                None if math.isnan(p_value) else bool(fixed_mean > dpe_mean and p_value < 0.05),
-                f"DPE {dpe_mean:,.0f} vs DPE-FixedU (U = {fixed}) {fixed_mean:,.0f}, p = {p_value:.2g}; "
-                f"C(T) {communication:,.0f} vs {match.communication:,.0f} reals",
-            )
-        ],
+    claim = _fig2c_claim(
+        _finals(dpe),
+        _finals(fixed_run),
+        fixed,
+        (communication, match.communication),
         _command(name, runs, seed),
     )
+    claims = claims_table([claim])
     result = {
         "name": name,
         "runs": runs,
@@ -505,6 +576,21 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     result = with_record(json_ready(result), recorder)
     (out / "fig2c.json").write_text(json.dumps(result, indent=1, allow_nan=False))
     return result
+
+
+def _fig2c_claim(
+    dpe: np.ndarray, fixed_run: np.ndarray, fixed: int, communication: tuple[float, float], command: str
+) -> Claim:
+    """Fig. 2(c)'s claim, by :func:`paired_verdict` on the per-run final regrets of DPE and DPE-FixedU
+    (same seed: run r of both plays instance r)."""
+    faster = paired_verdict(fixed_run, dpe, "first > second", labels=(f"DPE-FixedU (U = {fixed})", "DPE"))
+    return Claim(
+        "Fig. 2(c): at equal communication DPE learns faster than DPE-FixedU (paired)",
+        faster.holds,
+        f"DPE {dpe.mean():,.0f} vs DPE-FixedU (U = {fixed}) {fixed_run.mean():,.0f}; {faster.numbers}; "
+        f"C(T) {communication[0]:,.0f} vs {communication[1]:,.0f} reals",
+        command,
+    )
 
 
 for _name, _description, _run_figure in (
