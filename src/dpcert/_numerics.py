@@ -16,8 +16,10 @@ OpenDP's ``binary_search_param``:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
+
+from dpcert.errors import InvalidParameter
 
 _MAX_BRACKET_STEPS = 200
 UNIT_ROUNDOFF = 2.0**-53
@@ -297,3 +299,17 @@ def nudge_up(is_valid: Callable[[float], bool], x: float, ceiling: float) -> flo
             return ceiling
         step *= 2.0
     return x
+
+
+def sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
+    """Σ value × count computed exactly (rationals) and rounded up to the next float if inexact."""
+    exact = sum((Fraction(value) * count for value, count in terms), Fraction(0))
+    try:
+        result = float(exact)
+    except OverflowError:
+        raise InvalidParameter(
+            "certificates",
+            "a sum of epsilons times counts above 1.8e308",
+            "a sum of epsilons (or deltas) times counts below the largest float (about 1.8e308)",
+        ) from None
+    return math.nextafter(result, math.inf) if Fraction(result) < exact else result

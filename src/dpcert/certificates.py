@@ -33,7 +33,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +40,7 @@ from typing import Any
 from dpcert import _json
 from dpcert import _validation as check
 from dpcert._notebook import html_table, markdown_table
-from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, nudge_up_until_valid
+from dpcert._numerics import UNIT_ROUNDOFF, nudge_up, nudge_up_until_valid, sum_rounded_up
 from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidParameter
 from dpcert.profiles import (
     ALL_RELATIONS,
@@ -101,13 +100,6 @@ def timing_delta(epsilon: float, failure: float) -> float:
     return min(1.0, math.nextafter((1.0 + math.exp(epsilon)) * failure * (1.0 + 1e-12), math.inf))
 
 
-def _sum_rounded_up(left: float, right: float) -> float:
-    """``left + right`` rounded toward +inf (exact rational sum, then the next float if inexact)."""
-    exact = Fraction(left) + Fraction(right)
-    result = float(exact)
-    return math.nextafter(result, math.inf) if Fraction(result) < exact else result
-
-
 class ReleaseTimeProfile:
     """The profile of a mechanism's (output, release time) view: the output's ``delta_for`` plus
     :func:`timing_delta` (ε, p), the sum rounded up; ``epsilon_for`` the least ε where that is <= δ.
@@ -121,7 +113,8 @@ class ReleaseTimeProfile:
         self.failure = failure
 
     def delta_for(self, epsilon: float) -> float:
-        return min(1.0, _sum_rounded_up(self.output.delta_for(epsilon), timing_delta(epsilon, self.failure)))
+        terms = [(self.output.delta_for(epsilon), 1), (timing_delta(epsilon, self.failure), 1)]
+        return min(1.0, sum_rounded_up(terms))
 
     def epsilon_for(self, delta: float) -> float:
         if delta <= timing_delta(0.0, self.failure):

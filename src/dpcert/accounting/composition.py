@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert._numerics import nudge_up_until_valid, smallest_valid
+from dpcert._numerics import nudge_up_until_valid, smallest_valid, sum_rounded_up
 from dpcert.certificates import (
     RELEASE_TIME_FAILURE,
     ApproximateDPProfile,
@@ -194,7 +194,7 @@ def output_claim(certificate: Certificate) -> tuple[float, float]:
 
 def release_time_failure(components: Sequence[Component]) -> float:
     """p = Σ k_i p_i of the components' release-time failure probabilities, rounded up (at most 1)."""
-    total = _sum_rounded_up((c.certificate.release_time_failure, c.count) for c in components)
+    total = sum_rounded_up((c.certificate.release_time_failure, c.count) for c in components)
     return min(1.0, total)
 
 
@@ -202,20 +202,6 @@ def _worst_pair(components: Sequence[Component]) -> tuple[float, float]:
     """Largest output ε and δ over the components (each output is (max ε, max δ)-DP)."""
     claims = [output_claim(c.certificate) for c in components]
     return max(e for e, _ in claims), max(d for _, d in claims)
-
-
-def _sum_rounded_up(terms: Iterable[tuple[float, int]]) -> float:
-    """Σ value × count computed exactly (rationals) and rounded up to the next float if inexact."""
-    exact = sum((Fraction(value) * count for value, count in terms), Fraction(0))
-    try:
-        result = float(exact)
-    except OverflowError:
-        raise InvalidParameter(
-            "certificates",
-            "a sum of epsilons times counts above 1.8e308",
-            "a sum of epsilons (or deltas) times counts below the largest float (about 1.8e308)",
-        ) from None
-    return math.nextafter(result, math.inf) if Fraction(result) < exact else result
 
 
 def _safe_epsilon(delta_for, delta: float, candidate: float) -> float:
@@ -599,8 +585,8 @@ class CompositionProfile:
         k = _total_count(self.components)
         if method == "basic":
             claims = [(output_claim(c.certificate), c.count) for c in self.components]
-            epsilon = _sum_rounded_up((e, count) for (e, _), count in claims)
-            delta = min(1.0, _sum_rounded_up((d, count) for (_, d), count in claims))
+            epsilon = sum_rounded_up((e, count) for (e, _), count in claims)
+            delta = min(1.0, sum_rounded_up((d, count) for (_, d), count in claims))
             self._inner: Any = _BasicTrivial()
             if delta < 1.0:
                 self._inner = CanonicalPairProfile(epsilon, delta)
@@ -712,9 +698,9 @@ def _default_delta(components: Sequence[Component]) -> float:
         total = math.fsum(c.certificate.delta * c.count for c in components)
     else:
         claims = [(output_claim(c.certificate), c.count) for c in components]
-        epsilon = _sum_rounded_up((e, count) for (e, _), count in claims)
-        total = min(1.0, _sum_rounded_up((d, count) for (_, d), count in claims))
-        total = min(1.0, _sum_rounded_up([(total, 1), (timing_delta(epsilon, failure), 1)]))
+        epsilon = sum_rounded_up((e, count) for (e, _), count in claims)
+        total = min(1.0, sum_rounded_up((d, count) for (_, d), count in claims))
+        total = min(1.0, sum_rounded_up([(total, 1), (timing_delta(epsilon, failure), 1)]))
     if total >= 1.0:
         raise InvalidParameter(
             "delta", None, "0 <= delta < 1 (give it explicitly: the components' deltas sum to >= 1)"
