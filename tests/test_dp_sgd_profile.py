@@ -25,7 +25,7 @@ from scipy.special import ndtr
 
 from dpcert import Certificate
 from dpcert._numerics import UNIT_ROUNDOFF
-from dpcert.errors import InvalidParameter
+from dpcert.errors import CertificateMismatch, InvalidParameter
 from dpcert.mechanisms.subsampled_gaussian import (
     NDTR_ULPS,
     PoissonSampledGaussianProfile,
@@ -122,6 +122,33 @@ def test_regression_point_is_monotone_tight_and_above_prv_lower_bound():
     assert abs(p.epsilon_for(1e-8) - pessimistic_epsilon(1.1, 1e-3, 1000, 1e-8)) <= 0.005
 
 
+def test_a_nearly_gaussian_composition_answers_from_one_wide_cell_and_stays_tight():
+    """(0.01, 2, 10⁵): the composed loss is nearly Gaussian, so cell 0 reaches 8 σ₀ with one pass per
+    direction; δ(ε) stays non-increasing across its edge and ε stays within 1 % of dp_accounting."""
+    p = profile(2.0, 0.01, 100_000)
+    curve = p.curve
+    assert curve.wide_first_cell
+    edge = curve.edges(0)[1]
+    grid = np.linspace(0.5 * edge, 2.0 * edge, 61)
+    values = np.array([p.delta_for(e) for e in grid])
+    assert np.all(np.diff(values) <= 0.0)
+    for delta in (1e-5, 1e-8):
+        epsilon = p.epsilon_for(delta)
+        assert p.delta_for(epsilon) <= delta
+        reference = pessimistic_epsilon(2.0, 0.01, 100_000, delta)
+        assert abs(epsilon - reference) <= max(0.01 * reference, 0.005)
+
+
+def test_a_heavy_tailed_composition_keeps_the_narrow_first_cell():
+    """(1e-3, 0.8, 100): one step in a thousand carries almost all the loss, so the loss tilted to
+    a wide cell's edge spreads far more than untilted; a wide cell 0 would answer 0.154 at δ = 1e-5
+    where dp_accounting's pessimistic PLD gives 0.141."""
+    p = profile(0.8, 1e-3, 100)
+    assert not p.curve.wide_first_cell
+    reference = pessimistic_epsilon(0.8, 1e-3, 100, 1e-5)
+    assert abs(p.epsilon_for(1e-5) - reference) <= max(0.01 * reference, 0.005)
+
+
 @pytest.mark.slow
 def test_a_direction_whose_losses_end_early_keeps_its_own_tilt():
     """(1e-3, 1.1, 10⁴) at δ = 1e-8: the add direction's losses end near 1, and tilting its pass to
@@ -210,6 +237,28 @@ def test_certificates_of_the_former_profile_still_verify(sigma, q, steps, delta,
     p = profile(sigma, q, steps)
     assert p.delta_for(former_epsilon) <= delta
     assert p.epsilon_for(delta) <= former_epsilon
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "delta", "former_epsilon"),
+    [  # the least ε of the narrow-cell curve (one pass per cell of 6 σ₀), as earlier releases certified
+        (5.0, 0.1, 100_000, 1e-5, 46.83811651625957),
+        (1.1, 0.01, 100_000, 1e-8, 26.08932221426151),
+    ],
+)
+def test_claims_at_the_narrow_cell_curves_least_epsilon_still_verify(sigma, q, steps, delta, former_epsilon):
+    """The wide first cell is looser than the narrow cells by up to 2e-4 relative at these points; a
+    certificate issued at the narrow curve's least ε still verifies through ``former_delta_for``, and
+    a claim below what either bound supports is still refused."""
+    p = profile(sigma, q, steps)
+    assert p.delta_for(former_epsilon) > delta  # the current curve alone would refuse it
+    assert p.former_delta_for(former_epsilon) <= delta
+    certificate = poisson_sampled_gaussian_certificate(sigma, q, steps, delta=delta).to_dict()
+    certificate["guarantee"] = {**certificate["guarantee"], "epsilon": former_epsilon}
+    assert Certificate.from_dict(certificate).epsilon == former_epsilon
+    certificate["guarantee"] = {**certificate["guarantee"], "epsilon": former_epsilon * (1.0 - 1e-4)}
+    with pytest.raises(CertificateMismatch):
+        Certificate.from_dict(certificate)
 
 
 def test_inputs_are_checked_before_work():

@@ -45,6 +45,7 @@ from dpcert.errors import CertificateFormatError, CertificateMismatch, InvalidPa
 from dpcert.profiles import (
     ALL_RELATIONS,
     RELEASE_TIME_FAILURE,
+    FormerBounds,
     LabelRules,
     Neighbouring,
     ParameterSpec,
@@ -333,12 +334,23 @@ class Certificate:
         self._check_profile_labels(self.profile)
         proven = self.delta_for(self.guarantee.epsilon)
         if not proven <= self.guarantee.delta:
+            proven = min(proven, self._former_delta_for(self.guarantee.epsilon))
+        if not proven <= self.guarantee.delta:
             raise CertificateMismatch(
                 f"{self.mechanism} certificate claims (epsilon={self.guarantee.epsilon!r}, "
                 f"delta={self.guarantee.delta!r}) but its parameters only give "
                 f"delta={proven!r} at that epsilon"
             )
         return self
+
+    def _former_delta_for(self, epsilon: float) -> float:
+        """The bound an earlier release computed for these parameters (:class:`FormerBounds`), with
+        the release-time term; 1 when the profile has none."""
+        output = self.output_profile
+        if not isinstance(output, FormerBounds):
+            return 1.0
+        terms = [(output.former_delta_for(epsilon), 1), (timing_delta(epsilon, self.release_time_failure), 1)]
+        return min(1.0, sum_rounded_up(terms))
 
     def to_dp_event(self) -> Any:
         """The ``dp_accounting.DpEvent`` describing this mechanism, or ``None`` if there is none."""

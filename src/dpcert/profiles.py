@@ -11,8 +11,9 @@ same way: on the first certificate of that name.  A name dpcert declares cannot 
 package's entry point, and a registered name is not replaced unless ``register_profile(..., force=True)``.
 
 Optional capabilities a profile may have are declared as the runtime-checkable protocols
-:class:`LabelRules`, :class:`PrivacyLossParts` and :class:`ReferenceBounds`; callers test them with
-``isinstance(profile, ...)``.  See ``docs/plugins.md`` for writing a mechanism of one's own.
+:class:`LabelRules`, :class:`PrivacyLossParts`, :class:`ReferenceBounds` and
+:class:`FormerBounds`; callers test them with ``isinstance(profile, ...)``.  See ``docs/plugins.md``
+for writing a mechanism of one's own.
 """
 
 from __future__ import annotations
@@ -121,6 +122,19 @@ class ReferenceBounds(Protocol):
     """
 
     def reference_bounds(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class FormerBounds(Protocol):
+    """A profile whose earlier releases computed another proven upper bound from the same parameters.
+
+    ``former_delta_for(epsilon)`` is that bound, under the same proof obligation as
+    :meth:`PrivacyProfile.delta_for`.  :meth:`Certificate.verify` consults it only for a claim the
+    current bound does not support, so that a certificate issued at the least ε of an earlier release
+    still verifies (each bound is at least the true δ, so a claim either supports holds).
+    """
+
+    def former_delta_for(self, epsilon: float) -> float: ...
 
 
 ProfileFactory = Callable[[Mapping[str, Any]], PrivacyProfile]

@@ -73,6 +73,11 @@ SAMPLED_GAUSSIAN_BASIS = (
 DEFAULT_INTERVAL = 1e-4
 MAX_STEPS = 10**7
 WINDOW_POINTS = 2**19  # see effective_interval
+# Width of the first cell of the δ(ε) curve in standard deviations of the composed loss: wide
+# where the composition is nearly Gaussian (one pass per direction at the usual δ), and the narrow
+# cells of earlier releases, kept to verify their certificates (theory.pld.MonotoneDeltaCurve).
+WIDE_FIRST_CELL = 16.0
+NARROW_FIRST_CELL = 6.0
 _STEERING_POINTS = 8192  # per step, for the saddle points only (pld_bound.ComposedLossBound)
 
 
@@ -436,6 +441,14 @@ class PoissonSampledGaussianProfile:
         """Proven upper bound on δ(ε), non-increasing in ε (module docstring)."""
         return self.curve.delta_for(float(epsilon))
 
+    def former_delta_for(self, epsilon: float) -> float:
+        """The bound of earlier releases: the same passes on narrow cells only (no wide first cell),
+        so that the certificates they issued at their least ε still verify."""
+        curve = _composed_curve(
+            self.standardised_shift, self.sampling_probability, self.steps, self.interval, NARROW_FIRST_CELL
+        )
+        return curve.delta_for(float(epsilon))
+
     def epsilon_for(self, delta: float) -> float:
         if delta <= 0.0:
             return math.inf
@@ -490,9 +503,14 @@ def poisson_sampled_gaussian_certificate(
 
 @lru_cache(maxsize=4)
 def _composed_curve(
-    shift: float, sampling_probability: float, steps: int, interval: float
+    shift: float,
+    sampling_probability: float,
+    steps: int,
+    interval: float,
+    first_cell_sds: float = WIDE_FIRST_CELL,
 ) -> MonotoneDeltaCurve:
-    """The monotone δ(ε) of ``steps`` steps (both directions), kept for the parameters' next use."""
+    """The monotone δ(ε) of ``steps`` steps (both directions), kept for the parameters' next use;
+    ``first_cell_sds`` as in :class:`~dpcert.theory.pld.MonotoneDeltaCurve`."""
     pair = poisson_gaussian_loss_pmfs(
         shift, sampling_probability, effective_interval(shift, sampling_probability, steps, interval)
     )
@@ -500,7 +518,8 @@ def _composed_curve(
         [
             ComposedLossBound([(pair.remove, steps)], coarse_points=None, steering_points=_STEERING_POINTS),
             ComposedLossBound([(pair.add, steps)], coarse_points=None, steering_points=_STEERING_POINTS),
-        ]
+        ],
+        first_cell_sds=first_cell_sds,
     )
 
 

@@ -98,6 +98,10 @@ _FFT_SAFETY = 8.0
 # product of the lengths stays below _DIRECT_WORK (cheaper than one FFT each, and exact up to γ_m).
 _DIRECT_SIZE = 4096
 _DIRECT_WORK = 4_000_000
+# MonotoneDeltaCurve widens its first cell (one pass instead of two at the usual δ) only where the
+# composed loss tilted to the wide cell's upper edge spreads at most this many times its untilted
+# standard deviation (a nearly Gaussian composition, where one tilt is accurate across the cell).
+_GAUSSIAN_LIKE = 1.25
 
 
 @dataclass(frozen=True)
@@ -586,17 +590,15 @@ class _Pass:
         (capped at 1), with ``A_i``, ``B_i``, ``C_i`` constant on the interval: the terms of
         :meth:`delta_for`, each replaced by its largest value over the interval.  The result is
         non-increasing in ε on each interval (``np.exp`` and IEEE rounding are monotone)."""
-        n = self.losses.size
         r = self._relative
         total_a = self._sum_a[1:] * (1.0 + r) + self._underflow
         total_b = self._sum_b[1:] * (1.0 - r)
         squares = self._sum_squares[1:] * (1.0 + r) + self._underflow
-        h = (self.losses[-1] - self.losses[0]) / (n - 1) if n > 1 else 1.0
-        ends = np.concatenate((self.losses[1:], self.losses[-1:] + h))
+        ends = self._ends
         with np.errstate(over="ignore", invalid="ignore"):
-            near_sums = self._sum_a[np.maximum(np.arange(n) - 1, 0)] * (1.0 + r) + self._underflow
+            near_sums = np.concatenate((self._sum_a[:1], self._sum_a[:-2])) * (1.0 + r) + self._underflow
             near = near_sums * 8.0 * UNIT_ROUNDOFF * (np.maximum(np.abs(self.losses), np.abs(ends)) + 1.0)
-            spread = (total_a + self._scaled(ends, total_b)) * 8.0 * UNIT_ROUNDOFF
+            spread = (total_a + self._scaled(ends, total_b, exps=self._exp_gaps[1])) * 8.0 * UNIT_ROUNDOFF
             constant = (
                 self.error_2 * np.sqrt(squares) * (1.0 + 4.0 * UNIT_ROUNDOFF) + spread + near + self.tail
             )
@@ -604,23 +606,42 @@ class _Pass:
         total_a = np.where(bad, np.inf, total_a)
         return total_a, total_b, np.where(bad, np.inf, constant)
 
-    def interval_bounds(self, positions: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
-        """The bound of :attr:`_interval_terms` for each ``epsilons[k]`` on interval ``positions[k]``."""
+    @cached_property
+    def _ends(self) -> np.ndarray:
+        """``L_{i+1}``: the upper end of each interval (one grid step above the last loss)."""
+        n = self.losses.size
+        h = (self.losses[-1] - self.losses[0]) / (n - 1) if n > 1 else 1.0
+        return np.concatenate((self.losses[1:], self.losses[-1:] + h))
+
+    @cached_property
+    def _exp_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """``e^{L_i − S}`` and ``e^{L_{i+1} − S}`` as :meth:`_scaled` computes them (computed once
+        for :attr:`_interval_terms` and :attr:`running_minimum`)."""
+        with np.errstate(over="ignore"):
+            starts = np.exp(self.losses - self.shift)
+            last = np.exp(self._ends[-1:] - self.shift)
+        return starts, np.concatenate((starts[1:], last))
+
+    def interval_bounds(
+        self, positions: np.ndarray | None, epsilons: np.ndarray, exps: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The bound of :attr:`_interval_terms` for each ``epsilons[k]`` on interval ``positions[k]``
+        (every interval in order if ``positions`` is None)."""
         total_a, total_b, constant = self._interval_terms
+        if positions is not None:
+            total_a, total_b, constant = total_a[positions], total_b[positions], constant[positions]
         with np.errstate(over="ignore", invalid="ignore"):
-            finite = total_a[positions] - self._scaled(epsilons, total_b[positions], down=True)
-            value = (self.infinity_mass + np.maximum(finite, 0.0) + constant[positions]) * (1.0 + 1e-12)
+            finite = total_a - self._scaled(epsilons, total_b, down=True, exps=exps)
+            value = (self.infinity_mass + np.maximum(finite, 0.0) + constant) * (1.0 + 1e-12)
         return np.where(np.isfinite(value), np.minimum(value, 1.0), 1.0)
 
     @cached_property
     def running_minimum(self) -> np.ndarray:
         """``M_i``: the least bound of this pass over ``[L_0, L_i]`` (ends of intervals included)."""
         n = self.losses.size
-        positions = np.arange(n)
-        starts = self.interval_bounds(positions, self.losses)
-        h = (self.losses[-1] - self.losses[0]) / (n - 1) if n > 1 else 1.0
-        ends = np.concatenate((self.losses[1:], self.losses[-1:] + h))
-        at_ends = self.interval_bounds(positions, ends)
+        exp_starts, exp_ends = self._exp_gaps
+        starts = self.interval_bounds(None, self.losses, exp_starts)
+        at_ends = self.interval_bounds(None, self._ends, exp_ends)
         # sequence F_0(L_0), F_0(L_1), F_1(L_1), F_1(L_2), ...: M_i is its running minimum at F_i(L_i)
         sequence = np.empty(2 * n)
         sequence[0::2] = starts
@@ -657,12 +678,17 @@ class _Pass:
         finite += near * 8.0 * UNIT_ROUNDOFF * (abs(epsilon) + 1.0)
         return min(1.0, (self.infinity_mass + finite) * (1.0 + 1e-12))
 
-    def _scaled(self, epsilons: np.ndarray, totals: np.ndarray, down: bool = False) -> np.ndarray:
-        """``e^{ε − S} B'`` elementwise (0 where ``B' = 0``), rounded down if ``down`` else up."""
+    def _scaled(
+        self, epsilons: np.ndarray, totals: np.ndarray, down: bool = False, exps: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``e^{ε − S} B'`` elementwise (0 where ``B' = 0``), rounded down if ``down`` else up;
+        ``exps``, if given, is ``np.exp(epsilons − S)`` already computed."""
         gaps = epsilons - self.shift
         slack = 4.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * np.abs(gaps)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = np.exp(gaps) * totals * ((1.0 - slack) if down else (1.0 + slack))
+            values = (
+                (np.exp(gaps) if exps is None else exps) * totals * ((1.0 - slack) if down else (1.0 + slack))
+            )
         return np.where(totals > 0.0, values, 0.0)
 
     def _exp_shifted(self, epsilon: float) -> float:
@@ -785,10 +811,13 @@ def _power(values: np.ndarray, count: int) -> tuple[np.ndarray, int]:
     remaining = count
     while remaining:
         if remaining & 1:
-            result = base if result is None else result * base
+            if result is None:
+                result = base.copy()
+            else:
+                np.multiply(result, base, out=result)
         remaining >>= 1
         if remaining:
-            base = base * base
+            base = base * base if base is values else np.multiply(base, base, out=base)
     assert result is not None
     return result, 2 * count + 2 * count.bit_length()
 
@@ -833,8 +862,13 @@ class MonotoneDeltaCurve:
     ``directions`` are the :class:`ComposedLossBound` of each direction of the composition (one for a
     symmetric pair, remove and add otherwise); δ(ε) is the largest of theirs.  In each direction the
     ε axis is cut into cells: cell 0 is ``[−w₀/2, w₀/2)`` with ``w₀ = max(2h, c σ₀)`` (σ₀ the largest
-    standard deviation of the untilted composed losses, ``c = cell_sds``), and each next cell, from
-    the previous cell's upper edge ``e``, is ``max(previous width, c σ_e)`` wide, σ_e the standard
+    standard deviation of the untilted composed losses, ``c = cell_sds``), its pass tilted at 0.
+    Where the composition is nearly Gaussian (tilted to ``c₀ σ₀ / 2``, ``c₀ = first_cell_sds``, no
+    direction spreads more than ``_GAUSSIAN_LIKE σ₀``), cell 0 reaches up to ``c₀ σ₀ / 2`` instead and
+    its pass is tilted at the middle of ``[0, c₀ σ₀ / 2]``: one pass per direction then answers the
+    usual δ (1e-5 … 1e-10), where two were needed.  Each next cell, from
+    the previous cell's upper edge ``e``, is ``max(previous width, c σ_e)`` wide (the previous width
+    of cell 0 counted as ``w₀``), σ_e the standard
     deviation of the composed loss tilted to mean ``e`` (steering cumulants), so that cells widen
     where tilting spreads the loss (subsampled mechanisms' heavy right tails).  The cells depend on
     the parameters only; cell ``j`` owns one FFT pass tilted at the saddle point of its centre, its
@@ -846,7 +880,12 @@ class MonotoneDeltaCurve:
     the parameters only, never on which values were asked before.
     """
 
-    def __init__(self, directions: Sequence[ComposedLossBound], cell_sds: float = 6.0) -> None:
+    def __init__(
+        self,
+        directions: Sequence[ComposedLossBound],
+        cell_sds: float = 6.0,
+        first_cell_sds: float | None = None,
+    ) -> None:
         if not directions:
             raise ValueError("at least one direction is needed")
         self.directions = tuple(directions)
@@ -859,7 +898,17 @@ class MonotoneDeltaCurve:
         )
         self.cell_width = max(2.0 * self.discretization, cell_sds * spread)
         self.cell_sds = cell_sds
-        self._edges = [-0.5 * self.cell_width, 0.5 * self.cell_width]
+        upper = 0.5 * self.cell_width
+        self.wide_first_cell = False
+        wide = 0.5 * (cell_sds if first_cell_sds is None else first_cell_sds) * spread
+        if wide > upper:
+            tilted = max(
+                math.sqrt(max(direction.steering_cumulants(direction.saddle_point(wide))[2], 0.0))
+                for direction in self.directions
+            )
+            if tilted <= _GAUSSIAN_LIKE * spread:
+                upper, self.wide_first_cell = wide, True
+        self._edges = [-0.5 * self.cell_width, upper]
         self.top = max(direction.highest * direction.discretization for direction in self.directions)
         self._lattice: dict[tuple[int, int], _Pass] = {}
 
@@ -869,7 +918,8 @@ class MonotoneDeltaCurve:
         for direction in self.directions:
             lam = direction.saddle_point(start)
             spread = max(spread, math.sqrt(max(direction.steering_cumulants(lam)[2], 0.0)))
-        width = max(self._edges[-1] - self._edges[-2], self.cell_sds * spread)
+        previous = self._edges[-1] - self._edges[-2] if len(self._edges) > 2 else self.cell_width
+        width = max(previous, self.cell_sds * spread)
         self._edges.append(start + width)
 
     def edges(self, cell: int) -> tuple[float, float]:
@@ -900,7 +950,7 @@ class MonotoneDeltaCurve:
         its lower edge than ``cell_sds / 2`` of the direction's own tilted spread there (a direction
         whose losses end below the centre would otherwise be tilted so far that its pass overflows)."""
         if cell == 0:
-            return 0.0
+            return 0.5 * self._edges[1] if self.wide_first_cell else 0.0
         low, high = self.edges(cell)
         bound = self.directions[direction]
         spread = math.sqrt(max(bound.steering_cumulants(bound.saddle_point(low))[2], 0.0))
