@@ -12,6 +12,7 @@ pytest plugin (which lives in this package) does not slow down the start of ever
 
 from __future__ import annotations
 
+from dpcert.audits.classifier_search import ClassifierSearch
 from dpcert.audits.delta_lower_bound import audit_delta
 from dpcert.audits.neighbours import RELATIONS, Relation
 from dpcert.audits.report import AuditReport
@@ -22,6 +23,7 @@ __all__ = [
     "AuditReport",
     "RELATIONS",
     "CandidatePairs",
+    "ClassifierSearch",
     "Relation",
     "ScalarSearch",
     "VectorSearch",

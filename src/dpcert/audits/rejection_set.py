@@ -15,6 +15,7 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
+from dpcert.audits.learned_event import LearnedEvent
 from dpcert.errors import InvalidParameter
 
 Score = Callable[[np.ndarray], Any]
@@ -135,8 +136,10 @@ class Feature:
 class RejectionSet:
     """The set S of outputs whose probabilities are compared.
 
-    Either ``{feature(x) <= threshold}`` / ``{feature(x) > threshold}`` (``kind="threshold"``) or a
-    finite set of output values (``kind="cells"``).
+    Either ``{feature(x) <= threshold}`` / ``{feature(x) > threshold}`` (``kind="threshold"``), a
+    finite set of output values (``kind="cells"``) or an event learned by a classifier, randomised on
+    ties (``kind="learned"``, :class:`dpcert.audits.learned_event.LearnedEvent`: membership needs one
+    uniform draw per output).
     """
 
     kind: str
@@ -144,6 +147,7 @@ class RejectionSet:
     side: str | None = None
     threshold: float | None = None
     cells: tuple[Any, ...] | None = None
+    event: LearnedEvent | None = None
 
     def __post_init__(self) -> None:
         if self.kind == "threshold":
@@ -154,11 +158,20 @@ class RejectionSet:
         elif self.kind == "cells":
             if self.cells is None:
                 raise InvalidParameter("cells", None, "a tuple of output values for a cells set")
+        elif self.kind == "learned":
+            if not isinstance(self.event, LearnedEvent):
+                raise InvalidParameter("event", self.event, "a LearnedEvent for a learned set")
         else:
-            raise InvalidParameter("kind", self.kind, "'threshold' or 'cells'")
+            raise InvalidParameter("kind", self.kind, "'threshold', 'cells' or 'learned'")
 
-    def contains(self, outputs: np.ndarray) -> np.ndarray:
-        """Boolean membership of each output (leading axis) in the set."""
+    def contains(self, outputs: np.ndarray, uniforms: np.ndarray | None = None) -> np.ndarray:
+        """Boolean membership of each output (leading axis) in the set; a learned set also needs one
+        uniform draw on [0, 1) per output (``uniforms``) for its randomised tie."""
+        if self.kind == "learned":
+            assert self.event is not None  # checked on construction
+            if uniforms is None:
+                raise InvalidParameter("uniforms", None, "one uniform draw per output for a learned set")
+            return self.event.contains(outputs, uniforms)
         if self.kind == "threshold":
             values = self._threshold_feature().apply(outputs)
             return values <= self.threshold if self.side == "<=" else values > self.threshold
@@ -171,6 +184,9 @@ class RejectionSet:
         return np.isin(inverse[len(cells) :], inverse[: len(cells)])
 
     def to_dict(self) -> dict[str, Any]:
+        if self.kind == "learned":
+            assert self.event is not None  # checked on construction
+            return {"kind": "learned", "event": self.event.to_dict()}
         if self.kind == "threshold":
             return {
                 "kind": "threshold",
@@ -182,6 +198,8 @@ class RejectionSet:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RejectionSet:
+        if data["kind"] == "learned":
+            return cls("learned", event=LearnedEvent.from_dict(data["event"]))
         if data["kind"] == "threshold":
             return cls(
                 "threshold", Feature.from_dict(data["feature"]), data["side"], float(data["threshold"])
@@ -189,6 +207,9 @@ class RejectionSet:
         return cls("cells", cells=tuple(_tuple_cell(c) for c in data["cells"]))
 
     def describe(self) -> str:
+        if self.kind == "learned":
+            assert self.event is not None  # checked on construction
+            return self.event.describe()
         if self.kind == "cells":
             cells = self._cell_values()
             shown = ", ".join(str(_json_cell(c)) for c in cells[:6])

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.audits.classifier_search import ClassifierSearch, audit_with_classifier
 from dpcert.audits.epsilon_lower_bound import (
     FEW_DRAWS_FACTOR,
     SELECTION_FRACTION,
@@ -130,7 +131,7 @@ def audit(
     max_cells: int = DEFAULT_MAX_CELLS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
-    search: Search | None = None,
+    search: Search | ClassifierSearch | None = None,
     timing: bool | str = False,
     relation: str | Relation | None = None,
 ) -> AuditReport:
@@ -159,6 +160,9 @@ def audit(
         A neighbour search (:class:`dpcert.audits.search.VectorSearch`, ``ScalarSearch`` or
         ``CandidatePairs``): a share of ``samples`` screens its candidate pairs, the rest audits the
         best pair on fresh draws; the report names the pair (``inputs``) and the search (``search``).
+        :class:`dpcert.audits.classifier_search.ClassifierSearch` wraps one of them: it screens the
+        pairs by successive halving with an event learned by logistic regression (DP-Sniper's
+        approach) and evaluates the fixed event on all the remaining draws, streamed in chunks.
     relation
         The neighbour relation the claim is made under: ``"linf"``, ``"one-differ"``, ``"l1"`` or
         ``"add-remove"`` (radius 1), or a :class:`dpcert.audits.neighbours.Relation` with its radius.
@@ -196,9 +200,14 @@ def audit(
             raise InvalidParameter(
                 "relation", stated.name, f"the search's own relation ({_described(search.neighbours)})"
             )
-        report = _audit_with_search(
-            mechanism, search, claim, samples, rng, confidence, score, max_cells, batch_size
-        )
+        if isinstance(search, ClassifierSearch):
+            if score is not None:
+                raise InvalidParameter("score", score, "None with a classifier search (it learns its score)")
+            report = audit_with_classifier(mechanism, search, claim, samples, rng, confidence)
+        else:
+            report = _audit_with_search(
+                mechanism, search, claim, samples, rng, confidence, score, max_cells, batch_size
+            )
         return replace(report, seconds=time.perf_counter() - start)
     if a is None or b is None:
         raise InvalidParameter("a, b", (a, b), "two neighbouring inputs (or search=...)")

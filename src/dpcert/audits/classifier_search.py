@@ -1,0 +1,346 @@
+"""A neighbour search whose rejection event is learned by a classifier, with adaptive screening and
+streamed evaluation.
+
+:class:`ClassifierSearch` takes its candidate pairs from another search (:class:`VectorSearch`,
+:class:`ScalarSearch` or :class:`CandidatePairs`, with their neighbour relation) and
+
+1. **screens** them by successive halving (Karnin, Koren & Somekh 2013): the screening budget
+   (``screening_share`` of the draws per input) is split into ⌈log₂ K⌉ rounds of equal cost; in each
+   round every surviving pair gets fresh draws added to its own, a logistic-regression classifier is
+   fitted on the first half of its draws and DP-Sniper's threshold with randomised tie is chosen on
+   the other half (:mod:`dpcert.audits.learned_event`, Bichsel, Steffen, Bogunovic & Vechev 2021), and
+   the better half of the pairs, by the cautious forecast of the bound, survives;
+2. **fixes** the event of the last survivor: weights, threshold, tie probability and orientation;
+3. **evaluates** it on fresh draws, all the draws left (``samples`` minus the screening draws per
+   input), streamed in chunks of ``chunk`` draws (memory bounded by one chunk), counting how many
+   outputs of each input fall in the event; the Clopper–Pearson union bound of
+   :func:`dpcert.audits.epsilon_lower_bound.bound_from_counts` turns the counts into the bound.
+
+Validity: everything adaptive (which pairs survive, the classifier, the threshold, the tie, the
+orientation) is a function of the screening draws only.  The evaluation draws are made after the event
+is fixed and independently of the screening draws, so given the event the two counts are binomial with
+the event's true probabilities, and the reported number is a (1 − α) lower confidence bound on the
+chosen pair's ε, hence on the mechanism's ε under the search's relation (one pair is evaluated: no
+multiplicity correction).  The tie is decided by a uniform draw per output, independent of the
+mechanism: the event is an event of (M(x), U), whose ε is at most M's (see
+:mod:`dpcert.audits.learned_event`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from dpcert import _validation as check
+from dpcert.audits.epsilon_lower_bound import (
+    EvaluationCounts,
+    bound_from_counts,
+    epsilon_ceiling,
+    few_draws_message,
+)
+from dpcert.audits.learned_event import LearnedEvent, OutputFeatures, as_rows, fit_logistic
+from dpcert.audits.neighbours import Relation
+from dpcert.audits.rejection_set import RejectionSet
+from dpcert.audits.report import AuditReport, verdict_for
+from dpcert.audits.sampling import Mechanism, draw
+from dpcert.audits.search import (
+    Candidate,
+    CandidatePairs,
+    ScalarSearch,
+    VectorSearch,
+    with_exposed_threshold,
+)
+from dpcert.audits.selection import projected_bound
+from dpcert.certificates import Guarantee
+from dpcert.errors import InvalidParameter
+
+DEFAULT_CHUNK = 262_144  # evaluation draws per input held in memory at once
+DEFAULT_FIT_DRAWS = 20_000  # most draws per input the classifier is fitted on
+MIN_ROUND_DRAWS = 20  # least new draws per pair and round
+_TARGETS = 600  # target probabilities c on the grid of the threshold rule
+
+METHOD = "clopper-pearson/learned (logistic regression, DP-Sniper threshold with randomised tie)"
+
+
+@dataclass(frozen=True)
+class ClassifierSearch:
+    """Screen the pairs of ``pairs_from`` by successive halving with a learned event; evaluate the
+    survivor's event on fresh, streamed draws.
+
+    Parameters
+    ----------
+    pairs_from
+        The search that proposes the candidate pairs (and states the neighbour relation); its own
+        screening settings are not used.
+    screening_share
+        Share of the draws per input spent screening (all pairs and rounds together).
+    fit_draws
+        Most draws per input the classifier is fitted on (the rest choose the threshold).
+    chunk
+        Evaluation draws per input held in memory at once.
+    """
+
+    pairs_from: VectorSearch | ScalarSearch | CandidatePairs
+    screening_share: float = 0.2
+    fit_draws: int = DEFAULT_FIT_DRAWS
+    chunk: int = DEFAULT_CHUNK
+
+    kind = "classifier"
+    finalists = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pairs_from, (VectorSearch, ScalarSearch, CandidatePairs)):
+            raise InvalidParameter(
+                "pairs_from", type(self.pairs_from).__name__, "a VectorSearch, ScalarSearch or CandidatePairs"
+            )
+        share = check.probability("screening_share", self.screening_share, open_low=True, open_high=True)
+        object.__setattr__(self, "screening_share", share)
+        object.__setattr__(self, "fit_draws", check.positive_int("fit_draws", self.fit_draws, minimum=10))
+        object.__setattr__(self, "chunk", check.positive_int("chunk", self.chunk))
+
+    @property
+    def neighbours(self) -> Relation | None:
+        return self.pairs_from.neighbours
+
+    def candidates(self, rng: np.random.Generator) -> list[Candidate]:
+        return self.pairs_from.candidates(rng)
+
+
+# --------------------------------------------------------------------------- the threshold rule
+@dataclass(frozen=True)
+class EventChoice:
+    """The chosen orientation, threshold and tie, with the forecast (never reported as a bound)."""
+
+    numerator: str
+    threshold: float
+    tie: float
+    forecast: float
+
+
+def _best_threshold(
+    num: np.ndarray, den: np.ndarray, evaluation: int, delta: float, alpha: float
+) -> tuple[float, float, float]:
+    """DP-Sniper's threshold with randomised tie for each target c, the best c by the projected bound."""
+    num, den = np.sort(num), np.sort(den)
+    values = np.unique(np.concatenate([num, den]))
+    n_num, n_den = num.shape[0], den.shape[0]
+    den_gt = n_den - np.searchsorted(den, values, side="right")
+    den_eq = np.searchsorted(den, values, side="right") - np.searchsorted(den, values, side="left")
+    num_gt = n_num - np.searchsorted(num, values, side="right")
+    num_eq = np.searchsorted(num, values, side="right") - np.searchsorted(num, values, side="left")
+    targets = np.unique(
+        np.concatenate([np.geomspace(0.5, float(n_den), _TARGETS), np.linspace(0.0, n_den, _TARGETS // 3)])
+    )
+    # for each target count c·n_den: the least score value whose strict upper set holds at most that
+    # many denominator draws (den_gt decreases along the values), and the tie probability q that
+    # brings the denominator count to the target exactly (P[u > t] + q·P[u = t] = c)
+    index = np.minimum(np.searchsorted(-den_gt, -targets, side="left"), values.shape[0] - 1)
+    equal = den_eq[index]
+    ties = np.where(equal > 0, np.clip((targets - den_gt[index]) / np.maximum(equal, 1), 0.0, 1.0), 1.0)
+    in_num = num_gt[index] + ties * num_eq[index]
+    in_den = den_gt[index] + ties * equal
+    projected = projected_bound(in_num, n_num, in_den, n_den, evaluation, evaluation, delta, alpha)
+    best = int(np.argmax(projected))
+    return float(values[index[best]]), float(ties[best]), float(projected[best])
+
+
+def choose_event(
+    scores_a: np.ndarray, scores_b: np.ndarray, evaluation: int, delta: float, confidence: float
+) -> EventChoice:
+    """Orientation, threshold and tie probability for the scores ``logit P(a | o)`` of draws on a and
+    on b that the classifier was not fitted on, for ``evaluation`` draws per input."""
+    alpha = 1.0 - confidence
+    best = EventChoice("a", math.inf, 0.0, -math.inf)
+    for numerator, num, den in (("a", scores_a, scores_b), ("b", -scores_b, -scores_a)):
+        threshold, tie, forecast = _best_threshold(num, den, evaluation, delta, alpha)
+        if forecast > best.forecast:
+            best = EventChoice(numerator, threshold, tie, forecast)
+    return best
+
+
+def learn_event(
+    on_a: np.ndarray,
+    on_b: np.ndarray,
+    evaluation: int,
+    delta: float,
+    confidence: float,
+    *,
+    fit_draws: int = DEFAULT_FIT_DRAWS,
+) -> tuple[LearnedEvent, float]:
+    """Fit the classifier on the first half of the draws (at most ``fit_draws`` per input), choose the
+    threshold on the second half; the event and its forecast."""
+    rows_a, rows_b = as_rows(on_a), as_rows(on_b)
+    half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
+    if min(half_a, half_b) < 1:
+        raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
+    fit_a, fit_b = rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]
+    features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
+    weights = fit_logistic(features.transform(fit_a), features.transform(fit_b))
+    event = LearnedEvent(features, tuple(float(w) for w in weights), "a", 0.0, 0.0)
+    scores_a = event.scores(rows_a[half_a:])
+    scores_b = event.scores(rows_b[half_b:])
+    choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
+    return replace(
+        event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie
+    ), choice.forecast
+
+
+# --------------------------------------------------------------------------- screening
+@dataclass
+class _Screening:
+    candidate: Candidate
+    on_a: np.ndarray
+    on_b: np.ndarray
+    event: LearnedEvent | None = None
+    forecast: float = -math.inf
+
+
+def _rounds(candidates: int) -> int:
+    return max(1, math.ceil(math.log2(candidates))) if candidates > 1 else 1
+
+
+def successive_halving(
+    mechanism: Mechanism,
+    search: ClassifierSearch,
+    candidates: list[Candidate],
+    budget: int,
+    evaluation: int,
+    delta: float,
+    confidence: float,
+    rng: np.random.Generator,
+) -> tuple[_Screening, list[dict[str, Any]]]:
+    """Screen ``candidates`` with ``budget`` draws per input in all; the survivor and a log per round."""
+    rounds = _rounds(len(candidates))
+    alive = [_Screening(c, np.empty(0), np.empty(0)) for c in candidates]
+    log = []
+    for round_index in range(rounds):
+        new = budget // (rounds * len(alive))
+        if new < MIN_ROUND_DRAWS:
+            least = math.ceil(MIN_ROUND_DRAWS * rounds * len(candidates) / search.screening_share)
+            raise InvalidParameter(
+                "samples",
+                budget,
+                f"at least {least} draws per input to screen {len(candidates)} candidate pairs "
+                f"in {rounds} rounds of successive halving",
+            )
+        for entry in alive:
+            fresh_a = draw(mechanism, entry.candidate.a, new, rng)
+            fresh_b = draw(mechanism, entry.candidate.b, new, rng)
+            entry.on_a = fresh_a if entry.on_a.size == 0 else np.concatenate([entry.on_a, fresh_a])
+            entry.on_b = fresh_b if entry.on_b.size == 0 else np.concatenate([entry.on_b, fresh_b])
+            entry.event, entry.forecast = learn_event(
+                entry.on_a, entry.on_b, evaluation, delta, confidence, fit_draws=search.fit_draws
+            )
+        ranked = sorted(alive, key=lambda e: -e.forecast)  # stable: ties keep the candidates' order
+        log.append(
+            {
+                "round": round_index + 1,
+                "pairs": len(alive),
+                "draws_per_pair": int(ranked[0].on_a.shape[0]),
+                "best": ranked[0].candidate.pattern,
+                "best_forecast": ranked[0].forecast if math.isfinite(ranked[0].forecast) else None,
+            }
+        )
+        alive = ranked[: max(1, math.ceil(len(alive) / 2))] if round_index + 1 < rounds else ranked[:1]
+    return alive[0], log
+
+
+# --------------------------------------------------------------------------- streamed evaluation
+def streamed_counts(
+    mechanism: Mechanism,
+    candidate: Candidate,
+    event: LearnedEvent,
+    draws: int,
+    chunk: int,
+    rng: np.random.Generator,
+) -> EvaluationCounts:
+    """How many of ``draws`` fresh outputs on each input fall in the event, drawn ``chunk`` at a time."""
+    inside = {"a": 0, "b": 0}
+    for start in range(0, draws, chunk):
+        size = min(chunk, draws - start)
+        for name, value in (("a", candidate.a), ("b", candidate.b)):
+            outputs = draw(mechanism, value, size, rng, batch_size=size)
+            inside[name] += int(np.count_nonzero(event.contains(outputs, rng.random(size))))
+    other = "b" if event.numerator == "a" else "a"
+    return EvaluationCounts(event.numerator, inside[event.numerator], draws, inside[other], draws)
+
+
+def audit_with_classifier(
+    mechanism: Mechanism,
+    search: ClassifierSearch,
+    claim: Guarantee,
+    samples: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> AuditReport:
+    """Screen by successive halving, fix the survivor's learned event, evaluate it on fresh draws."""
+    start = time.perf_counter()
+    base = with_exposed_threshold(search.pairs_from, mechanism)
+    candidates = base.candidates(rng)
+    budget = int(search.screening_share * samples)
+    evaluation = samples - budget
+    if evaluation < 1:
+        raise InvalidParameter("samples", samples, "enough draws to screen and then evaluate")
+    survivor, log = successive_halving(
+        mechanism, search, candidates, budget, evaluation, claim.delta, confidence, rng
+    )
+    event = survivor.event
+    assert event is not None  # every screened pair has its event
+    screened = time.perf_counter()
+    counts = streamed_counts(mechanism, survivor.candidate, event, evaluation, search.chunk, rng)
+    bound = bound_from_counts(counts, claim.delta, confidence).epsilon_lower_bound
+    relation = base.neighbours
+    summary = {
+        "kind": search.kind,
+        "candidates": len(candidates),
+        "screening_draws_per_input": budget,
+        "rounds": log,
+        "final_draws_per_finalist": evaluation,
+        "finalists": [survivor.candidate.to_dict()],
+        "pair": survivor.candidate.to_dict(),
+        "family_confidence": confidence,
+        "screening_seconds": screened - start,
+        "evaluation_seconds": time.perf_counter() - screened,
+        "relation": None if relation is None else relation.to_dict(),
+    }
+    notes = [
+        f"classifier search: {len(candidates)} candidate pairs screened by successive halving in "
+        f"{len(log)} rounds ({budget} draws per input in all); the event learned on the pair "
+        f"'{survivor.candidate.pattern}' was fixed, then evaluated on {evaluation} fresh draws per input "
+        f"(streamed in chunks of {search.chunk})",
+        "two one-sided Clopper-Pearson bounds at alpha/2 each (union bound)",
+    ]
+    if relation is not None:
+        notes.append(f"every pair screened and audited is a pair of neighbours under {relation.describe()}")
+    message = few_draws_message(claim.delta, evaluation)
+    if message is not None:
+        notes.append(message)
+    ceiling = epsilon_ceiling(evaluation, claim.delta, confidence)
+    return AuditReport(
+        verdict=verdict_for(bound, claim.epsilon),
+        epsilon_lower_bound=bound,
+        confidence=float(confidence),
+        samples=evaluation,
+        method=METHOD,
+        claim=claim,
+        counts=counts,
+        rejection_set=RejectionSet("learned", event=event),
+        epsilon_ceiling=ceiling,
+        inputs=(_json(survivor.candidate.a), _json(survivor.candidate.b)),
+        seconds=time.perf_counter() - start,
+        notes=tuple(notes),
+        search=summary,
+        relation=relation,
+    )
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
