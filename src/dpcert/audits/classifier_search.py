@@ -10,9 +10,11 @@ streamed evaluation.
    fitted on the first half of its draws and DP-Sniper's threshold with randomised tie is chosen on
    the other half (:mod:`dpcert.audits.learned_event`, Bichsel, Steffen, Bogunovic & Vechev 2021), and
    the better half of the pairs, by the cautious forecast of the bound, survives;
-2. **fixes** the event of the last survivor: weights, threshold, tie probability and orientation;
-3. **evaluates** it on fresh draws, all the draws left (``samples`` minus the screening draws per
-   input), streamed in chunks of ``chunk`` draws (memory bounded by one chunk), counting how many
+2. **learns** the survivor's event on more fresh draws (``learning_share`` of the draws per input,
+   at most ``max_learning``, together with its screening draws) and fixes it: scores, threshold, tie
+   probability and orientation;
+3. **evaluates** it on fresh draws, all the draws left (``samples`` minus the screening and learning
+   draws per input), streamed in chunks of ``chunk`` draws (memory bounded by one chunk), counting how many
    outputs of each input fall in the event; the Clopper–Pearson union bound of
    :func:`dpcert.audits.epsilon_lower_bound.bound_from_counts` turns the counts into the bound.
 
@@ -42,7 +44,14 @@ from dpcert.audits.epsilon_lower_bound import (
     epsilon_ceiling,
     few_draws_message,
 )
-from dpcert.audits.learned_event import LearnedEvent, OutputFeatures, as_rows, fit_logistic
+from dpcert.audits.learned_event import (
+    CellTable,
+    LearnedEvent,
+    OutputFeatures,
+    as_rows,
+    cell_log_ratios,
+    fit_logistic,
+)
 from dpcert.audits.neighbours import Relation
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.audits.report import AuditReport, verdict_for
@@ -59,7 +68,8 @@ from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
 DEFAULT_CHUNK = 262_144  # evaluation draws per input held in memory at once
-DEFAULT_FIT_DRAWS = 20_000  # most draws per input the classifier is fitted on
+DEFAULT_FIT_DRAWS = 20_000  # most draws per input the logistic regression is fitted on
+DEFAULT_MAX_LEARNING = 1_000_000  # most fresh draws per input spent learning the survivor's event
 MIN_ROUND_DRAWS = 20  # least new draws per pair and round
 _TARGETS = 600  # target probabilities c on the grid of the threshold rule
 
@@ -78,6 +88,9 @@ class ClassifierSearch:
         screening settings are not used.
     screening_share
         Share of the draws per input spent screening (all pairs and rounds together).
+    learning_share, max_learning
+        Share of the draws per input (at most ``max_learning``) drawn afresh on the survivor to learn
+        its event.
     fit_draws
         Most draws per input the classifier is fitted on (the rest choose the threshold).
     chunk
@@ -85,7 +98,9 @@ class ClassifierSearch:
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
-    screening_share: float = 0.2
+    screening_share: float = 0.1
+    learning_share: float = 0.3
+    max_learning: int = DEFAULT_MAX_LEARNING
     fit_draws: int = DEFAULT_FIT_DRAWS
     chunk: int = DEFAULT_CHUNK
 
@@ -99,6 +114,15 @@ class ClassifierSearch:
             )
         share = check.probability("screening_share", self.screening_share, open_low=True, open_high=True)
         object.__setattr__(self, "screening_share", share)
+        learning = check.probability("learning_share", self.learning_share, open_high=True)
+        if share + learning >= 1.0:
+            raise InvalidParameter(
+                "learning_share", learning, f"a share below 1 - screening_share = {1.0 - share:g}"
+            )
+        object.__setattr__(self, "learning_share", learning)
+        object.__setattr__(
+            self, "max_learning", check.positive_int("max_learning", self.max_learning, minimum=0)
+        )
         object.__setattr__(self, "fit_draws", check.positive_int("fit_draws", self.fit_draws, minimum=10))
         object.__setattr__(self, "chunk", check.positive_int("chunk", self.chunk))
 
@@ -171,16 +195,28 @@ def learn_event(
     *,
     fit_draws: int = DEFAULT_FIT_DRAWS,
 ) -> tuple[LearnedEvent, float]:
-    """Fit the classifier on the first half of the draws (at most ``fit_draws`` per input), choose the
-    threshold on the second half; the event and its forecast."""
+    """Fit the classifier on the first half of the draws, choose the threshold on the second half; the
+    event and its forecast.
+
+    Outputs with at most :data:`~dpcert.audits.learned_event.MAX_CELLS` distinct values on the first
+    half are scored by their cell's estimated log likelihood ratio (the saturated logistic model on
+    one-hot cells, in closed form); other outputs by logistic regression on
+    :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most ``fit_draws`` draws per
+    input.
+    """
     rows_a, rows_b = as_rows(on_a), as_rows(on_b)
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
     if min(half_a, half_b) < 1:
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
-    fit_a, fit_b = rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]
-    features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
-    weights = fit_logistic(features.transform(fit_a), features.transform(fit_b))
-    event = LearnedEvent(features, tuple(float(w) for w in weights), "a", 0.0, 0.0)
+    table = CellTable.of(np.concatenate([rows_a[:half_a], rows_b[:half_b]]))
+    if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
+        scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
+        event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
+    else:
+        fit_a, fit_b = rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]
+        features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
+        weights = fit_logistic(features.transform(fit_a), features.transform(fit_b))
+        event = LearnedEvent(features, tuple(float(w) for w in weights), "a", 0.0, 0.0)
     scores_a = event.scores(rows_a[half_a:])
     scores_b = event.scores(rows_b[half_b:])
     choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
@@ -282,13 +318,19 @@ def audit_with_classifier(
     base = with_exposed_threshold(search.pairs_from, mechanism)
     candidates = base.candidates(rng)
     budget = int(search.screening_share * samples)
-    evaluation = samples - budget
+    learning = min(int(search.learning_share * samples), search.max_learning)
+    evaluation = samples - budget - learning
     if evaluation < 1:
         raise InvalidParameter("samples", samples, "enough draws to screen and then evaluate")
     survivor, log = successive_halving(
         mechanism, search, candidates, budget, evaluation, claim.delta, confidence, rng
     )
     event = survivor.event
+    if learning > 0:
+        on_a = np.concatenate([survivor.on_a, draw(mechanism, survivor.candidate.a, learning, rng)])
+        on_b = np.concatenate([survivor.on_b, draw(mechanism, survivor.candidate.b, learning, rng)])
+        event, _ = learn_event(on_a, on_b, evaluation, claim.delta, confidence, fit_draws=search.fit_draws)
+        del on_a, on_b
     assert event is not None  # every screened pair has its event
     screened = time.perf_counter()
     counts = streamed_counts(mechanism, survivor.candidate, event, evaluation, search.chunk, rng)
@@ -298,6 +340,7 @@ def audit_with_classifier(
         "kind": search.kind,
         "candidates": len(candidates),
         "screening_draws_per_input": budget,
+        "learning_draws_per_input": learning,
         "rounds": log,
         "final_draws_per_finalist": evaluation,
         "finalists": [survivor.candidate.to_dict()],
@@ -310,7 +353,8 @@ def audit_with_classifier(
     notes = [
         f"classifier search: {len(candidates)} candidate pairs screened by successive halving in "
         f"{len(log)} rounds ({budget} draws per input in all); the event learned on the pair "
-        f"'{survivor.candidate.pattern}' was fixed, then evaluated on {evaluation} fresh draws per input "
+        f"'{survivor.candidate.pattern}' (with {learning} more draws per input) was fixed, then "
+        f"evaluated on {evaluation} fresh draws per input "
         f"(streamed in chunks of {search.chunk})",
         "two one-sided Clopper-Pearson bounds at alpha/2 each (union bound)",
     ]

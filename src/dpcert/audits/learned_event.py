@@ -38,6 +38,7 @@ MAX_ATOMS = 4  # frequent values per coordinate given an indicator feature
 ATOM_SHARE = 0.01  # a value is an atom when at least this share of the fitting draws take it
 RIDGE = 1.0  # ridge penalty on the weights (features are standardised)
 NEWTON_STEPS = 25
+MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
 GRAM_CHUNK = 4096  # rows per partial Gram matrix (bounded memory; fixed, so the sums' order is fixed)
 
 
@@ -141,6 +142,58 @@ class OutputFeatures:
         )
 
 
+@dataclass(frozen=True)
+class CellTable:
+    """Distinct output rows (cells) and a lookup of each output's cell, by mixed-radix codes of the
+    columns' positions among the cells' values (exact comparisons only)."""
+
+    cells: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, rows: np.ndarray) -> CellTable | None:
+        """The cells of ``rows``, or None when there are more than :data:`MAX_CELLS` or their codes
+        would not fit in 62 bits."""
+        cells = np.unique(rows, axis=0)
+        if cells.shape[0] > MAX_CELLS:
+            return None
+        radix = [float(np.unique(column).shape[0]) for column in cells.T]
+        if float(np.prod(radix)) >= 2.0**62:
+            return None
+        return cls(tuple(tuple(float(v) for v in row) for row in cells))
+
+    def index(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's cell index, −1 for a row that is not a cell."""
+        cells = np.asarray(self.cells, float).reshape(len(self.cells), -1)
+        codes = np.zeros(rows.shape[0], dtype=np.int64)
+        cell_codes = np.zeros(cells.shape[0], dtype=np.int64)
+        known = np.ones(rows.shape[0], dtype=bool)
+        for j in range(cells.shape[1]):
+            values = np.unique(cells[:, j])
+            position = np.minimum(np.searchsorted(values, rows[:, j]), values.shape[0] - 1)
+            known &= values[position] == rows[:, j]
+            codes = codes * values.shape[0] + position
+            cell_codes = cell_codes * values.shape[0] + np.searchsorted(values, cells[:, j])
+        order = np.argsort(cell_codes, kind="stable")
+        sorted_codes = cell_codes[order]
+        where = np.minimum(np.searchsorted(sorted_codes, codes), sorted_codes.shape[0] - 1)
+        known &= sorted_codes[where] == codes
+        return np.where(known, order[where], -1)
+
+
+def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tuple[np.ndarray, float]:
+    """``log P̂(cell | a) − log P̂(cell | b)`` with half a draw added to every cell (the maximum-
+    likelihood logistic regression on one-hot cell features, smoothed), and the score of a row outside
+    every cell (half a draw on each side)."""
+    size = len(table.cells)
+    index_a, index_b = table.index(on_a), table.index(on_b)
+    count_a = np.bincount(index_a[index_a >= 0], minlength=size)
+    count_b = np.bincount(index_b[index_b >= 0], minlength=size)
+    total_a = on_a.shape[0] + 0.5 * (size + 1)
+    total_b = on_b.shape[0] + 0.5 * (size + 1)
+    scores = np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
+    return scores, float(np.log(0.5 / total_a) - np.log(0.5 / total_b))
+
+
 def _gram(design: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """``Σ_i w_i x_i x_iᵀ`` in chunks of :data:`GRAM_CHUNK` rows summed in order (fixed order)."""
     total = np.zeros((design.shape[1], design.shape[1]))
@@ -179,17 +232,28 @@ def fit_logistic(on_a: np.ndarray, on_b: np.ndarray, *, ridge: float = RIDGE) ->
 
 @dataclass(frozen=True)
 class LearnedEvent:
-    """``S = {u(o) > t} ∪ {u(o) = t and U < q}`` with ``u = ±(w · features(o))`` (+ when ``numerator``
-    is ``"a"``) and U an independent uniform draw per output."""
+    """``S = {u(o) > t} ∪ {u(o) = t and U < q}`` with U an independent uniform draw per output and
+    ``u = ±s(o)`` (+ when ``numerator`` is ``"a"``), where s is ``w · features(o)`` (logistic
+    regression, ``features`` set) or, for outputs with few distinct values, the estimated log
+    likelihood ratio of o's cell (``cells`` set; ``weights`` then holds one score per cell and
+    ``unseen`` the score of any other output)."""
 
-    features: OutputFeatures
+    features: OutputFeatures | None
     weights: tuple[float, ...]
     numerator: str
     threshold: float
     tie: float
+    cells: CellTable | None = None
+    unseen: float = 0.0
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
-        score = fixed_order.dot(self.features.transform(outputs), np.asarray(self.weights, float))
+        weights = np.asarray(self.weights, float)
+        if self.cells is not None:
+            index = self.cells.index(as_rows(outputs))
+            score = np.where(index >= 0, weights[np.maximum(index, 0)], self.unseen)
+        else:
+            assert self.features is not None  # one of the two scorers is set
+            score = fixed_order.dot(self.features.transform(outputs), weights)
         return score if self.numerator == "a" else -score
 
     def contains(self, outputs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
@@ -198,8 +262,10 @@ class LearnedEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "features": self.features.to_dict(),
+            "features": None if self.features is None else self.features.to_dict(),
+            "cells": None if self.cells is None else [list(c) for c in self.cells.cells],
             "weights": list(self.weights),
+            "unseen": self.unseen,
             "numerator": self.numerator,
             "threshold": self.threshold,
             "tie": self.tie,
@@ -207,17 +273,26 @@ class LearnedEvent:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LearnedEvent:
+        features = data.get("features")
+        cells = data.get("cells")
         return cls(
-            OutputFeatures.from_dict(data["features"]),
+            None if features is None else OutputFeatures.from_dict(features),
             tuple(float(w) for w in data["weights"]),
             str(data["numerator"]),
             float(data["threshold"]),
             float(data["tie"]),
+            None if cells is None else CellTable(tuple(tuple(float(v) for v in c) for c in cells)),
+            float(data.get("unseen", 0.0)),
         )
 
     def describe(self) -> str:
         sign = "" if self.numerator == "a" else "-"
+        if self.cells is not None:
+            model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
+        else:
+            assert self.features is not None  # one of the two scorers is set
+            model = f"logistic regression on {self.features.width} features"
         return (
-            f"{sign}logit(o) > {self.threshold:.6g} (ties at the threshold with probability "
-            f"{self.tie:.4g}; logistic regression on {self.features.width} features)"
+            f"{sign}score(o) > {self.threshold:.6g} (ties at the threshold with probability "
+            f"{self.tie:.4g}; {model})"
         )
