@@ -73,7 +73,7 @@ DEFAULT_MAX_LEARNING = 1_000_000  # most fresh draws per input spent learning th
 MIN_ROUND_DRAWS = 20  # least new draws per pair and round
 _TARGETS = 600  # target probabilities c on the grid of the threshold rule
 
-METHOD = "clopper-pearson/learned (logistic regression, DP-Sniper threshold with randomised tie)"
+METHOD = "clopper-pearson/learned (classifier score, DP-Sniper threshold with randomised tie)"
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class ClassifierSearch:
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
-    screening_share: float = 0.1
+    screening_share: float = 0.3
     learning_share: float = 0.3
     max_learning: int = DEFAULT_MAX_LEARNING
     fit_draws: int = DEFAULT_FIT_DRAWS

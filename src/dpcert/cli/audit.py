@@ -27,6 +27,7 @@ import numpy as np
 
 from dpcert import _json
 from dpcert import _validation as check
+from dpcert.audits.classifier_search import ClassifierSearch
 from dpcert.audits.floating_point import check_floating_point
 from dpcert.audits.neighbours import RELATIONS, Relation
 from dpcert.audits.run import audit, linf_hint
@@ -81,7 +82,7 @@ def confidence(text: str) -> float:
     return value
 
 
-SEARCHES = ("vector", "scalar", "pairs")
+SEARCHES = ("vector", "scalar", "pairs", "classifier")
 
 
 def register(groups: CommandGroups) -> None:
@@ -164,7 +165,8 @@ def register(groups: CommandGroups) -> None:
         choices=SEARCHES,
         default=None,
         help="vector: query-answer vectors (--length, --sensitivity); scalar: scalar inputs; "
-        "pairs: your own candidates (--pairs)",
+        "pairs: your own candidates (--pairs); classifier: the pairs of --pairs, else of --length "
+        "(vector) or scalar inputs, screened by successive halving with an event learned by a classifier",
     )
     search.add_argument("--length", type=integer, default=None, help="vector search: number of query answers")
     search.add_argument(
@@ -453,8 +455,8 @@ def search_from_arguments(args: argparse.Namespace) -> Any:
         return None
     if args.neighbour is not None:
         raise InvalidParameter("--neighbour", args.neighbour, "omitted with --search (the search chooses it)")
-    if args.start is not None and args.search != "vector":
-        raise InvalidParameter("--start", args.start, "only with --search vector")
+    if args.start is not None and args.search not in ("vector", "classifier"):
+        raise InvalidParameter("--start", args.start, "only with --search vector or classifier")
     start = None if args.input is None else parse_input("--input", args.input)
     try:
         return _search(args, start)
@@ -463,6 +465,14 @@ def search_from_arguments(args: argparse.Namespace) -> Any:
 
 
 def _search(args: argparse.Namespace, start: Any) -> Any:
+    if args.search == "classifier":  # its pairs: --pairs, else vector (--length), else scalar inputs
+        inner = argparse.Namespace(**vars(args))
+        inner.search = (
+            "pairs" if args.pairs is not None else "vector" if args.length is not None else "scalar"
+        )
+        if args.start is not None and inner.search != "vector":
+            raise InvalidParameter("--start", args.start, "with --search classifier only with --length")
+        return ClassifierSearch(_search(inner, start))
     if args.search == "vector":
         if args.length is None:
             raise InvalidParameter("--length", None, "the number of query answers (an integer >= 1)")
