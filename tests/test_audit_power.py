@@ -36,6 +36,7 @@ from dpcert.audits.benchmark_mechanisms import (
     benchmark_mechanisms,
 )
 from dpcert.audits.classifier_search import choose_event
+from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
 ALPHA = 0.05
@@ -183,3 +184,17 @@ def test_no_warnings_from_a_classifier_audit_of_outputs_with_a_noiseless_coordin
         warnings.simplefilter("error")
         report = audit(mechanism, epsilon=1.0, search=search, samples=4000, seed=0)
     assert report.violated  # the noiseless coordinate tells the inputs apart
+
+
+def test_cli_classifier_search_on_scalar_inputs_and_its_refusals(capsys):
+    # Laplace noise of scale 0.5 claimed 1-DP: the true ε is 2
+    status = main(
+        ["audit", "builtin:laplace", "--search", "classifier", "--epsilon", "1", "--scale", "0.5"]
+        + ["--samples", "20000", "--seed", "1", "--json"]
+    )
+    payload = json.loads(capsys.readouterr().out)
+    assert status == 1 and payload["verdict"] == "violated"
+    assert payload["search"]["kind"] == "classifier" and payload["rejection_set"]["kind"] == "learned"
+    assert 1.0 < payload["epsilon_lower_bound"] <= 2.0
+    status = main(["audit", "builtin:laplace", "--search", "classifier", "--start", "[1]", "--epsilon", "1"])
+    assert status == 2 and "--start" in capsys.readouterr().err
