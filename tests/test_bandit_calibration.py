@@ -15,10 +15,14 @@ from dpcert.bandits.privatizers import (
     Calibration,
     CentralGaussian,
     LocalGaussian,
+    calibration_from_label,
+    calibration_label,
     calibration_of,
     make_privatizer,
+    trust_model_of,
 )
-from dpcert.certificates import Guarantee
+from dpcert.bandits.registry import RunConfig
+from dpcert.certificates import Guarantee, TrustModel
 from dpcert.errors import InvalidParameter
 
 
@@ -117,3 +121,28 @@ def test_linucb_calibration_takes_the_enum_and_reports_tight_as_before():
     with pytest.raises(InvalidParameter) as raised:
         calibrate("linucb-ldp", calibration="loose", **common)
     assert raised.value.name == "calibration"
+
+
+def test_run_config_converts_privacy_and_calibration_once_and_names_a_bad_field():
+    from_strings = RunConfig("dp-dpe", "central", 1.0, 1e-5, calibration="paper")
+    assert from_strings.privacy is TrustModel.CENTRAL and from_strings.calibration is Calibration.PAPER
+    assert (from_strings.privacy_name, from_strings.calibration_name) == ("central", "paper")
+    plain = RunConfig("dp-dpe", "none")
+    assert plain.privacy is None and plain.privacy_name == "none"
+    assert plain.calibration is Calibration.LEAST_NOISE and plain.calibration_name == "tight"
+    for field, value in (("privacy", "centralised"), ("calibration", "fast")):
+        with pytest.raises(InvalidParameter) as raised:
+            RunConfig("dp-dpe", **{field: value})
+        assert raised.value.name == field
+
+
+def test_command_line_calibration_names_map_to_the_enum_without_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert calibration_from_label("tight") is Calibration.LEAST_NOISE
+        assert calibration_from_label("paper") is Calibration.PAPER
+    assert calibration_label(calibration_from_label("tight")) == "tight"
+    assert trust_model_of("shuffle") is TrustModel.SHUFFLE and trust_model_of(None) is None
+    with pytest.raises(InvalidParameter) as raised:
+        calibration_from_label("least_noise", "--calibration")
+    assert raised.value.name == "--calibration"

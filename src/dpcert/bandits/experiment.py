@@ -29,6 +29,7 @@ from dpcert.bandits.registry import BanditRun, mean_stderr
 from dpcert.bandits.scheduler import check_scheduler, map_on_dask, require_distributed
 from dpcert.certificates import Guarantee
 from dpcert.ledger.api import Ledger
+from dpcert.profiles import TrustModel
 from dpcert.session import PrivacySession, new_namespace, worst_certificate
 
 T = TypeVar("T")
@@ -126,13 +127,13 @@ def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
     ledger = None
     if config.ledger_path is not None:
         ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
-    namespace = new_namespace(config.algorithm, config.privacy)
+    namespace = new_namespace(config.algorithm, config.privacy_name)
     return [PrivacySession(f"{namespace}/r{index}", ledger) for index in range(runs)]
 
 
 def target_of(config: Any) -> Guarantee | None:
     """The run's per-user total (ε, δ) (δ = 0 when not given), ``None`` for a non-private run."""
-    if config.privacy == "none" or config.epsilon is None:
+    if config.privacy is None or config.epsilon is None:
         return None
     return Guarantee(config.epsilon, 0.0 if config.delta is None else config.delta)
 
@@ -145,7 +146,7 @@ def certified_run(
     *,
     seconds: float,
     target: Guarantee | None,
-    privacy: str = "none",
+    privacy: TrustModel | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> BanditRun:
     """The :class:`BanditRun` of curves ``(runs, T)`` whose users were charged through ``sessions``.
@@ -201,7 +202,7 @@ def summary(run: BanditRun, *, include_phases: bool = False) -> dict[str, Any]:
     return {
         **json_ready(extras),
         "algorithm": run.algorithm,
-        "privacy": run.privacy,
+        "privacy": run.privacy_name,
         "target": None if run.target is None else run.target.to_dict(),
         "target_met": run.target_met,
         "certificate": None if run.certificate is None else run.certificate.to_dict(),

@@ -111,6 +111,43 @@ def calibration_of(
         ) from None
 
 
+CALIBRATION_LABELS = {"tight": Calibration.LEAST_NOISE, "paper": Calibration.PAPER}
+"""The names ``dpcert bandit run --calibration`` takes and run results report (``tight``: least noise)."""
+
+
+def calibration_label(calibration: Calibration) -> str:
+    """The name results and the CLI give ``calibration``: ``"paper"``, or ``"tight"`` for least noise."""
+    return "paper" if calibration is Calibration.PAPER else "tight"
+
+
+def calibration_from_label(value: Calibration | str, name: str = "calibration") -> Calibration:
+    """``value`` as a :class:`Calibration`: the member, or a name of :data:`CALIBRATION_LABELS` (the
+    ``--calibration`` names, ``tight`` and ``paper``, which reproductions also use)."""
+    if isinstance(value, Calibration):
+        return value
+    if isinstance(value, str) and value in CALIBRATION_LABELS:
+        return CALIBRATION_LABELS[value]
+    raise InvalidParameter(name, value, "tight or paper (or a Calibration)")
+
+
+def trust_model_of(value: TrustModel | str | None, name: str = "privacy") -> TrustModel | None:
+    """``value`` as the privacy model of a run: ``None`` (or ``"none"``) for a non-private run, else a
+    :class:`~dpcert.profiles.TrustModel` (the member or its value: ``central``, ``local``, ``shuffle``)."""
+    if value is None or value == "none":
+        return None
+    if isinstance(value, TrustModel):
+        return value
+    try:
+        return TrustModel(value)
+    except (ValueError, TypeError):
+        raise InvalidParameter(name, value, "one of " + ", ".join(PRIVACY_MODELS)) from None
+
+
+def privacy_label(model: TrustModel | None) -> str:
+    """The name of a run's privacy model in results, user ids and the CLI: ``none`` or the trust model's."""
+    return "none" if model is None else model.value
+
+
 PAPER_BASIS = (
     "Li, Zhou & Ji 2022, {theorem} (classical Gaussian sigma, Dwork & Roth 2014 Thm A.1); "
     "guarantee re-derived from the exact Gaussian profile (Balle & Wang 2018, Thm 8)"

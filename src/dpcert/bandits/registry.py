@@ -17,26 +17,55 @@ from typing import Any
 
 import numpy as np
 
+from dpcert.bandits.privatizers import (
+    Calibration,
+    calibration_label,
+    calibration_of,
+    privacy_label,
+    trust_model_of,
+)
 from dpcert.certificates import Certificate, Guarantee
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import TrustModel
 from dpcert.session import meets_target
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What a user asks of ``dpcert bandit run`` (algorithm-specific extras go in ``options``)."""
+    """What a user asks of ``dpcert bandit run`` (algorithm-specific extras go in ``options``).
+
+    ``privacy``: the run's :class:`~dpcert.profiles.TrustModel`, ``None`` for a non-private run (the
+    strings ``"none"``, ``"central"``, ``"local"``, ``"shuffle"`` are converted on construction);
+    ``calibration``: a :class:`~dpcert.bandits.privatizers.Calibration` (``"paper"`` and
+    ``"least-noise"`` are converted; a bad value raises :class:`~dpcert.errors.InvalidParameter`
+    naming the field).
+    """
 
     algorithm: str
-    privacy: str = "none"  # none | central | local | shuffle
+    privacy: TrustModel | None = None
     epsilon: float | None = None
     delta: float | None = None
     horizon: int = 10_000
     runs: int = 1
     seed: int = 0
-    calibration: str = "tight"  # tight | paper
+    calibration: Calibration = Calibration.LEAST_NOISE
     ledger_path: Path | None = None
     ledger_signing_key: Path | None = None  # the operator's Ed25519 key: the ledger's heads are signed
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "privacy", trust_model_of(self.privacy, "privacy"))
+        object.__setattr__(self, "calibration", calibration_of(self.calibration, "calibration", stacklevel=4))
+
+    @property
+    def privacy_name(self) -> str:
+        """``none``, ``central``, ``local`` or ``shuffle``: the privacy model as results and user ids say."""
+        return privacy_label(self.privacy)
+
+    @property
+    def calibration_name(self) -> str:
+        """``tight`` or ``paper``: the calibration as ``--calibration`` and run results name it."""
+        return calibration_label(self.calibration)
 
 
 @dataclass(frozen=True)
@@ -60,7 +89,7 @@ class BanditRun:
     extras
         JSON-ready algorithm-specific results (communication cost, noise levels, realised regret, …).
     privacy
-        The privacy model (``none``, ``central``, ``local``, ``shuffle``).
+        The run's trust model (``None`` for a non-private run).
     target
         The requested per-user total (ε, δ) over all of a user's participations (``None``: non-private).
     """
@@ -72,8 +101,16 @@ class BanditRun:
     max_user_epsilon: float
     seconds: float
     extras: Mapping[str, Any] = field(default_factory=dict)
-    privacy: str = "none"
+    privacy: TrustModel | None = None
     target: Guarantee | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "privacy", trust_model_of(self.privacy, "privacy"))
+
+    @property
+    def privacy_name(self) -> str:
+        """``none``, ``central``, ``local`` or ``shuffle``."""
+        return privacy_label(self.privacy)
 
     @property
     def target_met(self) -> bool:

@@ -34,6 +34,7 @@ from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions
 from dpcert.bandits.privatizers import PRIVACY_MODELS, Calibration, make_privatizer
 from dpcert.bandits.registry import BanditRun, RunConfig
 from dpcert.errors import InvalidParameter
+from dpcert.profiles import TrustModel
 from dpcert.session import PrivacySession
 
 # ============================================================ DP-DPE / DP-PE (Li, Zhou & Ji 2022)
@@ -78,11 +79,11 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
     started = time.perf_counter()
     options = _elimination_options(config)
     spec_privacy = ELIMINATION_ALGORITHMS[config.algorithm][1]
-    if config.privacy not in spec_privacy:
-        raise InvalidParameter("privacy", config.privacy, "one of " + ", ".join(spec_privacy))
+    if config.privacy_name not in spec_privacy:
+        raise InvalidParameter("privacy", config.privacy_name, "one of " + ", ".join(spec_privacy))
     if config.algorithm == "dpe-fixedu" and options["fixed_users"] is None:
         raise InvalidParameter("fixed_users", None, "an integer >= 1 (--option fixed_users=U)")
-    width = options["width"] or ("paper" if config.calibration == "paper" else "exact")
+    width = options["width"] or ("paper" if config.calibration is Calibration.PAPER else "exact")
     settings = elimination.EliminationSettings(
         horizon=config.horizon,
         variant="pe" if config.algorithm == "dp-pe" else "dpe",
@@ -106,10 +107,10 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
         reward_bound=options["reward_bound"],
     )
     target = target_of(config)
-    calibration = Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration
+    calibration = config.calibration
     per_release = release_budget(target, settings, calibration)
     privatizer = make_privatizer(
-        config.privacy,
+        config.privacy_name,
         reward_bound=instances[0].reward_bound,
         epsilon=None if per_release is None else per_release.epsilon,
         delta=None if per_release is None else per_release.delta,
@@ -141,7 +142,7 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
         target=target,
         privacy=config.privacy,
         extras={
-            "calibration": config.calibration,
+            "calibration": config.calibration_name,
             "secure": bool(options["secure"]),
             "per_release": None if per_release is None else per_release.to_dict(),
             "width": width,
@@ -228,7 +229,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     :class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`).
     """
     supported = "central" if config.algorithm == "mab-se" else None  # sdp-ae, vb-sdp-ae: shuffle only
-    secure = _secure_option(config.options, config.privacy, supported, config.algorithm, config.delta)
+    secure = _secure_option(config.options, config.privacy_name, supported, config.algorithm, config.delta)
     reward_model = str(config.options.get("reward_model", "bernoulli"))
     if reward_model not in ("bernoulli", "beta"):
         raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
@@ -241,7 +242,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
     rng = np.random.default_rng(config.seed)
     (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
     common: dict[str, Any] = dict(runs=config.runs, session=session, horizon_mode=horizon_mode)
-    privacy = config.privacy
+    privacy = config.privacy_name
     certified = True
     if config.algorithm in ("sdp-ae", "vb-sdp-ae") and privacy != "shuffle":
         raise InvalidParameter(
@@ -364,10 +365,10 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     ``secure`` (``--secure``, privacy ``local`` only: integer-exact client noise,
     :class:`~dpcert.bandits.algorithms.robust_elimination.LaplaceClients`))."""
     options = config.options
-    if config.privacy not in ("none", "local"):
-        raise InvalidParameter("privacy", config.privacy, "'none' or 'local' for robust-elimination")
-    secure = _secure_option(options, config.privacy, "local", config.algorithm, config.delta)
-    epsilon = None if config.privacy == "none" else _require(config.epsilon, "epsilon", "local")
+    if config.privacy_name not in ("none", "local"):
+        raise InvalidParameter("privacy", config.privacy_name, "'none' or 'local' for robust-elimination")
+    secure = _secure_option(options, config.privacy_name, "local", config.algorithm, config.delta)
+    epsilon = None if config.privacy is None else _require(config.epsilon, "epsilon", "local")
     model = str(options.get("model", "M1"))
     batches = options.get("batches")
     batches = math.ceil(math.log(config.horizon)) if batches is None else int(batches)
@@ -472,8 +473,8 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     participations = check.positive_int("participations", options.get("participations", 1))
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
-    if config.privacy != expected:
-        raise InvalidParameter("privacy", config.privacy, f"'{expected}' for {algorithm}")
+    if config.privacy_name != expected:
+        raise InvalidParameter("privacy", config.privacy_name, f"'{expected}' for {algorithm}")
     bit_sum = {key: options[key] for key in BIT_SUM_KEYS if key in options} or None
     calibrated = (calibrate_secure if secure else functools.partial(calibrate, bit_sum=bit_sum))(
         algorithm,
@@ -482,7 +483,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
         horizon=config.horizon,
         batch_size=batch_size,
         dimension=dimension,
-        calibration=Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration,
+        calibration=config.calibration,
         participations=participations,
         sigma=options.get("sigma"),
     )
@@ -533,9 +534,9 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     'paper'.
     """
     options = _known_options(config, LDP_LINEAR_OPTIONS)
-    if config.privacy not in ("local",):
-        raise InvalidParameter("privacy", config.privacy, f"'local' for {config.algorithm}")
-    calibration = Calibration.LEAST_NOISE if config.calibration == "tight" else config.calibration
+    if config.privacy is not TrustModel.LOCAL:
+        raise InvalidParameter("privacy", config.privacy_name, f"'local' for {config.algorithm}")
+    calibration = config.calibration
     dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
     secure = options.get("secure", False)
     if not isinstance(secure, bool):

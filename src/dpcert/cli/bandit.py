@@ -14,6 +14,12 @@ from typing import Any
 from dpcert import _json, provenance
 from dpcert.bandits import registry
 from dpcert.bandits.experiment import plot_regret, save_results, summary
+from dpcert.bandits.privatizers import (
+    CALIBRATION_LABELS,
+    PRIVACY_MODELS,
+    calibration_from_label,
+    trust_model_of,
+)
 from dpcert.bandits.scheduler import check_scheduler, require_distributed
 from dpcert.cli._common import (
     EXIT_BAD_INPUT,
@@ -36,7 +42,6 @@ from dpcert.reproductions import current_name
 from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES
 from dpcert.reproductions.sweep import reproduce
 
-PRIVACY_CHOICES = ("none", "central", "local", "shuffle")
 MAX_RUNS = 100_000
 MAX_HORIZON = 10**10
 REPRODUCE_MAX_HORIZON = 20_000  # reproduce --horizon: at most the paper's T (Chowdhury & Zhou 2022, Figure 1)
@@ -53,7 +58,7 @@ SCHEDULER_HELP = (
 def register(groups: CommandGroups) -> None:
     parser = groups.add("bandit", "run", "run R repetitions of a bandit algorithm", _run)
     parser.add_argument("algorithm", help="algorithm name (see `dpcert bandit list`)")
-    parser.add_argument("--privacy", choices=PRIVACY_CHOICES, default="none")
+    parser.add_argument("--privacy", choices=PRIVACY_MODELS, default="none")
     parser.add_argument("--epsilon", type=positive, default=None)
     parser.add_argument("--delta", type=delta_value, default=None)
     parser.add_argument(
@@ -84,7 +89,7 @@ def register(groups: CommandGroups) -> None:
     )
     parser.add_argument(
         "--calibration",
-        choices=("tight", "paper"),
+        choices=tuple(CALIBRATION_LABELS),
         default="tight",
         help="noise calibration: least noise by exact accounting (tight) or the paper's formulas",
     )
@@ -226,13 +231,13 @@ def _run(args: argparse.Namespace) -> int:
         )
     config = registry.RunConfig(
         algorithm=args.algorithm,
-        privacy=args.privacy,
+        privacy=trust_model_of(args.privacy, "--privacy"),
         epsilon=args.epsilon,
         delta=args.delta,
         horizon=args.horizon,
         runs=args.runs,
         seed=args.seed,
-        calibration=args.calibration,
+        calibration=calibration_from_label(args.calibration, "--calibration"),
         ledger_path=args.ledger,
         ledger_signing_key=args.signing_key,
         options=options,

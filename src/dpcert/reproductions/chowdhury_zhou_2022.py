@@ -24,7 +24,7 @@ from dpcert.bandits.algorithms.linucb import ALGORITHMS, CALIBRATIONS, run_group
 from dpcert.bandits.algorithms.linucb_privatizers import ShuffleVectorSum
 from dpcert.bandits.calibration.linucb import _amplified_pamp, calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
-from dpcert.bandits.privatizers import Calibration
+from dpcert.bandits.privatizers import calibration_from_label
 from dpcert.bandits.registry import BanditRun, ReproductionSpec, register_reproduction
 from dpcert.reproductions.claims import (
     Claim,
@@ -89,7 +89,7 @@ def figure_runs(
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)
     common: dict[str, Any] = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dimension": dimension}
-    common["calibration"] = Calibration.LEAST_NOISE if calibration == "tight" else calibration
+    common["calibration"] = calibration_from_label(calibration)
     per_round = [calibrate(name, batch_size=1, **common) for name in ALGORITHMS[:3]]
     amp = calibrate("linucb-sdp-amp", batch_size=shuffle_batch, **common)
     vec = calibrate("linucb-sdp-vec", batch_size=shuffle_batch, **common)
@@ -216,7 +216,7 @@ def amplification_numbers(epsilon: float, delta: float, dimension: int, calibrat
         "delta": delta,
         "horizon": SHUFFLE_BATCH,
         "dimension": dimension,
-        "calibration": Calibration.LEAST_NOISE if calibration == "tight" else calibration,
+        "calibration": calibration_from_label(calibration),
     }
     ldp = calibrate("linucb-ldp", batch_size=1, **common)
     amp = calibrate("linucb-sdp-amp", batch_size=SHUFFLE_BATCH, **common)

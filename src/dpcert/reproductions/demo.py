@@ -36,6 +36,7 @@ from dpcert.mechanisms.gaussian import calibrate_gaussian, gaussian_certificate
 from dpcert.mechanisms.laplace import calibrate_laplace
 from dpcert.mechanisms.shuffle.binary_sum import calibrate_binary_sum
 from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum
+from dpcert.profiles import TrustModel
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs
 from dpcert.theory.amplification import largest_local_epsilon
 
@@ -114,8 +115,9 @@ def certified_bandit(context: DemoContext) -> StepResult:
     ):
         stale.unlink(missing_ok=True)
     spec = registry.algorithm("dp-dpe")
-    private = spec.run(registry.RunConfig("dp-dpe", "central", 1.0, 1e-5, ledger_path=ledger_path, **common))
-    baseline = spec.run(registry.RunConfig("dp-dpe", "none", **common))
+    central = registry.RunConfig("dp-dpe", TrustModel.CENTRAL, 1.0, 1e-5, ledger_path=ledger_path, **common)
+    private = spec.run(central)
+    baseline = spec.run(registry.RunConfig("dp-dpe", None, **common))
     record = context.recorder(provenance.BANDIT_RUN)
     paths = save_results(private, context.out / "bandit", "dp-dpe-central", record=record)
     plot = plot_regret(

@@ -34,6 +34,7 @@ from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.elimination import match_fixed_users
 from dpcert.bandits.experiment import json_ready, regret_curve, save_results, summary
+from dpcert.bandits.privatizers import calibration_from_label, trust_model_of
 from dpcert.bandits.runner import SEEDS, run_elimination_config
 from dpcert.certificates import Certificate
 from dpcert.errors import PreconditionFailed
@@ -79,13 +80,13 @@ def _run(
     sys.stderr.write(f"{figure}: running {label or algorithm}{target} ({runs} runs, T = {HORIZON:,})\n")
     config = registry.RunConfig(
         algorithm=algorithm,
-        privacy=privacy,
+        privacy=trust_model_of(privacy),
         epsilon=None if privacy == "none" else epsilon,
         delta=None if privacy == "none" else DELTA,
         horizon=HORIZON,
         runs=runs,
         seed=seed,
-        calibration=calibration,
+        calibration=calibration_from_label(calibration),
         options={**SETTING, "progress": True, **extra},
     )
     return run_elimination_config(config)
@@ -97,7 +98,7 @@ def _finals(run: registry.BanditRun) -> np.ndarray:
 
 def _certified(run: registry.BanditRun) -> tuple[float, float] | None:
     """The worst user's certified (ε, δ) at the target δ (``None`` for non-private runs)."""
-    return None if run.privacy == "none" else (float(run.max_user_epsilon), DELTA)
+    return None if run.privacy is None else (float(run.max_user_epsilon), DELTA)
 
 
 def _curve(run: registry.BanditRun, label: str, panel: str) -> Curve:

@@ -18,6 +18,7 @@ from typing import Any
 from dpcert import _validation as check
 from dpcert.bandits import registry
 from dpcert.bandits.experiment import PlainProgress
+from dpcert.bandits.privatizers import Calibration, calibration_from_label, trust_model_of
 from dpcert.bandits.scheduler import check_scheduler, map_items, require_distributed
 from dpcert.errors import InvalidParameter
 from dpcert.reproductions import current_name
@@ -51,7 +52,7 @@ def sweep(
     horizon: int = 10_000,
     runs: int = 1,
     delta: float | None = None,
-    calibration: str = "tight",
+    calibration: Calibration | str = Calibration.LEAST_NOISE,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     scheduler: Any = "local",
     progress: bool = False,
@@ -68,6 +69,7 @@ def sweep(
         require_distributed()
     if not algorithms or not epsilons or not seeds:
         raise InvalidParameter("sweep", "empty", "at least one algorithm, one epsilon and one seed")
+    mode = calibration_from_label(calibration)
     configs = []
     for entry in algorithms:
         name, privacy = (entry, None) if isinstance(entry, str) else entry
@@ -82,13 +84,13 @@ def sweep(
                 configs.append(
                     registry.RunConfig(
                         algorithm=name,
-                        privacy=privacy,
+                        privacy=trust_model_of(privacy),
                         epsilon=None if privacy == "none" else epsilon,
                         delta=delta,
                         horizon=check.positive_int("horizon", horizon),
                         runs=check.positive_int("runs", runs),
                         seed=check.positive_int("seed", seed, minimum=0),
-                        calibration=calibration,
+                        calibration=mode,
                         options=dict((options or {}).get(name, {})),
                     )
                 )
@@ -96,7 +98,7 @@ def sweep(
         _run_config, configs, scheduler, on_done=_progress_printer(len(configs), "sweep", progress)
     )
     return [
-        SweepPoint(c.algorithm, c.privacy, c.epsilon, c.seed, run)
+        SweepPoint(c.algorithm, c.privacy_name, c.epsilon, c.seed, run)
         for c, run in zip(configs, results, strict=True)
     ]
 

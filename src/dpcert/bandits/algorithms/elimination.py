@@ -25,7 +25,9 @@ paper's worst-case constants (Thms 5.3–5.5: 2σ_nc√(Sd), 2σ_nl√(Sd/|U_l|)
 C.4, C.7: 2dσ√s_l/h_l, 2dσ_nl√(2s_l/h_l)).  ``width="exact"`` uses the exact standard deviation
 of that error, max_{x'∈D_l} sqrt(Σ_x w_x² ⟨x', V_l⁻¹x⟩² Var γ(x)) with w_x = T_l(x) (DP-DPE) or 1
 (DP-PE) — the quantity the paper bounds in the proof of Thm B.2 (PN-LZJ-5), so the concentration
-argument holds unchanged; it is the default with the ``tight`` calibration.
+argument holds unchanged; it is the default with the ``tight`` calibration.  ``width`` chooses the
+confidence width, not the noise: it is not a :class:`~dpcert.bandits.privatizers.Calibration` and
+changes no certificate (either width may go with either calibration).
 
 Communication (eq. 2): C(T) = Σ_l |U_l|·N_l with N_l = s_l reals per user (DP-DPE) or 1 (DP-PE);
 the final phase, truncated at T, releases nothing and sends nothing (spec S4, S8).

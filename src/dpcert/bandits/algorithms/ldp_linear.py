@@ -53,6 +53,7 @@ from dpcert.certificates import Certificate
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian
 from dpcert.mechanisms.secure.samplers import IntegerPool
+from dpcert.profiles import TrustModel
 from dpcert.session import PrivacySession
 
 RADII = ("log", "theory")
@@ -483,5 +484,5 @@ def bandit_run(
     users = result.cumulative_regret.shape[1]
     return certified_run(
         name, result.cumulative_regret, [session], users, seconds=seconds, target=local.claim,
-        privacy="local", extras=extras,
+        privacy=TrustModel.LOCAL, extras=extras,
     )  # fmt: skip

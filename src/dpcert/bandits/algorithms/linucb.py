@@ -490,7 +490,7 @@ def run_group(
                 per_run,
                 seconds=seconds,
                 target=c.claim,
-                privacy="none" if c.claim is None else TRUST[c.algorithm].value,
+                privacy=None if c.claim is None else TRUST[c.algorithm],
                 extras=extras,
             )  # fmt: skip
         )
