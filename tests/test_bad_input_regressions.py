@@ -190,3 +190,70 @@ def test_unbiasedness_of_draws_whose_variance_overflows_is_refused_not_nan() -> 
         dpcert.check_unbiased(np.array([1e308, -1e308] * 500), 0.0)
     report = dpcert.check_unbiased(np.array([1e140, -1e140] * 500), 0.0)  # large but representable
     assert np.all(np.isfinite(report.mean)) and not report.biased
+
+
+# ----------------------------------------------------------------------------- found by the fuzz tests
+@pytest.mark.parametrize(
+    ("argv", "parameter"),
+    [
+        (["calibrate", "discrete-gaussian", "--epsilon", "1", "--delta", "1e-5", "--compositions", "19635"],
+         "compositions"),
+        (["calibrate", "discrete-gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "5.86e16"],
+         "sensitivity"),
+        (["calibrate", "laplace", "--secure", "--epsilon", "1404", "--granularity", "0.25"], "epsilon"),
+        (["calibrate", "gaussian", "--secure", "--epsilon", "3.9e22", "--delta", "1e-5"], "epsilon"),
+        (["calibrate", "binomial-sum", "--epsilon", "1", "--delta", "1e-5", "--users", "100", "--bound",
+          "1318024", "--method", "paper"], "bound"),
+        (["calibrate", "binomial-sum", "--epsilon", "1", "--delta", "1e-5", "--users", "1e308", "--method",
+          "paper"], "users"),
+        (["account", "binomial-sum", "--g", "10", "--b", "100", "--p", "0.5", "--users", "100", "--delta",
+          "1e-5", "--dimension", "1e12"], "dimension"),
+    ],
+)  # fmt: skip
+def test_sizes_beyond_the_numerics_name_the_parameter_given(capsys, argv: list[str], parameter: str) -> None:
+    _fails_naming(capsys, argv, parameter)
+
+
+def test_output_paths_are_checked_before_the_work(capsys, tmp_path: Path, certificate_file: Path) -> None:
+    long_name = str(tmp_path / ("n" * 300 + ".json"))
+    argv = ["sign", str(certificate_file), "--key", "k.pem", "--out", long_name]
+    _fails_naming(capsys, argv, "--out")
+    _fails_naming(capsys, ["keygen", "--out", ""], "--out")
+    if os.path.isdir("/proc"):  # writable by permissions for root, yet no directory can be made there
+        argv = ["bandit", "run", "mab-se", "--privacy", "local", "--epsilon", "1", "--horizon", "100"]
+        _fails_naming(capsys, [*argv, "--out", "/proc/dpcert-no-such-directory/x"], "--out")
+    target = tmp_path / "new" / "deeper"
+    argv = ["bandit", "run", "mab-se", "--privacy", "local", "--epsilon", "1", "--horizon", "100", "--json"]
+    assert main([*argv, "--out", str(target)]) == 0
+    assert target.is_dir()
+
+
+def test_a_document_that_is_not_json_is_named_as_the_path(capsys, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("", encoding="utf-8")
+    _fails_naming(capsys, ["verify", str(empty), "--public-key", str(tmp_path / "k.pub.pem")], "path")
+
+
+def test_api_calls_found_by_the_fuzz_test_raise_dpcert_errors_naming_the_parameter() -> None:
+    cases = [
+        (lambda: dpcert.calibrate_gaussian(1e-310, 1e-5), "epsilon"),
+        (lambda: dpcert.secure_gaussian(1e-310, 1e-5), "epsilon"),
+        (lambda: dpcert.calibrate_discrete_gaussian(1.0, 1e-5, sensitivity=1e308), "sensitivity"),
+        (lambda: dpcert.calibrate_binomial_sum(1.0, 1e-5, users=1e308, method="paper"), "users"),
+        (lambda: dpcert.calibrate_pamp(1.0, 1e-5, users=1e308, dimension=2), "users"),
+        (lambda: dpcert.compose(0, delta=1e-5), "certificates"),
+        (lambda: discrete_gaussian_delta(5.5e16, 4.0), None),
+        (lambda: discrete_gaussian_delta(1.0, 1e308), "sigma"),
+        (lambda: gaussian_certificate(4.0, delta=1e-5, compositions=10**200), "compositions"),
+        (lambda: dpcert.secure_laplace(1.0, dimension=2**40), "dimension"),
+        (lambda: dpcert.secure_laplace(1.0, sensitivity=1e308, granularity=2**-10), "sensitivity"),
+        (lambda: split_budget(dpcert.Guarantee(1.0, 1e-5), 10, mechanism=np.array([1.0])), "mechanism"),
+        (lambda: dpcert.Ledger(0), "path"),
+    ]
+    for call, parameter in cases:
+        if parameter is None:  # a huge epsilon: a valid call whose delta is the least positive float
+            assert call() == math.ulp(0.0)
+            continue
+        with pytest.raises(InvalidParameter) as error:
+            call()
+        assert parameter in error.value.name.split("/"), (parameter, str(error.value))

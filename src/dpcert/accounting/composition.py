@@ -1071,6 +1071,10 @@ def compose(
     """
     if isinstance(certificates, Certificate):
         certificates = [certificates]
+    if isinstance(certificates, (str, bytes)) or not isinstance(certificates, Iterable):
+        raise InvalidParameter(
+            "certificates", type(certificates).__name__, "an iterable of Certificate objects"
+        )
     return compose_counts(
         ((certificate, 1) for certificate in certificates),
         method=method,

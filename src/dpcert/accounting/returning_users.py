@@ -149,7 +149,7 @@ def split_budget(
     check.epsilon(total.epsilon, "total.epsilon")
     check.positive_delta(total.delta, "total.delta")
     m = check.positive_int("participations", participations)
-    if mechanism not in MECHANISMS:
+    if not isinstance(mechanism, str) or mechanism not in MECHANISMS:
         raise InvalidParameter("mechanism", mechanism, "one of " + ", ".join(MECHANISMS))
     if mechanism == "generic" and m > MAX_OPTIMAL_COUNT:
         raise InvalidParameter(

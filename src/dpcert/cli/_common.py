@@ -11,6 +11,7 @@ the module of the command given), so they start in about the time the package it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -225,9 +226,18 @@ def _nearest_existing(path: Path) -> Path:
     return probe
 
 
+def _short_names(text: str) -> None:
+    if any(len(part.encode(errors="surrogateescape")) > NAME_MAX for part in Path(text).parts):
+        raise argparse.ArgumentTypeError(
+            f"{text[:60]!r}...: allowed file and directory names of at most {NAME_MAX} bytes"
+        )
+
+
 def output_file(text: str) -> Path:
-    """argparse type: a file that can be written (its directory exists and is writable)."""
+    """argparse type: a file that can be written (its directory exists and is writable, its name has
+    at most 255 bytes)."""
     path = Path(text)
+    _short_names(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory: allowed a file path")
     parent = path.absolute().parent
@@ -268,10 +278,7 @@ def plot_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(
             f"{text!r}: allowed a figure file ending in {', '.join(PLOT_SUFFIXES)}"
         )
-    if any(len(part.encode()) > NAME_MAX for part in path.parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: allowed file and directory names of at most {NAME_MAX} bytes"
-        )
+    _short_names(text)
     path = output_file_anywhere(text)
     existed = path.exists()
     try:
@@ -286,8 +293,11 @@ def plot_file(text: str) -> Path:
 
 
 def output_directory(text: str) -> Path:
-    """argparse type: a directory that exists and is writable, or that can be created."""
+    """argparse type: a directory that exists and is writable, or that can be created (a missing one
+    is created and removed again, so a place where the permissions allow it but the file system does
+    not, such as ``/proc``, is refused here rather than after the work)."""
     path = Path(text)
+    _short_names(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is an existing file: allowed a directory")
     existing = _nearest_existing(path)
@@ -297,6 +307,19 @@ def output_directory(text: str) -> Path:
         raise argparse.ArgumentTypeError(
             f"{text!r}: allowed a writable directory ({existing} is not writable)"
         )
+    if not path.exists():
+        made = [path.absolute()]
+        while made[-1].parent != existing.absolute() and made[-1].parent != made[-1]:
+            made.append(made[-1].parent)
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: allowed a directory that can be created ({exc.strerror})"
+            ) from None
+        for directory in made:  # the deepest first: only what was created here
+            with contextlib.suppress(OSError):
+                directory.rmdir()
     return path
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from dpcert import _json, signatures
 from dpcert.audits.report import AuditReport
 from dpcert.certificates import Certificate
-from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, CommandGroups, emit, read_text_file
+from dpcert.cli._common import EXIT_OK, EXIT_VIOLATED, NAME_MAX, CommandGroups, emit, read_text_file
 from dpcert.errors import CertificateMismatch, InvalidParameter
 
 
@@ -36,17 +37,23 @@ def register(groups: CommandGroups) -> None:
 
 def _read_json(path: Path) -> dict[str, Any]:
     text = read_text_file(path, "path")
-    data = _json.loads(text, what=str(path))  # duplicate keys, NaN and Infinity refused (exit 2)
+    data = _json.loads(text, what=f"path {path}")  # duplicate keys, NaN and Infinity refused (exit 2)
     if not isinstance(data, dict):
         raise InvalidParameter("path", str(path), "a JSON object (a certificate or an audit report)")
     return data
 
 
 def _new_file(path: Path, name: str) -> Path:
-    if path.exists():
+    if not path.name:
+        raise InvalidParameter(name, str(path), "a file name")
+    if any(len(part.encode(errors="surrogateescape")) > NAME_MAX for part in path.parts):
+        raise InvalidParameter(name, str(path), f"file and directory names of at most {NAME_MAX} bytes")
+    if path.exists() or path.is_symlink():
         raise InvalidParameter(name, str(path), "a path that does not exist yet (nothing is overwritten)")
     if not path.parent.is_dir():
         raise InvalidParameter(name, str(path), "a path in an existing directory")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise InvalidParameter(name, str(path), "a path in a writable directory")
     return path
 
 

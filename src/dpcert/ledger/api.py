@@ -65,6 +65,7 @@ import itertools
 import json
 import math
 import numbers
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -321,6 +322,8 @@ class Ledger:
         signing_key: Any = None,
         migrate: bool = False,
     ) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not str(path) or "\x00" in str(path):
+            raise InvalidParameter("path", path, "a file path or a postgresql:// URL")
         postgres = _is_postgres_url(path)
         self.path: Path | str = str(path) if postgres else Path(path)
         if method not in ALL_METHODS:

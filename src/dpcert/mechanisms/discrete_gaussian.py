@@ -101,8 +101,15 @@ def _delta_from_cdf_bounds(epsilon: float, sigma: float, shift: int, top: int) -
         lower = math.exp(float(log_ndtr(k / sigma))) / math.exp(log_normaliser(sigma) - log_floor_z)
     else:
         lower = float(ndtr(k / sigma))
-    value = window * (1.0 + 1e-12) - math.expm1(epsilon) * lower * (1.0 - 1e-12)
+    # (e^ε − 1) F(m − Δ): beyond ε ≈ 709 e^ε overflows; a positive F then leaves nothing of δ
+    growth = math.expm1(epsilon) if epsilon < 709.0 else math.inf
+    subtracted = growth * lower * (1.0 - 1e-12) if lower > 0.0 else 0.0
+    value = window * (1.0 + 1e-12) - subtracted
     return min(1.0, max(value, math.ulp(0.0)))
+
+
+MAX_DELTA_SIGMA = 1e150
+"""Largest σ :func:`discrete_gaussian_delta` evaluates: 2σ² stays a finite float."""
 
 
 def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) -> float:
@@ -112,7 +119,10 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     """
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     shift = Fraction(check.positive_int("sensitivity", sensitivity))
-    variance = Fraction(check.positive_finite("sigma", sigma)) ** 2
+    sigma = check.positive_finite("sigma", sigma)
+    if sigma > MAX_DELTA_SIGMA:
+        raise InvalidParameter("sigma", sigma, f"0 < sigma <= {MAX_DELTA_SIGMA:g} (sigma^2 a finite float)")
+    variance = Fraction(sigma) ** 2
     boundary = shift / 2 - variance * Fraction(epsilon) / shift  # terms y < boundary
     top = math.ceil(boundary) - 1
     first_excess = (shift * shift - 2 * shift * top) / (2 * variance) - Fraction(epsilon)  # > 0
@@ -302,7 +312,6 @@ def least_discrete_gaussian_sigma(
     epsilon: float, delta: float, sensitivity: int = 1, compositions: int = 1
 ) -> float:
     """Least σ (to a relative 1e-12, rounded up) whose k-fold discrete Gaussian is (ε, δ)-DP."""
-    guess = analytic_gaussian_sigma(epsilon, delta, float(sensitivity), compositions)
 
     def delta_of(sigma: float) -> float:
         if sigma < 2.0**-20:
@@ -310,7 +319,22 @@ def least_discrete_gaussian_sigma(
         parameters = {"sigma": sigma, "sensitivity": sensitivity, "compositions": compositions}
         return DiscreteGaussianProfile(parameters).delta_for(epsilon)
 
-    return least_noise(delta_of, delta, guess)
+    try:
+        guess = analytic_gaussian_sigma(epsilon, delta, float(sensitivity), compositions)
+        if not guess < math.inf:
+            raise InvalidParameter("sigma", guess, "a finite sigma")
+        return least_noise(delta_of, delta, guess)
+    except InvalidParameter as exc:
+        if exc.name != "sigma":
+            raise
+        # the search reached a sigma beyond what the profile or its composition grid evaluates: the
+        # target and sensitivity (and releases) together ask for it
+        raise InvalidParameter(
+            "epsilon/delta/sensitivity/compositions",
+            (epsilon, delta, sensitivity, compositions),
+            f"values whose least sigma stays within {exc.allowed}",
+            hint="a larger epsilon or delta, a smaller sensitivity or fewer compositions",
+        ) from None
 
 
 def release_time_failure(sigma: float, compositions: int = 1) -> float:

@@ -35,6 +35,16 @@ ANALYTIC_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, exact profile)"
 CLASSICAL_BASIS = "Dwork & Roth 2014, Thm A.1 (classical Gaussian, epsilon < 1)"
 GAUSSIAN_METHODS = ("analytic", "classical")
 
+MAX_COMPOSITIONS = 2**53
+"""Most releases of one Gaussian certificate: every count up to it is exact as a float."""
+
+
+def _compositions(value: object) -> int:
+    count = check.positive_int("compositions", value)
+    if count > MAX_COMPOSITIONS:
+        raise InvalidParameter("compositions", value, "an integer 1 <= compositions <= 2^53")
+    return count
+
 
 def classical_delta(epsilon: float, mu: float) -> float:
     """δ = 1.25 exp(−ε² / (2 μ²)) that Dwork & Roth (2014, Thm A.1) prove at ``0 < ε < 1`` (NaN elsewhere).
@@ -82,7 +92,7 @@ class GaussianProfile:
     def __init__(self, parameters: Mapping[str, Any]) -> None:
         self.sigma = check.positive_finite("sigma", parameters.get("sigma"))
         self.sensitivity = check.positive_finite("sensitivity", parameters.get("sensitivity", 1.0))
-        self.compositions = check.positive_int("compositions", parameters.get("compositions", 1))
+        self.compositions = _compositions(parameters.get("compositions", 1))
         self.mu = self.sensitivity * math.sqrt(self.compositions) / self.sigma
 
         self.participations = parameters.get("participations")
@@ -159,7 +169,7 @@ def gaussian_certificate(
     parameters: dict[str, Any] = {
         "sigma": check.positive_finite("sigma", sigma),
         "sensitivity": check.positive_finite("sensitivity", sensitivity),
-        "compositions": check.positive_int("compositions", compositions),
+        "compositions": _compositions(compositions),
         "sampler": "float",
     }
     if participations is not None:
@@ -258,7 +268,7 @@ def calibrate_gaussian(
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     sensitivity = check.positive_finite("sensitivity", sensitivity)
-    compositions = check.positive_int("compositions", compositions)
+    compositions = _compositions(compositions)
     if method == "analytic":
         sigma = analytic_gaussian_sigma(epsilon, delta, sensitivity, compositions)
         basis = ANALYTIC_BASIS
@@ -267,6 +277,12 @@ def calibrate_gaussian(
         basis = CLASSICAL_BASIS
     else:
         raise InvalidParameter("method", method, "one of " + ", ".join(GAUSSIAN_METHODS))
+    if not (0.0 < sigma < math.inf):  # e.g. a subnormal epsilon: the noise is beyond float range
+        raise InvalidParameter(
+            "epsilon/sensitivity",
+            (epsilon, sensitivity),
+            "values whose noise sigma (proportional to sensitivity / epsilon) is a finite float",
+        )
     certificate = gaussian_certificate(
         sigma,
         epsilon=epsilon,

@@ -50,6 +50,7 @@ from dpcert.mechanisms.discrete_gaussian import (
 )
 from dpcert.mechanisms.discrete_laplace import DISCRETE_LAPLACE_BASIS, DiscreteLaplaceProfile
 from dpcert.mechanisms.secure.samplers import (
+    MAX_DRAWS_PER_CALL,
     RandomSource,
     SecureRandom,
     sample_discrete_gaussian,
@@ -65,6 +66,7 @@ _PARAMETER_BITS = 20  # significant bits of the discrete Laplace parameter a
 _MAX_UNITS = 2.0**52
 MAX_GAUSSIAN_STEPS = 1 << 26  # sigma in grid steps the fixed-work discrete Gaussian covers
 BITS = ("os", "rng")
+MAX_DIMENSION = MAX_DRAWS_PER_CALL  # a release draws one noise value per coordinate in one call
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,18 @@ class Grid:
 
     def integer_sensitivity(self, sensitivity: float, coordinates: int = 1) -> int:
         """``⌊Δ/g⌋ + d``: the sensitivity in grid units after rounding d coordinates."""
-        units = math.floor(math.ldexp(check.positive_finite("sensitivity", sensitivity), -int(self.exponent)))
+        sensitivity = check.positive_finite("sensitivity", sensitivity)
+        try:
+            scaled = math.ldexp(sensitivity, -int(self.exponent))
+        except OverflowError:
+            scaled = math.inf
+        if not scaled <= _MAX_UNITS:
+            raise InvalidParameter(
+                "sensitivity/granularity",
+                (sensitivity, self.granularity),
+                "a grid coarser than sensitivity / 2^52",
+            )
+        units = math.floor(scaled)
         if units > _MAX_UNITS:
             raise InvalidParameter("granularity", self.granularity, "a grid coarser than sensitivity / 2^52")
         return units + check.positive_int("coordinates", coordinates)
@@ -277,6 +290,10 @@ def secure_laplace(
     """
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     dimension = check.positive_int("dimension", dimension)
+    if dimension > MAX_DIMENSION:
+        raise InvalidParameter(
+            "dimension", dimension, f"at most {MAX_DIMENSION} coordinates (draws per call)"
+        )
     grid = Grid.finer_than(sensitivity, LAPLACE_GRID_BITS) if granularity is None else Grid.of(granularity)
     shift = grid.integer_sensitivity(sensitivity, dimension)
     if (epsilon is None) == (scale is None):
@@ -366,6 +383,10 @@ def secure_gaussian(
     """
     sensitivity = check.positive_finite("sensitivity", sensitivity)
     dimension = check.positive_int("dimension", dimension)
+    if dimension > MAX_DIMENSION:
+        raise InvalidParameter(
+            "dimension", dimension, f"at most {MAX_DIMENSION} coordinates (draws per call)"
+        )
     releases = check.positive_int("compositions", compositions)
     compositions = releases * dimension
     target: tuple[float, float] | None = None  # the (ε, δ) σ is calibrated to, if not given
@@ -375,6 +396,12 @@ def secure_gaussian(
         epsilon, delta = check.epsilon(epsilon), check.positive_delta(delta)
         target = (epsilon, delta)
         reference = analytic_gaussian_sigma(epsilon, delta, sensitivity, compositions)
+        if not (0.0 < reference < math.inf):
+            raise InvalidParameter(
+                "epsilon/sensitivity",
+                (epsilon, sensitivity),
+                "values whose noise sigma (proportional to sensitivity / epsilon) is a finite float",
+            )
     else:
         reference = check.positive_finite("sigma", sigma)
     grid = Grid.finer_than(reference, GAUSSIAN_GRID_BITS) if granularity is None else Grid.of(granularity)

@@ -95,6 +95,13 @@ def with_timing(certificate: Certificate, failure: float, *, keep_delta: bool) -
                 raise InvalidParameter("delta", delta, "a delta with room for the release-time term")
     else:
         delta = draft.delta_for(epsilon)
+        if not delta < 1.0:  # (1 + e^epsilon) x failure: no claim is left at this epsilon
+            raise InvalidParameter(
+                "epsilon",
+                epsilon,
+                f"an epsilon at which the release-time term (1 + e^epsilon) x {failure:.3g} stays below 1",
+                hint="less noise than the fixed-work sampler's timing leaves room for",
+            )
     result = timed(certificate, failure, Guarantee(epsilon, delta))
     return Certificate(
         result.mechanism,

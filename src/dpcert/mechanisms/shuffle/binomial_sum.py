@@ -90,6 +90,10 @@ PLD_NOTE = (
     "floating-point round-off bound"
 )
 MAX_MATERIALIZED_BITS = 20_000_000
+MAX_COORDINATES = 10**9
+"""Most coordinates of one protocol run: beyond, the FFT round-off bound of their PLD composition
+overflows double precision (10^10 coordinates did)."""
+
 MAX_NOISE_BITS = 10**13
 MAX_CALIBRATED_NOISE_BITS = 10**10
 """Most noise bits (users x b) the exact calibration searches: its evaluations grow with sqrt(users x b)
@@ -178,6 +182,13 @@ class BitSumParameters:
                 )
         if self.users * self.b > MAX_NOISE_BITS:
             raise InvalidParameter("b", self.b, f"users * b <= {MAX_NOISE_BITS:.0e}")
+        if self.coordinates > MAX_COORDINATES:
+            raise InvalidParameter(
+                "dimension",
+                self.dimension,
+                f"at most {MAX_COORDINATES:.0e} coordinates (shape {self.shape!r} has {self.coordinates}), "
+                "which the composition across coordinates bounds in double precision",
+            )
 
     @property
     def coordinates(self) -> int:
@@ -600,7 +611,7 @@ def paper_parameters(
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
-    users = check.positive_int("users", users)
+    users = _users(users)
     dimension = check.positive_int("dimension", dimension)
     bound = check.positive_finite("bound", bound)
     shape = _check_shape(shape)
@@ -630,7 +641,24 @@ def paper_parameters(
         basis = PVEC_BASIS
     if p >= 1.0:  # cannot happen for the ranges above; kept as a guard on the theorem's algebra
         raise PreconditionFailed(f"{basis}: p = {p} is not a probability")
+    if users * b > MAX_NOISE_BITS:  # b grows with g^2 / epsilon^2, g with the bound (scalar) or d
+        named = "epsilon/bound" if basis == ALG4_BASIS else "epsilon/dimension"
+        raise InvalidParameter(
+            named,
+            (epsilon, bound if basis == ALG4_BASIS else dimension),
+            f"values whose theorem parameters need users * b <= {MAX_NOISE_BITS:.0e} noise bits "
+            f"({users * b:.3g} here, g = {g}): a larger epsilon, or "
+            + ("a smaller bound" if basis == ALG4_BASIS else "a smaller dimension"),
+        )
     return BitSumParameters(g, b, p, users, dimension, bound, shape), basis
+
+
+def _users(users: object) -> int:
+    """A number of users: every user sends at least one noise bit, so at most ``MAX_NOISE_BITS``."""
+    count = check.positive_int("users", users)
+    if count > MAX_NOISE_BITS:
+        raise InvalidParameter("users", users, f"at most {MAX_NOISE_BITS:.0e} users (users * b <= 1e+13)")
+    return count
 
 
 def default_precision(users: int) -> int:
@@ -759,7 +787,7 @@ def calibrate_binomial_sum(
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
-    users = check.positive_int("users", users)
+    users = _users(users)
     dimension = check.positive_int("dimension", dimension)
     shape = _check_shape(shape)
     if method == "paper":

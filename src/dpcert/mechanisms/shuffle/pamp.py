@@ -346,6 +346,11 @@ def local_target(epsilon: float, delta: float, users: int, method: str = "numeri
     return epsilon0, delta0
 
 
+MAX_PAMP_USERS = 10**9
+"""Most users of one P_Amp batch :func:`calibrate_pamp` calibrates: its amplification bound takes about
+1 s at 10^9 users and 40 s at 10^13 (and overflows beyond)."""
+
+
 def calibrate_pamp(
     epsilon: float,
     delta: float,
@@ -372,6 +377,8 @@ def calibrate_pamp(
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
     users = check.positive_int("users", users)
+    if users > MAX_PAMP_USERS:
+        raise InvalidParameter("users", users, f"at most {MAX_PAMP_USERS:.0e} users in one batch")
     dimension = check.positive_int("dimension", dimension)
     if method not in PAMP_METHODS:
         raise InvalidParameter("method", method, "one of " + ", ".join(PAMP_METHODS))
