@@ -176,15 +176,62 @@ class SQLiteStore:
         self.durable = durable
         try:
             if readonly:  # never writes to the file: no journal switch, no schema, no migration
-                uri = path.resolve().as_uri() + "?mode=ro"
-                self.connection = sqlite3.connect(uri, timeout=timeout, isolation_level=None, uri=True)
+                self._timeout = timeout
+                self._opened = self._file_state()
+                self.connection = sqlite3.connect(
+                    self.reader_uri(path), timeout=timeout, isolation_level=None, uri=True
+                )
             else:
                 self.connection = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise InvalidParameter("path", str(path), f"a readable ledger location: {exc}") from exc
 
+    @staticmethod
+    def reader_uri(path: Path) -> str:
+        """The URI a read-only reader opens ``path`` by.
+
+        With a write-ahead log beside the file (a writer has it open, or left frames to checkpoint),
+        ``mode=ro`` reads through the writer's log and shared memory, files that already exist.
+        Without one, every committed write is in the file itself: it is opened ``immutable=1``, which
+        creates no ``-wal`` or ``-shm`` file, so a reader needs no write access to the directory and
+        leaves no file of its own that the owner's next write could not open.  A writer that starts
+        while such a reader is open is not seen by it (the commands that read are short).
+        """
+        resolved = path.resolve()
+        wal = resolved.with_name(resolved.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+        return f"{resolved.as_uri()}?{mode}"
+
+    def _file_state(self) -> tuple[int, int, int, bool]:
+        """What tells a reader that the file changed: inode, size, modification time, a log beside it."""
+        resolved = self.path.resolve()
+        status = resolved.stat()
+        wal = resolved.with_name(resolved.name + "-wal").exists()
+        return (status.st_ino, status.st_size, status.st_mtime_ns, wal)
+
+    def _refresh(self) -> None:
+        """Before a reader's next statement outside a transaction: reopen when the file changed.
+
+        An ``immutable`` connection never looks at the file again; after a writer's commit its cached
+        pages would mix two states, so the reader reopens (immutable again, or ``mode=ro`` through the
+        writer's log while the writer has the file open).
+        """
+        if not self.readonly or self.connection.in_transaction:
+            return
+        try:
+            state = self._file_state()
+        except OSError:
+            return  # the file is gone or unreadable: the next statement reports it
+        if state != self._opened:
+            self.connection.close()
+            self._opened = state
+            self.connection = sqlite3.connect(
+                self.reader_uri(self.path), timeout=self._timeout, isolation_level=None, uri=True
+            )
+
     # generic SQL
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        self._refresh()
         return self.connection.execute(sql, params)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
@@ -192,6 +239,7 @@ class SQLiteStore:
 
     def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
         """The rows of a query, fetched as they are consumed (SQLite cursors are lazy)."""
+        self._refresh()
         return iter(self.connection.execute(sql, params))
 
     def insert_id(self, sql: str, params: Sequence[Any]) -> int:
@@ -268,6 +316,7 @@ class SQLiteStore:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """A read transaction: every query inside sees the same committed state."""
+        self._refresh()
         db = self.connection
         if db.in_transaction:
             yield
