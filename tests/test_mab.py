@@ -90,8 +90,8 @@ def test_schedule_bookkeeping_and_partial_batch(doubling):
             assert np.all(aggregated[still] == users)
             assert np.all(result.summation_calls[record.viable_after] >= record.phase)
     # every run ends inside a batch or exactly at a batch end: fewer users aggregated than pulled
-    assert np.all(result.users_aggregated < horizon)
-    assert np.all(result.users_aggregated == aggregated.sum(axis=1))
+    assert np.all(result.users < horizon)
+    assert np.all(result.users == aggregated.sum(axis=1))
     last = result.phase_records[-1]
     # in the last phase, the pulls of the arm whose batch contains user T exceed what was aggregated
     assert np.all((last.pulls - last.aggregated).sum(axis=1) >= 1)
@@ -259,7 +259,7 @@ def test_run_certificate_is_the_summations_and_each_user_charged_once():
     result = central_dp_se(SPEC_BANDIT, 5000, np.random.default_rng(0), epsilon=0.8, runs=2, session=session)
     assert result.certificate.epsilon == 0.8 and result.certificate.delta == 0.0
     users = [user for ids, _ in ledger.charges for user in ids]
-    assert len(users) == len(set(users)) == int(result.users_aggregated.sum())
+    assert len(users) == len(set(users)) == int(result.users.sum())
     assert all(certificate.guarantee == result.certificate.guarantee for _, certificate in ledger.charges)
     assert any("exactly one batch" in note for note in result.certificate.notes)
     assert session.worst_user_certificate(1e-9).epsilon_for(1e-9) == pytest.approx(0.8)
@@ -375,7 +375,7 @@ def test_engine_invariants_on_random_instances(means, horizon, noise_bits, doubl
         bandit, horizon, np.random.default_rng(seed), noise_bits=noise_bits, runs=2, record_phases=True
     )
     assert np.all(result.pulls.sum(axis=1) == horizon)
-    assert np.all(result.users_aggregated < horizon)
+    assert np.all(result.users < horizon)
     assert all(record.viable_after.any(axis=1).all() for record in result.phase_records)
     np.testing.assert_allclose(result.final_regret, result.pulls @ bandit.gaps)
     assert np.all(result.final_regret <= horizon * bandit.gaps.max() + 1e-9)

@@ -106,7 +106,7 @@ def test_unknown_horizon_charges_every_user_once_with_the_summations_certificate
         horizon_mode="unknown", session=session,
     )  # fmt: skip
     users = [user for ids, _ in ledger.charges for user in ids]
-    assert len(users) == len(set(users)) == int(result.users_aggregated.sum())
+    assert len(users) == len(set(users)) == int(result.users.sum())
     assert session.max_charges_per_user() == 1
     summation = shuffle_binary_sum(1.0, 1e-6)
     assert all(c.guarantee == summation.certificate.guarantee for _, c in ledger.charges)

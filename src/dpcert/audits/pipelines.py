@@ -29,10 +29,10 @@ from dpcert.bandits.algorithms.mab import (
     RUN_NOTE,
     BatchSchedule,
     BatchSummation,
-    EliminationResult,
     batched_arm_elimination,
     with_notes,
 )
+from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.shuffle.binary_sum import BinarySum
@@ -239,7 +239,7 @@ class UserPopulation:
         return sums.astype(float)
 
 
-def released_statistic(result: EliminationResult, statistic: str, arm: int = 0) -> np.ndarray:
+def released_statistic(result: RunResult, statistic: str, arm: int = 0) -> np.ndarray:
     """One scalar per repetition, computed from what the run released.
 
     ``"pulls"``: users the run assigned to ``arm`` in the end (with two arms, the whole final
@@ -286,7 +286,7 @@ class EliminationPipeline:
     def certificate(self) -> Certificate | None:
         return with_notes(self.summation.certificate, RUN_NOTE)
 
-    def run(self, rewards: Any, rng: np.random.Generator, runs: int = 1) -> EliminationResult:
+    def run(self, rewards: Any, rng: np.random.Generator, runs: int = 1) -> RunResult:
         """``runs`` repetitions on the population ``rewards`` (the engine's full result)."""
         population = UserPopulation(np.asarray(rewards))
         return batched_arm_elimination(

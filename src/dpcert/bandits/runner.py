@@ -33,6 +33,7 @@ from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.experiment import certified_run, combine_runs, open_sessions, run_repetitions, target_of
 from dpcert.bandits.privatizers import PRIVACY_MODELS, Calibration, make_privatizer
 from dpcert.bandits.registry import BanditRun, RunConfig
+from dpcert.bandits.results import RunResult
 from dpcert.errors import InvalidParameter
 from dpcert.profiles import TrustModel
 from dpcert.session import PrivacySession
@@ -167,7 +168,7 @@ def _require(value: float | None, name: str, privacy: str) -> float:
 
 def _to_bandit_run(
     config: registry.RunConfig,
-    result: mab.EliminationResult | robust_elimination.RobustEliminationResult,
+    result: RunResult,
     users: int,
     session: PrivacySession,
     extras: Mapping[str, Any],
@@ -291,7 +292,7 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
         "(docs/PAPER_NOTES.md, PN-TKMS-4), with no composition over batches, phases, arms or epochs",
     }
-    return _to_bandit_run(config, result, int(result.users_aggregated.max()), session, extras)
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
 
 MAX_LINEAR_ENTRIES = 10**7
@@ -399,7 +400,7 @@ def run_robust(config: registry.RunConfig) -> registry.BanditRun:
     )
     extras = {
         "event_level_certificate": None if result.certificate is None else result.certificate.to_dict(),
-        "batches": result.batches.tolist(),
+        "batches": None if result.batches is None else result.batches.tolist(),
         "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
         **{key: value for key, value in result.parameters.items() if key != "delta_per_event"},
     }

@@ -29,9 +29,9 @@ from dpcert.bandits.algorithms.robust_elimination import (
     Adversary,
     LaplaceClients,
     LinearArms,
-    RobustEliminationResult,
     robust_elimination,
 )
+from dpcert.bandits.results import RunResult
 from dpcert.errors import InvalidParameter
 from dpcert.reproductions.claims import (
     Claim,
@@ -123,7 +123,7 @@ def _grid(name: str, values: Any, *, integer: bool = False, allow_none: bool = F
     return tuple(grid)
 
 
-def _curve(label: str, result: RobustEliminationResult, panel: str, *, log_x: bool = False) -> Curve:
+def _curve(label: str, result: RunResult, panel: str, *, log_x: bool = False) -> Curve:
     """The run's regret at 200 rounds from t = 1 to T (log-spaced for a log axis), exact at batch ends and
     linear inside a batch, with the certified event-level (ε, δ)."""
     certificate = result.certificate
@@ -153,7 +153,7 @@ def _finish(
     return summary
 
 
-def _lost(result: RobustEliminationResult) -> int:
+def _lost(result: RunResult) -> int:
     return int(result.best_arm_eliminated.sum())
 
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from dpcert.bandits.algorithms.mab import EliminationResult
-from dpcert.bandits.algorithms.robust_elimination import RobustEliminationResult
 from dpcert.bandits.registry import mean_stderr
+from dpcert.bandits.results import RunResult
 
 
 def mean_se(values: np.ndarray) -> dict[str, float]:
@@ -17,9 +16,7 @@ def mean_se(values: np.ndarray) -> dict[str, float]:
     return {"mean": float(mean), "stderr": float(stderr)}
 
 
-def result_row(
-    result: EliminationResult | RobustEliminationResult, seconds: float, **extra: Any
-) -> dict[str, Any]:
+def result_row(result: RunResult, seconds: float, **extra: Any) -> dict[str, Any]:
     return {
         "regret": mean_se(result.final_regret),
         "seconds": seconds,

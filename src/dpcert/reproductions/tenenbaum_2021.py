@@ -31,7 +31,6 @@ from dpcert import provenance
 from dpcert.bandits import registry
 from dpcert.bandits.algorithms.mab import (
     BatchSchedule,
-    EliminationResult,
     ExactSum,
     batched_arm_elimination,
     central_dp_se,
@@ -42,6 +41,7 @@ from dpcert.bandits.algorithms.mab import (
     vb_sdp_ae,
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
+from dpcert.bandits.results import RunResult
 from dpcert.reproductions.claims import (
     DOES_NOT_HOLD,
     HOLDS,
@@ -95,7 +95,7 @@ def row_label(label: str, epsilon: float | None) -> str:
     return label if epsilon is None else f"{label} eps={epsilon}"
 
 
-def _certified(result: EliminationResult, delta: float) -> tuple[float, float] | None:
+def _certified(result: RunResult, delta: float) -> tuple[float, float] | None:
     certificate = result.certificate
     if certificate is None:
         return None
@@ -127,7 +127,7 @@ def reproduce_mab(
     def timed(
         label: str,
         target: float | None,
-        call: Callable[[np.random.Generator], EliminationResult],
+        call: Callable[[np.random.Generator], RunResult],
         panels: tuple[str, ...],
         **extra: Any,
     ) -> None:

@@ -55,7 +55,6 @@ import functools
 import math
 import operator
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol
@@ -66,7 +65,7 @@ from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
-from dpcert.bandits.registry import mean_stderr
+from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_laplace import DiscreteLaplaceMechanism, discrete_laplace_certificate
@@ -393,54 +392,6 @@ class PhaseRecord:
     estimates: np.ndarray  # (runs, k) μ̂ after the phase (NaN for arms not viable)
 
 
-class RegretCurves:
-    """Regret summaries shared by the elimination results (a mixin for frozen dataclasses).
-
-    The class needs ``horizon``, ``final_regret`` (runs,), ``checkpoints`` (G,) and ``regret_curve``
-    (runs, G), the cumulative pseudo-regret at the checkpoints.
-    """
-
-    horizon: int
-    final_regret: np.ndarray
-    checkpoints: np.ndarray
-    regret_curve: np.ndarray
-
-    def regret(self) -> tuple[float, float]:
-        """Mean and standard error of the final pseudo-regret over runs."""
-        mean, stderr = mean_stderr(self.final_regret)
-        return float(mean), float(stderr)
-
-    def cumulative_regret(self, horizon_grid: np.ndarray | None = None) -> np.ndarray:
-        """Regret curves on ``horizon_grid`` (default every round 1..T), shape (runs, len(grid))."""
-        grid = np.arange(1, self.horizon + 1) if horizon_grid is None else np.asarray(horizon_grid)
-        return np.stack([np.interp(grid, self.checkpoints, curve) for curve in self.regret_curve])
-
-
-@dataclass(frozen=True)
-class EliminationResult(RegretCurves):
-    """Result of R repetitions of one batched-elimination algorithm.
-
-    ``regret_curve[r, g]`` is run r's cumulative pseudo-regret after ``checkpoints[g]`` rounds: exact at
-    phase ends, linearly interpolated inside a phase.  ``final_regret`` is exact.
-    """
-
-    algorithm: str
-    horizon: int
-    final_regret: np.ndarray
-    checkpoints: np.ndarray
-    regret_curve: np.ndarray
-    pulls: np.ndarray
-    users_aggregated: np.ndarray
-    summation_calls: np.ndarray
-    phases: int
-    best_arm_eliminated: np.ndarray
-    good_event_violated: np.ndarray
-    certificate: Certificate | None
-    seconds: float
-    parameters: Mapping[str, Any]
-    phase_records: tuple[PhaseRecord, ...] = ()
-
-
 def batched_arm_elimination(
     bandit: MultiArmedBandit,
     horizon: int,
@@ -456,7 +407,7 @@ def batched_arm_elimination(
     users: int | None = None,
     id_offset: int = 0,
     id_stride: int | None = None,
-) -> EliminationResult:
+) -> RunResult:
     """Batched arm elimination (Tenenbaum et al. 2021, Alg. 1/2 skeleton), ``runs`` repetitions in lockstep.
 
     Parameters
@@ -605,14 +556,14 @@ def batched_arm_elimination(
     time_table = np.stack(times, axis=1)
     regret_table = np.stack(regrets, axis=1)
     curves = np.stack([np.interp(checkpoints, t, g) for t, g in zip(time_table, regret_table, strict=True)])
-    return EliminationResult(
+    return RunResult(
         algorithm=algorithm,
         horizon=limit,
         final_regret=regret,
         checkpoints=checkpoints,
         regret_curve=curves,
         pulls=pulls,
-        users_aggregated=aggregated_users.sum(axis=1),
+        users=aggregated_users.sum(axis=1),
         summation_calls=calls,
         phases=phase,
         best_arm_eliminated=best_lost,
@@ -669,7 +620,7 @@ def unknown_horizon_elimination(
     session: PrivacySession | None = None,
     curve_points: int = 200,
     first_epoch: int = FIRST_EPOCH,
-) -> EliminationResult:
+) -> RunResult:
     """Batched arm elimination without knowing T, by the doubling trick (Tenenbaum et al. 2021, footnote 10).
 
     Epoch ``j`` restarts the known-horizon algorithm with ``T_j = first_epoch·2^j`` and fresh users;
@@ -684,7 +635,7 @@ def unknown_horizon_elimination(
     runs = check.positive_int("runs", runs)
     epochs = epoch_horizons(horizon, first_epoch)
     started = time.perf_counter()
-    results: list[EliminationResult] = []
+    results: list[RunResult] = []
     arrived = 0
     for epoch_horizon in epochs:
         arriving = min(epoch_horizon, horizon - arrived)
@@ -705,15 +656,15 @@ def unknown_horizon_elimination(
     checkpoints = np.linspace(0.0, horizon, curve_points)
     curves = np.stack([np.interp(checkpoints, times, row) for row in values])
     last = results[-1]
-    return EliminationResult(
+    return RunResult(
         algorithm=algorithm,
         horizon=horizon,
         final_regret=_total([r.final_regret for r in results]),
         checkpoints=checkpoints,
         regret_curve=curves,
         pulls=_total([r.pulls for r in results]),
-        users_aggregated=_total([r.users_aggregated for r in results]),
-        summation_calls=_total([r.summation_calls for r in results]),
+        users=_total([r.users for r in results]),
+        summation_calls=_total([r.summation_calls for r in results if r.summation_calls is not None]),
         phases=sum(r.phases for r in results),
         best_arm_eliminated=np.any([r.best_arm_eliminated for r in results], axis=0),
         good_event_violated=np.any([r.good_event_violated for r in results], axis=0),
@@ -731,7 +682,7 @@ def run_engine(
     rng: np.random.Generator,
     horizon_mode: str,
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """The known-horizon engine or its doubling-trick wrapper, by ``horizon_mode``."""
     if horizon_mode not in HORIZON_MODES:
         raise InvalidParameter("horizon", horizon_mode, "known or unknown")
@@ -765,7 +716,7 @@ def sdp_ae(
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """SDP-AE (Tenenbaum et al. 2021, Alg. 1; Thm 3.1): fixed batches through the shuffle binary sum.
 
     Either (``epsilon``, ``delta``) — the least ``N`` with ``δ_N(ε) <= δ`` and its certificate — or an
@@ -791,7 +742,7 @@ def vb_sdp_ae(
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """VB-SDP-AE (Tenenbaum et al. 2021, Alg. 2; Thm 3.3): batches of ``2^t`` users per arm in phase ``t``,
     one ``N`` for every batch size.  Regret ``O(Σ log T/Δ_a + k·sqrt(log 1/δ)·log T/ε)`` (Thm 3.3; the
     √(log T) form printed in Cor. 3.4 does not follow from the theorem, which gives a factor log T)."""
@@ -812,7 +763,7 @@ def successive_elimination(
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """Non-private successive elimination: the same engine with exact sums (with ``m = 1`` the radius is
     ``sqrt(2 log T/N)``; PN-TKMS-5)."""
     return run_engine(
@@ -838,7 +789,7 @@ def central_dp_se(
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """dpcert's own central ε-DP successive elimination: Laplace(1/ε) on each batch sum, doubling batches.
 
     A comparator in the spirit of Sajed & Sheffet 2019 (reference [24] of Tenenbaum et al. 2021), not
@@ -868,7 +819,7 @@ def local_dp_se(
     runs: int = 1,
     horizon_mode: str = "known",
     **engine: Any,
-) -> EliminationResult:
+) -> RunResult:
     """dpcert's own local ε-DP successive elimination: randomized response per user, doubling batches.
 
     A comparator with the local model's ``Θ((1/ε²) Σ log T/Δ_a)`` regret (Ren et al. 2020, reference [22]

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +53,10 @@ from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert._numerics import ratio_rounded_up
 from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_bound, corruption_fraction
-from dpcert.bandits.algorithms.mab import RegretCurves
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
+from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -370,33 +369,6 @@ class PhaseLog:
     corrupted: int
 
 
-@dataclass(frozen=True)
-class RobustEliminationResult(RegretCurves):
-    """Result of R runs of :func:`robust_elimination`.
-
-    ``regret_curve[r]`` is exact at batch ends and linear inside a batch (a batch is played at once).
-    ``users[r]`` counts the clients who sent a report (M1: one per elimination-phase pull; M2: the
-    clients owning a support action at least once); the final phase's rewards are never collected.
-    """
-
-    algorithm: str
-    horizon: int
-    final_regret: np.ndarray
-    checkpoints: np.ndarray
-    regret_curve: np.ndarray
-    batches: np.ndarray
-    pulls: np.ndarray
-    best_arm_eliminated: np.ndarray
-    good_event_violated: np.ndarray
-    final_arm: np.ndarray
-    users: np.ndarray
-    certificate: Certificate | None
-    client_level_epsilon: float | None
-    seconds: float
-    parameters: Mapping[str, Any]
-    logs: tuple[tuple[PhaseLog, ...], ...] = ()
-
-
 def _value_bound(clients: LaplaceClients, counts: np.ndarray, delta: float) -> float:
     """Ȳ: a bound on every clean received |value| holding w.p. >= 1 − δ (docs/PAPER_NOTES.md, PN-CEM-2 (a)).
 
@@ -434,7 +406,7 @@ def robust_elimination(
     keep_logs: bool = False,
     curve_points: int = 200,
     session: PrivacySession | None = None,
-) -> RobustEliminationResult:
+) -> RunResult:
     """Robust (private) batched arm elimination (the paper's Alg. 1), ``runs`` repetitions.
 
     Parameters
@@ -681,7 +653,7 @@ def robust_elimination(
     client_level = None
     if clients.model == "M2" and clients.epsilon is not None:
         client_level = max_client_reports * clients.epsilon
-    return RobustEliminationResult(
+    return RunResult(
         algorithm=f"robust-elimination-{clients.model.lower()}",
         horizon=horizon,
         final_regret=np.asarray(finals),
