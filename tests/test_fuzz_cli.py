@@ -580,3 +580,19 @@ def test_audit_names_a_neighbour_it_cannot_use() -> None:
     argv = ["audit", "builtin:laplace", "--input", "0", "--neighbour", "null", "--epsilon", "1"]
     code, out, err = run([*argv, "--samples", "2000", "--seed", "1"])
     assert code == 2 and "neighbour" in err and "TARGET" not in err, err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="calibrate dp-sgd at a tiny sampling probability evaluates PLDs of ever smaller noise "
+    "multipliers for minutes (measured: q = 1e-6, 10 steps: over 40 s and 2.3 GiB) instead of refusing; "
+    "this test allows 8 s so that the suite stays short",
+)
+def test_dp_sgd_calibration_at_a_tiny_sampling_probability_ends_promptly() -> None:
+    argv = ["calibrate", "dp-sgd", "--epsilon", "8", "--delta", "1e-5", "--sampling-probability", "1e-6"]
+    try:
+        with _time_limit(8):
+            code = main([*argv, "--steps", "10"])
+    except RanTooLong:
+        pytest.fail("still running after 8 s")
+    assert code in (0, 2)
