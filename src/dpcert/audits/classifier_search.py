@@ -52,7 +52,7 @@ from dpcert.audits.learned_event import (
     cell_log_ratios,
     fit_logistic,
 )
-from dpcert.audits.neighbours import Relation
+from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.audits.report import AuditReport, verdict_for
 from dpcert.audits.sampling import Mechanism, draw
@@ -374,17 +374,9 @@ def audit_with_classifier(
         counts=counts,
         rejection_set=RejectionSet("learned", event=event),
         epsilon_ceiling=ceiling,
-        inputs=(_json(survivor.candidate.a), _json(survivor.candidate.b)),
+        inputs=(plain_value(survivor.candidate.a), plain_value(survivor.candidate.b)),
         seconds=time.perf_counter() - start,
         notes=tuple(notes),
         search=summary,
         relation=relation,
     )
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

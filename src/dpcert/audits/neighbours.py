@@ -132,7 +132,7 @@ class Relation:
         reason = self.violation(a, b)
         if reason is not None:
             raise InvalidParameter(
-                name, [_shown(a), _shown(b)], f"neighbours under {self.describe()}", reason
+                name, [plain_value(a), plain_value(b)], f"neighbours under {self.describe()}", reason
             )
 
     # ----------------------------------------------------------------------- patterns
@@ -238,7 +238,8 @@ def _dataset_patterns(start: np.ndarray, radius: float) -> list[Pattern]:
     return result
 
 
-def _shown(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """A numpy array or scalar as plain Python values (lists, floats, ints) for reports and JSON."""
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

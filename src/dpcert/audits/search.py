@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.audits.neighbours import Relation
+from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.sampling import DEFAULT_BATCH_SIZE, Mechanism, draw_pair
 from dpcert.audits.selection import DEFAULT_MAX_CELLS, select_rejection_set
 from dpcert.errors import InvalidParameter
@@ -54,19 +54,11 @@ class Candidate:
         return (_as_key(self.a), _as_key(self.b))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"input": _json(self.a), "neighbour": _json(self.b), "pattern": self.pattern}
+        return {"input": plain_value(self.a), "neighbour": plain_value(self.b), "pattern": self.pattern}
 
 
 def _as_key(value: Any) -> tuple:
     return tuple(np.atleast_1d(np.asarray(value, dtype=float)).tolist())
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 @dataclass(frozen=True)
