@@ -26,7 +26,7 @@ SMALL = {
     "charisopoulos-2023-e2": ("charisopoulos_2023_e2", ["horizon=3000", "alphas=[0,0.05]"], 6 * 3 * 2),
     "charisopoulos-2023-e3": ("charisopoulos_2023_e3", ["horizon=2000", "epsilons=[1,5,null]"], 3),
     "charisopoulos-2023-e4": ("charisopoulos_2023_e4", ["horizons=[2000]", "epsilons=[1]"], 2),
-    "improved-ldp-linear-fig1": ("improved_ldp_linear_fig1", ["horizon=160"], 3 * 6),
+    "improved-ldp-linear-fig1": ("improved_ldp_linear_fig1", ["horizon=160"], 3 * 7),
     "improved-ldp-linear-radius-study": (
         "improved_ldp_linear_radius_study",
         ["horizon=160", "multipliers=[1,100]"],
@@ -122,13 +122,12 @@ def test_improved_ldp_linear_certified_epsilons_in_table(tmp_path_factory):
     _, code, data, _ = produced("improved-ldp-linear-fig1", tmp_path_factory)
     assert code == 0
     rows = table_rows(data["table"])
-    online = {row[0]: row[2] for row in rows if row[1] == "OnlineUCB (local)"}
-    # the analytic joint calibration meets each target exactly: the worst user's ε is the target's
-    assert online == {
-        "target ε = 0.2, δ = 0.1": "(0.2, 0.1)",
-        "target ε = 1, δ = 0.1": "(1, 0.1)",
-        "target ε = 10, δ = 0.1": "(10, 0.1)",
-    }
+    online = sorted((row[0], row[2]) for row in rows if row[1].startswith("OnlineUCB"))
+    # the analytic joint calibration meets each target exactly: the worst user's ε is the target's, for
+    # the paper's configuration and for the OGD variant alike
+    assert online == 2 * [("target ε = 0.2, δ = 0.1", "(0.2, 0.1)")] + 2 * [
+        ("target ε = 1, δ = 0.1", "(1, 0.1)")
+    ] + 2 * [("target ε = 10, δ = 0.1", "(10, 0.1)")]
     assert [row[2] for row in rows if row[1] == "LinUCB (non-private)"] == ["none (non-private)"] * 3
     thm = [c for c in data["claims"] if c["claim"].startswith("Thm 3.2")]
     assert thm and thm[0]["holds"] == "holds at ε = 0.2, 1; fails at ε = 10"

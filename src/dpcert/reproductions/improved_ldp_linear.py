@@ -2,8 +2,10 @@
 LinUCB family.
 
 * ``improved-ldp-linear-fig1``: the paper's Figure 1, three panels (ε ∈ {0.2, 1, 10}, δ = 0.1, d = 5, K = 100,
-  T = 20 000): OnlineUCB against non-private LinUCB, JDP-, SDP- and LDP-LinUCB (Chowdhury & Zhou 2022)
-  on the same instances.
+  T = 20 000): OnlineUCB as the paper states it (Algorithm 1 with Maler and the radius of Lemma 3.3,
+  docs/PAPER_NOTES.md, PN-IRL-5) against non-private LinUCB, JDP-, SDP- and LDP-LinUCB (Chowdhury & Zhou
+  2022) on the same instances, with dpcert's tuned variant (OGD, radius 0.5·√log(t + 1)) drawn as a
+  labelled variant.
 * ``improved-ldp-linear-radius-study``: the paper gives no confidence radius for OnlineUCB's index;
   dpcert uses ``rad_t = 0.5·√log(t + 1)`` (docs/PAPER_NOTES.md, PN-IRL-4).  This study scales that
   radius by a grid of multipliers at every ε with valid (certified) noise, and once with the paper's
@@ -30,6 +32,8 @@ from dpcert import _validation as check
 from dpcert import provenance
 from dpcert.bandits.algorithms.ldp_linear import (
     ONLINE_UCB,
+    PAPER_LEARNER,
+    PAPER_ONLINE_UCB,
     BaseLearner,
     bandit_run,
     default_learner_grid,
@@ -67,14 +71,15 @@ LABELS = {
     "linucb-sdp-amp": "SDP-LinUCB, P_Amp (shuffle)",
     "linucb-sdp-vec": "SDP-LinUCB, P_Vec (shuffle)",
     "linucb-ldp": "LDP-LinUCB (local)",
-    "online-ucb": "OnlineUCB (local)",
+    "online-ucb": "OnlineUCB, Maler + Lemma 3.3 radius (local)",
+    "online-ucb-ogd": "OnlineUCB variant: OGD + 0.5·√log(t+1) radius (local)",
     "online-ucb-combiner": "OnlineUCB + combiner, Alg. 2 (local)",
 }
 SEED_STREAMS = {
     **{f"every ε, LinUCB baselines: {k}": v for k, v in LINUCB_STREAMS.items()},
     "every ε, OnlineUCB": "numpy.random.default_rng([seed, 2]) anew: the baselines' R instances, then "
-    "OnlineUCB's runs in lockstep (then the combiner's, if asked for; in the radius study, anew for "
-    "every noise and radius multiplier)",
+    "OnlineUCB's runs in lockstep (Maler with the Lemma 3.3 radius, then the OGD variant, then the "
+    "combiner's, if asked for; in the radius study, anew for every noise and radius multiplier)",
 }
 """How the reproductions derive their random streams from ``seed``."""
 COMPARED = ("linucb-ldp", "linucb-sdp-amp", "linucb-sdp-vec", "linucb-jdp")
@@ -90,18 +95,24 @@ def _online_ucb(
     name: str,
     horizon: int,
     rng: np.random.Generator,
+    learner: str = "ogd",
 ) -> BanditRun:
-    """One OnlineUCB configuration on ``env`` with the randomizer of ``local``."""
+    """One OnlineUCB configuration on ``env`` with the randomizer of ``local`` and online ``learner``."""
     start = time.perf_counter()
     session = PrivacySession(f"{name}/r")
     result = run_ldp_linear(
         env, list(learners), horizon=horizon, sigma=local.sigma, epsilon=epsilon, delta=DELTA, rng=rng,
-        session=session, certificate=local.certificate,
+        session=session, certificate=local.certificate, learner=learner,
     )  # fmt: skip
     extras = {
         "calibration": local.calibration,
         "noise": {"sigma": local.sigma},
         "clipped_fraction": result.clipped_fraction,
+        "online_learner": learner,
+        "radius": [
+            {"kind": lr.radius, "scale": lr.radius_scale, "lambda_min": lr.lambda_min} for lr in learners
+        ],
+        "gradient_bounds": result.extras["gradient_bounds"],
     }
     return bandit_run(name, result, session, local, time.perf_counter() - start, extras)
 
@@ -120,9 +131,10 @@ def figure_runs(
 ) -> dict[str, BanditRun]:
     """Figure 1 of Improved-rate LDP linear bandits: OnlineUCB against the LinUCB baselines.
 
-    The baselines come from :func:`dpcert.reproductions.chowdhury_zhou_2022.figure_runs` (tight
-    calibrations) on the same instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's
-    script.
+    ``online-ucb`` is the paper's configuration (:data:`PAPER_ONLINE_UCB` with Maler), ``online-ucb-ogd``
+    dpcert's tuned variant (:data:`ONLINE_UCB` with OGD).  The baselines come from
+    :func:`dpcert.reproductions.chowdhury_zhou_2022.figure_runs` (tight calibrations) on the same
+    instances; δ = 0.1 and shuffle batch B = 20 as in Chowdhury & Zhou 2022's script.
     """
     baseline = linucb_figure_runs(
         epsilon, runs=runs, horizon=horizon, dimension=dimension, arms=arms, delta=delta, seed=seed
@@ -130,11 +142,13 @@ def figure_runs(
     rng = np.random.default_rng([seed, 2])
     env = vaswani_instance(runs, dimension, arms, rng)  # the same instances as the baselines
     local = calibrate_randomizer(epsilon, delta, calibration)
-    names = {"online-ucb": [ONLINE_UCB]}
+    names = {"online-ucb": ([PAPER_ONLINE_UCB], PAPER_LEARNER), "online-ucb-ogd": ([ONLINE_UCB], "ogd")}
     if combiner:
-        names["online-ucb-combiner"] = default_learner_grid(horizon)
-    for name, learners in names.items():
-        baseline[name] = _online_ucb(env, learners, local, epsilon, name=name, horizon=horizon, rng=rng)
+        names["online-ucb-combiner"] = (default_learner_grid(horizon), "ogd")
+    for name, (learners, learner) in names.items():
+        baseline[name] = _online_ucb(
+            env, learners, local, epsilon, name=name, horizon=horizon, rng=rng, learner=learner
+        )
     return baseline
 
 
@@ -222,7 +236,8 @@ def reproduce(
         name, runs, out, seed, SEED_STREAMS, horizon=horizon, combiner=combiner
     )
     claims: list[Claim] = []
-    online_means = []
+    variants = {"online-ucb": "", "online-ucb-ogd": " (variant: OGD, radius 0.5·√log(t+1))"}
+    online_means: dict[str, list[float]] = {key: [] for key in variants}
     for epsilon in EPSILONS:
         progress(
             name, f"target ε = {epsilon:g}: LinUCB family, OnlineUCB" + (", combiner" if combiner else "")
@@ -232,19 +247,25 @@ def reproduce(
         panel = {"epsilon": epsilon, "delta": DELTA, "algorithms": algorithms}
         for algorithm, run in results.items():
             algorithms[algorithm] = run_summary(run)
+            for field in ("online_learner", "radius", "gradient_bounds"):  # OnlineUCB's configuration
+                if field in run.extras:
+                    algorithms[algorithm][field] = run.extras[field]
             curves.append(to_curve(run, LABELS[algorithm], f"target ε = {epsilon:g}, δ = {DELTA:g}"))
         summary["panels"].append(panel)
         finals = {algorithm: _finals(run) for algorithm, run in results.items()}
-        claims += _figure1_claims(epsilon, finals["online-ucb"], finals, command)
-        online_means.append(finals["online-ucb"].mean())
-    claims.append(
-        Claim(
-            "OnlineUCB's regret does not increase with ε",
-            verdict(all(a >= b for a, b in zip(online_means, online_means[1:], strict=False))),
-            ", ".join(f"ε = {e:g}: {m:,.0f}" for e, m in zip(EPSILONS, online_means, strict=True)),
-            command,
+        for key, where in variants.items():
+            claims += _figure1_claims(epsilon, finals[key], finals, command, where)
+            online_means[key].append(float(finals[key].mean()))
+    for key, where in variants.items():
+        means = online_means[key]
+        claims.append(
+            Claim(
+                f"OnlineUCB{where}: regret does not increase with ε",
+                verdict(all(a >= b for a, b in zip(means, means[1:], strict=False))),
+                ", ".join(f"ε = {e:g}: {m:,.0f}" for e, m in zip(EPSILONS, means, strict=True)),
+                command,
+            )
         )
-    )
     claims += _privacy_claims(command)
     title = f"Improved-rate LDP linear bandits, Figure 1 (d = 5, K = 100, T = {horizon:,})"
     summary.update(write_report(curves, out, "improved_ldp_linear_fig1", title, recorder=recorder))

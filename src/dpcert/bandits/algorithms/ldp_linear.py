@@ -470,6 +470,14 @@ def _online_learner(
 
 
 ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0)  # PN-IRL-4; OGD step 1/(0.2 t)
+"""dpcert's tuned OnlineUCB: OGD steps ``1/(μ t)``, radius ``0.5·√log(t + 1)`` (not the paper's)."""
+
+PAPER_ONLINE_UCB = BaseLearner(lambda_min=0.1, perturbation_variance=0.0, radius="theory", radius_scale=1.0)
+"""OnlineUCB as the paper's Figure 1 states it (docs/PAPER_NOTES.md, PN-IRL-5), run with ``learner="maler"``:
+the radius ``√(M_N + K_N)`` of Lemma 3.3 with γ = 1, the Lemma 3.5 plug-ins for M_N and S_N (c = 1),
+R = 1, D = 1, failure β = 0.05 and λ_min = 0.1, so Δ² = 0 (λ_min > λ̄ = T^{-1/4})."""
+PAPER_LEARNER = "maler"
+"""The online learner of the paper's experiments ("we implement Algorithm 1 with Maler", §5)."""
 
 
 def bandit_run(
