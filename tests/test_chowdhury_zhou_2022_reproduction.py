@@ -71,7 +71,7 @@ def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, 
     assert float(shown[2].replace(",", "")) == pytest.approx(stderr, rel=5e-3, abs=0.51)
     for line in claims.splitlines()[2:]:
         if "lies between" in line or "SDP-Amp ≈ LDP" in line or "comes closer" in line:
-            assert "| **no verdict (fewer than 5 runs)** |" in line, line
+            assert "| **not resolved (n = 2 < 5 runs)** |" in line, line
     amp_line = next(
         line for line in claims.splitlines() if "target ε = 1, tight" in line and "SDP-Amp ≈ LDP" in line
     )

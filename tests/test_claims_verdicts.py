@@ -13,7 +13,6 @@ from scipy import stats
 from dpcert.errors import InvalidParameter
 from dpcert.reproductions.claims import (
     MIN_RUNS,
-    SMALL_SAMPLE,
     Claim,
     all_hold,
     claims_table,
@@ -49,9 +48,7 @@ def test_mean_difference_standard_error_and_p_values_are_those_of_the_paired_t_t
     assert f"paired t-test p = {reference.pvalue:.3g} (one-sided for the claim)" in result.numbers
     against = stats.ttest_rel(FIRST, SECOND, alternative="greater").pvalue
     assert f"{against:.3g} (against)" in result.numbers
-    # 7 < SMALL_SAMPLE runs: the exact Wilcoxon signed-rank test is reported too; all seven
-    # differences negative gives the exact one-sided p = 1/2^7
-    assert 7 < SMALL_SAMPLE and f"Wilcoxon signed-rank p = {1 / 2**7:.3g} (for)" in result.numbers
+    assert result.p_value == pytest.approx(reference.pvalue) and "α = 0.05" in result.numbers
     assert "A − B = -2.14 ± 0.34 (s.e.)" in result.numbers and "7 paired runs" in result.numbers
     # the claim the other way round does not hold; "first > second" with the arms swapped holds
     assert paired_verdict(FIRST, SECOND, "first > second").holds == "does not hold"
@@ -79,9 +76,11 @@ def test_equivalence_is_two_one_sided_tests_with_the_margin_stated():
 def test_fewer_than_the_minimum_runs_give_no_verdict():
     assert MIN_RUNS == 5
     result = paired_verdict(FIRST[:4], SECOND[:4], "first < second")
-    assert result.holds == "no verdict (fewer than 5 runs)" and "4 paired runs" in result.numbers
+    assert result.holds == "not resolved (n = 4 < 5 runs)" and "4 paired runs" in result.numbers
+    assert result.p_value is None and "no test below 5 runs" in result.numbers
     assert paired_verdict(FIRST[:5], SECOND[:5], "first < second").holds == "holds"
-    assert paired_verdict(FIRST[:2], SECOND[:2], "first ≈ second", margin=0.1).holds.startswith("no verdict")
+    short = paired_verdict(FIRST[:2], SECOND[:2], "first ≈ second", margin=0.1)
+    assert short.holds == "not resolved (n = 2 < 5 runs)"
 
 
 def test_differences_that_do_not_vary_are_decided_by_their_sign():
@@ -96,7 +95,7 @@ def test_identical_distributions_are_not_resolved_at_the_stated_error_rate():
     """Both arms drawn from one distribution: each wrong verdict has probability at most α = 0.05 per
     seed.  Over 200 seeds the count of "holds" (and of "does not hold") is Binomial(200, p <= 0.05):
     P(count > 20) < 0.002 each, so this seeded check fails for a correct test with probability < 0.4 %."""
-    for runs in (8, 30):  # with and without the Wilcoxon agreement required
+    for runs in (8, 30):
         verdicts = []
         for seed in range(200):
             draws = np.random.default_rng([29, runs, seed]).normal(100.0, 10.0, size=(2, runs))
@@ -158,7 +157,7 @@ def test_pipes_and_newlines_in_cells_never_break_the_table():
     rows = [
         Claim("Good event: |μ̂ − μ| <= I", "holds", "a | b", "dpcert reproduce x"),
         Claim(r"already escaped \|μ̂ − μ\| stays one cell", "holds", "ends with a backslash \\", "c"),
-        Claim("two\nlines", "no verdict (fewer than 5 runs)", r"a \\| b", "`quoted` | command"),
+        Claim("two\nlines", "not resolved (n = 2 < 5 runs)", r"a \\| b", "`quoted` | command"),
     ]
     table = claims_table(rows)
     lines = table.splitlines()
@@ -171,6 +170,6 @@ def test_a_claim_needing_several_verdicts_holds_only_if_all_hold():
     assert all_hold(["holds", "holds"]) == "holds"
     assert all_hold(["holds", "not resolved (x)", "does not hold"]) == "does not hold"
     assert all_hold(["holds", "not resolved (x)"]) == "not resolved"
-    assert all_hold(["holds", "no verdict (fewer than 5 runs)"]) == "no verdict (fewer than 5 runs)"
+    assert all_hold(["holds", "not resolved (n = 2 < 5 runs)"]) == "not resolved (n = 2 < 5 runs)"
     with pytest.raises(InvalidParameter):
         all_hold([])

@@ -53,7 +53,7 @@ def test_fig2c_writes_its_report(tmp_path, small_instance, capsys):
     # two runs are below claims.MIN_RUNS: a warning, and the comparative row gets no verdict
     assert "[li-zhou-ji-2022-fig2c] warning: --runs 2 is below 5" in captured.err
     claims = (tmp_path / "fig2c_claims.md").read_text()
-    assert "DPE learns faster than DPE-FixedU (paired) | **no verdict (fewer than 5 runs)** |" in claims
+    assert "DPE learns faster than DPE-FixedU (paired) | **not resolved (n = 2 < 5 runs)** |" in claims
 
 
 # Synthetic final regrets of 20 runs on instances whose difficulty varies a lot from run to run (as the

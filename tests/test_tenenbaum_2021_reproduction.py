@@ -65,7 +65,7 @@ def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monk
     # two runs decide no comparative claim; the exact privacy and good-event rows keep their verdicts
     for line in table[2:]:
         exact = line.startswith("| Privacy") or line.startswith("| Good event")
-        assert ("no verdict (fewer than 5 runs)" in line) != exact, line
+        assert ("not resolved (n = 2 < 5 runs)" in line) != exact, line
     for row in summary["rows"].values():
         assert len(row["final_regret"]) == 2
         assert np.mean(row["final_regret"]) == pytest.approx(row["regret"]["mean"])

@@ -22,11 +22,14 @@ from dpcert.errors import InvalidParameter
 from dpcert.provenance import Recorder
 
 MIN_RUNS = 5
-"""Fewest runs on which a comparative claim gets a verdict; below it the verdict is "no verdict"."""
+"""Fewest paired runs on which a comparative claim gets a verdict; below it the row reads
+``"not resolved (n = N < 5 runs)"``.  Five runs give the paired t-test four degrees of freedom: the
+sample standard deviation of the differences is then within a factor 2.4 of the true one with
+probability 0.9 (χ²₄ quantiles 0.711 and 9.49), against a factor 16 with two runs (one degree of
+freedom), where a verdict would rest on an unknown spread."""
 
-SMALL_SAMPLE = 20
-"""Below this many runs a verdict also needs the exact Wilcoxon signed-rank test to agree with the
-paired t-test (the t-test's normality assumption cannot be checked on so few runs)."""
+ALPHA = 0.05
+"""Level of every comparative verdict (each wrong verdict has probability at most ``ALPHA``)."""
 
 COMPARISONS = ("first < second", "first > second", "first ≈ second")
 """The comparative claims :func:`paired_verdict` decides."""
@@ -68,13 +71,17 @@ class PairedVerdict:
     Attributes
     ----------
     holds
-        ``"holds"``, ``"does not hold"``, ``"not resolved (…)"`` or ``"no verdict (fewer than N runs)"``.
+        ``"holds"``, ``"does not hold"`` or ``"not resolved (…)"`` (also ``"not resolved (n = N < 5
+        runs)"`` below :data:`MIN_RUNS`, where no test is made).
     numbers
-        Mean paired difference ± its standard error, the p-values and the number of runs.
+        Mean paired difference ± its standard error, the p-values, α and the number of runs.
     difference, stderr
         Mean and standard error (ddof 1) of ``first − second`` over the runs.
     runs
         Number of paired runs.
+    p_value
+        p-value of the test that decided (the one-sided test for the claim, or TOST's larger one);
+        ``None`` below the minimum runs or when every run gives the same difference.
     """
 
     holds: str
@@ -82,6 +89,12 @@ class PairedVerdict:
     difference: float
     stderr: float
     runs: int
+    p_value: float | None = None
+
+
+def too_few_runs(runs: int, min_runs: int = MIN_RUNS) -> str:
+    """The verdict of a comparative claim measured on fewer than ``min_runs`` runs."""
+    return f"{NOT_RESOLVED} (n = {runs} < {min_runs} runs)"
 
 
 def paired_verdict(
@@ -90,29 +103,36 @@ def paired_verdict(
     claim: str,
     *,
     margin: float | None = None,
-    alpha: float = 0.05,
+    alpha: float = ALPHA,
     min_runs: int = MIN_RUNS,
     labels: tuple[str, str] = ("first", "second"),
 ) -> PairedVerdict:
-    """Decide a comparative claim on per-run values of two arms run on the same seeds.
+    """Decide a comparative claim on per-run values (e.g. final regrets) of two arms run on the same seeds.
 
-    ``first[i]`` and ``second[i]`` are run ``i`` of each arm; the test is on the differences
-    ``d = first − second`` (one-sample t-test on ``d``, i.e. the paired t-test).  ``claim`` is one of
-    :data:`COMPARISONS`:
+    ``first[i]`` and ``second[i]`` are run ``i`` of each arm (same seed, hence the same environment
+    draw where the reproduction draws it so); ``second`` may also be a constant (a bound) broadcast to
+    the runs.  The test is the paired t-test, i.e. the one-sample t-test on the differences
+    ``d = first − second`` (``scipy.stats.ttest_rel``), with ``n − 1`` degrees of freedom.  ``claim``
+    is one of :data:`COMPARISONS`:
 
     * ``"first < second"``: *holds* if the one-sided test rejects mean d ≥ 0 at level ``alpha``,
       *does not hold* if the opposite one-sided test rejects mean d ≤ 0, else *not resolved*.
       ``"first > second"`` likewise with the signs exchanged.
     * ``"first ≈ second"`` within the relative ``margin``: the equivalence bound is
       b = margin·|mean(second)| (taken as fixed).  *Holds* if both one-sided tests of TOST reject
-      (mean d ≤ −b and mean d ≥ b), *does not hold* if mean d > b or mean d < −b is shown (each
-      one-sided at ``alpha``/2), else *not resolved*.
+      (mean d ≤ −b and mean d ≥ b, each at ``alpha``), *does not hold* if mean d > b or mean d < −b is
+      shown (each one-sided at ``alpha``/2, i.e. the two-sided 1 − ``alpha`` interval lies outside the
+      margin), else *not resolved*.  "Not significantly different" is never read as "≈".
 
-    Every verdict errs with probability at most ``alpha`` under its null hypothesis.  Below
-    :data:`SMALL_SAMPLE` runs a rejection also needs the exact Wilcoxon signed-rank test at the same
-    level.  When the differences do not vary (every run gives the same d, as when pseudo-regret is
-    exact), the sign of d decides.  Fewer than ``min_runs`` runs give ``"no verdict (fewer than N
-    runs)"``.
+    Every verdict errs with probability at most ``alpha`` under its null hypothesis (normal
+    differences).  The t-test alone decides: a conjunction with the exact Wilcoxon signed-rank test
+    would make "does not hold" unreachable for "≈" at five runs (its smallest one-sided p-value is
+    2⁻⁵ = 0.031 > ``alpha``/2).  When the differences do not vary (every run gives the same d, as when
+    pseudo-regret is exact), the sign of d decides.  Fewer than ``min_runs`` runs give
+    ``"not resolved (n = N < min_runs runs)"`` with the numbers but no test.
+
+    The returned ``numbers`` read e.g. ``"A − B = -811 ± 108 (s.e.); paired t-test p = 1.1e-05
+    (one-sided for the claim), 1 (against); 10 paired runs, α = 0.05"``.
     """
     if claim not in COMPARISONS:
         raise InvalidParameter("claim", claim, " or ".join(repr(c) for c in COMPARISONS))
@@ -120,6 +140,8 @@ def paired_verdict(
     min_runs = check.positive_int("min_runs", min_runs, minimum=2)
     a = check.finite_array("first", first).astype(float).ravel()
     b = check.finite_array("second", second).astype(float).ravel()
+    if b.size == 1 and a.size != 1:
+        b = np.full(a.shape, float(b[0]))
     if a.shape != b.shape:
         raise InvalidParameter("second", f"{b.size} runs", f"as many runs as first ({a.size})")
     bound = 0.0
@@ -139,8 +161,8 @@ def paired_verdict(
     if bound:
         where = f"margin ± {_number(bound)} ({margin:.0%} of {labels[1]}'s mean), " + where
     if n < min_runs:
-        text = f"{head}; {where}" if n else where
-        return PairedVerdict(f"no verdict (fewer than {min_runs} runs)", text, mean, stderr, n)
+        text = f"{head}; no test below {min_runs} runs; {where}" if n else where
+        return PairedVerdict(too_few_runs(n, min_runs), text, mean, stderr, n)
     if float(d.std(ddof=1)) == 0.0:
         exact = {
             "first < second": mean < 0.0,
@@ -151,69 +173,142 @@ def paired_verdict(
             verdict(exact), f"{head}; every run gives the same difference; {where}", mean, stderr, n
         )
     if claim == "first ≈ second":
-        p_low, w_low = _one_sided(d, -bound, "greater", n)  # rejects mean d <= -b
-        p_high, w_high = _one_sided(d, bound, "less", n)  # rejects mean d >= b
-        p_above, w_above = _one_sided(d, bound, "greater", n)  # shows mean d > b
-        p_below, w_below = _one_sided(d, -bound, "less", n)  # shows mean d < -b
-        if _rejects(p_low, w_low, alpha) and _rejects(p_high, w_high, alpha):
-            holds = HOLDS
-        elif _rejects(p_above, w_above, alpha / 2) or _rejects(p_below, w_below, alpha / 2):
-            holds = DOES_NOT_HOLD
+        p_low = _one_sided(d, -bound, "greater")  # rejects mean d <= -b
+        p_high = _one_sided(d, bound, "less")  # rejects mean d >= b
+        p_above = _one_sided(d, bound, "greater")  # shows mean d > b
+        p_below = _one_sided(d, -bound, "less")  # shows mean d < -b
+        p_tost, p_out = max(p_low, p_high), min(p_above, p_below)
+        if p_tost < alpha:
+            holds, p_value = HOLDS, p_tost
+        elif p_out < alpha / 2:
+            holds, p_value = DOES_NOT_HOLD, p_out
         else:
             holds = f"{NOT_RESOLVED} (neither within nor outside the margin at α = {alpha:g})"
-        tests = f"TOST t-test p = {max(p_low, p_high):.3g}, outside-margin p = {min(p_above, p_below):.3g}"
-        if n < SMALL_SAMPLE:
-            w_tost, w_out = _max(w_low, w_high), _min(w_above, w_below)
-            tests += f"; Wilcoxon: TOST p = {w_tost:.3g}, outside-margin p = {w_out:.3g}"
+            p_value = p_tost
+        tests = f"TOST t-test p = {p_tost:.3g}, outside-margin p = {p_out:.3g} (vs α/2)"
     else:
         towards, away = ("less", "greater") if claim == "first < second" else ("greater", "less")
-        p_for, w_for = _one_sided(d, 0.0, towards, n)
-        p_against, w_against = _one_sided(d, 0.0, away, n)
-        if _rejects(p_for, w_for, alpha):
-            holds = HOLDS
-        elif _rejects(p_against, w_against, alpha):
-            holds = DOES_NOT_HOLD
+        p_for = _one_sided(d, 0.0, towards)
+        p_against = _one_sided(d, 0.0, away)
+        if p_for < alpha:
+            holds, p_value = HOLDS, p_for
+        elif p_against < alpha:
+            holds, p_value = DOES_NOT_HOLD, p_against
         else:
             holds = f"{NOT_RESOLVED} (no paired difference shown at α = {alpha:g})"
+            p_value = p_for
         tests = f"paired t-test p = {p_for:.3g} (one-sided for the claim), {p_against:.3g} (against)"
-        if n < SMALL_SAMPLE:
-            tests += f"; Wilcoxon signed-rank p = {_max(w_for):.3g} (for), {_max(w_against):.3g} (against)"
-    return PairedVerdict(holds, f"{head}; {tests}; {where}", mean, stderr, n)
+    return PairedVerdict(holds, f"{head}; {tests}; {where}", mean, stderr, n, p_value)
 
 
 def all_hold(verdicts: Sequence[str]) -> str:
     """The verdict of a claim that needs every one of ``verdicts``: ``"does not hold"`` if one does
-    not hold, ``"holds"`` if all hold, else the first "no verdict …" or ``"not resolved"``."""
+    not hold, ``"holds"`` if all hold, else the first "not resolved (n = …)" or ``"not resolved"``."""
     if not verdicts:
         raise InvalidParameter("verdicts", verdicts, "at least one verdict")
     if DOES_NOT_HOLD in verdicts:
         return DOES_NOT_HOLD
     if all(v == HOLDS for v in verdicts):
         return HOLDS
-    return next((v for v in verdicts if v.startswith("no verdict")), NOT_RESOLVED)
+    return next((v for v in verdicts if v.startswith(f"{NOT_RESOLVED} (n = ")), NOT_RESOLVED)
 
 
-def _one_sided(d: np.ndarray, shift: float, alternative: str, n: int) -> tuple[float, float | None]:
-    """One-sided p-values of the t-test (and below :data:`SMALL_SAMPLE` runs the Wilcoxon signed-rank
-    test) of mean(d) against ``shift``."""
+def per_run_line(x: Sequence[float], values: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Intercepts and slopes of the least-squares line through ``(x[j], values[j][i])`` for every run ``i``.
+
+    ``values[j]`` holds every run's value at ``x[j]``; run ``i`` of every point is paired (same seed or
+    same index), so the per-run intercepts (slopes) are independent over runs and can be tested with
+    :func:`paired_verdict` against a constant.  Elementwise sums, no BLAS.
+    """
+    xs = np.asarray(check.finite_array("x", np.asarray(x, dtype=float)), dtype=float).ravel()
+    if xs.size < 2 or float(np.ptp(xs)) == 0.0:
+        raise InvalidParameter("x", list(xs), "at least two distinct points")
+    if len(values) != xs.size:
+        raise InvalidParameter("values", f"{len(values)} points", f"one array per x ({xs.size})")
+    ys = np.stack([check.finite_array("values", v).astype(float).ravel() for v in values])
+    centred = xs - xs.mean()
+    slopes = np.sum(centred[:, None] * (ys - ys.mean(axis=0)), axis=0) / float(np.sum(centred * centred))
+    intercepts = ys.mean(axis=0) - slopes * xs.mean()
+    return intercepts, slopes
+
+
+ADDITIVE_MARGIN = 0.10
+"""Margin of an additive-cost claim (:func:`additive_cost`): the privacy cost left when the privacy
+term's variable goes to 0 must be within ±10 % of the non-private arm's mean regret."""
+
+
+@dataclass(frozen=True)
+class AdditiveCost:
+    """The verdict of :func:`additive_cost`.
+
+    Attributes
+    ----------
+    verdict
+        TOST of the per-run intercepts against 0 within ``margin`` × the non-private mean regret.
+    intercepts, slopes
+        Per-run least-squares intercept and slope of private − non-private against the variable.
+    text
+        The fitted line (means ± s.e. over runs) and the test's numbers, for the row.
+    """
+
+    verdict: PairedVerdict
+    intercepts: np.ndarray
+    slopes: np.ndarray
+    text: str
+
+
+def additive_cost(
+    private: Sequence[np.ndarray],
+    nonprivate: np.ndarray,
+    x: Sequence[float],
+    labels: tuple[str, str],
+    *,
+    variable: str = "x",
+    margin: float = ADDITIVE_MARGIN,
+    alpha: float = ALPHA,
+    min_runs: int = MIN_RUNS,
+) -> AdditiveCost:
+    """Whether a privacy cost is additive: ``private[j] − nonprivate = c·x[j]`` with nothing left at x = 0.
+
+    ``private[j]`` holds every run's final regret at the j-th privacy level, whose privacy term is
+    proportional to ``x[j]`` (e.g. σ² ∝ log(1/δ)/ε² or σ ∝ 1/ε); ``nonprivate`` every run's regret
+    without privacy (run i paired with run i of every level).  For each run the least-squares line of
+    the difference against ``x`` (:func:`per_run_line`) is fitted; an additive cost has intercept 0,
+    a multiplicative one (private = r × non-private) intercept (r − 1) × non-private.  The claim holds
+    when TOST shows the mean intercept within ±``margin`` × mean(non-private)
+    (:func:`paired_verdict` of non-private + intercept ≈ non-private), does not hold when it is shown
+    outside, and is not resolved otherwise or with fewer than two levels.
+    """
+    base = check.finite_array("nonprivate", nonprivate).astype(float).ravel()
+    name = f"{labels[0]} at {variable} = 0"
+    if len(x) < 2:
+        empty = np.zeros(0)
+        result = PairedVerdict(f"{NOT_RESOLVED} (one privacy level: no line)", "", math.nan, math.nan, 0)
+        return AdditiveCost(result, empty, empty, "one privacy level: no line to fit")
+    intercepts, slopes = per_run_line(x, [np.asarray(p, dtype=float) - base for p in private])
+    result = paired_verdict(
+        base + intercepts,
+        base,
+        "first ≈ second",
+        margin=margin,
+        alpha=alpha,
+        min_runs=min_runs,
+        labels=(name, labels[1]),
+    )
+    slope, _, slope_se = mean_sd_se(slopes)
+    text = (
+        f"per-run line {labels[0]} − {labels[1]} = a + c·{variable} over {variable} = "
+        + ", ".join(f"{value:.3g}" for value in x)
+        + f": c = {_number(slope)} ± {_number(slope_se)}, intercept a: {result.numbers}"
+    )
+    return AdditiveCost(result, intercepts, slopes, text)
+
+
+def _one_sided(d: np.ndarray, shift: float, alternative: str) -> float:
+    """One-sided p-value of the t-test of mean(d) against ``shift``."""
     from scipy import stats
 
-    p_t = float(stats.ttest_1samp(d, shift, alternative=alternative).pvalue)
-    if n >= SMALL_SAMPLE:
-        return p_t, None
-    shifted = d - shift
-    if not np.any(shifted):
-        return p_t, 1.0
-    p_w = float(stats.wilcoxon(shifted, alternative=alternative).pvalue)
-    return p_t, p_w
-
-
-def _max(*values: float | None) -> float:
-    return max(value for value in values if value is not None)
-
-
-def _min(*values: float | None) -> float:
-    return min(value for value in values if value is not None)
+    return float(stats.ttest_1samp(d, shift, alternative=alternative).pvalue)
 
 
 def _number(value: float, sign: str = "") -> str:
@@ -223,16 +318,12 @@ def _number(value: float, sign: str = "") -> str:
     return format(value, f"{sign}.3g")
 
 
-def _rejects(p_t: float, p_w: float | None, level: float) -> bool:
-    return p_t < level and (p_w is None or p_w < level)
-
-
 def few_runs_warning(name: str, runs: int, min_runs: int = MIN_RUNS) -> None:
     """One warning line on stderr when ``runs`` is below the fewest runs a verdict needs."""
     if runs < min_runs:
         sys.stderr.write(
             f"[{name}] warning: --runs {runs} is below {min_runs}: comparative claims read "
-            f'"no verdict (fewer than {min_runs} runs)"\n'
+            f'"{too_few_runs(runs, min_runs)}" (no test is made)\n'
         )
         sys.stderr.flush()
 

@@ -43,10 +43,12 @@ from dpcert.bandits.algorithms.mab import (
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.bandits.results import RunResult
 from dpcert.reproductions.claims import (
+    ADDITIVE_MARGIN,
     DOES_NOT_HOLD,
     HOLDS,
     Claim,
     PairedVerdict,
+    additive_cost,
     all_hold,
     claims_footer,
     few_runs_warning,
@@ -258,7 +260,6 @@ def claims_table(rows: dict[str, Any], epsilons: tuple[float, ...], horizon: int
     streams, so the differences are independent and identically distributed), bounds by the same test
     against the bound; the privacy and good-event rows are exact counts.
     """
-    from scipy import stats
 
     def finals(label: str, epsilon: float | None = None) -> np.ndarray:
         return np.asarray(rows[row_label(label, epsilon)]["final_regret"], dtype=float)
@@ -333,39 +334,48 @@ def claims_table(rows: dict[str, Any], epsilons: tuple[float, ...], horizon: int
             (f"SDP-AE(ε = {epsilons[low]:g}) − SDP-AE(ε = {epsilons[high]:g})", f"k·Δσ² ({growth:,.0f})"),
         )
         add(
-            "Cor. 3.2 and §1 (SDP-AE, m = ⌈σ²⌉): the dependence on 1/ε is additive, not multiplicative — "
+            "Cor. 3.2 and §1 (SDP-AE, m = ⌈σ²⌉): the regret does not scale with σ² (∝ 1/ε²) — "
             f"from ε = {epsilons[high]:g} to ε = {epsilons[low]:g} the regret grows by less than the "
             "additive term k·σ² does (a multiplicative dependence would scale the regret with σ²)",
             step.holds,
             f"{step.numbers}; σ² goes {sigma2s[high]:,.1f} → {sigma2s[low]:,.1f}",
         )
-    cost_tests = []
-    for epsilon, sigma2 in zip(epsilons, sigma2s, strict=True):
-        allowance = 2 * nonprivate + math.ceil(sigma2) * float(gaps.sum())
-        cost_tests.append(
-            paired_verdict(
-                finals("SDP-AE", epsilon),
-                allowance,
-                "first < second",
-                labels=("SDP-AE", "(2 × non-private + ⌈σ²⌉·ΣΔ)"),
-            )
-        )
+    sdp_cost = additive_cost(
+        [finals("SDP-AE", e) for e in epsilons],
+        nonprivate,
+        sigma2s,
+        ("SDP-AE", "non-private SE"),
+        variable="σ²",
+    )
     add(
-        "Cor. 3.2 (SDP-AE, m = ⌈σ²⌉): the privacy cost is an additive term, O(Σ log T/Δ + k log(1/δ)/ε²) "
-        "— at every ε SDP-AE's regret stays below 2 × the non-private (m = 1) regret + ⌈σ²⌉·ΣΔ "
-        "(Thm 3.1's terms with equal constants: σ² log T/(mΔ) ≤ log T/Δ at m ≥ σ², plus mΔ per arm)",
-        decided(cost_tests),
+        "Cor. 3.2 (SDP-AE, m = ⌈σ²⌉): the privacy cost is additive, O(Σ log T/Δ + k log(1/δ)/ε²) — "
+        "SDP-AE − non-private grows as c·σ² (σ² ∝ log(1/δ)/ε²) and vanishes as σ² → 0 (tested: the "
+        "intercept of each run's least-squares line of SDP-AE − non-private against σ² over ε, i.e. the "
+        f"cost not explained by σ², is 0 within ±{ADDITIVE_MARGIN:.0%} of the non-private regret, TOST; "
+        "a multiplicative cost leaves an intercept of (ratio − 1) × non-private)",
+        sdp_cost.verdict.holds,
         f"SDP-AE / non-private = {ratios} at ε = {', '.join(f'{e:g}' for e in epsilons)}; "
-        + detail(cost_tests, at)
+        + sdp_cost.text
         + "; Alg. 1's radius (2√t σ/N + 1/√N)·√(2 log T) is at m = ⌈σ²⌉ up to 3× the non-private one "
-        "(up to 9× the pulls at every ε): a constant factor that Cor. 3.2's O(·) hides, not a cost "
-        "that shrinks as ε grows",
+        "(up to 9× the pulls at every ε): a constant factor that Cor. 3.2's O(·) hides",
     )
     sigmas = np.array([math.sqrt(s2) for s2 in sigma2s])
+    vb_cost = additive_cost(
+        [finals("VB-SDP-AE", e) for e in epsilons],
+        finals(NONPRIVATE_VB),
+        list(sigmas),
+        ("VB-SDP-AE", "non-private VB"),
+        variable="σ",
+    )
+    add(
+        "Thm 3.3 (VB-SDP-AE): the privacy cost is additive, O(kσ log T) with σ ∝ √log(1/δ)/ε added to the "
+        "non-private term (tested: the intercept of each run's least-squares line of VB-SDP-AE − "
+        f"non-private VB against σ over ε is 0 within ±{ADDITIVE_MARGIN:.0%} of the non-private regret, "
+        "TOST)",
+        vb_cost.verdict.holds,
+        vb_cost.text,
+    )
     if len(epsilons) >= 3:
-        vb = np.array([mean("VB-SDP-AE", e) for e in epsilons])
-        slope = float(np.polyfit(sigmas, vb - mean(NONPRIVATE_VB), 1)[0])
-        rho = float(stats.spearmanr(sigmas, vb).statistic)
         order = np.argsort(sigmas)
         grows = [
             paired_verdict(
@@ -377,14 +387,17 @@ def claims_table(rows: dict[str, Any], epsilons: tuple[float, ...], horizon: int
             for i, j in zip(order[:-1], order[1:], strict=True)
         ]
         steps = [f"σ {sigmas[i]:.3g} → {sigmas[j]:.3g}" for i, j in zip(order[:-1], order[1:], strict=True)]
-        slope_ok = HOLDS if slope <= 54.4 * k * log_t else DOES_NOT_HOLD
+        slope_bound = 54.4 * k * log_t
+        slope_test = below(
+            vb_cost.slopes, slope_bound, ("per-run slope", f"54.4·k·log T ({slope_bound:,.0f})")
+        )
         add(
-            "Thm 3.3 (VB-SDP-AE): additive O(kσ log T) privacy cost, below the explicit bound of PN-TKMS-6",
-            all_hold([*(t.holds for t in grows), *(t.holds for t in vb_tests), slope_ok]),
+            "Thm 3.3 (VB-SDP-AE): O(kσ log T) privacy cost, below the explicit bound of PN-TKMS-6 — regret "
+            "grows with σ, the per-run slope against σ is below 54.4·k·log T, the regret below the bound",
+            all_hold([*(t.holds for t in grows), slope_test.holds, *(t.holds for t in vb_tests)]),
             "regret grows with σ at every step — "
             + detail(grows, steps)
-            + f"; Spearman ρ = {rho:.2f}; slope of mean regret − non-private doubling {slope:,.0f} per unit "
-            f"σ = {slope / (k * log_t):.1f}·k·log T (bound 54.4·k·log T); below the bound: "
+            + f"; slope: {slope_test.holds}, {slope_test.numbers}; below the bound: "
             + detail(vb_tests, at),
         )
     local_tests = [
