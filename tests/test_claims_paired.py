@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.reproductions import chowdhury_zhou_2022, li_zhou_ji_2022, tenenbaum_2021
+from dpcert.reproductions import charisopoulos_2023, chowdhury_zhou_2022, li_zhou_ji_2022, tenenbaum_2021
 from dpcert.reproductions.claims import (
     ALPHA,
     MIN_RUNS,
@@ -279,3 +279,18 @@ def test_a_row_with_pipes_has_as_many_cells_as_the_header():
 
     assert cells(header) == cells(rule) == cells(line) == 4
     assert r"\|μ̂ − μ\|" in line
+
+
+# ------------------------------------------------------------------ Charisopoulos, Esfandiari & Mirrokni 2023
+
+
+def test_e4_decides_m2_below_m1_by_the_paired_test_on_the_saved_runs(tmp_path):
+    summary = charisopoulos_2023.reproduce_e4(6, tmp_path, horizons=(2_000,), epsilons=(1.0,))
+    npz = np.load(tmp_path / "charisopoulos_2023_e4_curves.npz")
+    labels = list(npz["labels"])
+    m1 = npz[f"{labels.index('M1, T = 2,000')}_regret"][:, -1]
+    m2 = npz[f"{next(i for i, x in enumerate(labels) if x.startswith('M2'))}_regret"][:, -1]
+    reference = stats.ttest_rel(m2, m1, alternative="less")
+    row = next(row for row in summary["claims"] if row["claim"].startswith("M2's privacy term"))
+    assert reference.pvalue < 0.05 and row["holds"] == "holds"  # M2 ≈ 525 against M1 ≈ 1,279
+    assert f"paired t-test p = {reference.pvalue:.3g}" in row["numbers"] and "6 paired runs" in row["numbers"]
