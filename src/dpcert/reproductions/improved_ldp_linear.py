@@ -20,7 +20,6 @@ the JSON summary.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,12 +47,18 @@ from dpcert.reproductions.chowdhury_zhou_2022 import SEED_STREAMS as LINUCB_STRE
 from dpcert.reproductions.chowdhury_zhou_2022 import figure_runs as linucb_figure_runs
 from dpcert.reproductions.chowdhury_zhou_2022 import run_summary
 from dpcert.reproductions.claims import (
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_RESOLVED,
     Claim,
+    PairedVerdict,
+    all_hold,
     changed_options,
     command_line,
+    few_runs_warning,
     mean_sd_se,
+    paired_verdict,
     progress,
-    verdict,
     with_record,
     write_claims,
 )
@@ -176,38 +181,59 @@ def _text(values: np.ndarray) -> str:
     return f"{mean:,.0f} ± {se:,.0f}"
 
 
-def _beats(online: np.ndarray, other: np.ndarray) -> bool:
-    """OnlineUCB's mean regret is lower than ``other``'s by more than two combined standard errors."""
-    se = math.hypot(mean_sd_se(online)[2], mean_sd_se(other)[2])
-    return float(other.mean() - online.mean()) > 2.0 * se
+COMPARABLE_MARGIN = 0.10
+"""Equivalence margin of "comparable to SDP-LinUCB": within ±10 % of SDP-LinUCB's mean regret (TOST)."""
 
 
-def _comparable(online: np.ndarray, other: np.ndarray) -> bool:
-    """The two means differ by at most two combined standard errors."""
-    se = math.hypot(mean_sd_se(online)[2], mean_sd_se(other)[2])
-    return abs(float(other.mean() - online.mean())) <= 2.0 * se
+def _either(first: str, second: str) -> str:
+    """The verdict of "A or B": holds if one holds, does not hold if both do not, else not resolved."""
+    if HOLDS in (first, second):
+        return HOLDS
+    if first == second == DOES_NOT_HOLD:
+        return DOES_NOT_HOLD
+    return next((v for v in (first, second) if v.startswith(NOT_RESOLVED)), NOT_RESOLVED)
 
 
 def _figure1_claims(
     epsilon: float, online: np.ndarray, baselines: dict[str, np.ndarray], command: str, where: str = ""
 ) -> list[Claim]:
-    """The paper's Figure 1 claims at one ε for one OnlineUCB configuration (``where`` names it)."""
-    numbers = f"OnlineUCB{where} {_text(online)}; " + ", ".join(
-        f"{LABELS[name]} {_text(baselines[name])}" for name in COMPARED if name in baselines
-    )
-    if epsilon < 1.0:
-        ldp, amp, vec = (baselines.get(n) for n in ("linucb-ldp", "linucb-sdp-amp", "linucb-sdp-vec"))
-        holds = ldp is not None and _beats(online, ldp)
-        holds &= (
-            amp is not None and vec is not None and (_comparable(online, amp) or _comparable(online, vec))
+    """The paper's Figure 1 claims at one ε for one OnlineUCB configuration (``where`` names it), each
+    decided by paired tests on the per-run final regrets (OnlineUCB and the baselines run on the same
+    instances; :func:`~dpcert.reproductions.claims.paired_verdict`)."""
+
+    def versus(name: str, claim: str, **kwargs: Any) -> PairedVerdict:
+        return paired_verdict(
+            online, baselines[name], claim, labels=("OnlineUCB", LABELS[name].split(" (")[0]), **kwargs
         )
-        text = f"ε = {epsilon:g}: OnlineUCB{where} beats LDP-LinUCB and is comparable to SDP-LinUCB"
-        return [Claim(text, verdict(bool(holds)), numbers, command)]
-    beaten = [name for name in COMPARED if name in baselines and _beats(online, baselines[name])]
-    text = f"ε = {epsilon:g}: OnlineUCB{where} significantly outperforms LDP, SDP and JDP (> 2 s.e.)"
-    return [
-        Claim(text, verdict(len(beaten) == len(COMPARED)), numbers + f"; beaten: {len(beaten)}/4", command)
+
+    if epsilon < 1.0:
+        ldp = versus("linucb-ldp", "first < second")
+        amp = versus("linucb-sdp-amp", "first ≈ second", margin=COMPARABLE_MARGIN)
+        vec = versus("linucb-sdp-vec", "first ≈ second", margin=COMPARABLE_MARGIN)
+        holds = all_hold([ldp.holds, _either(amp.holds, vec.holds)])
+        text = (
+            f"ε = {epsilon:g}: OnlineUCB{where} beats LDP-LinUCB and is comparable to SDP-LinUCB "
+            f"(P_Amp or P_Vec, within ±{COMPARABLE_MARGIN:.0%})"
+        )
+        numbers = "; ".join(f"{v.numbers} → {v.holds}" for v in (ldp, amp, vec))
+        return [Claim(text, holds, numbers, command)]
+    tests = [versus(name, "first < second") for name in COMPARED if name in baselines]
+    text = f"ε = {epsilon:g}: OnlineUCB{where} significantly outperforms LDP, SDP and JDP"
+    numbers = "; ".join(f"{v.numbers} → {v.holds}" for v in tests)
+    return [Claim(text, all_hold([v.holds for v in tests]), numbers, command)]
+
+
+def _decreasing_claim(statement: str, finals: Sequence[np.ndarray], epsilons: Sequence[float], command: str):
+    """ "Regret falls as ε grows": for each pair of consecutive ε, the larger ε's per-run regret is lower
+    (paired over the same instances); holds when every step does."""
+    steps = [
+        paired_verdict(finals[i + 1], finals[i], "first < second", labels=(f"ε = {high:g}", f"ε = {low:g}"))
+        for i, (low, high) in enumerate(zip(epsilons, epsilons[1:], strict=False))
     ]
+    if not steps:
+        return Claim(statement, "not tested (one ε)", "", command)
+    numbers = "; ".join(f"{v.numbers} → {v.holds}" for v in steps)
+    return Claim(statement, all_hold([v.holds for v in steps]), numbers, command)
 
 
 # =========================================================================== improved-ldp-linear-fig1
@@ -226,6 +252,7 @@ def reproduce(
     ``out``."""
     name = "improved-ldp-linear-fig1"
     runs = RUNS if runs is None else check.positive_int("runs", runs)
+    few_runs_warning(name, runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     out = Path("dpcert-reproduce") if out is None else Path(out)
     summary: dict[str, Any] = {"name": name, "runs": runs, "horizon": horizon, "delta": DELTA, "panels": []}
@@ -237,7 +264,7 @@ def reproduce(
     )
     claims: list[Claim] = []
     variants = {"online-ucb": "", "online-ucb-ogd": " (variant: OGD, radius 0.5·√log(t+1))"}
-    online_means: dict[str, list[float]] = {key: [] for key in variants}
+    online_finals: dict[str, list[np.ndarray]] = {key: [] for key in variants}
     for epsilon in EPSILONS:
         progress(
             name, f"target ε = {epsilon:g}: LinUCB family, OnlineUCB" + (", combiner" if combiner else "")
@@ -255,15 +282,11 @@ def reproduce(
         finals = {algorithm: _finals(run) for algorithm, run in results.items()}
         for key, where in variants.items():
             claims += _figure1_claims(epsilon, finals[key], finals, command, where)
-            online_means[key].append(float(finals[key].mean()))
+            online_finals[key].append(finals[key])
     for key, where in variants.items():
-        means = online_means[key]
         claims.append(
-            Claim(
-                f"OnlineUCB{where}: regret does not increase with ε",
-                verdict(all(a >= b for a, b in zip(means, means[1:], strict=False))),
-                ", ".join(f"ε = {e:g}: {m:,.0f}" for e, m in zip(EPSILONS, means, strict=True)),
-                command,
+            _decreasing_claim(
+                f"OnlineUCB{where}: regret falls as ε grows", online_finals[key], EPSILONS, command
             )
         )
     claims += _privacy_claims(command)
@@ -387,6 +410,7 @@ def reproduce_radius_study(
     default (the paper's figure has 50: ``--runs 50``)."""
     name = "improved-ldp-linear-radius-study"
     runs = 10 if runs is None else check.positive_int("runs", runs)
+    few_runs_warning(name, runs)
     horizon = check.positive_int("horizon", horizon, minimum=10)
     grid = list(multipliers) if isinstance(multipliers, (list, tuple)) else [multipliers]
     if not grid:
@@ -408,6 +432,7 @@ def reproduce_radius_study(
     rows: dict[str, dict[str, Any]] = {}
     curves: list[Curve] = []
     claims: list[Claim] = []
+    valid_finals: dict[tuple[float, float], np.ndarray] = {}
     for epsilon in epsilons:
         progress(name, f"target ε = {epsilon:g}: LinUCB baselines")
         baselines = linucb_figure_runs(epsilon, runs=runs, horizon=horizon, delta=DELTA, seed=seed)
@@ -444,6 +469,8 @@ def reproduce_radius_study(
                 run = _online_ucb(env, [learner], local, epsilon, name="online-ucb", horizon=horizon, rng=rng)
                 finals = _finals(run)
                 finals_by_multiplier[multiplier] = finals
+                if key == "valid":
+                    valid_finals[(epsilon, multiplier)] = finals
                 mean, sd, se = mean_sd_se(finals)
                 certified = certified_of(run)
                 if certified is None:
@@ -465,7 +492,15 @@ def reproduce_radius_study(
             curves.append(to_curve(baselines[algorithm], LABELS[algorithm], family))
         curves += later
         rows[f"{epsilon:g}"] = panel
-    claims.append(_monotone_claim(rows, epsilons, multipliers, command))
+    claims += [
+        _decreasing_claim(
+            f"OnlineUCB (certified σ, radius × {m:g}): regret falls as ε grows",
+            [valid_finals[(e, m)] for e in sorted(epsilons)],
+            sorted(epsilons),
+            command,
+        )
+        for m in multipliers
+    ]
     title = f"OnlineUCB radius study (Improved-rate LDP linear bandits), T = {horizon:,}"
     summary: dict[str, Any] = {
         "name": name,
@@ -518,23 +553,6 @@ def _radius_claims(
         )
     )
     return claims
-
-
-def _monotone_claim(
-    rows: dict[str, dict[str, Any]], epsilons: Sequence[float], multipliers: Sequence[float], command: str
-) -> Claim:
-    """OnlineUCB's regret does not increase with ε, at every multiplier (certified σ)."""
-    failures = []
-    for multiplier in multipliers:
-        means = [rows[f"{e:g}"]["valid"][f"{multiplier:g}"]["mean"] for e in sorted(epsilons)]
-        if any(a < b for a, b in zip(means, means[1:], strict=False)):
-            failures.append(multiplier)
-    return Claim(
-        "OnlineUCB's regret does not increase with ε (certified σ), at every radius multiplier",
-        verdict(not failures) if len(epsilons) > 1 else "not tested (one ε)",
-        "fails at × " + ", ".join(f"{m:g}" for m in failures) if failures else "no exception",
-        command,
-    )
 
 
 register_reproduction(
