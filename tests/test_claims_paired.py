@@ -26,6 +26,7 @@ from dpcert.reproductions.claims import (
     paired_verdict,
     per_run_line,
 )
+from dpcert.reproductions.report import Curve, markdown_table
 
 
 def _with_mean_and_stderr(rng: np.random.Generator, n: int, mean: float, stderr: float) -> np.ndarray:
@@ -294,3 +295,11 @@ def test_e4_decides_m2_below_m1_by_the_paired_test_on_the_saved_runs(tmp_path):
     row = next(row for row in summary["claims"] if row["claim"].startswith("M2's privacy term"))
     assert reference.pvalue < 0.05 and row["holds"] == "holds"  # M2 ≈ 525 against M1 ≈ 1,279
     assert f"paired t-test p = {reference.pvalue:.3g}" in row["numbers"] and "6 paired runs" in row["numbers"]
+
+
+def test_the_regret_table_escapes_pipes_through_the_same_cell_writer():
+    curve = Curve("attack | α = 0.1", np.array([1.0, 2.0]), np.array([[1.0, 3.0], [2.0, 5.0]]), None, "p|q")
+    header, rule, line = markdown_table([curve]).splitlines()
+    splits = [len(re.split(r"(?<!\\)\|", text)) for text in (header, rule, line)]
+    assert splits[0] == splits[1] == splits[2] == 9  # seven cells
+    assert r"attack \| α = 0.1" in line and r"p\|q" in line and "| 4.0 |" in line  # mean of 3 and 5

@@ -13,7 +13,9 @@ by the *target* ε and each legend entry gives the curve's certified (ε, δ).
 
 Every reproduction writes its JSON summary, the report of :mod:`dpcert.reproductions.report`
 (``STEM.md``: final regret mean ± s.d. and ± s.e.; ``STEM_curves.npz``: every run's curve; one PNG
-per panel of cumulative regret) and ``STEM_claims.md``, the paper's claims the figure tests.  Every
+per panel of cumulative regret; for Fig. 2(b) and 2(c) ``STEM.png`` draws, as the paper does, the
+per-round regret R(t)/t, every panel in one figure, and ``STEM-cumulative.png`` the cumulative regret)
+and ``STEM_claims.md``, the paper's claims the figure tests.  Every
 comparative claim is decided by :func:`dpcert.reproductions.claims.paired_verdict` on the per-run final
 regrets: the curves of one reproduction share ``--seed``, so run r of every curve plays the same
 instance (``numpy.random.default_rng([seed, 0])``) with the same stream (``[seed, 1, r]``) and the runs
@@ -60,6 +62,11 @@ EPSILON_GRID = (0.5, 1.0, 2.0, 5.0, 10.0)
 MODELS = (("CDP-DPE", "central"), ("LDP-DPE", "local"), ("SDP-DPE", "shuffle"))
 SHUFFLE_CENTRAL_MARGIN = 0.25
 """Relative margin of "SDP-DPE ≈ CDP-DPE" (Li, Zhou & Ji 2022, §7: shuffle as good as central)."""
+PANELS_2B = {
+    "paper": "paper calibration (noise of Tables 3–4)",
+    "tight": "tight calibration (least noise, exact accounting)",
+}
+"""Fig. 2(b)'s panels: the paper's one panel (DPE, CDP-, LDP-, SDP-DPE) once per calibration."""
 FREE_FACTOR = 2.0
 """"Privacy for free" (Remark 5.6) is read as CDP-DPE's regret below this multiple of DPE's."""
 
@@ -186,12 +193,9 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     skipped: dict[str, str] = {}
     finals: dict[str, dict[str, np.ndarray]] = {}
     for calibration in ("paper", "tight"):
-        # with tight noise LDP-DPE's regret is ~100× the others': it gets its own panel, so that the
-        # central and shuffle curves are not flattened against the axis
-        panel = f"{calibration} calibration" + (", central and shuffle" if calibration == "tight" else "")
-        local_panel = f"{calibration} calibration, local" if calibration == "tight" else panel
-        for where in dict.fromkeys((panel, local_panel)):
-            report_curves.append(_curve(dpe, "DPE (non-private)", where))
+        # one panel per calibration, each drawn as the paper's: DPE, CDP-, LDP- and SDP-DPE
+        panel = PANELS_2B[calibration]
+        report_curves.append(_curve(dpe, "DPE (non-private)", panel))
         finals[calibration] = {"DPE": dpe_finals}
         for label, privacy in MODELS:
             key = f"{label} ({calibration})"
@@ -202,7 +206,7 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
                 continue
             save_results(run, out, f"fig2b-{privacy}-{calibration}", record=recorder(provenance.BANDIT_RUN))
             curves[key] = summary(run)
-            report_curves.append(_curve(run, key, local_panel if privacy == "local" else panel))
+            report_curves.append(_curve(run, key, panel))
             finals[calibration][label] = _finals(run)
             del run
     checks = {}
@@ -219,7 +223,9 @@ def reproduce_fig2b(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
         f"Li, Zhou & Ji 2022, Fig. 2(b): target ε = {EPSILON:g}, δ = {DELTA:g}, T = {HORIZON:,}"
         "\ncertified (ε, δ) of each curve in the legend"
     )
-    report = write_report(_mark_identical(report_curves), out, "fig2b", title, recorder=recorder)
+    report = write_report(
+        _mark_identical(report_curves), out, "fig2b", title, recorder=recorder, per_round=True
+    )
     claims = claims_table(_fig2b_claims(finals, curves, _command(name, runs, seed)))
     result = {
         "name": name,
@@ -544,7 +550,7 @@ def reproduce_fig2c(runs: int | None, out: Path | str, seed: int = 0) -> dict[st
     title = f"Li, Zhou & Ji 2022, Fig. 2(c): DPE vs DPE-FixedU at matched communication, T = {HORIZON:,}"
     report = write_report(
         [_curve(dpe, "DPE", ""), _curve(fixed_run, f"DPE-FixedU (U={fixed})", "")], out, "fig2c", title,
-        recorder=recorder,
+        recorder=recorder, per_round=True,
     )  # fmt: skip
     p_value = _greater(_finals(fixed_run), _finals(dpe))
     claim = _fig2c_claim(

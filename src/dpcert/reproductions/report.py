@@ -9,7 +9,9 @@ the reproduction's JSON:
 * ``STEM_curves.npz`` — every run's cumulative regret at the saved rounds, so bands can be redrawn;
 * ``STEM.png`` (or ``STEM_<panel>.png``, one per panel) — cumulative regret, mean ± one standard
   deviation, at most :data:`MAX_CURVES` curves per panel (larger panels are split), distinct colours
-  and line styles, the legend outside the data, and a title stating the panel's target.
+  and line styles, the legend outside the data, and a title stating the panel's target; or, for a
+  figure whose paper draws per-round regret, ``STEM.png`` with every panel's R(t)/t in one figure and
+  ``STEM-cumulative.png`` with their cumulative regret.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from dpcert import provenance
 from dpcert.bandits.registry import mean_stderr
 from dpcert.provenance import Recorder
+from dpcert.reproductions.claims import markdown_cell
 
 MAX_CURVES = 8
 _STYLES = ("-", "--", "-.", ":")
@@ -88,9 +91,11 @@ def markdown_table(curves: Sequence[Curve]) -> str:
     ]
     for curve in curves:
         mean, sd, se = _spread(curve.final)
+        cells = [curve.panel or "—", curve.label, _certified_text(curve.certified)]
         lines.append(
-            f"| {curve.panel or '—'} | {curve.label} | {_certified_text(curve.certified)} "
-            f"| {curve.final.size} | {mean:,.1f} | {sd:,.1f} | {se:,.1f} |"
+            "| "
+            + " | ".join(markdown_cell(cell) for cell in cells)
+            + f" | {curve.final.size} | {mean:,.1f} | {sd:,.1f} | {se:,.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -155,6 +160,72 @@ def plot_panels(
     return paths
 
 
+LOG_Y_RATIO = 20.0
+"""A panel of :func:`plot_figure` gets a logarithmic y axis when its curves' final values differ by more
+than this factor (otherwise the smaller curves lie flat on the axis)."""
+
+
+def plot_figure(
+    curves: Sequence[Curve],
+    path: Path,
+    title: str,
+    *,
+    per_round: bool,
+    log_x: bool = False,
+) -> Path:
+    """One PNG holding every panel side by side, each with its own legend below it.
+
+    ``per_round``: the panels show the per-round regret R(t)/t (what Li, Zhou & Ji 2022, Fig. 2(b)–(c)
+    draw), otherwise the cumulative regret R(t); both as mean ± one standard deviation over the runs
+    (the paper's shaded area), the band kept within the runs' range.  Curves keep their colour and
+    line style by position within the panel.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[str, list[Curve]] = {}
+    for curve in curves:
+        groups.setdefault(curve.panel, []).append(curve)
+    colours = matplotlib.color_sequences["tab10"]
+    figure, axes = plt.subplots(1, len(groups), figsize=(6.4 * len(groups), 4.8), squeeze=False)
+    runs = max(curve.regret.shape[0] for curve in curves)
+    for axis, (name, members) in zip(axes[0], groups.items(), strict=True):
+        finals = []
+        for index, curve in enumerate(members):
+            values = curve.regret / curve.rounds if per_round else curve.regret
+            mean, stderr = mean_stderr(values)
+            sd = stderr * np.sqrt(values.shape[0])
+            colour = colours[index % len(colours)]
+            label = f"{curve.label}\ncertified {_certified_text(curve.certified)}"
+            axis.plot(curve.rounds, mean, _STYLES[index % len(_STYLES)], color=colour, label=label, lw=1.6)
+            low = np.maximum(mean - sd, values.min(axis=0))
+            high = np.minimum(mean + sd, values.max(axis=0))
+            axis.fill_between(curve.rounds, low, high, color=colour, alpha=0.15, lw=0)
+            finals.append(float(mean[-1]))
+        positive = [value for value in finals if value > 0]
+        log_y = len(positive) > 1 and max(positive) > LOG_Y_RATIO * min(positive)
+        if log_y:
+            axis.set_yscale("log")
+        if log_x:
+            axis.set_xscale("log")
+        axis.set_xlabel("round t")
+        axis.set_ylabel(
+            ("per-round regret R(t)/t" if per_round else "cumulative pseudo-regret R(t)")
+            + (" (log scale)" if log_y else "")
+        )
+        axis.set_title(name, fontsize=10)
+        axis.grid(alpha=0.3)
+        axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=7.5, frameon=False)
+    figure.suptitle(f"{title}\nmean ± 1 s.d. over {runs} run(s), within the runs' range", fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
 def save_curves(curves: Sequence[Curve], path: Path, recorder: Recorder | None = None) -> Path:
     """Every run's curve: ``<i>_rounds``, ``<i>_regret`` and the labels, in one compressed NPZ (with
     ``recorder``, its provenance record as the ``provenance`` entry)."""
@@ -181,13 +252,17 @@ def write_report(
     log_x: bool = False,
     recorder: Recorder | None = None,
     note: str = "",
+    per_round: bool = False,
 ) -> dict[str, Any]:
     """Write the table, the per-run curves and the figures of a reproduction; return their paths.
 
     The returned mapping holds ``table`` (the Markdown text), ``table_file``, ``curves_file`` and
     ``figures`` (paths as strings), to be merged into the reproduction's JSON summary.  With
     ``recorder``, the table file ends with its provenance footer and the NPZ holds its provenance entry;
-    ``note`` is Markdown shown after the table (in the file and in ``table``).
+    ``note`` is Markdown shown after the table (in the file and in ``table``).  With ``per_round``,
+    the figures are ``STEM.png``, every panel's per-round regret R(t)/t in one figure, and
+    ``STEM-cumulative.png``, the same panels' cumulative regret (:func:`plot_figure`); otherwise one
+    PNG of cumulative regret per panel (:func:`plot_panels`).
     """
     if not curves:
         raise ValueError("a report needs at least one curve")
@@ -198,7 +273,13 @@ def write_report(
     footer = "" if recorder is None else provenance.markdown_footer(recorder(provenance.REPRODUCTION_TABLE))
     table_file.write_text(f"# {title}\n\n{table}{footer}")
     curves_file = save_curves(curves, out / f"{stem}_curves.npz", recorder)
-    figures = plot_panels(curves, out, stem, title, log_x=log_x)
+    if per_round:
+        figures = [
+            plot_figure(curves, out / f"{stem}.png", title, per_round=True, log_x=log_x),
+            plot_figure(curves, out / f"{stem}-cumulative.png", title, per_round=False, log_x=log_x),
+        ]
+    else:
+        figures = plot_panels(curves, out, stem, title, log_x=log_x)
     return {
         "table": table,
         "table_file": str(table_file),
