@@ -294,7 +294,7 @@ def test_improved_ldp_linear_reproduction_small(tmp_path):
 
 
 def test_figure1_claims_are_decided_by_paired_tests_on_the_runs():
-    from dpcert.reproductions.improved_ldp_linear import _decreasing_claim, _figure1_claims
+    from dpcert.reproductions.improved_ldp_linear import decreasing_claim, figure1_claims
 
     rng = np.random.default_rng(11)
     runs = 20
@@ -306,24 +306,24 @@ def test_figure1_claims_are_decided_by_paired_tests_on_the_runs():
     baselines = {"linucb-ldp": ldp, "linucb-sdp-amp": amp, "linucb-sdp-vec": vec, "linucb-jdp": jdp}
     # 1 % above P_Amp (within the ±10 % margin, shown by TOST) and 25 % below LDP: the ε < 1 claim holds
     online = amp * 1.01
-    (claim,) = _figure1_claims(0.2, online, baselines, "cmd")
+    (claim,) = figure1_claims(0.2, online, baselines, "cmd")
     assert claim.holds == "holds"
     # the same regrets at ε >= 1: not below JDP (they are higher, by a paired difference of ~500)
-    (claim,) = _figure1_claims(1.0, online, baselines, "cmd")
+    (claim,) = figure1_claims(1.0, online, baselines, "cmd")
     assert claim.holds == "does not hold"
     # far below every baseline: holds
-    (claim,) = _figure1_claims(10.0, jdp - 400.0 + rng.normal(0, 20, runs), baselines, "cmd")
+    (claim,) = figure1_claims(10.0, jdp - 400.0 + rng.normal(0, 20, runs), baselines, "cmd")
     assert claim.holds == "holds"
     # the unpaired "2 combined s.e." rule cannot see a 100-unit gap under a 300-unit spread between
     # instances; the paired test can (differences vary by ~70 only)
-    (claim,) = _figure1_claims(10.0, jdp - 100.0 + rng.normal(0, 20, runs), baselines, "cmd")
+    (claim,) = figure1_claims(10.0, jdp - 100.0 + rng.normal(0, 20, runs), baselines, "cmd")
     assert claim.holds == "holds"
     # three runs: no verdict
     few = {k: v[:3] for k, v in baselines.items()}
-    (claim,) = _figure1_claims(10.0, jdp[:3] - 400.0, few, "cmd")
+    (claim,) = figure1_claims(10.0, jdp[:3] - 400.0, few, "cmd")
     assert claim.holds.startswith("not resolved (n = 3 < 5 runs)")
     # regret falls as ε grows, step by step on the same instances
     falling = [ldp + 1000.0 + rng.normal(0, 10, runs), ldp, ldp - 1000.0 + rng.normal(0, 10, runs)]
-    assert _decreasing_claim("s", falling, (0.2, 1.0, 10.0), "cmd").holds == "holds"
+    assert decreasing_claim("s", falling, (0.2, 1.0, 10.0), "cmd").holds == "holds"
     rising = [ldp, ldp + 500.0 + rng.normal(0, 10, runs), ldp - 1000.0]
-    assert _decreasing_claim("s", rising, (0.2, 1.0, 10.0), "cmd").holds == "does not hold"
+    assert decreasing_claim("s", rising, (0.2, 1.0, 10.0), "cmd").holds == "does not hold"

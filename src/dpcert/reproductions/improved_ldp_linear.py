@@ -194,7 +194,7 @@ def _either(first: str, second: str) -> str:
     return next((v for v in (first, second) if v.startswith(NOT_RESOLVED)), NOT_RESOLVED)
 
 
-def _figure1_claims(
+def figure1_claims(
     epsilon: float, online: np.ndarray, baselines: dict[str, np.ndarray], command: str, where: str = ""
 ) -> list[Claim]:
     """The paper's Figure 1 claims at one ε for one OnlineUCB configuration (``where`` names it), each
@@ -223,7 +223,7 @@ def _figure1_claims(
     return [Claim(text, all_hold([v.holds for v in tests]), numbers, command)]
 
 
-def _decreasing_claim(statement: str, finals: Sequence[np.ndarray], epsilons: Sequence[float], command: str):
+def decreasing_claim(statement: str, finals: Sequence[np.ndarray], epsilons: Sequence[float], command: str):
     """ "Regret falls as ε grows": for each pair of consecutive ε, the larger ε's per-run regret is lower
     (paired over the same instances); holds when every step does."""
     steps = [
@@ -281,11 +281,11 @@ def reproduce(
         summary["panels"].append(panel)
         finals = {algorithm: _finals(run) for algorithm, run in results.items()}
         for key, where in variants.items():
-            claims += _figure1_claims(epsilon, finals[key], finals, command, where)
+            claims += figure1_claims(epsilon, finals[key], finals, command, where)
             online_finals[key].append(finals[key])
     for key, where in variants.items():
         claims.append(
-            _decreasing_claim(
+            decreasing_claim(
                 f"OnlineUCB{where}: regret falls as ε grows", online_finals[key], EPSILONS, command
             )
         )
@@ -493,7 +493,7 @@ def reproduce_radius_study(
         curves += later
         rows[f"{epsilon:g}"] = panel
     claims += [
-        _decreasing_claim(
+        decreasing_claim(
             f"OnlineUCB (certified σ, radius × {m:g}): regret falls as ε grows",
             [valid_finals[(e, m)] for e in sorted(epsilons)],
             sorted(epsilons),
@@ -533,12 +533,12 @@ def _radius_claims(
     certified = next(iter(stats.values()))["certified_epsilon"]
     claims = []
     if 1.0 in finals:
-        claims += _figure1_claims(epsilon, finals[1.0], baselines, command, f" ({noise}, radius × 1)")
+        claims += figure1_claims(epsilon, finals[1.0], baselines, command, f" ({noise}, radius × 1)")
     best = min(finals, key=lambda m: finals[m].mean())
     where = f" ({noise}, best radius of the grid, × {best:g}, chosen after the fact)"
-    claims += _figure1_claims(epsilon, finals[best], baselines, command, where)
+    claims += figure1_claims(epsilon, finals[best], baselines, command, where)
     holds_at = [
-        m for m in finals if _figure1_claims(epsilon, finals[m], baselines, command)[0].holds == "holds"
+        m for m in finals if figure1_claims(epsilon, finals[m], baselines, command)[0].holds == "holds"
     ]
     claims.append(
         Claim(
