@@ -95,5 +95,11 @@ class UnknownUser(DPCertError, KeyError):
         return str(self.args[0]) if self.args else "unknown user"
 
 
+class PluginError(DPCertError):
+    """An algorithm from another installed package (entry-point group ``dpcert.algorithms``) failed to
+    load or broke its contract: a result that is not a run of the algorithm, or a private run whose
+    certificate is missing, does not verify or states less than the run reports."""
+
+
 class PreconditionFailed(DPCertError):
     """A theorem's precondition does not hold for the requested parameters."""

@@ -5,14 +5,24 @@
 :func:`register_reproduction` (the package ``dpcert.reproductions`` imports them all): both at import,
 so the registry, below them, never imports them.  A run returns a :class:`BanditRun`, the common result
 shape of every algorithm.
+
+Algorithms of other installed packages join through the entry-point group :data:`ALGORITHM_ENTRY_POINTS`
+(``dpcert.algorithms``): each entry point is named after its algorithm and points at its
+:class:`AlgorithmSpec` (``package.module:SPEC``).  It is loaded the first time the algorithm is asked for
+or listed; a name dpcert registers itself is never taken from another package, and every run of a plugin
+algorithm is checked (:func:`checked_run`) before its result is shown (docs/plugins.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.metadata
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,7 +35,7 @@ from dpcert.bandits.privatizers import (
     trust_model_of,
 )
 from dpcert.certificates import Certificate, Guarantee
-from dpcert.errors import InvalidParameter
+from dpcert.errors import InvalidParameter, PluginError
 from dpcert.profiles import TrustModel
 from dpcert.session import meets_target
 
@@ -171,8 +181,79 @@ def register_reproduction(spec: ReproductionSpec) -> ReproductionSpec:
     return spec
 
 
+ALGORITHM_ENTRY_POINTS = "dpcert.algorithms"
+"""Entry-point group of algorithms from other installed packages (module docstring)."""
+
+
+@lru_cache(maxsize=1)
+def _declared_algorithms() -> Mapping[str, importlib.metadata.EntryPoint]:
+    """Algorithm name -> entry point of :data:`ALGORITHM_ENTRY_POINTS`, as installed."""
+    found = importlib.metadata.entry_points(group=ALGORITHM_ENTRY_POINTS)
+    return MappingProxyType({entry_point.name: entry_point for entry_point in found})
+
+
+def _load_plugin(name: str) -> None:
+    """Register the algorithm another package declares under ``name`` (nothing if dpcert has one)."""
+    if name in _ALGORITHMS or name not in _declared_algorithms():
+        return
+    entry_point = _declared_algorithms()[name]
+    where = f"entry point {name} = {entry_point.value!r} of group {ALGORITHM_ENTRY_POINTS!r}"
+    try:
+        spec = entry_point.load()
+    except Exception as exc:  # noqa: BLE001 - reported with the entry point that failed
+        raise PluginError(f"the {where} failed to load: {type(exc).__name__}: {exc}") from None
+    if not isinstance(spec, AlgorithmSpec) or spec.name != name:
+        got = (
+            f"an AlgorithmSpec named {spec.name!r}"
+            if isinstance(spec, AlgorithmSpec)
+            else type(spec).__name__
+        )
+        raise PluginError(f"the {where} must name an AlgorithmSpec {name!r}, not {got}")
+    register_algorithm(dataclasses.replace(spec, run=checked_run(spec.run, name)))
+
+
+def checked_run(run: Callable[[RunConfig], BanditRun], name: str) -> Callable[[RunConfig], BanditRun]:
+    """``run`` with its result checked: a :class:`BanditRun` of the algorithm with one regret curve per
+    run and round, and, for a private run, a certificate of the run's trust model that re-derives its claim
+    from its profile (:meth:`~dpcert.certificates.Certificate.verify`) and states the worst user's ε."""
+
+    def checked(config: RunConfig) -> BanditRun:
+        result = run(config)
+        if not isinstance(result, BanditRun):
+            raise PluginError(f"algorithm {name!r} returned {type(result).__name__}, not a BanditRun")
+        shape = np.shape(result.cumulative_regret)
+        if shape != (config.runs, config.horizon):
+            raise PluginError(
+                f"algorithm {name!r} returned regret curves of shape {shape}, not (runs, horizon) = "
+                f"({config.runs}, {config.horizon})"
+            )
+        if config.privacy is None:
+            return result
+        certificate = result.certificate
+        if certificate is None:
+            raise PluginError(f"algorithm {name!r} ran with privacy but returned no certificate")
+        certificate.verify()
+        if certificate.trust_model is not config.privacy:
+            raise PluginError(
+                f"algorithm {name!r} ran under {privacy_label(config.privacy)} privacy but its certificate "
+                f"states {certificate.trust_model.value}"
+            )
+        delta = config.delta if config.delta is not None else certificate.delta
+        if certificate.epsilon_for(delta) > result.max_user_epsilon * (1 + 1e-12):
+            raise PluginError(
+                f"algorithm {name!r} reports a worst user's epsilon of {result.max_user_epsilon:g}, below "
+                f"its certificate's {certificate.epsilon_for(delta):g} at delta={delta:g}"
+            )
+        return result
+
+    return checked
+
+
 def algorithms() -> dict[str, AlgorithmSpec]:
-    """The registered algorithms (all of :mod:`dpcert.bandits.runner`'s, registered on import)."""
+    """The registered algorithms: all of :mod:`dpcert.bandits.runner`'s (registered on import) and those
+    other installed packages declare in :data:`ALGORITHM_ENTRY_POINTS`."""
+    for name in _declared_algorithms():
+        _load_plugin(name)
     return dict(sorted(_ALGORITHMS.items()))
 
 
@@ -182,7 +263,8 @@ def reproductions() -> dict[str, ReproductionSpec]:
 
 
 def algorithm(name: str) -> AlgorithmSpec:
-    known = algorithms()
+    _load_plugin(name)
+    known = dict(sorted(_ALGORITHMS.items()))
     if name not in known:
         raise InvalidParameter("algorithm", name, "one of " + ", ".join(known) if known else "none yet")
     return known[name]

@@ -28,6 +28,7 @@ from dpcert.errors import (
     DPCertError,
     InvalidParameter,
     LedgerStorageError,
+    PluginError,
     SchedulerUnavailable,
 )
 from dpcert.viz.plots import plot_profile
@@ -438,7 +439,7 @@ def run_command(args: argparse.Namespace) -> int:
     except BudgetExceeded as exc:
         sys.stderr.write(f"dpcert: refused: {_one_line(exc)}\n")
         return EXIT_VIOLATED
-    except (LedgerStorageError, SchedulerUnavailable) as exc:
+    except (LedgerStorageError, SchedulerUnavailable, PluginError) as exc:
         sys.stderr.write(f"dpcert: error: {_one_line(exc)}\n")
         return EXIT_INTERNAL
     except DPCertError as exc:
