@@ -54,7 +54,7 @@ def test_figure1_writes_one_figure_per_panel_the_tables_and_every_run(tmp_path, 
     assert "`dpcert reproduce chowdhury-zhou-2022-fig1 --runs 2 --horizon 120`" in claims
 
     # the paired differences over the same instances, recomputed here from the saved runs; two runs
-    # give no verdict on any comparative claim
+    # leave every comparative claim not resolved (no test below five runs)
     def finals(panel, label):
         index = next(i for i in range(30) if panels[i] == panel and labels[i].startswith(label + " "))
         return curves[f"{index}_regret"][:, -1]
