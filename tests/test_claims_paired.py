@@ -303,3 +303,13 @@ def test_the_regret_table_escapes_pipes_through_the_same_cell_writer():
     splits = [len(re.split(r"(?<!\\)\|", text)) for text in (header, rule, line)]
     assert splits[0] == splits[1] == splits[2] == 9  # seven cells
     assert r"attack \| α = 0.1" in line and r"p\|q" in line and "| 4.0 |" in line  # mean of 3 and 5
+
+
+def test_the_minimum_runs_rest_on_the_stated_chi_square_quantiles():
+    """MIN_RUNS' explanation: with n - 1 = 4 degrees of freedom the sample s.d. lies within a factor 2.4
+    of σ with probability 0.9; with two runs (one degree of freedom) only within a factor 16."""
+    low, high = stats.chi2.ppf([0.05, 0.95], MIN_RUNS - 1)
+    assert (low, high) == pytest.approx((0.711, 9.49), abs=5e-3)
+    assert max(1 / math.sqrt(low / 4), math.sqrt(high / 4)) == pytest.approx(2.4, abs=0.05)
+    low1, high1 = stats.chi2.ppf([0.05, 0.95], 1)
+    assert max(1 / math.sqrt(low1), math.sqrt(high1)) == pytest.approx(16, abs=0.1)
