@@ -40,6 +40,7 @@ CASES = [
     ("mab-se", "shuffle", 400, {}),
     ("sdp-ae", "shuffle", 400, {}),
     ("vb-sdp-ae", "shuffle", 400, {}),
+    ("dp-se", "central", 2000, {"means": [0.9, 0.2]}),
     ("robust-elimination", "local", 400, {"arms": 6, "dimension": 2}),
     ("robust-elimination", "local", 400, {"arms": 6, "dimension": 2, "model": "M2"}),
     ("linucb-ldp", "local", 60, CONTEXTUAL),

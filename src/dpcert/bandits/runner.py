@@ -22,7 +22,15 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.bandits import registry
-from dpcert.bandits.algorithms import corruption, elimination, ldp_linear, linucb, mab, robust_elimination
+from dpcert.bandits.algorithms import (
+    corruption,
+    dp_se,
+    elimination,
+    ldp_linear,
+    linucb,
+    mab,
+    robust_elimination,
+)
 from dpcert.bandits.calibration.elimination import release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
@@ -291,6 +299,54 @@ def run_mab(config: registry.RunConfig) -> registry.BanditRun:
         "secure": secure,
         "privacy_note": "each user is in exactly one batch: the run's guarantee is one summation's "
         "(docs/PAPER_NOTES.md, PN-TKMS-4), with no composition over batches, phases, arms or epochs",
+    }
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
+
+
+DP_SE_OPTIONS = frozenset({"means", "beta", "decay", "width_scale", "reward_model", "secure"})
+
+
+def run_dp_se(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run dp-se --privacy central``: DP-SE (Sajed & Sheffet 2019).
+
+    Options: ``means`` (default the Tenenbaum et al. 2021 instance), ``beta`` (confidence, default 0.1),
+    ``decay`` (Δ_e = decay^-e, default 2), ``width_scale`` (default 1), ``reward_model=bernoulli|beta``
+    and ``secure`` (integer-exact noise; needs ``--delta`` > 0).
+    """
+    options = config.options
+    secure = _secure_option(options, config.privacy_name, "central", config.algorithm, config.delta)
+    if config.privacy_name != "central":
+        raise InvalidParameter("privacy", config.privacy_name, "'central' for dp-se (pass --privacy central)")
+    epsilon = _require(config.epsilon, "epsilon", "central")
+    reward_model = str(options.get("reward_model", "bernoulli"))
+    if reward_model not in ("bernoulli", "beta"):
+        raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
+    parameters = dp_se.DPSEParameters(
+        epsilon,
+        options.get("beta", dp_se.DEFAULT_BETA),
+        options.get("decay", dp_se.DEFAULT_DECAY),
+        options.get("width_scale", 1.0),
+    )
+    bandit = MultiArmedBandit(np.asarray(options.get("means", SPEC_001_MEANS), dtype=float), reward_model)
+    rng = np.random.default_rng(config.seed)
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
+    result = dp_se.dp_se(
+        bandit, config.horizon, rng, epsilon=parameters.epsilon, beta=parameters.beta,
+        decay=parameters.decay, width_scale=parameters.width_scale, secure=secure, runs=config.runs,
+        session=session,
+    )  # fmt: skip
+    extras = {
+        "citation": dp_se.CITATION,
+        "epochs": result.phases,
+        "beta": parameters.beta,
+        "decay": parameters.decay,
+        "width_scale": parameters.width_scale,
+        "good_event_violations": int(result.good_event_violated.sum()),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        "reward_model": reward_model,
+        "secure": secure,
+        "privacy_note": "each reward enters exactly one Laplace release of sensitivity 1: the run's "
+        "guarantee is one release's (parallel composition, McSherry 2009)",
     }
     return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
@@ -595,6 +651,13 @@ MAB_ALGORITHMS = {
         ("none", "central", "local", "shuffle"),
     ),
 }
+DP_SE_ALGORITHMS = {
+    "dp-se": (
+        "DP-SE: private successive elimination, Laplace(1/eps) on each arm's epoch sum, epochs sized by "
+        "the gap 2^-e (Sajed & Sheffet 2019); options beta, decay, width_scale, reward_model, secure",
+        ("central",),
+    ),
+}
 ROBUST_ALGORITHMS = {
     "robust-elimination": (
         "robust locally private batched elimination for linear bandits "
@@ -621,6 +684,7 @@ SEEDS: dict[Callable[..., Any], dict[str, str]] = {
         "repetition r": "numpy.random.default_rng([seed, 1, r]), r = 0, ..., R - 1",
     },
     run_mab: {"runs": LOCKSTEP},
+    run_dp_se: {"runs": LOCKSTEP},
     run_robust: {"instance": "numpy.random.default_rng([seed, 3])", "runs": LOCKSTEP},
     run_linucb_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
     run_ldp_linear_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
@@ -631,6 +695,7 @@ Family = tuple[Mapping[str, tuple[str, tuple[str, ...]]], Callable[..., Any], fr
 FAMILIES: tuple[Family, ...] = (
     (ELIMINATION_ALGORITHMS, run_elimination_config, None),
     (MAB_ALGORITHMS, run_mab, MAB_OPTIONS),
+    (DP_SE_ALGORITHMS, run_dp_se, DP_SE_OPTIONS),
     (ROBUST_ALGORITHMS, run_robust, ROBUST_OPTIONS),
     (
         {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (linucb.TRUST[name].value,))
