@@ -108,7 +108,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+    figure, axes = plt.subplots(1, 2, figsize=(12, 5.4), sharey=True)
     rounds = np.arange(1, args.horizon + 1)
     for axis, (order, out) in zip(axes, results.items(), strict=True):
         for name, (_, curve, cert, _) in out.items():
@@ -120,12 +120,13 @@ def main() -> None:
         axis.set_xscale("log")
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("regret per round R(t)/t (vs knowing each choice)")
-    axes[1].legend(fontsize=7, loc="lower left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
     figure.suptitle(
         f"Travel-mode choice (Greene & Hensher; 210 travellers, 4 modes, d = {DIMENSION}): "
         f"ε = {args.epsilon:g}, δ = {args.delta:g}, mean of {args.runs} runs"
     )
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.14, 1, 1))
     args.figure.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.figure, dpi=110)
 
