@@ -1,7 +1,7 @@
 """DP-SE: differentially private successive elimination (Sajed & Sheffet 2019), central model.
 
 Sajed & Sheffet, "An Optimal Private Stochastic-MAB Algorithm Based on an Optimal Private Stopping Rule",
-ICML 2019 (docs/REFERENCES.md).  Epochs ``e = 1, 2, …`` with target gap ``Δ_e = c^{-e}`` (``c = 2``).  In
+ICML 2019 (PMLR 97:5579–5588).  Epochs ``e = 1, 2, …`` with target gap ``Δ_e = c^{-e}`` (``c = 2``).  In
 epoch ``e`` every arm of the active set ``S`` is pulled
 
     R_e = 1 + ⌊max(32·ln(8|S|e²/β)/Δ_e², 8·ln(4|S|e²/β)/(Δ_e·ε))⌋
