@@ -179,3 +179,12 @@ def test_registered_and_runs_from_the_cli_with_a_ledger(tmp_path, capsys):
     assert shown["max_user_epsilon"] == 0.5
     assert main(["bandit", "run", "dp-se", "--privacy", "central", "--epsilon", "0", "--horizon", "100"]) == 2
     assert main(["bandit", "run", "dp-se", "--privacy", "local", "--epsilon", "1", "--horizon", "100"]) == 2
+
+
+def test_secure_noise_keeps_the_epsilon_and_states_its_release_time_delta():
+    bandit = MultiArmedBandit(np.array([0.9, 0.4]))
+    result = dp_se(bandit, 20_000, np.random.default_rng(2), epsilon=0.5, secure=True, runs=2)
+    certificate = result.certificate
+    assert certificate is not None and certificate.mechanism == "discrete-laplace"
+    assert certificate.epsilon <= 0.5 and 0.0 < certificate.delta < 1e-20
+    assert result.best_arm_eliminated.sum() == 0 and np.all(result.users > 0)
