@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any, SupportsInt, cast
 
 import numpy as np
@@ -100,7 +101,7 @@ def finite_array(name: str, value: object) -> np.ndarray:
     """A float array with only finite entries."""
     try:
         array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: an integer beyond float range
         raise InvalidParameter(name, value, "a finite number or array of numbers") from exc
     if not np.all(np.isfinite(array)):
         raise InvalidParameter(name, "<array with non-finite entries>", "finite numbers only (no NaN or inf)")
@@ -127,3 +128,19 @@ def generator(value: object, name: str = "rng") -> np.random.Generator:
             name, type(value).__name__, "a numpy.random.Generator, e.g. numpy.random.default_rng(seed)"
         )
     return value
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may use (MemAvailable on Linux, else physical memory), for refusing
+    sizes that cannot fit before any work starts."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return 8 * 2**30

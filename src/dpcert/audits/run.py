@@ -26,6 +26,8 @@ from dpcert.audits.sampling import (
     DEFAULT_SAMPLES,
     Mechanism,
     SamplePair,
+    accepts_size,
+    check_draws_fit,
     draw_pair,
     generator_from,
 )
@@ -187,6 +189,7 @@ def audit(
         raise InvalidParameter("timing", timing, "False, True, 'wall' or 'cpu'")
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     samples = check.positive_int("samples", samples, minimum=2)
+    check_draws_fit(samples, batched=not timing and accepts_size(mechanism))  # one value per draw at least
     max_cells = check.positive_int("max_cells", max_cells)
     stated = None if relation is None else relation_from(relation)
     rng = generator_from(seed, rng)

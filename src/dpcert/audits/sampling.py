@@ -19,11 +19,39 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.errors import InvalidParameter
+from dpcert.errors import DPCertError, InvalidParameter
 
 Mechanism = Callable[..., Any]
 DEFAULT_BATCH_SIZE = 1_000_000
 DEFAULT_SAMPLES = 100_000  # draws per input when the caller does not say
+BYTES_PER_VALUE = 8 * 3
+"""Bytes held per output value while auditing: the float64 draws, their concatenation and the
+sorted copies of the selection step."""
+BYTES_PER_UNBATCHED_DRAW = 120
+"""Extra bytes per draw of a function without ``size`` (one Python object and a list slot per draw)."""
+MEMORY_FRACTION = 0.5
+"""Share of the available memory an audit may plan to use."""
+
+
+def _gib(size: float) -> str:
+    return f"{size / 2**30:.3g} GiB"
+
+
+def check_draws_fit(samples: int, width: int = 1, *, batched: bool = True, name: str = "samples") -> None:
+    """Refuse ``samples`` draws per input (of ``width`` values each, on both inputs) that cannot fit in
+    :data:`MEMORY_FRACTION` of the memory available, before any draw is made; the message states the
+    largest number that fits on this machine."""
+    per_draw = width * BYTES_PER_VALUE + (0 if batched else BYTES_PER_UNBATCHED_DRAW)
+    budget = check.available_memory() * MEMORY_FRACTION
+    needed = 2.0 * samples * per_draw
+    if needed > budget:
+        largest = max(2, int(budget // (2 * per_draw)))
+        raise InvalidParameter(
+            name,
+            samples,
+            f"{name.lstrip('-')} <= {largest:.3g} on this machine (about {_gib(2e6 * per_draw)} per "
+            f"million draws per input; {_gib(budget)} of memory may be used, {_gib(needed)} needed)",
+        )
 
 
 def generator_from(seed: int | None, rng: np.random.Generator | None) -> np.random.Generator:
@@ -83,6 +111,7 @@ def draw(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Callable[[int], None] | None = None,
+    name: str = "value",
 ) -> np.ndarray:
     """``samples`` independent outputs of ``mechanism(value, rng)``, stacked along axis 0.
 
@@ -100,18 +129,33 @@ def draw(
         Largest ``size`` per vectorised call.
     progress
         Called with the number of draws completed by each batch (or by each block of 1024 single draws).
+    name
+        The parameter ``value`` was given as: a ``TypeError`` or ``ValueError`` the mechanism raises on
+        it (an input of a type or shape it cannot take) is an :class:`InvalidParameter` naming it.
     """
     samples = check.positive_int("samples", samples)
     batch_size = check.positive_int("batch_size", batch_size)
     rng = check.generator(rng)
     if not callable(mechanism):
         raise InvalidParameter("mechanism", type(mechanism).__name__, "a callable f(value, rng[, size])")
+
+    def call(*size: int) -> Any:
+        try:
+            return mechanism(value, rng, size=size[0]) if size else mechanism(value, rng)
+        except (TypeError, ValueError) as exc:  # the mechanism cannot take this input
+            if isinstance(exc, DPCertError) and not isinstance(exc, InvalidParameter):
+                raise
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            raise InvalidParameter(
+                name, value, f"an input the mechanism can take (it raised {detail})"
+            ) from exc
+
     if accepts_size(mechanism):
         batches = []
         remaining = samples
         while remaining > 0:
             size = min(batch_size, remaining)
-            batches.append(_as_output_array(mechanism(value, rng, size=size), size))
+            batches.append(_as_output_array(call(size), size))
             remaining -= size
             if progress is not None:
                 progress(size)
@@ -119,7 +163,7 @@ def draw(
     outputs: list[Any] = []
     for start in range(0, samples, 1024):
         block = min(1024, samples - start)
-        outputs.extend(mechanism(value, rng) for _ in range(block))
+        outputs.extend(call() for _ in range(block))
         if progress is not None:
             progress(block)
     return _as_output_array(outputs, samples)
@@ -160,8 +204,8 @@ def draw_pair(
     bar = _progress_bar(2 * samples) if progress else None
     callback = None if bar is None else bar.update
     try:
-        on_a = draw(mechanism, a, samples, rng, batch_size=batch_size, progress=callback)
-        on_b = draw(mechanism, b, samples, rng, batch_size=batch_size, progress=callback)
+        on_a = draw(mechanism, a, samples, rng, batch_size=batch_size, progress=callback, name="a")
+        on_b = draw(mechanism, b, samples, rng, batch_size=batch_size, progress=callback, name="b")
     finally:
         if bar is not None:
             bar.close()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dpcert import provenance
+from dpcert._validation import available_memory as available_memory
 from dpcert.errors import (
     BudgetExceeded,
     DPCertError,
@@ -338,21 +339,6 @@ def input_file(text: str) -> Path:
 
 
 # --------------------------------------------------------------------------- resources
-def available_memory() -> int:
-    """Bytes of memory this process may use: MemAvailable (Linux), else physical memory."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError, AttributeError):
-        return 8 * 2**30
-
-
 def gib(size: float) -> str:
     return f"{size / 2**30:.3g} GiB"
 

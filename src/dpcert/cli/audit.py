@@ -31,19 +31,17 @@ from dpcert.audits.classifier_search import ClassifierSearch
 from dpcert.audits.floating_point import check_floating_point
 from dpcert.audits.neighbours import RELATIONS, Relation
 from dpcert.audits.run import audit, linf_hint
-from dpcert.audits.sampling import accepts_size, draw
+from dpcert.audits.sampling import accepts_size, check_draws_fit, draw
 from dpcert.audits.search import CandidatePairs, ScalarSearch, VectorSearch
 from dpcert.audits.selection import DEFAULT_MAX_CELLS
 from dpcert.cli._common import (
     EXIT_OK,
     EXIT_VIOLATED,
     CommandGroups,
-    available_memory,
     bounded_integer,
     delta_value,
     dpcert_version,
     emit,
-    gib,
     integer,
     number,
     output_file,
@@ -64,13 +62,6 @@ from dpcert.viz.plots import plot_audit
 
 BUILTINS = ("laplace", "gaussian", "randomized-response")
 MAX_SAMPLES = 10**12
-BYTES_PER_VALUE = 8 * 3
-"""Bytes held per output value while auditing: the float64 draws, their concatenation and the
-sorted copies of the selection step."""
-BYTES_PER_UNBATCHED_DRAW = 120
-"""Extra bytes per draw of a function without ``size`` (one Python object and a list slot per draw)."""
-MEMORY_FRACTION = 0.5
-"""Share of the available memory an audit may plan to use."""
 PROBE_DRAWS = 64
 
 
@@ -275,24 +266,32 @@ def check_signature(target: str, function: Callable[..., Any]) -> None:
 
 
 def probe(
-    target: str, mechanism: Callable[..., Any], value: Any, seed: int, samples: int
+    target: str, mechanism: Callable[..., Any], value: Any, seed: int, samples: int, flag: str = "--input"
 ) -> tuple[int, bool]:
     """Draw a few outputs twice from identically seeded generators (never the audit's own).
 
     Returns the number of values per draw and whether the two probes agree, i.e. whether the draws
-    follow the generator dpcert passes.  A call that fails or returns an unusable output is bad input.
+    follow the generator dpcert passes.  A call that fails or returns an unusable output is bad input:
+    for a built-in target it names ``flag`` (the input it was given), for a file target the TARGET.
     """
     count = min(samples, PROBE_DRAWS)
     draws = []
     for _ in range(2):
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0xA0D17,)))
         try:
-            draws.append(np.asarray(draw(mechanism, value, count, rng)))
+            draws.append(np.asarray(draw(mechanism, value, count, rng, name=flag)))
         except InvalidParameter as exc:
+            if target.startswith("builtin:"):  # dpcert's own mechanism: the input is what is wrong
+                inner = exc.__cause__ if isinstance(exc.__cause__, InvalidParameter) else exc
+                raise InvalidParameter(flag, value, f"an input {target} can take: {inner.allowed}") from None
+            if exc.name == flag:  # the file's function raised on this input
+                raise InvalidParameter(
+                    "TARGET", target, f"a mechanism that runs on {flag} ({exc.allowed})"
+                ) from None
             raise InvalidParameter("TARGET", target, f"a mechanism with a usable output ({exc})") from None
         except Exception as exc:  # noqa: BLE001 - the audited code failed, not dpcert
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())
-            raise InvalidParameter("TARGET", target, f"a mechanism that runs on --input ({detail})") from None
+            raise InvalidParameter("TARGET", target, f"a mechanism that runs on {flag} ({detail})") from None
     first, second = draws
     width = int(np.prod(first.shape[1:], dtype=np.int64)) if first.ndim > 1 else 1
     reproducible = first.shape == second.shape and bool(
@@ -303,17 +302,7 @@ def probe(
 
 def check_memory(samples: int, width: int, batched: bool) -> None:
     """Refuse ``--samples`` whose draws (both inputs) cannot fit in the memory available."""
-    per_draw = width * BYTES_PER_VALUE + (0 if batched else BYTES_PER_UNBATCHED_DRAW)
-    budget = available_memory() * MEMORY_FRACTION
-    needed = 2 * samples * per_draw
-    if needed > budget:
-        largest = max(2, int(budget // (2 * per_draw)))
-        raise InvalidParameter(
-            "--samples",
-            samples,
-            f"samples <= {largest:.3g} on this machine (about {gib(2e6 * per_draw)} per million draws "
-            f"per input; {gib(budget)} of memory may be used, {gib(needed)} needed)",
-        )
+    check_draws_fit(samples, width, batched=batched, name="--samples")
 
 
 def _randomized_response(flip: float) -> Callable[..., Any]:
@@ -522,7 +511,7 @@ def _audit(args: argparse.Namespace) -> int:
         parse_target(args.target)
         mechanism, parameters = load_function(args.target), {}
     width, reproducible = probe(args.target, mechanism, a, seed, args.samples)
-    probe(args.target, mechanism, b, seed, args.samples)
+    probe(args.target, mechanism, b, seed, args.samples, "--neighbour")
     check_memory(args.samples, width, batched=accepts_size(mechanism))
     warnings = []
     if not reproducible:
