@@ -5,28 +5,36 @@ usage (one line on stderr naming the parameter and what is allowed, before any w
 internal error (one line; the traceback only with ``--debug``).  ``--json`` prints exactly one JSON
 object on stdout.
 
-Each command family lives in its own module exposing ``register(groups)``; :data:`COMMAND_MODULES`
-lists them in the order their commands are registered.
+Each command family lives in its own module exposing ``register(groups)``; the commands are declared
+(name, help line, module) in :mod:`dpcert.cli._commands`, from which the parser is built: a command
+module, and the parts of the library it imports, is loaded only when one of its commands runs (so
+``dpcert --version``, ``--help`` and ``calibrate gaussian`` load neither SciPy's optimizers and
+statistics nor dp_accounting).
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import sys
-from collections.abc import Sequence
-from types import ModuleType
+from collections.abc import Collection, Sequence
 
 from dpcert import provenance
-from dpcert.cli import accounting, audit, bandit, demo, ledger, noise, shuffle, signing
-from dpcert.cli._common import CommandGroups, build_root_parser, run_command
-
-COMMAND_MODULES: tuple[ModuleType, ...] = (noise, demo, accounting, ledger, shuffle, audit, bandit, signing)
+from dpcert.cli._commands import COMMAND_MODULES, COMMANDS, module_for
+from dpcert.cli._common import GROUPS, CommandGroups, build_root_parser, run_command
 
 
-def build_parser():
-    """The argument parser with the commands of every command module."""
+def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: every command with its options (``modules`` None), or the commands of
+    ``modules`` with their options and every other command by its name and help line only."""
     parser, groups = build_root_parser()
     for module in COMMAND_MODULES:
-        module.register(groups)
+        if modules is None or module in modules:
+            importlib.import_module(module).register(groups)
+        else:
+            for command in COMMANDS:
+                if command.module == module:
+                    groups.declare(command)
     return parser
 
 
@@ -40,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     word = _command_word(argv)
     try:
-        parser = build_parser()
+        needed = module_for(argv, tuple(GROUPS))
+        parser = build_parser(() if needed is None else (needed,))
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors (already reported on stderr)
         return exc.code if isinstance(exc.code, int) else 2

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from dpcert import provenance
 from dpcert._validation import available_memory as available_memory
+from dpcert.cli._commands import Command, declared
 from dpcert.errors import (
     BudgetExceeded,
     DPCertError,
@@ -71,9 +72,11 @@ class CommandGroups:
     groups: dict[str, argparse._SubParsersAction]
 
     def add(
-        self, group: str | None, name: str, help_text: str, handler: Callable[[argparse.Namespace], int]
+        self, group: str | None, name: str, handler: Callable[[argparse.Namespace], int]
     ) -> argparse.ArgumentParser:
-        """Add ``dpcert [group] name``; every command gets ``--json`` and ``--debug``."""
+        """Add ``dpcert [group] name`` (declared in :mod:`dpcert.cli._commands`, whose help line it
+        shows); every command gets ``--json`` and ``--debug``."""
+        help_text = declared(group, name).help
         target = self.root if group is None else self.groups[group]
         parser = target.add_parser(name, help=help_text, description=help_text)
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -88,6 +91,11 @@ class CommandGroups:
             )
         parser.set_defaults(handler=handler)
         return parser
+
+    def declare(self, command: Command) -> None:
+        """List ``command`` (its name and help line) without its options: a command that is not run."""
+        target = self.root if command.group is None else self.groups[command.group]
+        target.add_parser(command.name, help=command.help, description=command.help)
 
 
 def dpcert_version() -> str:

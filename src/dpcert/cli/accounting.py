@@ -27,7 +27,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "account",
         "compose",
-        "epsilon of the composition of certified mechanisms at delta",
         _account_compose,
     )
     parser.add_argument(

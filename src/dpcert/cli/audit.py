@@ -77,7 +77,7 @@ SEARCHES = ("vector", "scalar", "pairs", "classifier")
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add(None, "audit", "test a privacy claim (epsilon, delta) from samples", _audit)
+    parser = groups.add(None, "audit", _audit)
     parser.epilog = (
         "A TARGET path/to/file.py:function EXECUTES that Python file (it is imported, after the other "
         "arguments are checked): audit only code you trust."

@@ -56,7 +56,7 @@ SCHEDULER_HELP = (
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add("bandit", "run", "run R repetitions of a bandit algorithm", _run)
+    parser = groups.add("bandit", "run", _run)
     parser.add_argument("algorithm", help="algorithm name (see `dpcert bandit list`)")
     parser.add_argument("--privacy", choices=PRIVACY_MODELS, default="none")
     parser.add_argument("--epsilon", type=positive, default=None)
@@ -111,9 +111,9 @@ def register(groups: CommandGroups) -> None:
         "secure=true); refused elsewhere, naming why",
     )
 
-    groups.add("bandit", "list", "list the registered bandit algorithms", _list)
+    groups.add("bandit", "list", _list)
 
-    parser = groups.add(None, "reproduce", "reproduce a paper figure (see --list)", _reproduce)
+    parser = groups.add(None, "reproduce", _reproduce)
     parser.add_argument("name", nargs="?", help="reproduction name")
     parser.add_argument("--list", action="store_true", help="list the available reproductions")
     parser.add_argument(

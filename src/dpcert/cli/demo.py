@@ -13,7 +13,7 @@ from dpcert.reproductions.demo import FILE, run_demo
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add(None, "demo", "all three jobs end to end, small (< 60 s)", _demo)
+    parser = groups.add(None, "demo", _demo)
     parser.add_argument(
         "--out",
         type=output_directory,

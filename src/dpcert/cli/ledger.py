@@ -62,9 +62,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add(
-        "ledger", "show", "users, charges, the worst-off user (or one user); opens read-only", _guarded(_show)
-    )
+    parser = groups.add("ledger", "show", _guarded(_show))
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
     parser.add_argument("--user", help="show one user (an integer id is tried first, then the string)")
     parser.add_argument(
@@ -80,7 +78,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "ledger",
         "export",
-        "every charge (or each user's totals) as JSON or CSV on stdout, streamed; opens read-only",
         _guarded(_export),
     )
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
@@ -93,7 +90,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "ledger",
         "budget",
-        "set the default per-user budget, or one user's (creates the ledger if absent)",
         _guarded(_budget),
     )
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
@@ -104,7 +100,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "ledger",
         "verify",
-        "recompute the hash chain, certificates and users' state; exit 1 naming the first broken entry",
         _guarded(_verify),
     )
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")
@@ -122,7 +117,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "ledger",
         "migrate",
-        "migrate a genuine ledger of an earlier dpcert (schema version 1-3) to the chained, signed format",
         _guarded(_migrate),
     )
     parser.add_argument("path", type=ledger_location, metavar="FILE.db|URL")

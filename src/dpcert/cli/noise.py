@@ -38,9 +38,7 @@ from dpcert.mechanisms.secure.noise import (
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add(
-        "calibrate", "gaussian", "least Gaussian sigma for (epsilon, delta)", _calibrate_gaussian
-    )
+    parser = groups.add("calibrate", "gaussian", _calibrate_gaussian)
     parser.add_argument("--epsilon", type=positive, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0, help="l2-sensitivity (default 1)")
@@ -50,7 +48,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic", **ONE_OF)
     _add_sampler_options(parser)
 
-    parser = groups.add("calibrate", "laplace", "least Laplace scale for epsilon-DP", _calibrate_laplace)
+    parser = groups.add("calibrate", "laplace", _calibrate_laplace)
     parser.add_argument("--epsilon", type=positive, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0, help="l1-sensitivity (default 1)")
     _add_sampler_options(parser)
@@ -58,7 +56,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate",
         "discrete-gaussian",
-        "least discrete Gaussian sigma for (epsilon, delta) (integer-exact sampler)",
         _calibrate_discrete_gaussian,
     )
     parser.add_argument("--epsilon", type=positive, required=True)
@@ -71,16 +68,13 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate",
         "dp-sgd",
-        "least DP-SGD noise multiplier for (epsilon, delta) over a training schedule",
         _calibrate_dp_sgd,
     )
     parser.add_argument("--epsilon", type=positive, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
     _add_dp_sgd_schedule(parser)
 
-    parser = groups.add(
-        "account", "gaussian", "epsilon of a (k-fold) Gaussian mechanism at delta", _account_gaussian
-    )
+    parser = groups.add("account", "gaussian", _account_gaussian)
     parser.add_argument("--sigma", type=positive, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0)
@@ -89,7 +83,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "account",
         "dp-sgd",
-        "epsilon at delta (or delta at epsilon) of a DP-SGD run with a given noise multiplier",
         _account_dp_sgd,
     )
     parser.add_argument(
@@ -100,7 +93,7 @@ def register(groups: CommandGroups) -> None:
     target.add_argument("--epsilon", type=number, help="report the least delta at this epsilon")
     _add_dp_sgd_schedule(parser)
 
-    parser = groups.add("account", "laplace", "epsilon of a Laplace mechanism", _account_laplace)
+    parser = groups.add("account", "laplace", _account_laplace)
     parser.add_argument("--scale", type=positive, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0)
     parser.add_argument(

@@ -37,7 +37,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate",
         "binomial-sum",
-        "bit-sum shuffle protocol (g, b, p) for a sum of N users' vectors at (epsilon, delta)",
         _calibrate_binomial_sum,
     )
     parser.add_argument("--epsilon", type=positive, required=True)
@@ -58,7 +57,6 @@ def register(groups: CommandGroups) -> None:
     parser = groups.add(
         "calibrate",
         "shuffle",
-        "largest local epsilon0 whose shuffled protocol meets (epsilon, delta)",
         _calibrate_shuffle,
     )
     parser.add_argument("--epsilon", type=positive, required=True)
@@ -67,9 +65,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--method", choices=SHUFFLE_METHODS, default="numeric", **ONE_OF)
     _add_randomizer_arguments(parser)
 
-    parser = groups.add(
-        "account", "binomial-sum", "epsilon of a bit-sum shuffle protocol at delta", _account_binomial_sum
-    )
+    parser = groups.add("account", "binomial-sum", _account_binomial_sum)
     parser.add_argument("--g", type=integer, required=True, help="precision (encoded values in 0..g)")
     parser.add_argument("--b", type=integer, required=True, help="noise bits per user and coordinate")
     parser.add_argument("--p", type=number, required=True, help="probability of a noise bit being 1")
@@ -80,9 +76,7 @@ def register(groups: CommandGroups) -> None:
     parser.add_argument("--shape", choices=SHAPES, default="vector", **ONE_OF)
     parser.add_argument("--norm", choices=NORMS, default="entry", **ONE_OF)
 
-    parser = groups.add(
-        "account", "shuffle", "epsilon of N shuffled epsilon0-LDP reports at delta", _account_shuffle
-    )
+    parser = groups.add("account", "shuffle", _account_shuffle)
     parser.add_argument("--epsilon0", type=positive, required=True)
     parser.add_argument("--users", type=integer, required=True)
     parser.add_argument("--delta", type=delta_value, required=True)

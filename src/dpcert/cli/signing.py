@@ -17,20 +17,16 @@ from dpcert.errors import CertificateMismatch, InvalidParameter
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add(
-        None, "keygen", "create an Ed25519 key pair for signing certificates and reports", _keygen
-    )
+    parser = groups.add(None, "keygen", _keygen)
     parser.add_argument(
         "--out", type=Path, required=True, metavar="KEY.pem", help="private key file (refused if present)"
     )
-    parser = groups.add(None, "sign", "sign a certificate or audit report (JSON) with an Ed25519 key", _sign)
+    parser = groups.add(None, "sign", _sign)
     parser.add_argument("path", type=Path, metavar="FILE.json")
     parser.add_argument("--key", type=Path, required=True, metavar="KEY.pem", help="the private key")
     parser.add_argument("--signer", default="", help="who signs (recorded in the signature)")
     parser.add_argument("--out", type=Path, default=None, help="write here instead of FILE.signed.json")
-    parser = groups.add(
-        None, "verify", "check a signed certificate or audit report: signature, then consistency", _verify
-    )
+    parser = groups.add(None, "verify", _verify)
     parser.add_argument("path", type=Path, metavar="FILE.json")
     parser.add_argument("--public-key", type=Path, required=True, metavar="PUB.pem")
 
