@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
+from pathlib import Path
 from typing import Any
 
 from dpcert import _json, provenance
@@ -212,6 +213,17 @@ def check_run_memory(runs: int, horizon: int) -> None:
         )
 
 
+def _ledger_view(run: Any, ledger: Path | None) -> list[tuple[str, Any]]:
+    """The δ the run's ε is stated at and, with a ledger, the ``ledger show`` command that states its
+    users' ε at that same δ (by default ``ledger show`` uses the budget's δ, or the sum of the charges')."""
+    if run.target is None:
+        return []
+    rows: list[tuple[str, Any]] = [("at delta", run.target.delta)]
+    if ledger is not None:
+        rows.append(("same view", f"dpcert ledger show --delta {run.target.delta:g} {ledger}"))
+    return rows
+
+
 def _run(args: argparse.Namespace) -> int:
     check_run_memory(args.runs, args.horizon)
     options = parse_options(args.option)
@@ -273,6 +285,7 @@ def _run(args: argparse.Namespace) -> int:
         ("regret stderr", payload["regret"]["stderr"]),
         ("users", run.users),
         ("max user epsilon", run.max_user_epsilon),
+        *_ledger_view(run, args.ledger),
         ("certificate", "none (non-private)" if certificate is None else certificate.summary()),
         ("seconds", run.seconds),
     ]
