@@ -102,3 +102,27 @@ def test_linucb_learns_the_choices_and_every_contextual_algorithm_runs():
     )  # fmt: skip
     assert online.cumulative_regret.shape == (runs, 200)
     assert np.all(np.diff(online.cumulative_regret, axis=1) >= 0)
+
+
+def test_bandit_run_takes_the_travel_mode_environment():
+    from dpcert.bandits import registry
+
+    def config(algorithm, privacy, **options):
+        budget = {} if privacy is None else {"epsilon": 1.0, "delta": 0.1}
+        options = {"environment": "travel-mode", **options}
+        return registry.RunConfig(algorithm, privacy, horizon=300, runs=2, seed=4, options=options, **budget)
+
+    plain = registry.algorithm("linucb").run(config("linucb", None, order="by-income"))
+    local = registry.algorithm("ldp-linear").run(config("ldp-linear", "local"))
+    assert np.asarray(plain.cumulative_regret).shape == (2, 300)
+    assert local.certificate is not None and local.max_user_epsilon <= 1.0
+    # every round's regret is 0 or 1 (the chosen mode is the traveller's or not)
+    steps = np.diff(np.asarray(plain.cumulative_regret), axis=1, prepend=0.0)
+    assert set(np.unique(steps)) <= {0.0, 1.0}
+    for bad, name in (({"dimension": 5}, "dimension"), ({"arms": 4}, "arms"), ({"order": "x"}, "order")):
+        with pytest.raises(InvalidParameter, match=name):
+            registry.algorithm("linucb").run(config("linucb", None, **bad))
+    with pytest.raises(InvalidParameter, match="order"):
+        registry.algorithm("linucb").run(
+            registry.RunConfig("linucb", None, horizon=10, options={"order": "iid"})
+        )

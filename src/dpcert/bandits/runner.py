@@ -35,6 +35,7 @@ from dpcert.bandits.calibration.elimination import release_budget
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.calibration.linucb import BIT_SUM_KEYS, calibrate
 from dpcert.bandits.calibration.linucb_secure import calibrate_secure, check_secure_algorithm
+from dpcert.bandits.environments import choice_data
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
@@ -492,19 +493,49 @@ LINUCB_DESCRIPTIONS = {
 
 LINUCB_OPTIONS = frozenset(
     {"dimension", "arms", "batch_size", "radius", "alpha", "participations", "sigma", "fixed_arms", "reward",
-     "secure"}
+     "secure", "environment", "order"}
 ) | frozenset(BIT_SUM_KEYS)  # fmt: skip
 LDP_LINEAR_OPTIONS = frozenset(
     {"dimension", "arms", "fixed_arms", "lambda_min", "threshold", "perturbation_variance", "radius",
-     "radius_scale", "sigma", "learner", "secure"}
+     "radius_scale", "sigma", "learner", "secure", "environment", "order"}
 )  # fmt: skip
+
+
+ENVIRONMENTS = ("chowdhury-zhou", "travel-mode")
+"""Contextual environments of the LinUCB and LDP-linear runs (option ``environment``)."""
+
+
+def _contextual_dimension(options: Mapping[str, Any]) -> int:
+    """The feature dimension: option ``dimension`` (default 5), fixed by the travel-mode data at 12."""
+    environment = options.get("environment", "chowdhury-zhou")
+    if environment not in ENVIRONMENTS:
+        raise InvalidParameter("environment", environment, "one of " + ", ".join(ENVIRONMENTS))
+    if environment == "travel-mode":
+        given = options.get("dimension", choice_data.DIMENSION)
+        if given != choice_data.DIMENSION:
+            raise InvalidParameter("dimension", given, f"{choice_data.DIMENSION} (the travel-mode features)")
+        return choice_data.DIMENSION
+    return check.positive_int("dimension", options.get("dimension", 5), minimum=2)
 
 
 def _contextual_instance(
     config: RunConfig, options: Mapping[str, Any], dimension: int, rng: np.random.Generator, **kwargs: Any
 ) -> Any:
-    """The instance of Chowdhury & Zhou 2022 for the LinUCB and LDP-linear runs (options ``arms`` = 100,
-    ``fixed_arms``)."""
+    """The instance of the LinUCB and LDP-linear runs: Chowdhury & Zhou 2022's (options ``arms`` = 100,
+    ``fixed_arms``) or, with ``environment=travel-mode``, the travel-mode bandit of real choices
+    (:mod:`dpcert.bandits.environments.choice_data`; option ``order`` iid | by-income)."""
+    if options.get("environment", "chowdhury-zhou") == "travel-mode":
+        for name in ("arms", "fixed_arms", "reward"):
+            if name in options:
+                raise InvalidParameter(
+                    name, options[name], "left out with environment=travel-mode (set by the data)"
+                )
+        order = options.get("order", "iid")
+        if order not in choice_data.ORDERS:
+            raise InvalidParameter("order", order, "one of " + ", ".join(choice_data.ORDERS))
+        return choice_data.TravelModeBandit.draw(config.runs, rng, order=order)
+    if "order" in options:
+        raise InvalidParameter("order", options["order"], "only with environment=travel-mode")
     arms = check.positive_int("arms", options.get("arms", 100))
     fixed = bool(options.get("fixed_arms", True))
     return vaswani_instance(config.runs, dimension, arms, rng, fixed_arms=fixed, **kwargs)
@@ -541,7 +572,7 @@ def run_linucb_config(config: RunConfig) -> BanditRun:
     if batch_size != "auto":  # "auto": the paper's corollary (calibration.linucb.corollary_batch_size)
         batch_size = check.positive_int("batch_size", batch_size)
     participations = check.positive_int("participations", options.get("participations", 1))
-    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    dimension = _contextual_dimension(options)
     expected = "none" if algorithm == "linucb" else linucb.TRUST[algorithm].value
     if config.privacy_name != expected:
         raise InvalidParameter("privacy", config.privacy_name, f"'{expected}' for {algorithm}")
@@ -607,7 +638,7 @@ def run_ldp_linear_config(config: RunConfig) -> BanditRun:
     if config.privacy is not TrustModel.LOCAL:
         raise InvalidParameter("privacy", config.privacy_name, f"'local' for {config.algorithm}")
     calibration = config.calibration
-    dimension = check.positive_int("dimension", options.get("dimension", 5), minimum=2)
+    dimension = _contextual_dimension(options)
     secure = options.get("secure", False)
     if not isinstance(secure, bool):
         raise InvalidParameter("secure", secure, "true or false")
