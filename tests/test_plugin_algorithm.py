@@ -10,60 +10,35 @@ whose algorithm returns an unverifiable run, is refused with one line and exit 3
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import plugin_environment, run_command
 
 from dpcert.bandits.registry import ALGORITHM_ENTRY_POINTS
 
-PLUGIN = Path(__file__).resolve().parent / "plugin_example"
 SCRIPT = Path(sys.executable).with_name("dpcert")
 
 
-def _environment(*paths: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
-    return env
-
-
-def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
-
-
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example package installed with pip into a directory of its own (no build isolation)."""
+def installed(plugin_example_install: Path) -> Path:
     if not SCRIPT.exists():
         pytest.skip("the dpcert console script is not installed")
-    work = tmp_path_factory.mktemp("plugin-algorithm")
-    source = work / "source"
-    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    target = work / "target"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(target), str(source)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, f"pip could not build the example package: {done.stderr.strip()[-2000:]}"
-    return target
+    return plugin_example_install
 
 
 def test_a_plugin_algorithm_is_listed_run_charged_and_verified(installed, tmp_path):
-    env = _environment(installed)
-    listed = _run([str(SCRIPT), "bandit", "list", "--json"], env, tmp_path)
+    env = plugin_environment(installed)
+    listed = run_command([str(SCRIPT), "bandit", "list", "--json"], env, tmp_path)
     assert listed.returncode == 0, listed.stderr
     names = {entry["name"]: entry for entry in json.loads(listed.stdout)["algorithms"]}
     assert names["example-rr-etc"]["privacy"] == ["local"]
     assert "sdp-ae" in names  # dpcert's own algorithms are still there
 
     horizon, runs, explore, epsilon = 300, 2, 30, 1.0
-    ran = _run(
+    ran = run_command(
         [str(SCRIPT), "bandit", "run", "example-rr-etc", "--privacy", "local", "--epsilon", str(epsilon),
          "--horizon", str(horizon), "--runs", str(runs), "--option", f"explore={explore}",
          "--ledger", "ledger.db", "--json"],
@@ -77,17 +52,17 @@ def test_a_plugin_algorithm_is_listed_run_charged_and_verified(installed, tmp_pa
     assert result["max_user_epsilon"] == pytest.approx(epsilon, rel=1e-9)
     assert result["certificate"]["mechanism"] == "example-k-rr"
 
-    shown = _run([str(SCRIPT), "ledger", "show", "--json", "--delta", "0", "ledger.db"], env, tmp_path)
+    shown = run_command([str(SCRIPT), "ledger", "show", "--json", "--delta", "0", "ledger.db"], env, tmp_path)
     assert shown.returncode == 0, shown.stderr
     summary = json.loads(shown.stdout)
     assert summary["charges"] == runs * explore  # one charge per exploring user, none for the others
     assert summary["max_user_epsilon"] == pytest.approx(result["max_user_epsilon"], rel=1e-12)
-    verified = _run([str(SCRIPT), "ledger", "verify", "ledger.db"], env, tmp_path)
+    verified = run_command([str(SCRIPT), "ledger", "verify", "ledger.db"], env, tmp_path)
     assert verified.returncode == 0, verified.stderr
 
     # without the package the algorithm is unknown: one line, exit 2, naming the parameter
-    missing = _run([str(SCRIPT), "bandit", "run", "example-rr-etc", "--privacy", "local", "--epsilon", "1"],
-                   _environment(), tmp_path)  # fmt: skip
+    args = [str(SCRIPT), "bandit", "run", "example-rr-etc", "--privacy", "local", "--epsilon", "1"]
+    missing = run_command(args, plugin_environment(), tmp_path)
     assert missing.returncode == 2 and len(missing.stderr.splitlines()) == 1, missing.stderr
     assert "algorithm" in missing.stderr and "example-rr-etc" in missing.stderr
 
@@ -128,10 +103,10 @@ def test_a_plugin_that_breaks_its_contract_is_refused_in_one_line(tmp_path, entr
     if not SCRIPT.exists():
         pytest.skip("the dpcert console script is not installed")
     _fake_distribution(tmp_path, entry, "liar_pkg", BROKEN_RESULT)
-    done = _run(
+    done = run_command(
         [str(SCRIPT), "bandit", "run", "liar", "--privacy", "central", "--epsilon", "1", "--delta", "1e-5",
          "--horizon", "10"],
-        _environment(tmp_path), tmp_path,
+        plugin_environment(tmp_path), tmp_path,
     )  # fmt: skip
     assert done.returncode == 3, (done.returncode, done.stderr)
     lines = done.stderr.splitlines()
@@ -152,6 +127,6 @@ def test_a_plugin_cannot_take_a_builtin_name(tmp_path):
         print(spec.run.__module__, "shadow_algorithm" in sys.modules, len(registry.algorithms()) > 5)
         """
     )
-    done = _run([sys.executable, "-c", check], _environment(tmp_path), tmp_path)
+    done = run_command([sys.executable, "-c", check], plugin_environment(tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["dpcert.bandits.runner", "False", "True"]

@@ -13,20 +13,17 @@ from __future__ import annotations
 import ast
 import json
 import math
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import plugin_environment, run_command
 
 from dpcert.profiles import ENTRY_POINT_GROUP, builtin_profile_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src"
-PLUGIN = Path(__file__).resolve().parent / "plugin_example"
 SCRIPT = Path(sys.executable).with_name("dpcert")
 
 
@@ -65,47 +62,6 @@ def test_the_installed_entry_points_are_those_of_pyproject():
     assert dict(builtin_profile_modules()) == declared, "reinstall dpcert (pip install -e .)"
 
 
-def _environment(*paths: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
-    return env
-
-
-def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
-
-
-@pytest.fixture(scope="module")
-def plugin_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example package installed with pip into a directory of its own (no build isolation)."""
-    work = tmp_path_factory.mktemp("plugin")
-    source = work / "source"
-    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    target = work / "target"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    # the test extra installs setuptools >= 70.1, which builds wheels without the wheel package
-    assert done.returncode == 0, f"pip could not build the example package: {done.stderr.strip()[-2000:]}"
-    return target
-
-
 CHARGE = textwrap.dedent(
     """
     import sys
@@ -130,18 +86,18 @@ CHARGE = textwrap.dedent(
 )
 
 
-def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plugin_target, tmp_path):
+def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plugin_example_install, tmp_path):
     pytest.importorskip("cryptography")
     if not SCRIPT.exists():
         pytest.skip("the dpcert console script is not installed")
-    with_plugin = _environment(plugin_target)
-    charged = _run([sys.executable, "-c", CHARGE], with_plugin, tmp_path)
+    with_plugin = plugin_environment(plugin_example_install)
+    charged = run_command([sys.executable, "-c", CHARGE], with_plugin, tmp_path)
     assert charged.returncode == 0, charged.stderr
     # closed form: p = 0.7, b = 0.3 / 3 = 0.1, epsilon0 = ln(p / b) = ln 7
     assert float(charged.stdout) == pytest.approx(math.log(7.0), rel=1e-12, abs=0.0)
     assert float(charged.stdout) >= math.log(7.0)  # rounded up, never down
 
-    shown = _run(
+    shown = run_command(
         [str(SCRIPT), "ledger", "show", "--json", "--delta", "0", "ledger.db"],
         with_plugin,
         tmp_path,
@@ -152,10 +108,10 @@ def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plug
     # user 1 took part twice: two pure-DP reports compose to 2 ln 7 at delta = 0 (Dwork & Roth 2014, Thm 3.16)
     assert summary["max_user_epsilon"] == pytest.approx(2.0 * math.log(7.0), rel=1e-12, abs=0.0)
 
-    verified = _run([str(SCRIPT), "ledger", "verify", "ledger.db"], with_plugin, tmp_path)
+    verified = run_command([str(SCRIPT), "ledger", "verify", "ledger.db"], with_plugin, tmp_path)
     assert verified.returncode == 0, verified.stderr
 
-    composed = _run(
+    composed = run_command(
         [str(SCRIPT), "account", "compose", "--json", "--certificate", "k_rr.json", "--count", "3"]
         + ["--delta", "0"],
         with_plugin,
@@ -164,7 +120,7 @@ def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plug
     assert composed.returncode == 0, composed.stderr
     assert json.loads(composed.stdout)["epsilon"] == pytest.approx(3.0 * math.log(7.0), rel=1e-12, abs=0.0)
 
-    signed = _run(
+    signed = run_command(
         [str(SCRIPT), "verify", "--json", "--public-key", "public.pem", "k_rr.signed.json"],
         with_plugin,
         tmp_path,
@@ -172,14 +128,14 @@ def test_a_plugin_certificate_is_charged_shown_verified_and_composed_afresh(plug
     assert signed.returncode == 0, signed.stderr
 
     # the same ledger and certificate without the package: one line naming the mechanism and the group
-    without = _environment()
+    without = plugin_environment()
     for args in (
         [str(SCRIPT), "ledger", "show", "ledger.db"],
         # cannot be verified here (exit 2), which is not evidence of tampering (exit 1)
         [str(SCRIPT), "ledger", "verify", "ledger.db"],
         [str(SCRIPT), "account", "compose", "--certificate", "k_rr.json", "--delta", "0"],
     ):
-        result = _run(args, without, tmp_path)
+        result = run_command(args, without, tmp_path)
         assert result.returncode == 2, (args, result.returncode, result.stderr)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
@@ -227,6 +183,6 @@ def test_another_package_cannot_shadow_a_builtin_profile(tmp_path):
             """
         )
     )
-    done = _run([sys.executable, "-c", SHADOW], _environment(tmp_path), tmp_path)
+    done = run_command([sys.executable, "-c", SHADOW], plugin_environment(tmp_path), tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["shadow imported: False", "refused: mechanism gaussian"]
