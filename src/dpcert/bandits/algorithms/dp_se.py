@@ -43,7 +43,7 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.bandits.algorithms.mab import CentralLaplaceSum
+from dpcert.bandits.algorithms.mab import CentralLaplaceSum, spend_rest_on_last_arm
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.results import RunResult
@@ -219,14 +219,9 @@ def dp_se(
         regret += fixed_order.matvec(epoch_pulls.astype(float), gaps)
         done |= used >= horizon
         # one arm left: the rest of the horizon is spent on it (its pseudo-regret, nothing released)
-        single = ~done & (viable.sum(axis=1) == 1)
-        if np.any(single):
-            remaining = horizon - used[single]
-            last_arm = np.argmax(viable[single], axis=1)
-            pulls[single, last_arm] += remaining
-            regret[single] += remaining * gaps[last_arm]
-            used[single] = horizon
-            done[single] = True
+        spend_rest_on_last_arm(
+            ~done & (viable.sum(axis=1) == 1), viable, horizon, used, pulls, regret, gaps, done
+        )
         times.append(used.astype(float))
         regrets.append(regret.copy())
         if record_epochs:

@@ -84,6 +84,28 @@ RUN_NOTE = (
 )
 
 
+def spend_rest_on_last_arm(
+    single: np.ndarray,
+    viable: np.ndarray,
+    limit: int,
+    used: np.ndarray,
+    pulls: np.ndarray,
+    regret: np.ndarray,
+    gaps: np.ndarray,
+    done: np.ndarray,
+) -> None:
+    """For the runs in ``single`` (one viable arm left), pull that arm until ``limit`` rounds are used:
+    its pulls and pseudo-regret are added in place and the runs are marked done (nothing is released)."""
+    if not np.any(single):
+        return
+    remaining = limit - used[single]
+    last_arm = np.argmax(viable[single], axis=1)
+    pulls[single, last_arm] += remaining
+    regret[single] += remaining * gaps[last_arm]
+    used[single] = limit
+    done[single] = True
+
+
 # =========================================================================== batch summations
 class BatchSummation(Protocol):
     """How the server learns the reward sum of one batch.
@@ -537,14 +559,9 @@ def batched_arm_elimination(
             viable[rows] &= upper >= best_lower  # [P-fix] max over V; strict removal, simultaneous
             best_lost |= ~viable[:, bandit.best_arm]
             # short cut: a run with one viable arm spends the rest of its horizon on it
-            single = rows & (viable.sum(axis=1) == 1)
-            if np.any(single):
-                remaining = limit - used[single]
-                last_arm = np.argmax(viable[single], axis=1)
-                pulls[single, last_arm] += remaining
-                regret[single] += remaining * gaps[last_arm]
-                used[single] = limit
-                done[single] = True
+            spend_rest_on_last_arm(
+                rows & (viable.sum(axis=1) == 1), viable, limit, used, pulls, regret, gaps, done
+            )
         times.append(used.astype(float))
         regrets.append(regret.copy())
         if record_phases:
