@@ -30,18 +30,10 @@ from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_group
 from dpcert.bandits.calibration.ldp_linear import calibrate_randomizer
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.choice_data import DIMENSION, TravelModeBandit
+from dpcert.reproductions.improved_ldp_linear import LABELS
 from dpcert.session import PrivacySession
 
 SHUFFLE_BATCH = 20
-LABELS = {
-    "linucb": "LinUCB (non-private)",
-    "linucb-jdp": "JDP-LinUCB (central)",
-    "linucb-sdp-amp": "SDP-LinUCB, P_Amp (shuffle)",
-    "linucb-sdp-vec": "SDP-LinUCB, P_Vec (shuffle)",
-    "linucb-ldp": "LDP-LinUCB (local)",
-    "online-ucb": "OnlineUCB, Maler + Lemma 3.3 radius (local)",
-    "online-ucb-ogd": "OnlineUCB variant: OGD + 0.5·√log(t+1) (local)",
-}
 
 
 def run_all(order: str, runs: int, horizon: int, epsilon: float, delta: float, seed: int):
