@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from test_ledger_postgres import PostgresServer
 
 settings.register_profile("default-derandomized", derandomize=True, deadline=None)
 settings.register_profile("explore", derandomize=False, deadline=None)
@@ -72,3 +73,14 @@ def plugin_example_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     assert done.returncode == 0, f"pip could not build the example package: {done.stderr.strip()[-2000:]}"
     return target
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PostgresServer]:
+    """A throw-away PostgreSQL server of the requesting module's own, which its tests may stop and start
+    to make outages without disturbing other modules (skipped without the server binaries)."""
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.remove()

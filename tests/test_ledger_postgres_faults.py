@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,15 +27,6 @@ from dpcert.mechanisms.laplace import laplace_certificate
 ROWS_PER_RUN = (
     "SELECT run_id, count(*), count(DISTINCT user_id) FROM dpcert.charges GROUP BY run_id ORDER BY run_id"
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    try:
-        yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture

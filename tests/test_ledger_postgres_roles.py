@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +29,6 @@ from dpcert.mechanisms.laplace import laplace_certificate
 
 WRITER_GRANTS = "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA dpcert TO {role}"
 ROWS_PER_RUN = "SELECT run_id, count(*) FROM dpcert.charges GROUP BY run_id ORDER BY run_id"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    try:
-        yield server
-    finally:
-        server.remove()
 
 
 def _admin(server: PostgresServer, database: str) -> Any:
