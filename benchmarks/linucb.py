@@ -200,6 +200,53 @@ ANCHOR_RUN = (
 )
 
 
+FLOOR_PROBE = (
+    "import sys, time\n"
+    "import numpy as np\n"
+    "import numba\n"
+    "@numba.njit(fastmath=True)  # reassociation allowed: the vectorised peak, a floor for any order\n"
+    "def madds(a, b, repeats):\n"
+    "    total = 0.0\n"
+    "    for _ in range(repeats):\n"
+    "        acc = 0.0\n"
+    "        for i in range(a.size):\n"
+    "            acc += a[i] * b[i]\n"
+    "        total += acc\n"
+    "    return total\n"
+    "a, b = np.random.default_rng(0).random((2, 2048))\n"
+    "madds(a, b, 1)  # compile\n"
+    "repeats = 200_000\n"
+    "c = time.process_time(); madds(a, b, repeats); t = time.process_time() - c\n"
+    "rng = np.random.default_rng(1); out = np.empty(10_000_000)\n"
+    "c = time.process_time(); rng.standard_normal(out=out); n = time.process_time() - c\n"
+    "print(a.size * repeats / t, out.size / n)\n"
+)
+
+
+def panel_work(horizon: int = HORIZON, runs: int = RUNS) -> tuple[float, float]:
+    """(multiply-adds, normal draws) that any implementation of the ε = 0.2 panel must do, counted from
+    its structure: every batch scores the K arms (d products for x·θ̂ and d(d+1)/2 for the width's
+    quadratic form xᵀV⁻¹x from V⁻¹'s upper triangle); LinUCB, LDP and JDP release every round (B = 1),
+    SDP-Amp and SDP-Vec every B = 20 rounds.  Noise: LDP and SDP-Amp draw one Gaussian per entry of
+    each user's statistic (d + d(d+1)/2 entries per user per round); JDP's tree adds one Gaussian vector
+    per round; SDP-Vec draws bits, not Gaussians, so it is counted as no draws (a lower bound)."""
+    d, arms = DIMENSION, ARMS
+    entries = d + d * (d + 1) // 2
+    per_batch = arms * entries
+    batches = 3 * horizon + 2 * math.ceil(horizon / BATCH)  # three algorithms at B = 1, two at B = 20
+    draws = 3 * horizon * entries  # LDP, SDP-Amp (every user), JDP (one vector per round)
+    return float(runs * batches * per_batch), float(runs * draws)
+
+
+def floor_estimate(horizon: int = HORIZON, runs: int = RUNS) -> tuple[float, float, float, float]:
+    """(multiply-adds, normal draws, this machine's multiply-adds per CPU second in a vectorised compiled
+    dot product, standard normals per CPU second from numpy) — the floor is work / rate, one core."""
+    out = subprocess.run([sys.executable, "-c", FLOOR_PROBE], capture_output=True, text=True, check=True)
+    madd_rate, normal_rate = (float(x) for x in out.stdout.split())
+    madds, draws = panel_work(horizon, runs)
+    return madds, draws, madd_rate, normal_rate
+
+
 def _authors_instance(script: str, horizon: int = HORIZON) -> dict[str, tuple[float, float]]:
     """(wall s, process CPU s) of one instance of each algorithm with the authors' Figure 1 code (their
     classes and per-run loop ``evaluate_one``), in a fresh interpreter."""
@@ -239,6 +286,8 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
         times["numba"].append(_panel("numba", warm_calibrations, warm_numba))
     shutil.rmtree(work)
     authors = _authors_instance(authors_script) if authors_script else None
+    madds, draws, madd_rate, normal_rate = floor_estimate()
+    floor = madds / madd_rate + draws / normal_rate
     end_load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     med = {k: [float(np.median([m[i] for m in v])) for i in range(4)] for k, v in times.items()}
     regrets = {k: sorted({round(m[4], 6) for m in v}) for k, v in times.items()}
@@ -291,6 +340,12 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
         f"{compile_cpu:.1f} s CPU ({tiny_cold[0] - tiny_warm[0]:.1f} s wall). Import of dpcert: "
         f"{med['numpy'][3]:.2f} s CPU without numba, {med['numba'][3]:.2f} s with it. Compiled vs NumPy "
         f"path: {med['numpy'][1] / med['numba'][1]:.1f}× less CPU.",
+        "",
+        f"Floor of the panel on this machine: {madds:.2e} multiply-adds (the arm scores of every batch) "
+        f"at {madd_rate:.2e} per CPU second (a vectorised compiled dot product), plus {draws:.2e} "
+        f"normal draws at {normal_rate:.2e} per CPU second (numpy): **{floor:.2f} s** of one core "
+        f"(`panel_work`, `floor_estimate`). Compiled rounds: {compiled_cpu / floor:.1f}× the floor; "
+        f"NumPy path: {med['numpy'][1] / floor:.1f}×.",
         "",
         "Summed final regret over all 250 run-algorithms in every measurement: "
         + "; ".join(f"{k} {', '.join(f'{r:,.1f}' for r in v)}" for k, v in regrets.items())
