@@ -110,6 +110,10 @@ def _delta_from_cdf_bounds(epsilon: float, sigma: float, shift: int, top: int) -
 
 MAX_DELTA_SIGMA = 1e150
 """Largest σ :func:`discrete_gaussian_delta` evaluates: 2σ² stays a finite float."""
+MIN_DELTA_SIGMA = 1e-140
+"""Least σ :func:`discrete_gaussian_delta` evaluates: y²/(2σ²) stays a finite float for every |y| <= 2^23
+it sums (at most 2^22 terms below a boundary of magnitude at most 2^22), and 2σ² a normal one; below it
+(and below 2^-20 in certificates) the mass is all at 0 and δ(ε) is 1 within rounding for every ε < 1e28."""
 
 
 def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) -> float:
@@ -120,11 +124,21 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     shift = Fraction(check.positive_int("sensitivity", sensitivity))
     sigma = check.positive_finite("sigma", sigma)
-    if sigma > MAX_DELTA_SIGMA:
-        raise InvalidParameter("sigma", sigma, f"0 < sigma <= {MAX_DELTA_SIGMA:g} (sigma^2 a finite float)")
+    if not MIN_DELTA_SIGMA <= sigma <= MAX_DELTA_SIGMA:
+        raise InvalidParameter(
+            "sigma",
+            sigma,
+            f"{MIN_DELTA_SIGMA:g} <= sigma <= {MAX_DELTA_SIGMA:g} (sigma^2 and 1/sigma^2 normal floats)",
+        )
     variance = Fraction(sigma) ** 2
     boundary = shift / 2 - variance * Fraction(epsilon) / shift  # terms y < boundary
     top = math.ceil(boundary) - 1
+    if top < -(10**300):  # only y <= top contribute, each at most P(y): δ <= P(Y <= top) <= (with
+        # n = −top >= 1e300, σ <= 1e150: n/σ >= 1e150, n/σ² >= 1) e^{−n²/(2σ²)} / (1 − e^{−n/σ²}), which is
+        # below the least positive float (CKS 2020 tail bound, as in tail_mass_bound)
+        return math.ulp(0.0)
+    if abs(top) > _MAX_TERMS:  # before any float of the terms: the excess of a huge shift may overflow
+        return _delta_from_cdf_bounds(epsilon, sigma, int(shift), top)
     first_excess = (shift * shift - 2 * shift * top) / (2 * variance) - Fraction(epsilon)  # > 0
     excess0 = float(first_excess)
     step = float(shift / variance)
@@ -133,8 +147,6 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     total = 0.0
     allowance = 0.0
     start = 0
-    if abs(top) > _MAX_TERMS:
-        return _delta_from_cdf_bounds(epsilon, sigma, int(shift), top)
     while True:
         if start >= _MAX_TERMS:  # very wide noise: bound instead of summing millions of terms
             return _delta_from_cdf_bounds(epsilon, sigma, int(shift), top)

@@ -37,6 +37,9 @@ GAUSSIAN_METHODS = ("analytic", "classical")
 
 MAX_COMPOSITIONS = 2**53
 """Most releases of one Gaussian certificate: every count up to it is exact as a float."""
+MAX_MU = 1e150
+"""Largest privacy parameter μ = Δ√k/σ of a Gaussian profile: its ε(δ) ≈ μ²/2 + μ Φ⁻¹(1 − δ) stays a
+finite float (μ² <= 1e300); beyond it (σ subnormal or tiny against Δ√k) no ε can be stated."""
 
 
 def _compositions(value: object) -> int:
@@ -94,6 +97,14 @@ class GaussianProfile:
         self.sensitivity = check.positive_finite("sensitivity", parameters.get("sensitivity", 1.0))
         self.compositions = _compositions(parameters.get("compositions", 1))
         self.mu = self.sensitivity * math.sqrt(self.compositions) / self.sigma
+        if not self.mu <= MAX_MU:
+            raise InvalidParameter(
+                "sigma",
+                self.sigma,
+                f"sigma >= sensitivity * sqrt(compositions) / {MAX_MU:g} = "
+                f"{self.sensitivity * math.sqrt(self.compositions) / MAX_MU:.3g} (the privacy loss "
+                "of smaller noise exceeds every float)",
+            )
 
         self.participations = parameters.get("participations")
         if self.participations is not None:

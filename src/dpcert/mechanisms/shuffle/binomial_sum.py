@@ -617,8 +617,11 @@ def paper_parameters(
     shape = _check_shape(shape)
     if shape == "vector" and dimension == 1:
         _paper_range(epsilon, delta, 30.0, False, ALG4_BASIS)
+        if not math.isfinite(bound * math.sqrt(users)):  # g = ⌈B√n⌉ beyond every float: b with it
+            _refuse_too_many_bits(users, math.inf, math.inf, ALG4_BASIS, epsilon, bound, dimension)
         g = math.ceil(bound * math.sqrt(users))
-        a0 = 180.0 * g * g * math.log(2.0 / delta) / ((epsilon / 2.0) ** 2 * users)
+        a0 = _quotient(180.0 * g * g * math.log(2.0 / delta), (epsilon / 2.0) ** 2 * users)
+        _refuse_too_many_bits(users, a0, g, ALG4_BASIS, epsilon, bound, dimension)
         b = math.ceil(a0)
         p = (a0 / 2.0) / b
         basis = ALG4_BASIS
@@ -629,28 +632,46 @@ def paper_parameters(
         g = math.ceil(
             max(eps_hat * math.sqrt(users) / (6.0 * math.sqrt(5.0 * log_term)), math.sqrt(dimension), 10)
         )
-        a0 = 180.0 * g * g * log_term / (eps_hat**2 * users)
+        a0 = _quotient(180.0 * g * g * log_term, eps_hat**2 * users)
+        _refuse_too_many_bits(users, a0, g, ALG2_BASIS, epsilon, bound, dimension)
         b = math.ceil(a0)
         p = (a0 / 2.0) / b
         basis = ALG2_BASIS
     else:
         _paper_range(epsilon, delta, 15.0, True, PVEC_BASIS)
         g = math.ceil(max(2.0 * math.sqrt(users), dimension, 4))
-        b = math.ceil(24e4 * g * g * math.log(4.0 * (dimension**2 + 1) / delta) ** 2 / (epsilon**2 * users))
+        bits = _quotient(24e4 * g * g * math.log(4.0 * (dimension**2 + 1) / delta) ** 2, epsilon**2 * users)
+        _refuse_too_many_bits(users, bits, g, PVEC_BASIS, epsilon, bound, dimension)
+        b = math.ceil(bits)
         p = 0.25
         basis = PVEC_BASIS
     if p >= 1.0:  # cannot happen for the ranges above; kept as a guard on the theorem's algebra
         raise PreconditionFailed(f"{basis}: p = {p} is not a probability")
-    if users * b > MAX_NOISE_BITS:  # b grows with g^2 / epsilon^2, g with the bound (scalar) or d
-        named = "epsilon/bound" if basis == ALG4_BASIS else "epsilon/dimension"
-        raise InvalidParameter(
-            named,
-            (epsilon, bound if basis == ALG4_BASIS else dimension),
-            f"values whose theorem parameters need users * b <= {MAX_NOISE_BITS:.0e} noise bits "
-            f"({users * b:.3g} here, g = {g}): a larger epsilon, or "
-            + ("a smaller bound" if basis == ALG4_BASIS else "a smaller dimension"),
-        )
+    _refuse_too_many_bits(users, b, g, basis, epsilon, bound, dimension)
     return BitSumParameters(g, b, p, users, dimension, bound, shape), basis
+
+
+def _quotient(numerator: float, denominator: float) -> float:
+    """``numerator / denominator`` of positive numbers, ``inf`` where the denominator (a power of a tiny
+    epsilon) underflowed to 0: refused as too many noise bits, never a division by zero."""
+    return numerator / denominator if denominator > 0.0 else math.inf
+
+
+def _refuse_too_many_bits(
+    users: int, b: float, g: float, basis: str, epsilon: float, bound: float, dimension: int
+) -> None:
+    """Refuse theorem parameters with more than ``MAX_NOISE_BITS`` noise bits (``b`` may be the
+    real number before rounding up, possibly infinite: refused before any integer is formed)."""
+    if users * b <= MAX_NOISE_BITS:  # b grows with g^2 / epsilon^2, g with the bound (scalar) or d
+        return
+    named = "epsilon/bound" if basis == ALG4_BASIS else "epsilon/dimension"
+    raise InvalidParameter(
+        named,
+        (epsilon, bound if basis == ALG4_BASIS else dimension),
+        f"values whose theorem parameters need users * b <= {MAX_NOISE_BITS:.0e} noise bits "
+        f"({users * b:.3g} here, g = {g}): a larger epsilon, or "
+        + ("a smaller bound" if basis == ALG4_BASIS else "a smaller dimension"),
+    )
 
 
 def _users(users: object) -> int:

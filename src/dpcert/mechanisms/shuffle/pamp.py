@@ -349,6 +349,9 @@ def local_target(epsilon: float, delta: float, users: int, method: str = "numeri
 MAX_PAMP_USERS = 10**9
 """Most users of one P_Amp batch :func:`calibrate_pamp` calibrates: its amplification bound takes about
 1 s at 10^9 users and 40 s at 10^13 (and overflows beyond)."""
+MAX_PAMP_EPSILON = 600.0
+"""Largest target ε :func:`calibrate_pamp` takes: the amplification bounds evaluate e^ε in floats (finite
+up to ε ≈ 709); no batch needs a larger ε, whose local noise is a small fraction of the sensitivity."""
 
 
 def calibrate_pamp(
@@ -375,6 +378,12 @@ def calibrate_pamp(
     e.g. 3/√2 for LinUCB's ``(φy, upper(φφᵀ))`` (:func:`dpcert.bandits.algorithms.linucb.joint_sensitivity`).
     """
     epsilon = check.epsilon(epsilon)
+    if epsilon > MAX_PAMP_EPSILON:
+        raise InvalidParameter(
+            "epsilon",
+            epsilon,
+            f"0 < epsilon <= {MAX_PAMP_EPSILON:g} (e^epsilon of the amplification bound finite)",
+        )
     delta = check.positive_delta(delta)
     users = check.positive_int("users", users)
     if users > MAX_PAMP_USERS:
