@@ -46,13 +46,30 @@ PARTS = (
 )
 
 
-def _timed(seconds: dict[str, float], part: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+class _Timed:
+    """``function`` with a process-CPU counter; other attributes (a numba dispatcher's ``signatures``,
+    its cache) are the function's own."""
+
+    def __init__(self, seconds: dict[str, float], part: str, function: Callable[..., Any]) -> None:
+        self._seconds, self._part, self._function = seconds, part, function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         start = time.process_time()
         try:
-            return function(*args, **kwargs)
+            return self._function(*args, **kwargs)
         finally:
-            seconds[part] += time.process_time() - start
+            self._seconds[self._part] += time.process_time() - start
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._function, name)
+
+
+def _timed(seconds: dict[str, float], part: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` with a process-CPU counter, as a plain function (so that it binds as a method)."""
+    timed = _Timed(seconds, part, function)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return timed(*args, **kwargs)
 
     return wrapper
 
@@ -81,8 +98,11 @@ def instrument(seconds: dict[str, float]) -> None:
         seconds, "certificates", PrivacySession.worst_user_certificate
     )
     kernel._draw_noise = _timed(seconds, "noise draws", kernel._draw_noise)
-    for name in ("_run_chunk", "_choose", "_publish", "_repair"):
-        setattr(kernel, name, _timed(seconds, "compiled rounds", getattr(kernel, name)))
+    # bind the numba dispatchers first (binding replaces the module's steps), then wrap only the entry
+    # points called from Python: the compiled steps call each other through numba, not these names
+    kernel._bind_compiled()
+    for name in ("_run_chunk", "_repair"):
+        setattr(kernel, name, _Timed(seconds, "compiled rounds", getattr(kernel, name)))
     vec_add = linucb_privatizers.VecSum.add_batch
     linucb_privatizers.VecSum.add_batch = _timed(seconds, "P_Vec bit sums", vec_add)
     run_fixed_arms = kernel.run_fixed_arms
