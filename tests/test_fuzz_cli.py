@@ -44,6 +44,12 @@ NUMBERS = [
     "inf", "-inf", "Infinity", str(10**400), str(-(10**400)), "9" * 40, "1e12", "1e9", "2.5", "0.5",
     "1e-51", "1e51", "",
 ]  # fmt: skip
+NEAR_LIMITS = [
+    "5e-324", "-5e-324", "1e-310", "2.225073858507201e-308", "2.2250738585072014e-308", "1e-160", "1e-154",
+    "1.7976931348623157e308", "-1.7976931348623157e308", "1.7976931348623158e308", "1e300", "1e160",
+    "1e154", "0x1p-1074", "1e-400",
+]  # fmt: skip
+"""Subnormals, the smallest normal float, the largest floats (and just beyond), squares at the limits."""
 WRONG_TYPES = [" ", "abc", "1,5", "0x10", "1_000", "[]", "{}", "true", "null", "\x00", "--", "1 2", "é"]
 NESTED = "[" * 100_000 + "]" * 100_000
 
@@ -406,8 +412,12 @@ def _values(kind: str, option: str, files: Files, only_bad: bool = False) -> st.
         pool = [*TEXTS.get(option, []), *WRONG_TYPES, "", "NONE", "tight ", "x" * 300]
     pool = [value for value in pool if value not in BANNED_VALUES]
     floats = st.floats(allow_nan=True, allow_infinity=True).map(repr)
+    subnormals = st.floats(min_value=5e-324, max_value=2.2250738585072014e-308, exclude_max=True).map(repr)
+    huge = st.floats(min_value=1e250, max_value=1.7976931348623157e308).map(repr)
     integers = st.integers(min_value=-(10**30), max_value=10**30).map(str)
-    return st.one_of(st.sampled_from(pool), floats, integers) if kind == NUMBER else st.sampled_from(pool)
+    if kind != NUMBER:
+        return st.sampled_from(pool)
+    return st.one_of(st.sampled_from(pool), st.sampled_from(NEAR_LIMITS), floats, subnormals, huge, integers)
 
 
 @st.composite

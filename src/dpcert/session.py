@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -38,6 +38,20 @@ class ChargeSink(Protocol):
     """What a session needs of a durable ledger (:class:`~dpcert.ledger.api.Ledger`)."""
 
     def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
+
+
+class KeyedChargeSink(Protocol):
+    """A ledger that takes idempotency keys (:meth:`~dpcert.ledger.api.Ledger.charge`): a session with
+    ``keys`` needs one."""
+
+    def charge(
+        self,
+        user_ids: Any,
+        certificate: Certificate,
+        run_id: str | None = None,
+        *,
+        idempotency_key: str | None,
+    ) -> Any: ...
 
 
 def meets_target(certificate: Certificate | None, target: Guarantee | None) -> bool:
@@ -66,6 +80,10 @@ class PrivacySession:
         Optional durable ledger, charged before each release with ids ``"<namespace>/<i>"``.
     run_id
         Label of this run's charges in the ledger (default: the namespace).
+    keys
+        Prefix of idempotency keys: the ledger charge at index i of this session is keyed
+        ``"<keys>/<i>"``, so a run repeated after an interruption (the same releases in the same order)
+        replays its committed charges instead of recording them twice.  ``None``: no keys.
 
     Notes
     -----
@@ -73,12 +91,22 @@ class PrivacySession:
     user's index); each release charges each of its users at most once.
     """
 
-    def __init__(self, namespace: str, ledger: ChargeSink | None = None, run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        ledger: ChargeSink | None = None,
+        run_id: str | None = None,
+        *,
+        keys: str | None = None,
+    ) -> None:
         if not isinstance(namespace, str) or not namespace:
             raise InvalidParameter("namespace", namespace, "a non-empty string")
+        if keys is not None and (not isinstance(keys, str) or not keys):
+            raise InvalidParameter("keys", keys, "a non-empty string or None")
         self.namespace = namespace
         self.ledger = ledger
         self.run_id = namespace if run_id is None else run_id
+        self.keys = keys
         # each charge's users as runs of consecutive ids [start, stop) (arrays, or two ints for one run):
         # batches of arrivals stay small
         self.intervals: list[tuple[Any, Any]] = []
@@ -97,7 +125,13 @@ class PrivacySession:
         """Charge the ledger; a storage failure also says what this session had recorded before it."""
         assert self.ledger is not None
         try:
-            self.ledger.charge(ids, certificate, run_id=run_id)
+            if self.keys is None:
+                self.ledger.charge(ids, certificate, run_id=run_id)
+            else:  # the charge's index in this session: the same release of a repeated run, the same key
+                key = f"{self.keys}/{len(self.certificates)}"
+                cast(KeyedChargeSink, self.ledger).charge(
+                    ids, certificate, run_id=run_id, idempotency_key=key
+                )
         except LedgerStorageError as exc:
             raise type(exc)(
                 f"{exc}; the {len(self.certificates)} earlier charge(s) of this session (run id "
@@ -264,6 +298,7 @@ class PrivacySession:
         return {
             "namespace": self.namespace,
             "run_id": self.run_id,
+            "keys": self.keys,
             "interval": self.interval,
             "intervals": self.intervals,
             "certificates": [c.to_json() for c in self.certificates],
@@ -272,6 +307,7 @@ class PrivacySession:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.namespace = state["namespace"]
         self.run_id = state["run_id"]
+        self.keys = state.get("keys")
         self.ledger = None
         self.interval = state["interval"]
         self._once = None

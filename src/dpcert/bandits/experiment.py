@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import multiprocessing
@@ -119,16 +120,50 @@ def run_repetitions(
     return results
 
 
+def run_identity(config: Any) -> str:
+    """SHA-256 (hex) of what determines a run's releases: dpcert's version, the algorithm, privacy model,
+    target, horizon, runs, seed, calibration and options of ``config`` (a ``RunConfig``; not its ledger)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        return repr(value)
+
+    fields = {
+        "dpcert": provenance.version("dpcert"),
+        "algorithm": config.algorithm,
+        "privacy": config.privacy_name,
+        "epsilon": config.epsilon,
+        "delta": config.delta,
+        "horizon": config.horizon,
+        "runs": config.runs,
+        "seed": config.seed,
+        "calibration": config.calibration_name,
+        "options": dict(config.options),
+    }
+    text = json.dumps(fields, sort_keys=True, default=plain, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def open_sessions(config: Any, runs: int) -> list[PrivacySession]:
     """One :class:`PrivacySession` per repetition of ``config`` (a ``RunConfig``), sharing its ledger.
 
     User ids are ``<algorithm>/<privacy>/<token>/r<index>/<i>``: unique across runs sharing a ledger.
+    With a ledger the token is the start of :func:`run_identity` and each charge carries the idempotency
+    key ``<algorithm>/<privacy>/<token>/r<index>/<charge index>``: the same command run again with the
+    same seed (after an interruption, say) makes the same releases, whose committed charges the ledger
+    replays instead of recording twice.  Without a ledger the token is random.
     """
-    ledger = None
-    if config.ledger_path is not None:
-        ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
-    namespace = new_namespace(config.algorithm, config.privacy_name)
-    return [PrivacySession(f"{namespace}/r{index}", ledger) for index in range(runs)]
+    if config.ledger_path is None:
+        namespace = new_namespace(config.algorithm, config.privacy_name)
+        return [PrivacySession(f"{namespace}/r{index}") for index in range(runs)]
+    ledger = Ledger(config.ledger_path, signing_key=getattr(config, "ledger_signing_key", None))
+    namespace = f"{config.algorithm}/{config.privacy_name}/{run_identity(config)[:16]}"
+    return [
+        PrivacySession(f"{namespace}/r{index}", ledger, keys=f"{namespace}/r{index}") for index in range(runs)
+    ]
 
 
 def target_of(config: Any) -> Guarantee | None:
