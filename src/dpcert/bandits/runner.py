@@ -25,8 +25,10 @@ from dpcert.bandits import registry
 from dpcert.bandits.algorithms import (
     corruption,
     dp_se,
+    dp_ucb,
     elimination,
     ldp_linear,
+    ldp_mab,
     linucb,
     mab,
     robust_elimination,
@@ -348,6 +350,69 @@ def run_dp_se(config: registry.RunConfig) -> registry.BanditRun:
         "secure": secure,
         "privacy_note": "each reward enters exactly one Laplace release of sensitivity 1: the run's "
         "guarantee is one release's (parallel composition, McSherry 2009)",
+    }
+    return _to_bandit_run(config, result, int(result.users.max()), session, extras)
+
+
+BASELINE_OPTIONS = frozenset({"means", "width_scale", "reward_model", "mechanism", "beta"})
+
+
+def run_private_mab_baseline(config: registry.RunConfig) -> registry.BanditRun:
+    """``dpcert bandit run dp-ucb --privacy central`` (Mishra & Thakurta 2015) and ``ldp-ucb`` /
+    ``ldp-se --privacy local`` (Ren, Zhou, Liu & Shroff 2020).
+
+    Options: ``means`` (default the Tenenbaum et al. 2021 instance), ``width_scale`` (default 1),
+    ``reward_model=bernoulli|beta``; ``ldp-*``: ``mechanism=bernoulli|laplace``; ``ldp-se``: ``beta``.
+    """
+    options = config.options
+    name = config.algorithm
+    wanted = "central" if name == "dp-ucb" else "local"
+    if config.privacy_name != wanted:
+        raise InvalidParameter(
+            "privacy", config.privacy_name, f"'{wanted}' for {name} (pass --privacy {wanted})"
+        )
+    allowed = {"means", "width_scale", "reward_model"} | (
+        set() if name == "dp-ucb" else {"mechanism"} | ({"beta"} if name == "ldp-se" else set())
+    )
+    unknown = set(options) - allowed
+    if unknown:
+        raise InvalidParameter(
+            "option", sorted(unknown)[0], f"one of {', '.join(sorted(allowed))} for {name}"
+        )
+    epsilon = _require(config.epsilon, "epsilon", wanted)
+    reward_model = str(options.get("reward_model", "bernoulli"))
+    if reward_model not in ("bernoulli", "beta"):
+        raise InvalidParameter("reward_model", reward_model, "bernoulli or beta")
+    bandit = MultiArmedBandit(np.asarray(options.get("means", SPEC_001_MEANS), dtype=float), reward_model)
+    rng = np.random.default_rng(config.seed)
+    (session,) = open_sessions(config, 1)  # one session: the lockstep runs' ids are disjoint
+    common: dict[str, Any] = dict(
+        epsilon=epsilon, width_scale=options.get("width_scale", 1.0), runs=config.runs, session=session
+    )
+    if name == "dp-ucb":
+        result = dp_ucb.dp_ucb(bandit, config.horizon, rng, **common)
+        citation = dp_ucb.CITATION
+    elif name == "ldp-ucb":
+        result = ldp_mab.ldp_ucb(
+            bandit, config.horizon, rng, mechanism=str(options.get("mechanism", "bernoulli")), **common
+        )
+        citation = ldp_mab.CITATION
+    else:
+        result = ldp_mab.ldp_se(
+            bandit, config.horizon, rng, mechanism=str(options.get("mechanism", "bernoulli")),
+            beta=options.get("beta", ldp_mab.DEFAULT_BETA), **common,
+        )  # fmt: skip
+        citation = ldp_mab.CITATION
+    extras = {
+        "citation": citation,
+        "reward_model": reward_model,
+        "good_event_violations": int(result.good_event_violated.sum()),
+        "best_arm_eliminated": int(result.best_arm_eliminated.sum()),
+        **{
+            key: result.parameters[key]
+            for key in ("width_scale", "mechanism", "beta", "levels")
+            if key in result.parameters
+        },
     }
     return _to_bandit_run(config, result, int(result.users.max()), session, extras)
 
@@ -702,6 +767,23 @@ DP_SE_ALGORITHMS = {
         ("central",),
     ),
 }
+BASELINE_ALGORITHMS = {
+    "dp-ucb": (
+        "DP-UCB: UCB on per-arm private running sums from the binary mechanism, Laplace(L/eps) per tree "
+        "node, L = ceil(log2 T) + 1 (Mishra & Thakurta 2015); options width_scale, reward_model",
+        ("central",),
+    ),
+    "ldp-ucb": (
+        "LDP-UCB: UCB on locally privatized rewards, Bernoulli response or Laplace (Ren, Zhou, Liu & "
+        "Shroff 2020); options mechanism=bernoulli|laplace, width_scale, reward_model",
+        ("local",),
+    ),
+    "ldp-se": (
+        "LDP-SE: successive elimination on locally privatized rewards (Ren, Zhou, Liu & Shroff 2020); "
+        "options mechanism=bernoulli|laplace, beta, width_scale, reward_model",
+        ("local",),
+    ),
+}
 ROBUST_ALGORITHMS = {
     "robust-elimination": (
         "robust locally private batched elimination for linear bandits "
@@ -729,6 +811,7 @@ SEEDS: dict[Callable[..., Any], dict[str, str]] = {
     },
     run_mab: {"runs": LOCKSTEP},
     run_dp_se: {"runs": LOCKSTEP},
+    run_private_mab_baseline: {"runs": LOCKSTEP},
     run_robust: {"instance": "numpy.random.default_rng([seed, 3])", "runs": LOCKSTEP},
     run_linucb_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
     run_ldp_linear_config: {"instances, then runs": LOCKSTEP + ", after it drew the R instances"},
@@ -740,6 +823,7 @@ FAMILIES: tuple[Family, ...] = (
     (ELIMINATION_ALGORITHMS, run_elimination_config, None),
     (MAB_ALGORITHMS, run_mab, MAB_OPTIONS),
     (DP_SE_ALGORITHMS, run_dp_se, DP_SE_OPTIONS),
+    (BASELINE_ALGORITHMS, run_private_mab_baseline, BASELINE_OPTIONS),
     (ROBUST_ALGORITHMS, run_robust, ROBUST_OPTIONS),
     (
         {name: (LINUCB_DESCRIPTIONS[name], ("none",) if name == "linucb" else (linucb.TRUST[name].value,))
