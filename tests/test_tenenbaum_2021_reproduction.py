@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -55,9 +56,13 @@ def test_reproduce_through_the_console_script_writes_every_output(tmp_path, monk
         else:
             assert not row["certified"] and row["certificate"] is None, label
     assert "dpcert central elimination (Laplace) eps=1.0" in summary["rows"]
-    assert not any("DP-SE" in label for label in summary["rows"])
+    # DP-SE rows come last (the other rows keep their seed streams), one per ε
+    labels = list(summary["rows"])
+    dp_se_rows = [label for label in labels if label.startswith(figure.DP_SE)]
+    assert labels[-len(dp_se_rows) :] == dp_se_rows == [f"{figure.DP_SE} eps=1.0", f"{figure.DP_SE} eps=0.5"]
     claims = (tmp_path / "tenenbaum_2021_mab_claims.md").read_text()
     assert "| claim | holds? | numbers | command |" in claims and "Footnote 10" in claims
+    assert "against dpcert's strongest central baseline" in claims
     table = [line for line in claims.splitlines() if line.startswith("|")]
     # every row keeps four cells: the good event's |μ̂ − μ| is escaped, not a separator
     assert {len(re.findall(r"(?<!\\)(?:\\\\)*\|", line)) for line in table} == {5}
@@ -243,3 +248,69 @@ def test_additive_privacy_cost_is_decided_by_the_regrets_not_by_flatness_over_ep
     doubling = next(line for line in lines if line.startswith("| Footnote 10"))
     assert "| **partly (within ln T, not within 2×)** |" in doubling
     assert "| **holds** |" in next(line for line in lines if line.startswith("| Table 1"))
+
+
+def _strongest_rows(runs: int, central_factor: float, dp_se_factor: float) -> dict:
+    """Claim rows as ``reproduce_mab`` writes them, VB-SDP-AE's finals ~ 1 500 + noise, the two central
+    rows at fixed factors of them (paired run by run)."""
+    from dpcert.reproductions import tenenbaum_2021 as figure
+
+    rng = np.random.default_rng(9)
+
+    def row(values, epsilon=None, **extra):
+        return {
+            "final_regret": [float(v) for v in values], "runs": runs, "good_event_violations": 0,
+            "best_arm_eliminated": 0, "certified": epsilon is not None, "certified_epsilon": epsilon,
+            **({} if epsilon is None else {"epsilon": epsilon}), **extra,
+        }  # fmt: skip
+
+    rows = {
+        figure.NONPRIVATE_SE: row(rng.normal(2000, 60, runs)),
+        figure.NONPRIVATE_VB: row(rng.normal(1500, 50, runs)),
+    }
+    for epsilon in (1.0, 0.5, 0.25):
+        info = {"sigma2": 25.0 / epsilon**2}
+        vb = 1500.0 + 40.0 * math.sqrt(info["sigma2"]) + rng.normal(0, 60, runs)
+        label = figure.row_label
+        for name in ("SDP-AE", figure.SDP_UNKNOWN, figure.VB_BETA, "VB-SDP-AE"):
+            rows[label(name, epsilon)] = row(vb + rng.normal(0, 20, runs), epsilon, **info)
+        rows[label("VB-SDP-AE", epsilon)] = row(vb, epsilon, **info)
+        rows[label(figure.CENTRAL, epsilon)] = row(vb * central_factor, epsilon)
+        rows[label(figure.LOCAL, epsilon)] = row(vb * 5.0, epsilon)
+        rows[label(figure.DP_SE, epsilon)] = row(vb * dp_se_factor + rng.normal(0, 5, runs), epsilon)
+    return rows
+
+
+def _claim_cells(table: str, start: str) -> list[str]:
+    line = next(line for line in table.splitlines() if line.startswith(f"| {start}"))
+    return [cell.strip() for cell in re.split(r"(?<!\\)(?:\\\\)*\|", line)[1:-1]]
+
+
+@pytest.mark.parametrize(
+    ("central", "dp_se", "strongest", "verdict"),
+    [
+        (1.0, 0.3, "DP-SE", "**does not hold**"),  # DP-SE regrets 0.3× VB-SDP-AE: shuffle is far from it
+        (0.3, 1.0, "dpcert central elimination", "**does not hold**"),
+        (2.0, 1.02, "DP-SE", "**holds**"),  # within 2 % of the lower-regret central baseline
+    ],
+)
+def test_shuffle_is_judged_against_the_lower_regret_central_baseline(central, dp_se, strongest, verdict):
+    from dpcert.reproductions import tenenbaum_2021 as figure
+
+    epsilons = (1.0, 0.5, 0.25)
+    table = figure.claims_table(_strongest_rows(10, central, dp_se), epsilons, 1_000_000, "c")
+    cells = _claim_cells(table, "§1: shuffle ≈ central, against dpcert's strongest central baseline")
+    assert cells[1] == verdict, cells
+    assert all(f"{strongest} (ε = {e:g})" in cells[2] for e in epsilons), cells
+    assert "10 paired runs" in cells[2]
+    # the older row, against dpcert's own central elimination only, is kept
+    assert _claim_cells(table, "§1: shuffle summation error")[1] in ("**holds**", "**does not hold**")
+
+
+def test_claims_without_dp_se_rows_keep_the_older_rows_only():
+    from dpcert.reproductions import tenenbaum_2021 as figure
+
+    rows = _strongest_rows(10, 1.0, 0.3)
+    rows = {label: row for label, row in rows.items() if not label.startswith(figure.DP_SE)}
+    table = figure.claims_table(rows, (1.0, 0.5, 0.25), 1_000_000, "c")
+    assert "strongest central baseline" not in table and "§1: shuffle summation error" in table
