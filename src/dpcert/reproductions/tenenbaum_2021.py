@@ -260,6 +260,12 @@ def reproduce_mab(
     return summary
 
 
+def _ratio(numerator: float, denominator: float) -> str:
+    """``numerator / denominator`` to two decimals; "n/a" when the denominator is 0 (a run too short
+    for any elimination spends it on the first arm, the best here)."""
+    return "n/a" if denominator == 0.0 else f"{numerator / denominator:.2f}"
+
+
 def _panel(epsilon: float) -> str:
     return f"target epsilon={epsilon:g}"
 
@@ -473,7 +479,7 @@ def claims_table(rows: dict[str, Any], epsilons: tuple[float, ...], horizon: int
             + ", ".join(f"{names[label]} (ε = {e:g})" for e, label in zip(epsilons, strongest, strict=True))
             + "; VB-SDP-AE / strongest = "
             + ", ".join(
-                f"{mean('VB-SDP-AE', e) / mean(label, e):.2f}"
+                _ratio(mean("VB-SDP-AE", e), mean(label, e))
                 for e, label in zip(epsilons, strongest, strict=True)
             )
             + "; "
