@@ -78,7 +78,7 @@ def main() -> None:
     sys.path.insert(0, str(args.authors))
     module = importlib.import_module("MABPrivate")
     commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
     ).stdout.strip()
     load_before = os.getloadavg()
     started = time.perf_counter()
