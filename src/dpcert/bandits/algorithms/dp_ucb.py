@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -99,8 +100,17 @@ class DPUCBParameters:
 
 
 def node_summation(epsilon: float, horizon: int) -> CentralLaplaceSum:
-    """The Laplace release of one tree node: ε/L-DP at sensitivity 1 (scale L/ε)."""
-    return CentralLaplaceSum(check.epsilon(epsilon) / tree_levels(horizon))
+    """The Laplace release of one tree node at sensitivity 1: ``ε/L``-DP (scale ``L/ε``), with ``ε/L``
+    lowered by a few ulps where needed so that ``L`` times its certificate's ε is at most ε exactly."""
+    epsilon = check.epsilon(epsilon)
+    levels = tree_levels(horizon)
+    node_epsilon = epsilon / levels
+    for _ in range(64):  # each step lowers by one ulp; one or two suffice
+        node = CentralLaplaceSum(node_epsilon)
+        if Fraction(node.certificate.epsilon) * levels <= Fraction(epsilon):
+            return node
+        node_epsilon = math.nextafter(node_epsilon, 0.0)
+    raise InvalidParameter("epsilon", epsilon, "a value whose L-th part composes back to at most itself")
 
 
 def binary_mechanism_certificate(epsilon: float, horizon: int) -> Certificate:
