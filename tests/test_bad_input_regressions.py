@@ -6,6 +6,7 @@ without end, or a silent empty run.  CLI cases run in-process through ``dpcert.c
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ import dpcert
 from dpcert._numerics import brent_root
 from dpcert.accounting.composition import MAX_OPTIMAL_COUNT, compose_counts
 from dpcert.accounting.returning_users import split_budget
+from dpcert.audits.unbiased import check_variance
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import DiscreteGaussianProfile, discrete_gaussian_delta
@@ -257,3 +259,103 @@ def test_api_calls_found_by_the_fuzz_test_raise_dpcert_errors_naming_the_paramet
         with pytest.raises(InvalidParameter) as error:
             call()
         assert parameter in error.value.name.split("/"), (parameter, str(error.value))
+
+
+# ----------------------------------------------------------------------------- subnormals and float limits
+def test_a_gaussian_of_the_least_noise_allowed_states_a_finite_epsilon_above_its_closed_form_bound() -> None:
+    """σ = 1e-150 (μ = 1e150, the largest allowed): δ(μ²/2) = 1/2 − e^{μ²/2} Φ(−μ) >= 1/2 − 1/(μ√(2π)) (Mills'
+    ratio, Φ(−μ) <= φ(μ)/μ) > 1e-5, so the least ε at δ = 1e-5 exceeds μ²/2 = 5e299; the next smaller σ is
+    refused naming sigma, and so is a subnormal one."""
+    certificate = gaussian_certificate(1e-150, delta=1e-5)
+    assert 5e299 < certificate.epsilon < math.inf
+    for sigma in (math.nextafter(1e-150, 0.0), 1e-300, 5e-324):
+        with pytest.raises(InvalidParameter) as error:
+            gaussian_certificate(sigma, delta=1e-5)
+        assert error.value.name == "sigma"
+
+
+def test_the_discrete_gaussian_of_the_least_sigma_allowed_is_no_privacy_and_a_subnormal_is_refused() -> None:
+    """σ = 1e-140: P(Y = 0) >= 1 − 2 e^{−1/(2σ²)} / (1 − e^{−1/σ²}) (the tail bound of the module), and the
+    term of y = 0 is P(0) (1 − e^{ε − 1/(2σ²)}): both round to 1, so δ(1) = 1 exactly."""
+    assert discrete_gaussian_delta(1.0, 1e-140) == 1.0
+    for sigma in (1e-141, 1e-310, 5e-324):
+        with pytest.raises(InvalidParameter, match="sigma"):
+            discrete_gaussian_delta(1.0, sigma)
+    # ε near the largest float: c = 1/2 − σ²ε = −1.6e309 leaves no integer with mass (δ <= P(Y <= c))
+    assert discrete_gaussian_delta(1e308, 4.0) == math.ulp(0.0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parameter"),
+    [
+        ({"epsilon": 1e-310}, "epsilon"),
+        ({"epsilon": 1e-160}, "epsilon"),
+        ({"epsilon": 5e-324, "dimension": 3}, "epsilon"),
+        ({"bound": 1e308}, "bound"),
+        ({"bound": 1.7976931348623157e308}, "bound"),
+    ],
+)
+def test_bit_sum_theorem_parameters_beyond_every_float_are_refused_naming_the_parameter(
+    arguments: dict, parameter: str
+) -> None:
+    call = {"epsilon": 1.0, "delta": 1e-5, "users": 100, "method": "paper", **arguments}
+    with pytest.raises(InvalidParameter) as error:
+        dpcert.calibrate_binomial_sum(call.pop("epsilon"), call.pop("delta"), **call)
+    assert parameter in error.value.name.split("/"), str(error.value)
+
+
+def test_pamp_calibration_refuses_an_epsilon_whose_exponential_overflows() -> None:
+    with pytest.raises(InvalidParameter, match="epsilon"):
+        dpcert.calibrate_pamp(999_999_999_999, 1e-5, users=1000, dimension=2)
+    calibration = dpcert.calibrate_pamp(600.0, 1e-5, users=1000, dimension=2)  # the largest allowed
+    assert calibration.certificate.epsilon <= 600.0 and 0.0 < calibration.sigma < math.inf
+
+
+def test_variance_of_draws_whose_squares_overflow_is_refused_and_a_wide_spread_is_scale_free() -> None:
+    """±1e308 draws: their squares overflow, refused naming samples.  Draws x·2^400 (spread ~1e120, within
+    range, but fourth powers beyond every float) are tested like x against a claim 2^800 times larger:
+    both tests are scale-free, so the p-values must be the same numbers (the guard's were NaN)."""
+    with pytest.raises(InvalidParameter, match="samples"):
+        check_variance(np.array([1e308, -1e308] * 500), 1.0)
+    draws = np.random.default_rng(1).normal(0.0, 1.0, 1000)
+    plain = check_variance(draws, 1.0)
+    wide = check_variance(draws * 2.0**400, 2.0**800)
+    assert plain.guard_pvalues is not None and wide.guard_pvalues is not None
+    assert np.all(np.isfinite(wide.guard_pvalues)) and np.all(np.isfinite(wide.pvalues))
+    assert np.array_equal(wide.pvalues, plain.pvalues)  # the chi-square statistic: exactly the same
+    # the log-variance guard takes log(2^800 v) − log(2^800 c): the same up to rounding of the logarithms
+    np.testing.assert_allclose(wide.guard_pvalues, plain.guard_pvalues, rtol=1e-10)
+    assert wide.rejected == plain.rejected is False  # N(0, 1) draws against their true variance
+    assert check_variance(draws * 2.0**400, 4 * 2.0**800).rejected  # a claim 4x too large, rejected
+
+
+# ----------------------------------------------------------------------------- tight Laplace at the budget
+@pytest.mark.parametrize("epsilon", ["0.7", "1.5", "3", "6"])
+@pytest.mark.parametrize(
+    "run",
+    [
+        ["mab-se", "--privacy", "central", "--horizon", "600"],
+        ["robust-elimination", "--privacy", "local", "--horizon", "400", "--option", "arms=6",
+         "--option", "dimension=2"],
+    ],
+    ids=["mab-se-central", "robust-elimination-local"],
+)  # fmt: skip
+def test_tight_laplace_runs_fit_a_ledger_budget_of_exactly_their_target(
+    capsys, tmp_path: Path, epsilon: str, run: list[str]
+) -> None:
+    """The least float scale b with Δ/b <= ε certifies at most ε (never one float step above), so a ledger
+    whose budget is exactly ε accepts every charge: no "ε > ε" refusal, and each user's spent ε is <= ε."""
+    ledger = tmp_path / "ledger.db"
+    assert main(["ledger", "budget", str(ledger), "--epsilon", epsilon, "--delta", "0"]) == 0
+    capsys.readouterr()
+    code = main(["bandit", "run", *run, "--epsilon", epsilon, "--ledger", str(ledger), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    data = json.loads(captured.out)
+    assert data["target_met"] is True and data["max_user_epsilon"] <= float(epsilon), data["max_user_epsilon"]
+    assert data["certificate"] is not None and "does not meet" not in captured.err
+    with dpcert.Ledger(ledger, readonly=True) as opened:
+        users = opened.users()
+        assert users
+        for user in users[:: max(1, len(users) // 10)]:
+            assert opened.spent(user, delta=0.0).epsilon <= float(epsilon)

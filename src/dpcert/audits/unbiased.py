@@ -221,8 +221,12 @@ def _bonett_pvalues(
     else:
         trimmed = stats.trim_mean(draws, 1.0 / (2.0 * np.sqrt(max(n - 4, 1))), axis=0)
         centred = draws - trimmed
-    fourth = np.sum(centred**4, axis=0)
-    kurtosis = np.maximum(n * fourth / sum_of_squares**2, fourth / (n * claimed**2))
+    # the kurtosis is scale-free: fourth powers of draws spread beyond 1e77 overflow, so the moments are
+    # taken of the draws divided by a power of two near their spread (exact: no rounding changes)
+    spread_scale = np.exp2(np.floor(np.log2(np.maximum(np.max(np.abs(centred), axis=0), 1e-300))))
+    fourth = np.sum((centred / spread_scale) ** 4, axis=0)
+    squares = np.sum((deviations / spread_scale) ** 2, axis=0)
+    kurtosis = np.maximum(n * fourth / squares**2, fourth / (n * (claimed / spread_scale**2) ** 2))
     # small-sample bias correction of the excess kurtosis (Joanes & Gill 1998, The Statistician 47, G2)
     excess = ((n + 1.0) * (kurtosis - 3.0) + 6.0) * (n - 1.0) / ((n - 2.0) * (n - 3.0))
     kurtosis = excess + 3.0
