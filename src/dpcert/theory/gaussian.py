@@ -14,13 +14,13 @@ privacy parameter ``mu = Δ√k/σ``.
 from __future__ import annotations
 
 import math
-
-import numpy as np
+import sys
 
 from dpcert._numerics import least_noise, smallest_valid
 from dpcert.errors import InvalidParameter
+from dpcert.theory.normal import log_ndtr
 
-_FLOAT_SLACK = 16 * np.finfo(float).eps  # per unit of log magnitude, for rounding in the two Φ terms
+_FLOAT_SLACK = 16 * sys.float_info.epsilon  # per unit of log magnitude, for rounding in the two Φ terms
 _SMALLEST_DELTA = math.ulp(0.0)  # δ(ε) > 0 at every ε: never report 0 (that would claim pure DP)
 
 
@@ -29,20 +29,22 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
 
     Computed in log space and rounded upward: each term ``exp(log Φ(·) [+ ε])`` carries a relative
     error of a few ulp of the size of its logarithm (``log_ndtr`` and the sum with ε), so an
-    allowance of ``16 ulp · (1 + |log Φ(a)| + ε + |log Φ(b)|)`` of the larger term is added.  δ(ε)
-    is positive at every ε, so the result is never below the smallest positive float (the
+    allowance of ``16 ulp · (1 + |log Φ(a)| + ε + |log Φ(b)|)`` of the larger term is added.  It
+    covers the bounds of :func:`dpcert.theory.normal.log_ndtr` (u = 2^-53): 21.5 u |log Φ(x)| for
+    x <= 0 and (3 + 10) u + u |log Φ(x)| for x > 0; with b < 0 (so |log Φ(b)| >= ln 2), the
+    rounding of ε + log Φ(b) (u (ε + |log Φ(b)|)), of both ``exp`` (2u each) and of the difference
+    (u), the two terms are off by at most 32 u (1 + |log Φ(a)| + ε + |log Φ(b)|) of the larger.
+    δ(ε) is positive at every ε, so the result is never below the smallest positive float (the
     Gaussian mechanism is never pure DP, even where δ underflows).
     """
-    from scipy.special import log_ndtr
-
     if epsilon < 0:
         raise InvalidParameter("epsilon", epsilon, "0 <= epsilon < inf")
     if mu == 0.0 or not math.isfinite(epsilon / mu):  # both Φ terms are 0: the pair cannot be told apart
         return _SMALLEST_DELTA
     a = mu / 2.0 - epsilon / mu
     b = -mu / 2.0 - epsilon / mu
-    log_first = float(log_ndtr(a))
-    log_lower = float(log_ndtr(b))
+    log_first = log_ndtr(a)
+    log_lower = log_ndtr(b)
     log_second = epsilon + log_lower
     first = math.exp(log_first)
     if first == 0.0:  # Φ(a) below the smallest float, and δ(ε) <= Φ(a)
