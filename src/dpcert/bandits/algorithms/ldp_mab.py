@@ -96,7 +96,11 @@ class LocalReports:
         bernoulli = self.mechanism == "bernoulli"
         response = LocalRandomizedResponse(epsilon) if bernoulli else None
         laplace = None if bernoulli else LocalLaplace(epsilon)
-        certificate = response.certificate if response is not None else LocalLaplace(epsilon).certificate
+        if laplace is not None:
+            certificate: Certificate | None = laplace.certificate
+        else:
+            assert response is not None
+            certificate = response.certificate
         assert certificate is not None  # both mechanisms always carry one
         object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "response", response)
