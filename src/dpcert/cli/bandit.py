@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dpcert import _json, provenance
+from dpcert import _validation as check
 from dpcert.bandits import registry
 from dpcert.bandits.experiment import plot_regret, save_results, summary
 from dpcert.bandits.privatizers import (
@@ -39,7 +40,14 @@ from dpcert.cli._common import (
     seed,
 )
 from dpcert.errors import InvalidParameter
-from dpcert.reproductions import current_name
+from dpcert.reproductions import (
+    charisopoulos_2023,
+    chowdhury_zhou_2022,
+    current_name,
+    improved_ldp_linear,
+    li_zhou_ji_2022,
+    tenenbaum_2021,
+)
 from dpcert.reproductions.chowdhury_zhou_2022 import FIGURES
 from dpcert.reproductions.sweep import reproduce
 
@@ -50,6 +58,19 @@ BYTES_PER_ROUND = 8 * 4
 """Bytes held per round of each run: the float64 regret curve, its cumulative sum and per-run copies
 made by the engines and by saving."""
 MEMORY_FRACTION = 0.5
+REPRODUCE_BASE_BYTES = 1.5 * 2**30
+"""Memory of a reproduction besides its runs' arrays: the interpreter, NumPy, SciPy, Matplotlib and the
+figures (measured peaks at small sizes: 0.09 to 0.7 GiB in all, e.g. chowdhury-zhou-2022-fig1 --horizon
+2000: 0.62 GiB at --runs 20)."""
+REPRODUCE_BYTES_PER_ROUND = 8 * 12
+"""Bytes per run and round of each curve a reproduction holds: 12 float64 values (the curve, its realised
+regret, per-run copies before they are stacked, the engine's per-round arrays).  Measured growth per run
+and round of the curves held: chowdhury-zhou-2022-fig1 (5 curves, T = 2000) 1.3 float64 values per curve
+between --runs 20 and 200; improved-ldp-linear-fig1 (8 curves, T = 2000) 2.4."""
+TENENBAUM_ROUNDS_PER_RUN = 1 / 100
+"""Rounds per run charged for tenenbaum-2021-mab, as a fraction of its horizon: its engines keep per-arm
+counts and curves at checkpoints, not per-round arrays (measured: 148 248 KiB at --runs 5 and 150 080 KiB
+at --runs 40, --option horizon=100000)."""
 SCHEDULER_HELP = (
     "where the repetitions run: local (default: this process or its pool), dask (a Dask LocalCluster "
     "on this machine) or tcp://HOST:PORT (an existing Dask scheduler); needs dpcert[distributed]"
@@ -213,6 +234,58 @@ def check_run_memory(runs: int, horizon: int) -> None:
         )
 
 
+def reproduction_memory(name: str, horizon: int | None, options: dict[str, Any]) -> tuple[int, int, int]:
+    """(default runs, rounds of curves per run held at once, float64 values one run works on) of
+    reproduction ``name`` at its settings."""
+    if name in chowdhury_zhou_2022.FIGURES:
+        return chowdhury_zhou_2022.memory_sizes(name, horizon)
+    if name in li_zhou_ji_2022.HELD_CURVES:
+        return li_zhou_ji_2022.memory_sizes(name)
+    if name.startswith("charisopoulos-2023-"):
+        return charisopoulos_2023.memory_sizes(name, options)
+    if name.startswith("improved-ldp-linear-"):
+        return improved_ldp_linear.memory_sizes(name, options.get("horizon", improved_ldp_linear.HORIZON))
+    if name == tenenbaum_2021.NAME:
+        rounds = check_positive_option("horizon", options.get("horizon") or tenenbaum_2021.HORIZON)
+        return tenenbaum_2021.RUNS, max(1, int(rounds * TENENBAUM_ROUNDS_PER_RUN)), 0
+    raise InvalidParameter("name", name, "a reproduction of `dpcert reproduce --list`")  # registered, unsized
+
+
+def check_positive_option(key: str, value: object) -> int:
+    """An ``--option KEY=VALUE`` that must be a positive integer."""
+    try:
+        return check.positive_int(key, value)
+    except InvalidParameter:
+        raise InvalidParameter("--option", f"{key}={value!r}", f"{key} a positive integer") from None
+
+
+def reproduction_peak_bytes(runs: int, rounds: int, working: int = 0) -> float:
+    """Upper bound on the peak memory of a reproduction of ``runs`` runs holding ``rounds`` rounds of
+    curves per run, one run working on ``working`` float64 values: :data:`REPRODUCE_BASE_BYTES` +
+    8 x working + runs x rounds x :data:`REPRODUCE_BYTES_PER_ROUND`."""
+    return REPRODUCE_BASE_BYTES + 8.0 * working + float(runs) * rounds * REPRODUCE_BYTES_PER_ROUND
+
+
+def check_reproduce_memory(name: str, runs: int | None, horizon: int | None, options: dict[str, Any]) -> None:
+    """Refuse ``--runs`` whose estimated peak (:func:`reproduction_peak_bytes`) exceeds the memory left."""
+    default_runs, rounds, working = reproduction_memory(name, horizon, options)
+    runs = default_runs if runs is None else runs
+    budget = available_memory() * MEMORY_FRACTION
+    needed = reproduction_peak_bytes(runs, rounds, working)
+    if needed <= budget:
+        return
+    fixed = reproduction_peak_bytes(0, rounds, working)
+    largest = int((budget - fixed) // (rounds * REPRODUCE_BYTES_PER_ROUND))
+    shown = f"runs <= {largest}" if largest >= 1 else "none: not even one run fits"
+    raise InvalidParameter(
+        "--runs",
+        runs,
+        f"{shown} for {name} on this machine ({gib(needed)} needed at --runs {runs}: {gib(fixed)} + "
+        f"{rounds:,} rounds x {REPRODUCE_BYTES_PER_ROUND} bytes per run; {gib(budget)} of memory may be "
+        "used)",
+    )
+
+
 def _ledger_view(run: Any, ledger: Path | None) -> list[tuple[str, Any]]:
     """The δ the run's ε is stated at and, with a ledger, the ``ledger show`` command that states its
     users' ε at that same δ (by default ``ledger show`` uses the budget's δ, or the sum of the charges')."""
@@ -356,6 +429,7 @@ def _reproduce_one(args: argparse.Namespace, spec: Any) -> int:
             return EXIT_BAD_INPUT
         if options:
             raise InvalidParameter("--option", sorted(options)[0], "not together with --horizon")
+    check_reproduce_memory(args.name, args.runs, args.horizon, options)
     if args.scheduler == "local" and args.horizon is None:
         result = dict(spec.run(args.runs, args.out, args.seed, **options))
     else:

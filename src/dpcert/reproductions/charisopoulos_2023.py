@@ -653,6 +653,20 @@ def reproduce_e3(
 E4_DEFAULTS: dict[str, Any] = {"horizons": (10_000, 100_000, 1_000_000), "epsilons": (0.5, 1.0)}
 
 
+def memory_sizes(name: str, options: dict[str, Any]) -> tuple[int, int, int]:
+    """(default runs, rounds per run the experiment ``name`` holds at once: one lockstep run of its longest
+    horizon; no working arrays beyond the runs'), for the memory check of ``dpcert reproduce``;
+    ``options`` are its ``--option`` settings (a horizon given is validated here)."""
+    defaults = {"1": E1_DEFAULTS, "2": E2_DEFAULTS, "3": E3_DEFAULTS, "4": E4_DEFAULTS}[name[-1]]
+    if "horizons" in defaults:
+        horizons = options.get("horizons", defaults["horizons"])
+        horizons = horizons if isinstance(horizons, (list, tuple)) else [horizons]
+        longest = max((check.positive_int("horizons", h) for h in horizons), default=1)
+    else:
+        longest = check.positive_int("horizon", options.get("horizon", defaults["horizon"]))
+    return RUNS, longest, 0
+
+
 def reproduce_e4(
     runs: int | None = None,
     out: Path = Path("dpcert-reproduce"),

@@ -157,6 +157,15 @@ FIGURES: dict[str, tuple[str, FigurePanels]] = {
 """The registered reproductions: description and panels (each panel seeds itself from ``seed``)."""
 
 
+def memory_sizes(name: str, horizon: int | None = None) -> tuple[int, int, int]:
+    """(default runs, rounds of regret per run the figure ``name`` holds at once: the five curves of one
+    panel, plus its instance's K·d arm features; no working arrays beyond the runs', the passes are
+    vectorised over them), for the memory check of ``dpcert reproduce``."""
+    panels = FIGURES[name][1]
+    held = len(ALGORITHMS) * (horizon or panels.horizon) + panels.arms * max(panels.dimensions)
+    return panels.runs, held, 0
+
+
 def panel_name(dimension: int, epsilon: float, calibration: str) -> str:
     return f"d = {dimension}, target ε = {epsilon:g}, {calibration} calibration"
 

@@ -555,6 +555,16 @@ def _radius_claims(
     return claims
 
 
+def memory_sizes(name: str, horizon: object = HORIZON) -> tuple[int, int, int]:
+    """(default runs, rounds of regret per run the reproduction ``name`` holds at once: Figure 1 keeps the
+    five LinUCB curves and up to three OnlineUCB ones of a panel, the radius study the five baselines and
+    one OnlineUCB run; plus the instance's K·d arm features; no working arrays beyond the runs'), for the
+    memory check of ``dpcert reproduce``.  ``horizon`` is the ``--option horizon`` given (validated here)."""
+    horizon = check.positive_int("horizon", horizon, minimum=10)
+    curves, runs = (8, RUNS) if name == "improved-ldp-linear-fig1" else (6, 10)
+    return runs, curves * horizon + 100 * 5, 0
+
+
 register_reproduction(
     ReproductionSpec(
         "improved-ldp-linear-fig1",

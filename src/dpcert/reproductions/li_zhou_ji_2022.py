@@ -69,6 +69,20 @@ PANELS_2B = {
 """Fig. 2(b)'s panels: the paper's one panel (DPE, CDP-, LDP-, SDP-DPE) once per calibration."""
 FREE_FACTOR = 2.0
 """"Privacy for free" (Remark 5.6) is read as CDP-DPE's regret below this multiple of DPE's."""
+HELD_CURVES = {"li-zhou-ji-2022-fig2a": 1, "li-zhou-ji-2022-fig2b": 2, "li-zhou-ji-2022-fig2c": 3}
+"""Curves of T rounds per run a figure holds at once: 2(a) one ε at a time; 2(b) DPE and one private
+model; 2(c) DPE, a DPE-FixedU trial of the matching search and the matched DPE-FixedU."""
+
+
+WORKING_COPIES = 8
+"""(users, d) float64 arrays one phase of a run works on at once (the users' deviations ξ_u, their mean
+rewards and reports); a phase has at most T users."""
+
+
+def memory_sizes(name: str) -> tuple[int, int, int]:
+    """(default runs, rounds of regret per run the figure ``name`` holds at once, float64 values one run
+    works on), for the memory check of ``dpcert reproduce`` before any work."""
+    return RUNS, HELD_CURVES[name] * HORIZON, WORKING_COPIES * HORIZON * SETTING["dimension"]
 
 
 def _run(
