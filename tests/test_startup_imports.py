@@ -61,6 +61,61 @@ def test_light_commands_import_no_heavy_library(argv: tuple[str, ...]) -> None:
     assert not any(n.startswith(("dpcert.bandits", "dpcert.audits", "dpcert.ledger")) for n in names)
 
 
+_LOADED = (
+    "import json, sys\n"
+    "from dpcert.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "sys.stdout.flush()\n"
+    "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
+def loaded(*argv: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """The process running the ``dpcert`` entry point on ARGV and ``sys.modules`` at its end (which,
+    unlike the importtime report, includes modules loaded by ``importlib.import_module``)."""
+    done = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, timeout=120)
+    line = done.stderr.rsplit("\nMODULES ", 1)[-1]
+    return done, set(json.loads(line))
+
+
+HEAVY_DPCERT = (
+    "dpcert.accounting",
+    "dpcert.mechanisms",
+    "dpcert.theory.pld",
+    "dpcert.cli.noise",
+)
+"""The accountants, the mechanisms package (its samplers, the discrete mechanisms, DP-SGD's subsampled
+Gaussians) and the privacy-loss distributions: none is needed to calibrate a Gaussian σ."""
+
+
+def test_calibrate_gaussian_imports_no_scipy_no_metadata_and_no_heavy_dpcert_module() -> None:
+    """Its exact profile takes log Φ from the standard library (dpcert.theory.normal), and its
+    command module (dpcert.cli.gaussian) imports the Gaussian profile and certificates only."""
+    for argv in (
+        ("calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-5"),
+        ("calibrate", "gaussian", "--epsilon", "0.3", "--delta", "1e-9", "--compositions", "4", "--json"),
+        ("--version",),
+    ):
+        done, names = loaded(*argv)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "numpy" in names and "dpcert.cli" in names, argv
+        assert not any(n == "scipy" or n.startswith("scipy.") for n in names), argv
+        # the package metadata is read for the version and for the provenance a --json record carries
+        assert ("importlib.metadata" in names) == (argv == ("--version",) or "--json" in argv), argv
+        assert not any(n == h or n.startswith(h + ".") for n in names for h in HEAVY_DPCERT), argv
+        if argv[0] == "calibrate":
+            assert {"dpcert.cli.gaussian", "dpcert.analytic_gaussian", "dpcert.theory.normal"} <= names
+
+
+def test_the_reading_sees_the_secure_form_load_its_samplers() -> None:
+    """``calibrate gaussian --secure`` loads its handler (and the integer-exact samplers) when run."""
+    done, names = loaded("calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--secure", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["sampler"] == "integer-exact"
+    assert {"dpcert.cli.noise", "dpcert.mechanisms.secure.samplers"} <= names
+
+
 def test_calibrate_gaussian_prints_the_calibration_of_the_library() -> None:
     done, _ = imported("calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--research", "--json")
     assert json.loads(done.stdout)["sigma"] == calibrate_gaussian(1.0, 1e-5).sigma

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import importlib.metadata
 import json
 import os
 import platform
@@ -107,6 +106,8 @@ def blas() -> dict[str, Any]:
 
 def version(distribution: str) -> str | None:
     """The installed version of ``distribution`` (``None`` when it is not installed)."""
+    import importlib.metadata  # about 0.1 s to import: only when a record is made
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

@@ -8,8 +8,10 @@ declared here with its name, and takes their help lines from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class Command:
     help: str
 
 
+_GAUSSIAN = "dpcert.cli.gaussian"
 _NOISE = "dpcert.cli.noise"
 _SHUFFLE = "dpcert.cli.shuffle"
 _LEDGER = "dpcert.cli.ledger"
@@ -29,7 +32,7 @@ _BANDIT = "dpcert.cli.bandit"
 _SIGNING = "dpcert.cli.signing"
 
 COMMANDS: tuple[Command, ...] = (
-    Command("calibrate", "gaussian", _NOISE, "least Gaussian sigma for (epsilon, delta)"),
+    Command("calibrate", "gaussian", _GAUSSIAN, "least Gaussian sigma for (epsilon, delta)"),
     Command("calibrate", "laplace", _NOISE, "least Laplace scale for epsilon-DP"),
     Command(
         "calibrate",
@@ -108,6 +111,10 @@ COMMANDS: tuple[Command, ...] = (
     ),
 )
 
+SECURE_GAUSSIAN = _NOISE + ":calibrate_secure_gaussian"
+"""The handler of ``calibrate gaussian --secure`` (the integer-exact mechanism, with its samplers and
+the discrete Gaussian profile), loaded by :func:`load_handler` only when that option is given."""
+
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(command.module for command in COMMANDS))
 """The command modules, in the order their commands are registered."""
 
@@ -134,3 +141,10 @@ def module_for(argv: Sequence[str], groups: Sequence[str]) -> str | None:
     if name is None:
         return None
     return next((c.module for c in COMMANDS if c.group == group and c.name == name), None)
+
+
+def load_handler(reference: str) -> Callable[[Any], int]:
+    """The handler ``module:function`` names, its module imported now (as a command's module is)."""
+    module, _, name = reference.partition(":")
+    handler: Callable[[Any], int] = getattr(importlib.import_module(module), name)
+    return handler

@@ -1,21 +1,21 @@
-"""``dpcert calibrate gaussian|laplace|discrete-gaussian|dp-sgd``, ``dpcert account gaussian|laplace|dp-sgd``.
+"""``dpcert calibrate laplace|discrete-gaussian|dp-sgd``, ``dpcert account gaussian|laplace|dp-sgd``.
 
-``--secure`` calibrates the integer-exact mechanism on a grid (:mod:`dpcert.mechanisms.secure.noise`);
-without it the certificate is backed by a floating-point sampler and a one-line warning is printed on
-stderr unless ``--research`` says the noise is for research use.
+``calibrate gaussian`` is in :mod:`dpcert.cli.gaussian`, apart from its ``--secure`` form
+(:func:`calibrate_secure_gaussian`, here).  ``--secure`` calibrates the integer-exact mechanism on a
+grid (:mod:`dpcert.mechanisms.secure.noise`); without it the certificate is backed by a
+floating-point sampler and a one-line warning is printed on stderr unless ``--research`` says the
+noise is for research use.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from dpcert import provenance
 from dpcert.accounting.dp_sgd import SAMPLINGS, calibrate_dp_sgd, dp_sgd_certificate, dp_sgd_schedule
 from dpcert.cli._common import (
     EXIT_OK,
-    ONE_OF,
     CommandGroups,
     certificate_rows,
     delta_value,
@@ -25,9 +25,10 @@ from dpcert.cli._common import (
     plot_certificate,
     positive,
 )
+from dpcert.cli.gaussian import add_sampler_options, check_granularity, warn_float_sampler
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.discrete_gaussian import calibrate_discrete_gaussian
-from dpcert.mechanisms.gaussian import GAUSSIAN_METHODS, calibrate_gaussian, gaussian_certificate
+from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import calibrate_laplace, laplace_certificate
 from dpcert.mechanisms.secure.noise import (
     SecureGaussianMechanism,
@@ -38,20 +39,10 @@ from dpcert.mechanisms.secure.noise import (
 
 
 def register(groups: CommandGroups) -> None:
-    parser = groups.add("calibrate", "gaussian", _calibrate_gaussian)
-    parser.add_argument("--epsilon", type=positive, required=True)
-    parser.add_argument("--delta", type=delta_value, required=True)
-    parser.add_argument("--sensitivity", type=positive, default=1.0, help="l2-sensitivity (default 1)")
-    parser.add_argument(
-        "--compositions", type=integer, default=1, help="number of releases with this sigma (default 1)"
-    )
-    parser.add_argument("--method", choices=GAUSSIAN_METHODS, default="analytic", **ONE_OF)
-    _add_sampler_options(parser)
-
     parser = groups.add("calibrate", "laplace", _calibrate_laplace)
     parser.add_argument("--epsilon", type=positive, required=True)
     parser.add_argument("--sensitivity", type=positive, default=1.0, help="l1-sensitivity (default 1)")
-    _add_sampler_options(parser)
+    add_sampler_options(parser)
 
     parser = groups.add(
         "calibrate",
@@ -221,29 +212,6 @@ def _account_dp_sgd(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_sampler_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--secure",
-        action="store_true",
-        help="integer-exact noise on a power-of-two grid (the certificate accounts for the rounding)",
-    )
-    parser.add_argument(
-        "--granularity", type=positive, default=None, help="--secure: grid step, a power of two"
-    )
-    parser.add_argument(
-        "--research", action="store_true", help="the noise is for research use: no floating-point warning"
-    )
-
-
-def warn_float_sampler(args: argparse.Namespace) -> None:
-    """One line on stderr when a floating-point sampler backs the certificate outside research use."""
-    if not getattr(args, "research", False):
-        sys.stderr.write(
-            "dpcert: warning: this certificate is backed by a floating-point sampler whose low-order bits "
-            "leak (Mironov 2012); use --secure for deployment or --research to silence\n"
-        )
-
-
 def _calibrate_secure(args: argparse.Namespace, kind: str) -> int:
     if kind == "gaussian":
         if args.method != "analytic":
@@ -289,34 +257,13 @@ def _calibrate_discrete_gaussian(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_granularity(args: argparse.Namespace) -> None:
-    if args.granularity is not None and not args.secure:
-        raise InvalidParameter("--granularity", args.granularity, "only together with --secure")
-
-
-def _calibrate_gaussian(args: argparse.Namespace) -> int:
-    _check_granularity(args)
-    if args.secure:
-        return _calibrate_secure(args, "gaussian")
-    result = calibrate_gaussian(
-        args.epsilon,
-        args.delta,
-        sensitivity=args.sensitivity,
-        compositions=args.compositions,
-        method=args.method,
-    )
-    emit(
-        args,
-        {"sigma": result.sigma, "method": result.method, "certificate": result.certificate.to_dict()},
-        [("sigma", result.sigma), ("method", result.method)] + certificate_rows(result.certificate),
-        record=provenance.CALCULATION,
-    )
-    warn_float_sampler(args)
-    return EXIT_OK
+def calibrate_secure_gaussian(args: argparse.Namespace) -> int:
+    """``calibrate gaussian --secure`` (:data:`dpcert.cli._commands.SECURE_GAUSSIAN`)."""
+    return _calibrate_secure(args, "gaussian")
 
 
 def _calibrate_laplace(args: argparse.Namespace) -> int:
-    _check_granularity(args)
+    check_granularity(args)
     if args.secure:
         return _calibrate_secure(args, "laplace")
     result = calibrate_laplace(args.epsilon, sensitivity=args.sensitivity)
