@@ -330,6 +330,17 @@ def calibrate_dp_sgd(
         sampling=sampling,
     )
     _noise_sigma(MAX_NOISE_MULTIPLIER, sensitivity)  # the whole search range has a finite sigma
+    if schedule.steps * schedule.sampling_probability <= delta:
+        # a user's example enters some batch with probability at most k q; otherwise both neighbours'
+        # runs have the same distribution: every noise multiplier (and no noise) is (0, k q)-DP, so there
+        # is no least one, and the search would evaluate ever smaller noise without end
+        name = "sampling_probability" if sampling_probability is not None else "batch_size"
+        raise InvalidParameter(
+            name,
+            sampling_probability if sampling_probability is not None else batch_size,
+            f"steps x q > delta, i.e. q > {delta / schedule.steps:.6g} here (at steps x q <= delta every "
+            "run, even without noise, is (0, steps x q)-DP: nothing to calibrate)",
+        )
     log_target = math.log(delta)
     evaluated: dict[float, float] = {}  # noise multiplier -> log δ(ε), for this search only
 
