@@ -52,6 +52,7 @@ __all__ = [
     "GaussianNoise",
     "GaussianProfile",
     "calibrate_gaussian",
+    "calibrate_gaussian_noise",
     "classical_delta",
     "classical_sigma",
     "gaussian_certificate",
