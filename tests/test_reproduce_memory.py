@@ -107,3 +107,9 @@ def test_the_default_runs_are_checked_too(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(cli_bandit, "available_memory", lambda: 8 * GIB)  # 4 GiB usable: 7 runs of fig2b
     with pytest.raises(InvalidParameter, match=r"--runs.*runs <= 7 for"):
         cli_bandit.check_reproduce_memory(FIG2B, None, None, {})
+
+
+def test_a_horizon_too_long_for_one_run_is_named_instead_of_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_bandit, "available_memory", lambda: 16 * GIB)
+    code, _, err = run(["reproduce", "improved-ldp-linear-fig1", "--option", "horizon=100000000000"])
+    assert code == 2 and err.count("\n") == 1 and "--option" in err and "horizon=" in err, err

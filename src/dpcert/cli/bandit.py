@@ -276,6 +276,14 @@ def check_reproduce_memory(name: str, runs: int | None, horizon: int | None, opt
         return
     fixed = reproduction_peak_bytes(0, rounds, working)
     largest = int((budget - fixed) // (rounds * REPRODUCE_BYTES_PER_ROUND))
+    sizes = sorted(key for key in options if key in ("horizon", "horizons"))
+    if largest < 1 and (sizes or horizon is not None):  # the horizon given is too long for even one run
+        raise InvalidParameter(
+            "--horizon" if horizon is not None else "--option",
+            horizon if horizon is not None else f"{sizes[0]}={options[sizes[0]]!r}",
+            f"a horizon of which one run of {name} fits in the {gib(budget)} of memory that may be used "
+            f"({gib(reproduction_peak_bytes(1, rounds, working))} needed)",
+        )
     shown = f"runs <= {largest}" if largest >= 1 else "none: not even one run fits"
     raise InvalidParameter(
         "--runs",
