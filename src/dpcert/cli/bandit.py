@@ -62,11 +62,12 @@ REPRODUCE_BASE_BYTES = 1.5 * 2**30
 """Memory of a reproduction besides its runs' arrays: the interpreter, NumPy, SciPy, Matplotlib and the
 figures (measured peaks at small sizes: 0.09 to 0.7 GiB in all, e.g. chowdhury-zhou-2022-fig1 --horizon
 2000: 0.62 GiB at --runs 20)."""
-REPRODUCE_BYTES_PER_ROUND = 8 * 12
-"""Bytes per run and round of each curve a reproduction holds: 12 float64 values (the curve, its realised
+REPRODUCE_BYTES_PER_ROUND = 8 * 16
+"""Bytes per run and round of each curve a reproduction holds: 16 float64 values (the curve, its realised
 regret, per-run copies before they are stacked, the engine's per-round arrays).  Measured growth per run
-and round of the curves held: chowdhury-zhou-2022-fig1 (5 curves, T = 2000) 1.3 float64 values per curve
-between --runs 20 and 200; improved-ldp-linear-fig1 (8 curves, T = 2000) 2.4."""
+and round of the curves held: li-zhou-ji-2022-fig2b (2 curves, T = 10^6) 10.8 float64 values per curve
+between --runs 8 and 16; chowdhury-zhou-2022-fig1 (5 curves, T = 2000) 1.3 between --runs 20 and 200;
+improved-ldp-linear-fig1 (8 curves, T = 2000) 2.4."""
 TENENBAUM_ROUNDS_PER_RUN = 1 / 100
 """Rounds per run charged for tenenbaum-2021-mab, as a fraction of its horizon: its engines keep per-arm
 counts and curves at checkpoints, not per-round arrays (measured: 148 248 KiB at --runs 5 and 150 080 KiB
