@@ -383,7 +383,7 @@ def test_a_lenient_gaussian_is_refused_and_the_forged_certificate_still_fails():
     with pytest.raises(InvalidParameter) as caught:
         register_profile("gaussian", parameters=LENIENT_SPECS)(LenientGaussian)
     assert caught.value.name == "mechanism" and caught.value.value == "gaussian"
-    assert "dpcert.analytic_gaussian.GaussianProfile" in str(caught.value) and "force=True" in str(
+    assert "dpcert.mechanisms.gaussian_profile.GaussianProfile" in str(caught.value) and "force=True" in str(
         caught.value
     )
     assert registration_for("gaussian") is original

@@ -1,7 +1,8 @@
 """``dpcert calibrate gaussian``: the least Gaussian σ for (ε, δ), and the options of noise samplers.
 
-This module imports only the Gaussian profile and its certificates (:mod:`dpcert.analytic_gaussian`),
-so the command starts without the integer-exact samplers, the discrete mechanisms or the DP-SGD
+This module imports only the Gaussian profile and its certificates
+(:mod:`dpcert.mechanisms.gaussian_profile`), so the command starts without the integer-exact samplers,
+the discrete mechanisms or the DP-SGD
 accountant.  ``--secure`` calibrates the integer-exact mechanism on a grid instead; its handler
 (:data:`dpcert.cli._commands.SECURE_GAUSSIAN`, in :mod:`dpcert.cli.noise`) is loaded only then.
 Without ``--secure`` the certificate is backed by a floating-point sampler and a one-line warning is
@@ -14,7 +15,6 @@ import argparse
 import sys
 
 from dpcert import provenance
-from dpcert.analytic_gaussian import GAUSSIAN_METHODS, calibrate_gaussian_noise
 from dpcert.cli._commands import SECURE_GAUSSIAN, load_handler
 from dpcert.cli._common import (
     EXIT_OK,
@@ -27,6 +27,7 @@ from dpcert.cli._common import (
     positive,
 )
 from dpcert.errors import InvalidParameter
+from dpcert.mechanisms.gaussian_profile import GAUSSIAN_METHODS, calibrate_gaussian_noise
 
 
 def register(groups: CommandGroups) -> None:

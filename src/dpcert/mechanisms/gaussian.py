@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.analytic_gaussian import (
+from dpcert.certificates import Certificate, Neighbouring, TrustModel
+from dpcert.mechanisms._common import add_real_noise, require_certificate_for
+from dpcert.mechanisms.gaussian_profile import (
     ANALYTIC_BASIS,
     CLASSICAL_BASIS,
     GAUSSIAN_METHODS,
@@ -36,8 +38,6 @@ from dpcert.analytic_gaussian import (
     classical_sigma,
     gaussian_certificate,
 )
-from dpcert.certificates import Certificate, Neighbouring, TrustModel
-from dpcert.mechanisms._common import add_real_noise, require_certificate_for
 from dpcert.mechanisms.secure.noise import secure_gaussian
 
 __all__ = [
