@@ -160,7 +160,8 @@ warnings.simplefilter("ignore")
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
 from dpcert.audits.benchmark_mechanisms import benchmark_mechanism
 entry = benchmark_mechanism("NoisyMaxValue-Laplace")
-search = ClassifierSearch(CandidatePairs(entry.pairs(), relation=entry.relation), screening_share=0.3)
+search = ClassifierSearch(CandidatePairs(entry.pairs(), relation=entry.relation), screening_share=0.3,
+                          binned=False)
 report = audit(entry.mechanism, epsilon=entry.claimed_epsilon, search=search, samples=20000, seed=5)
 print(json.dumps({"set": report.rejection_set.to_dict(), "counts": report.counts.to_dict()}))
 """
@@ -198,3 +199,68 @@ def test_cli_classifier_search_on_scalar_inputs_and_its_refusals(capsys):
     assert 1.0 < payload["epsilon_lower_bound"] <= 2.0
     status = main(["audit", "builtin:laplace", "--search", "classifier", "--start", "[1]", "--epsilon", "1"])
     assert status == 2 and "--start" in capsys.readouterr().err
+
+
+def test_streamed_feature_score_equals_the_fixed_order_dot_of_the_design_to_the_bit():
+    from dpcert import _fixed_order as fixed_order
+    from dpcert.audits.learned_event import OutputFeatures
+
+    entry = benchmark_mechanism("iSVT4")
+    rng = np.random.default_rng(3)
+    outputs = entry.mechanism(np.ones(entry.length), rng, 5000)
+    features = OutputFeatures.fit(outputs)
+    weights = rng.normal(size=features.width)
+    direct = fixed_order.dot(features.transform(outputs), weights)
+    assert np.array_equal(features.score(outputs, weights), direct)
+
+
+def test_binned_cells_are_positions_and_value_bins_and_round_trip():
+    from dpcert.audits.learned_event import Binning, binned_cells
+
+    entry = benchmark_mechanism("BadGapSparseVector")  # one released value (N = 1), ten positions
+    rng = np.random.default_rng(4)
+    outputs = entry.mechanism(np.ones(entry.length), rng, 20000)
+    found = binned_cells(outputs, outputs)
+    assert found is not None
+    binning, table = found
+    image = binning.transform(outputs)
+    answered = outputs > -500.0  # the released value's position
+    assert np.all(answered.sum(axis=1) <= 1)
+    # every cell is: all positions ⊥, or ⊥ before one position, a value bin there, aborted after it
+    assert len(table.cells) <= 1 + entry.length * 16
+    for index in range(entry.length):
+        column = image[answered[:, index], index]
+        assert column.min() >= len(binning.atoms[index])  # bins come after the atoms' codes
+    again = Binning.from_dict(binning.to_dict())
+    assert np.array_equal(again.transform(outputs), image)
+    # equal-count bins: the finest bin count keeps each bin of a position within a factor of the mean
+    counts = np.unique(image[answered[:, 0], 0], return_counts=True)[1]
+    assert counts.min() > 0.5 * counts.mean()
+
+
+def test_streamed_counts_equal_a_direct_count_of_the_same_draws():
+    from dpcert.audits.classifier_search import learn_event, streamed_counts
+    from dpcert.audits.search import Candidate
+
+    entry = benchmark_mechanism("NoisyHist2")  # ε' = 10: the learned event separates the inputs
+    a, b = entry.pairs()[0]
+    rng = np.random.default_rng(7)
+    event, _ = learn_event(entry.mechanism(a, rng, 4000), entry.mechanism(b, rng, 4000), 10_000, 0.0, 0.95)
+    counts = streamed_counts(
+        entry.mechanism, Candidate(a, b, "pair 0"), event, 10_000, 3000, np.random.default_rng(8)
+    )
+    replay = np.random.default_rng(8)
+    inside = {"a": 0, "b": 0}
+    for size in (3000, 3000, 3000, 1000):
+        for name, value in (("a", a), ("b", b)):
+            outputs = entry.mechanism(value, replay, size)
+            uniforms = replay.random(size)
+            scores = event.scores(outputs)
+            inside[name] += int(
+                np.sum((scores > event.threshold) | ((scores == event.threshold) & (uniforms < event.tie)))
+            )
+    other = "b" if event.numerator == "a" else "a"
+    assert counts.numerator == event.numerator
+    assert (counts.in_set_numerator, counts.in_set_denominator) == (inside[event.numerator], inside[other])
+    assert counts.draws_numerator == counts.draws_denominator == 10_000
+    assert 0 < inside[other] < inside[event.numerator] < 10_000  # neither empty nor everything

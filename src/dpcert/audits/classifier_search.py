@@ -49,6 +49,7 @@ from dpcert.audits.learned_event import (
     LearnedEvent,
     OutputFeatures,
     as_rows,
+    binned_cells,
     cell_log_ratios,
     fit_logistic,
 )
@@ -95,6 +96,9 @@ class ClassifierSearch:
         Most draws per input the classifier is fitted on (the rest choose the threshold).
     chunk
         Evaluation draws per input held in memory at once.
+    binned
+        Also score continuous outputs by cells of binned values (the better scorer on held-out
+        screening draws is kept); False: logistic regression alone.
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
@@ -103,6 +107,7 @@ class ClassifierSearch:
     max_learning: int = DEFAULT_MAX_LEARNING
     fit_draws: int = DEFAULT_FIT_DRAWS
     chunk: int = DEFAULT_CHUNK
+    binned: bool = True
 
     kind = "classifier"
     finalists = 1
@@ -125,6 +130,8 @@ class ClassifierSearch:
         )
         object.__setattr__(self, "fit_draws", check.positive_int("fit_draws", self.fit_draws, minimum=10))
         object.__setattr__(self, "chunk", check.positive_int("chunk", self.chunk))
+        if not isinstance(self.binned, bool):
+            raise InvalidParameter("binned", self.binned, "True or False")
 
     @property
     def neighbours(self) -> Relation | None:
@@ -194,35 +201,52 @@ def learn_event(
     confidence: float,
     *,
     fit_draws: int = DEFAULT_FIT_DRAWS,
+    binned: bool = True,
 ) -> tuple[LearnedEvent, float]:
     """Fit the classifier on the first half of the draws, choose the threshold on the second half; the
     event and its forecast.
 
     Outputs with at most :data:`~dpcert.audits.learned_event.MAX_CELLS` distinct values on the first
     half are scored by their cell's estimated log likelihood ratio (the saturated logistic model on
-    one-hot cells, in closed form); other outputs by logistic regression on
+    one-hot cells, in closed form).  Other outputs get two scorers: the same on cells of binned values
+    (:func:`~dpcert.audits.learned_event.binned_cells`) and logistic regression on
     :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most ``fit_draws`` draws per
-    input.
+    input; the one whose chosen threshold forecasts the larger bound on the second half is kept (a
+    choice made on screening draws only).
     """
     rows_a, rows_b = as_rows(on_a), as_rows(on_b)
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
     if min(half_a, half_b) < 1:
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
-    table = CellTable.of(np.concatenate([rows_a[:half_a], rows_b[:half_b]]))
+    first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
+    table = CellTable.of(first)
+    events = []
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
-        event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
+        events.append(LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen))
     else:
         fit_a, fit_b = rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]
+        cells_of = binned_cells(np.concatenate([fit_a, fit_b]), first) if binned else None
+        if cells_of is not None:  # continuous values: cells of positions and value bins
+            binning, cells = cells_of
+            scores, unseen = cell_log_ratios(
+                cells, binning.transform(rows_a[:half_a]), binning.transform(rows_b[:half_b])
+            )
+            weights = tuple(float(s) for s in scores)
+            events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, binning))
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
-        weights = fit_logistic(features.transform(fit_a), features.transform(fit_b))
-        event = LearnedEvent(features, tuple(float(w) for w in weights), "a", 0.0, 0.0)
-    scores_a = event.scores(rows_a[half_a:])
-    scores_b = event.scores(rows_b[half_b:])
-    choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
-    return replace(
-        event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie
-    ), choice.forecast
+        weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
+        events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
+    best: tuple[LearnedEvent, float] | None = None
+    for event in events:  # the scorer with the better forecast on the held-out half
+        choice = choose_event(
+            event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]), evaluation, delta, confidence
+        )
+        if best is None or choice.forecast > best[1]:
+            chosen = replace(event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie)
+            best = (chosen, choice.forecast)
+    assert best is not None  # at least one scorer
+    return best
 
 
 # --------------------------------------------------------------------------- screening
@@ -269,7 +293,13 @@ def successive_halving(
             entry.on_a = fresh_a if entry.on_a.size == 0 else np.concatenate([entry.on_a, fresh_a])
             entry.on_b = fresh_b if entry.on_b.size == 0 else np.concatenate([entry.on_b, fresh_b])
             entry.event, entry.forecast = learn_event(
-                entry.on_a, entry.on_b, evaluation, delta, confidence, fit_draws=search.fit_draws
+                entry.on_a,
+                entry.on_b,
+                evaluation,
+                delta,
+                confidence,
+                fit_draws=search.fit_draws,
+                binned=search.binned,
             )
         ranked = sorted(alive, key=lambda e: -e.forecast)  # stable: ties keep the candidates' order
         log.append(
@@ -329,7 +359,9 @@ def audit_with_classifier(
     if learning > 0:
         on_a = np.concatenate([survivor.on_a, draw(mechanism, survivor.candidate.a, learning, rng)])
         on_b = np.concatenate([survivor.on_b, draw(mechanism, survivor.candidate.b, learning, rng)])
-        event, _ = learn_event(on_a, on_b, evaluation, claim.delta, confidence, fit_draws=search.fit_draws)
+        event, _ = learn_event(
+            on_a, on_b, evaluation, claim.delta, confidence, fit_draws=search.fit_draws, binned=search.binned
+        )
         del on_a, on_b
     assert event is not None  # every screened pair has its event
     screened = time.perf_counter()

@@ -15,6 +15,11 @@ vector variants have).  Here:
   squares).  Every sum runs in an order fixed by the code (:mod:`dpcert._fixed_order`: no ``@``, no
   BLAS or LAPACK), so the weights, the scores and hence the event are the same bits under every BLAS
   kernel (``OPENBLAS_CORETYPE``).
+* :class:`Binning` — outputs whose values are continuous (a sparse vector releasing noisy query
+  values or gaps) made into cells: every coordinate keeps its atoms and has its other values cut at
+  quantiles of the fitting draws, so a cell is a joint condition on which positions were answered and
+  where their released values lie (the events StatDP, Ding et al. 2018 §5, and DP-Sniper's histogram
+  features, Bichsel et al. 2021 §VI, use on these outputs); the cells are scored like small supports.
 * :class:`LearnedEvent` — the event ``{u(o) > t} ∪ {u(o) = t and U < q}`` on the classifier's score,
   serialisable exactly (its threshold and tie are chosen by
   :func:`dpcert.audits.classifier_search.choose_event`).
@@ -38,7 +43,9 @@ MAX_ATOMS = 4  # frequent values per coordinate given an indicator feature
 ATOM_SHARE = 0.01  # a value is an atom when at least this share of the fitting draws take it
 RIDGE = 1.0  # ridge penalty on the weights (features are standardised)
 NEWTON_STEPS = 25
+BIN_COUNTS = (16, 8, 4, 2)  # value bins per coordinate tried for binned cells, finest first
 MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
+CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
 GRAM_CHUNK = 4096  # rows per partial Gram matrix (bounded memory; fixed, so the sums' order is fixed)
 
 
@@ -122,6 +129,35 @@ class OutputFeatures:
                 columns.append(z * z)
         return np.stack(columns, axis=1)
 
+    def score(self, outputs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``fixed_order.dot(self.transform(outputs), weights)`` to the bit, one feature column at a
+        time (the design matrix is never built): a rounded product and a rounded sum per feature, in
+        the features' order."""
+        rows = as_rows(outputs)
+        if rows.shape[1] != len(self.atoms):
+            raise InvalidParameter(
+                "mechanism output", f"{rows.shape[1]} coordinates", f"{len(self.atoms)} coordinates"
+            )
+        if weights.shape != (self.width,):
+            raise InvalidParameter("weights", f"{weights.shape[0]} weights", f"{self.width} weights")
+        total = np.full(rows.shape[0], weights[0] * 1.0) + 0.0  # the intercept column is all ones
+        feature = 1
+        for index, column in enumerate(rows.T):
+            for atom in self.indicators[index]:
+                total += (column == atom).astype(float) * weights[feature]
+                feature += 1
+            centre = self.centre[index]
+            if centre is None:
+                continue
+            is_atom = np.isin(column, np.asarray(self.atoms[index], float))
+            z = np.where(is_atom, 0.0, (column - centre) / self.scale[index])
+            total += z * weights[feature]
+            feature += 1
+            if self.squares:
+                total += (z * z) * weights[feature]
+                feature += 1
+        return total
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "atoms": [list(a) for a in self.atoms],
@@ -152,7 +188,10 @@ class CellTable:
     @classmethod
     def of(cls, rows: np.ndarray) -> CellTable | None:
         """The cells of ``rows``, or None when there are more than :data:`MAX_CELLS` or their codes
-        would not fit in 62 bits."""
+        would not fit in 62 bits.  The first :data:`CELL_PROBE` rows are inspected first: when they
+        alone have too many cells, so do all rows (the answer is the same, found sooner)."""
+        if rows.shape[0] > CELL_PROBE and np.unique(rows[:CELL_PROBE], axis=0).shape[0] > MAX_CELLS:
+            return None
         cells = np.unique(rows, axis=0)
         if cells.shape[0] > MAX_CELLS:
             return None
@@ -178,6 +217,74 @@ class CellTable:
         where = np.minimum(np.searchsorted(sorted_codes, codes), sorted_codes.shape[0] - 1)
         known &= sorted_codes[where] == codes
         return np.where(known, order[where], -1)
+
+
+@dataclass(frozen=True)
+class Binning:
+    """Per coordinate: its atoms (kept as they are) and the cut points of its other values; a row's
+    image is, per coordinate, the atom's index or ``len(atoms) + bin``."""
+
+    atoms: tuple[tuple[float, ...], ...]
+    edges: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def fit(cls, pooled: np.ndarray, bins: int) -> Binning:
+        """Atoms as in :class:`OutputFeatures` and ``bins`` equal-count bins of the other values."""
+        rows = as_rows(pooled)
+        atoms: list[tuple[float, ...]] = []
+        edges: list[tuple[float, ...]] = []
+        for column in rows.T:
+            values, counts = np.unique(column, return_counts=True)
+            order = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
+            frequent = values[np.sort(order[counts[order] >= ATOM_SHARE * rows.shape[0]])]
+            continuous = np.sort(column[~np.isin(column, frequent)])
+            cuts: tuple[float, ...] = ()
+            if continuous.size >= bins:
+                positions = (np.arange(1, bins) * continuous.size) // bins
+                cuts = tuple(float(v) for v in np.unique(continuous[positions]))
+            atoms.append(tuple(float(v) for v in frequent))
+            edges.append(cuts)
+        return cls(tuple(atoms), tuple(edges))
+
+    def transform(self, outputs: np.ndarray) -> np.ndarray:
+        rows = as_rows(outputs)
+        if rows.shape[1] != len(self.atoms):
+            raise InvalidParameter(
+                "mechanism output", f"{rows.shape[1]} coordinates", f"{len(self.atoms)} coordinates"
+            )
+        image = np.empty(rows.shape, dtype=float)
+        for index, column in enumerate(rows.T):
+            atoms = np.asarray(self.atoms[index], float)
+            code = len(atoms) + np.searchsorted(np.asarray(self.edges[index], float), column, side="right")
+            for position, atom in enumerate(atoms):
+                code = np.where(column == atom, position, code)
+            image[:, index] = code
+        return image
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"atoms": [list(a) for a in self.atoms], "edges": [list(e) for e in self.edges]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Binning:
+        return cls(
+            tuple(tuple(float(v) for v in a) for a in data["atoms"]),
+            tuple(tuple(float(v) for v in e) for e in data["edges"]),
+        )
+
+
+def binned_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[Binning, CellTable] | None:
+    """The finest :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``) whose images
+    of ``pooled`` form at most :data:`MAX_CELLS` cells, with those cells; None if even the coarsest
+    has more, or if no coordinate has continuous values."""
+    rows = as_rows(pooled)
+    for bins in BIN_COUNTS:
+        binning = Binning.fit(fitting, bins)
+        if not any(binning.edges):
+            return None
+        table = CellTable.of(binning.transform(rows))
+        if table is not None:
+            return binning, table
+    return None
 
 
 def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tuple[np.ndarray, float]:
@@ -245,15 +352,17 @@ class LearnedEvent:
     tie: float
     cells: CellTable | None = None
     unseen: float = 0.0
+    binning: Binning | None = None  # with ``cells``: the cells are of binned outputs
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
         if self.cells is not None:
-            index = self.cells.index(as_rows(outputs))
+            rows = as_rows(outputs) if self.binning is None else self.binning.transform(outputs)
+            index = self.cells.index(rows)
             score = np.where(index >= 0, weights[np.maximum(index, 0)], self.unseen)
         else:
             assert self.features is not None  # one of the two scorers is set
-            score = fixed_order.dot(self.features.transform(outputs), weights)
+            score = self.features.score(outputs, weights)
         return score if self.numerator == "a" else -score
 
     def contains(self, outputs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
@@ -269,12 +378,14 @@ class LearnedEvent:
             "numerator": self.numerator,
             "threshold": self.threshold,
             "tie": self.tie,
+            "binning": None if self.binning is None else self.binning.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LearnedEvent:
         features = data.get("features")
         cells = data.get("cells")
+        binning = data.get("binning")
         return cls(
             None if features is None else OutputFeatures.from_dict(features),
             tuple(float(w) for w in data["weights"]),
@@ -283,12 +394,15 @@ class LearnedEvent:
             float(data["tie"]),
             None if cells is None else CellTable(tuple(tuple(float(v) for v in c) for c in cells)),
             float(data.get("unseen", 0.0)),
+            None if binning is None else Binning.from_dict(binning),
         )
 
     def describe(self) -> str:
         sign = "" if self.numerator == "a" else "-"
         if self.cells is not None:
             model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
+            if self.binning is not None:
+                model += " (values binned at quantiles)"
         else:
             assert self.features is not None  # one of the two scorers is set
             model = f"logistic regression on {self.features.width} features"
