@@ -20,6 +20,7 @@ from dpcert.bandits.algorithms.mab import (
 )
 from dpcert.bandits.environments.mab import SPEC_001_MEANS, MultiArmedBandit
 from dpcert.cli import main
+from dpcert.reproductions import tenenbaum_2021 as reproduction
 from dpcert.session import PrivacySession
 
 BANDIT = MultiArmedBandit(np.asarray(SPEC_001_MEANS))
@@ -253,8 +254,6 @@ def test_additive_privacy_cost_is_decided_by_the_regrets_not_by_flatness_over_ep
 def _strongest_rows(runs: int, central_factor: float, dp_se_factor: float) -> dict:
     """Claim rows as ``reproduce_mab`` writes them, VB-SDP-AE's finals ~ 1 500 + noise, the two central
     rows at fixed factors of them (paired run by run)."""
-    from dpcert.reproductions import tenenbaum_2021 as figure
-
     rng = np.random.default_rng(9)
 
     def row(values, epsilon=None, **extra):
@@ -265,19 +264,19 @@ def _strongest_rows(runs: int, central_factor: float, dp_se_factor: float) -> di
         }  # fmt: skip
 
     rows = {
-        figure.NONPRIVATE_SE: row(rng.normal(2000, 60, runs)),
-        figure.NONPRIVATE_VB: row(rng.normal(1500, 50, runs)),
+        reproduction.NONPRIVATE_SE: row(rng.normal(2000, 60, runs)),
+        reproduction.NONPRIVATE_VB: row(rng.normal(1500, 50, runs)),
     }
     for epsilon in (1.0, 0.5, 0.25):
         info = {"sigma2": 25.0 / epsilon**2}
         vb = 1500.0 + 40.0 * math.sqrt(info["sigma2"]) + rng.normal(0, 60, runs)
-        label = figure.row_label
-        for name in ("SDP-AE", figure.SDP_UNKNOWN, figure.VB_BETA, "VB-SDP-AE"):
+        label = reproduction.row_label
+        for name in ("SDP-AE", reproduction.SDP_UNKNOWN, reproduction.VB_BETA, "VB-SDP-AE"):
             rows[label(name, epsilon)] = row(vb + rng.normal(0, 20, runs), epsilon, **info)
         rows[label("VB-SDP-AE", epsilon)] = row(vb, epsilon, **info)
-        rows[label(figure.CENTRAL, epsilon)] = row(vb * central_factor, epsilon)
-        rows[label(figure.LOCAL, epsilon)] = row(vb * 5.0, epsilon)
-        rows[label(figure.DP_SE, epsilon)] = row(vb * dp_se_factor + rng.normal(0, 5, runs), epsilon)
+        rows[label(reproduction.CENTRAL, epsilon)] = row(vb * central_factor, epsilon)
+        rows[label(reproduction.LOCAL, epsilon)] = row(vb * 5.0, epsilon)
+        rows[label(reproduction.DP_SE, epsilon)] = row(vb * dp_se_factor + rng.normal(0, 5, runs), epsilon)
     return rows
 
 
@@ -295,10 +294,8 @@ def _claim_cells(table: str, start: str) -> list[str]:
     ],
 )
 def test_shuffle_is_judged_against_the_lower_regret_central_baseline(central, dp_se, strongest, verdict):
-    from dpcert.reproductions import tenenbaum_2021 as figure
-
     epsilons = (1.0, 0.5, 0.25)
-    table = figure.claims_table(_strongest_rows(10, central, dp_se), epsilons, 1_000_000, "c")
+    table = reproduction.claims_table(_strongest_rows(10, central, dp_se), epsilons, 1_000_000, "c")
     cells = _claim_cells(table, "§1: shuffle ≈ central, against dpcert's strongest central baseline")
     assert cells[1] == verdict, cells
     assert all(f"{strongest} (ε = {e:g})" in cells[2] for e in epsilons), cells
@@ -308,9 +305,7 @@ def test_shuffle_is_judged_against_the_lower_regret_central_baseline(central, dp
 
 
 def test_claims_without_dp_se_rows_keep_the_older_rows_only():
-    from dpcert.reproductions import tenenbaum_2021 as figure
-
     rows = _strongest_rows(10, 1.0, 0.3)
-    rows = {label: row for label, row in rows.items() if not label.startswith(figure.DP_SE)}
-    table = figure.claims_table(rows, (1.0, 0.5, 0.25), 1_000_000, "c")
+    rows = {label: row for label, row in rows.items() if not label.startswith(reproduction.DP_SE)}
+    table = reproduction.claims_table(rows, (1.0, 0.5, 0.25), 1_000_000, "c")
     assert "strongest central baseline" not in table and "§1: shuffle summation error" in table
