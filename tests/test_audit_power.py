@@ -264,3 +264,17 @@ def test_streamed_counts_equal_a_direct_count_of_the_same_draws():
     assert (counts.in_set_numerator, counts.in_set_denominator) == (inside[event.numerator], inside[other])
     assert counts.draws_numerator == counts.draws_denominator == 10_000
     assert 0 < inside[other] < inside[event.numerator] < 10_000  # neither empty nor everything
+
+
+def test_cells_of_many_rows_are_the_distinct_rows_including_those_the_probe_missed():
+    from dpcert.audits.learned_event import CellTable
+
+    rng = np.random.default_rng(9)
+    rows = rng.integers(0, 6, size=(60_000, 3)).astype(float)
+    rows[-3:] = [[7.0, 0.0, 1.0], [7.0, 0.0, 1.0], [0.0, 9.0, 2.0]]  # cells beyond the probe only
+    table = CellTable.of(rows)
+    assert table is not None
+    assert np.array_equal(np.asarray(table.cells), np.unique(rows, axis=0))
+    assert np.all(table.index(rows) >= 0)
+    many = rng.integers(0, 40, size=(30_000, 2)).astype(float)  # 1600 cells > MAX_CELLS
+    assert CellTable.of(many) is None

@@ -190,9 +190,19 @@ class CellTable:
         """The cells of ``rows``, or None when there are more than :data:`MAX_CELLS` or their codes
         would not fit in 62 bits.  The first :data:`CELL_PROBE` rows are inspected first: when they
         alone have too many cells, so do all rows (the answer is the same, found sooner)."""
-        if rows.shape[0] > CELL_PROBE and np.unique(rows[:CELL_PROBE], axis=0).shape[0] > MAX_CELLS:
-            return None
-        cells = np.unique(rows, axis=0)
+        if rows.shape[0] > CELL_PROBE:
+            probed = np.unique(rows[:CELL_PROBE], axis=0)
+            if probed.shape[0] > MAX_CELLS:
+                return None
+            known = cls._radix_table(probed)
+            others = rows[known.index(rows) < 0] if known is not None else rows
+            cells = np.unique(np.concatenate([probed, others]), axis=0)  # the same as over all rows
+        else:
+            cells = np.unique(rows, axis=0)
+        return cls._radix_table(cells)
+
+    @classmethod
+    def _radix_table(cls, cells: np.ndarray) -> CellTable | None:
         if cells.shape[0] > MAX_CELLS:
             return None
         radix = [float(np.unique(column).shape[0]) for column in cells.T]
