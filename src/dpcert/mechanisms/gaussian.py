@@ -122,24 +122,8 @@ def calibrate_gaussian(
     trust_model: TrustModel | str = TrustModel.CENTRAL,
     neighbouring: Neighbouring | str = Neighbouring.REPLACE_ONE,
 ) -> GaussianCalibration:
-    """The least Gaussian noise meeting (ε, δ) over ``compositions`` releases.
-
-    Calibration is a monotone search against the exact profile (in the spirit of
-    ``dp_accounting.mechanism_calibration``): the returned σ is valid as evaluated and within a
-    relative 1e-9 of the exact minimum.
-
-    Parameters
-    ----------
-    epsilon, delta
-        Target guarantee of the whole k-fold composition (ε > 0, 0 < δ < 1).
-    sensitivity
-        ℓ2-sensitivity Δ of each release.
-    compositions
-        Number k of releases with the same σ (exact: they compose to one Gaussian with Δ√k).
-    method
-        ``"analytic"`` (Balle & Wang 2018, Thm 8; exact) or ``"classical"`` (Dwork & Roth 2014,
-        Thm A.1, ε < 1 only; for k > 1 it is applied to the equivalent sensitivity Δ√k).
-    """
+    """The least Gaussian noise meeting (ε, δ) over ``compositions`` releases, with the mechanism that adds
+    it (:meth:`GaussianCalibration.mechanism`): :func:`calibrate_gaussian_noise`'s search and parameters."""
     noise = calibrate_gaussian_noise(
         epsilon,
         delta,

@@ -43,7 +43,7 @@ import numpy as np
 
 from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
-from dpcert.bandits.algorithms.mab import CentralLaplaceSum, spend_rest_on_last_arm
+from dpcert.bandits.algorithms.mab import CentralLaplaceSum, checked_run_inputs, spend_rest_on_last_arm
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.results import RunResult
@@ -151,14 +151,7 @@ def dp_se(
     privacy.
     """
     parameters = DPSEParameters(epsilon, beta, decay, width_scale)
-    horizon = check.positive_int("horizon", horizon, minimum=2)
-    runs = check.positive_int("runs", runs)
-    rng = check.generator(rng)
-    curve_points = check.positive_int("curve_points", curve_points, minimum=2)
-    if not isinstance(bandit, MultiArmedBandit):
-        raise InvalidParameter("bandit", type(bandit).__name__, "a MultiArmedBandit")
-    if not bandit.bounded:
-        raise InvalidParameter("bandit", bandit.reward_model, "rewards in [0, 1] (bernoulli or beta)")
+    horizon, runs, rng, curve_points = checked_run_inputs(bandit, horizon, runs, rng, curve_points)
     summation = CentralLaplaceSum(parameters.epsilon, secure=secure, integer_sums=bool(bandit.binary))
     certificate = summation.certificate
     started = time.perf_counter()

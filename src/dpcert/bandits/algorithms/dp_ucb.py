@@ -44,7 +44,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert.accounting.composition import compose_counts
-from dpcert.bandits.algorithms.mab import CentralLaplaceSum, laplace_sum_deviation
+from dpcert.bandits.algorithms.mab import CentralLaplaceSum, checked_run_inputs, laplace_sum_deviation
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.results import RunResult
@@ -217,14 +217,7 @@ def dp_ucb(
     the algorithm and its privacy.
     """
     parameters = DPUCBParameters(epsilon, width_scale)
-    horizon = check.positive_int("horizon", horizon, minimum=2)
-    runs = check.positive_int("runs", runs)
-    rng = check.generator(rng)
-    curve_points = check.positive_int("curve_points", curve_points, minimum=2)
-    if not isinstance(bandit, MultiArmedBandit):
-        raise InvalidParameter("bandit", type(bandit).__name__, "a MultiArmedBandit")
-    if not bandit.bounded:
-        raise InvalidParameter("bandit", bandit.reward_model, "rewards in [0, 1] (bernoulli or beta)")
+    horizon, runs, rng, curve_points = checked_run_inputs(bandit, horizon, runs, rng, curve_points)
     levels = tree_levels(horizon)
     node = node_summation(parameters.epsilon, horizon)
     certificate = with_notes(binary_mechanism_certificate(parameters.epsilon, horizon), RUN_NOTE)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcert import _validation as check
-from dpcert.bandits.algorithms.mab import LocalRandomizedResponse, laplace_sum_deviation
+from dpcert.bandits.algorithms.mab import LocalRandomizedResponse, checked_run_inputs, laplace_sum_deviation
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.results import RunResult
@@ -128,20 +128,6 @@ class LocalReports:
         )
 
 
-def _validated(
-    bandit: MultiArmedBandit, horizon: int, runs: int, rng: np.random.Generator, curve_points: int
-) -> tuple[int, int, np.random.Generator, int]:
-    horizon = check.positive_int("horizon", horizon, minimum=2)
-    runs = check.positive_int("runs", runs)
-    rng = check.generator(rng)
-    curve_points = check.positive_int("curve_points", curve_points, minimum=2)
-    if not isinstance(bandit, MultiArmedBandit):
-        raise InvalidParameter("bandit", type(bandit).__name__, "a MultiArmedBandit")
-    if not bandit.bounded:
-        raise InvalidParameter("bandit", bandit.reward_model, "rewards in [0, 1] (bernoulli or beta)")
-    return horizon, runs, rng, curve_points
-
-
 def _curve(checkpoints: np.ndarray, played: list[int], gaps: np.ndarray, tail: tuple[int, int]) -> np.ndarray:
     """Regret after ``checkpoints`` rounds for a run that played ``played`` then ``tail = (arm, rounds)``."""
     steps = np.concatenate((gaps[np.asarray(played, dtype=np.int64)], np.full(tail[1], gaps[tail[0]])))
@@ -197,7 +183,7 @@ def ldp_ucb(
     every arm (one block at a time) and only the pulled arm's is sent."""
     local = LocalReports(mechanism, epsilon)
     width_scale = check.positive_finite("width_scale", width_scale)
-    horizon, runs, rng, curve_points = _validated(bandit, horizon, runs, rng, curve_points)
+    horizon, runs, rng, curve_points = checked_run_inputs(bandit, horizon, runs, rng, curve_points)
     certificate = local.certificate
     started = time.perf_counter()
     k = bandit.arms
@@ -261,7 +247,7 @@ def ldp_se(
     local = LocalReports(mechanism, epsilon)
     beta = check.probability("beta", beta, open_low=True, open_high=True)
     width_scale = check.positive_finite("width_scale", width_scale)
-    horizon, runs, rng, curve_points = _validated(bandit, horizon, runs, rng, curve_points)
+    horizon, runs, rng, curve_points = checked_run_inputs(bandit, horizon, runs, rng, curve_points)
     certificate = local.certificate
     started = time.perf_counter()
     k = bandit.arms

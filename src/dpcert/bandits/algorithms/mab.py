@@ -84,6 +84,23 @@ RUN_NOTE = (
 )
 
 
+def checked_run_inputs(
+    bandit: MultiArmedBandit, horizon: int, runs: int, rng: np.random.Generator, curve_points: int
+) -> tuple[int, int, np.random.Generator, int]:
+    """The validated ``horizon`` (>= 2), ``runs``, generator and ``curve_points`` (>= 2) of a K-armed
+    engine whose privacy needs rewards in [0, 1]; a bandit of another kind or with unbounded rewards is
+    refused naming ``bandit``."""
+    horizon = check.positive_int("horizon", horizon, minimum=2)
+    runs = check.positive_int("runs", runs)
+    rng = check.generator(rng)
+    curve_points = check.positive_int("curve_points", curve_points, minimum=2)
+    if not isinstance(bandit, MultiArmedBandit):
+        raise InvalidParameter("bandit", type(bandit).__name__, "a MultiArmedBandit")
+    if not bandit.bounded:
+        raise InvalidParameter("bandit", bandit.reward_model, "rewards in [0, 1] (bernoulli or beta)")
+    return horizon, runs, rng, curve_points
+
+
 def spend_rest_on_last_arm(
     single: np.ndarray,
     viable: np.ndarray,
