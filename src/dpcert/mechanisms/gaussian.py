@@ -1,17 +1,8 @@
-"""The Gaussian mechanism and its exact privacy profile.
+"""The Gaussian mechanism: its sampler (float, or integer-exact with ``secure=True``) and calibration.
 
-The profile is the analytic one of Balle & Wang (2018), "Improving the Gaussian Mechanism for
-Differential Privacy: Analytical Calibration and Optimal Denoising", Thm 8: adding N(0, σ²) noise to
-a query of ℓ2-sensitivity Δ is (ε, δ)-DP if and only if
-
-    δ >= Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ).
-
-The k-fold composition of Gaussian mechanisms with the same σ and Δ is exactly one Gaussian
-mechanism with sensitivity Δ√k (its privacy-loss distribution is N(μ²/2, μ²) with μ = Δ√k/σ), so
-the profile above with μ = Δ√k/σ is exact for compositions as well (Dong, Roth & Su 2019, Cor. 3.3).
-
-The classical calibration σ = Δ √(2 ln(1.25/δ)) / ε (Dwork & Roth 2014, Thm A.1) is only proven
-for ε < 1; it is offered for comparison and refused for ε >= 1.
+Its exact privacy profile (Balle & Wang 2018, Thm 8), certificates and the least σ for a target are in
+:mod:`dpcert.mechanisms.gaussian_profile`, which imports no sampler (what ``dpcert calibrate gaussian``
+loads); every name there is re-exported here.
 """
 
 from __future__ import annotations
