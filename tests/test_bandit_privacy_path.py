@@ -13,6 +13,7 @@ import math
 from collections import Counter
 
 import numpy as np
+from reward_recording import RewardRecordingBandit
 from scipy.stats import norm
 
 from dpcert.accounting.composition import compose_counts
@@ -136,8 +137,7 @@ def test_a_refused_charge_stops_the_release_in_every_family():
     from dpcert.bandits.calibration.linucb import calibrate
     from dpcert.bandits.environments.contextual import vaswani_instance
     from dpcert.bandits.environments.linear import sample_instances
-    from dpcert.bandits.environments.mab import MultiArmedBandit
-    from dpcert.bandits.privatizers import make_privatizer
+    from dpcert.bandits.privatizers import Contributions, make_privatizer
 
     def session_kw(call):  # call(**kw, session=s)
         return lambda s: call(session=s)
@@ -149,22 +149,24 @@ def test_a_refused_charge_stops_the_release_in_every_family():
         privatizer = make_privatizer(model, reward_bound=bandit.reward_bound, epsilon=EPSILON, delta=DELTA)
         rng = np.random.default_rng(1)
         initial = json.dumps(rng.bit_generator.state)
-        average = partial(privatizer.release_average, values, rng, user_ids=ids)
-        assert _refused(lambda s, f=average: f(ledger=s), rng) == (initial, initial)
-        sums = partial(privatizer.release_sums, values[:, 0], groups, 3, rng, user_ids=ids)
-        assert _refused(lambda s, f=sums: f(ledger=s), rng) == (initial, initial)
+        for contributions in (
+            Contributions.mean_of_rows(values, ids),
+            Contributions.of_rows(values[:, 0], groups, 3, ids),
+        ):
+            release = partial(privatizer.release, contributions, rng)
+            assert _refused(session_kw(release), rng) == (initial, initial)
         # a whole run stops at its first release (nothing drawn after the refusal)
         rng = np.random.default_rng(2)
         at, after = _refused(
             session_kw(partial(run_elimination, bandit, privatizer, EliminationSettings(500), rng)), rng
         )
         assert at == after
-    # MAB eliminations: a phase's charge precedes its rewards and noise: the generator is untouched
+    # MAB eliminations: the first batch's release is charged right after its rewards are drawn, before
+    # its noise
     rng = np.random.default_rng(3)
-    initial = json.dumps(rng.bit_generator.state)
-    mab = MultiArmedBandit(np.array([0.9, 0.5]))
+    mab = RewardRecordingBandit(np.array([0.9, 0.5]))
     at, after = _refused(session_kw(partial(central_dp_se, mab, 400, rng, epsilon=EPSILON)), rng)
-    assert at == after == initial
+    assert at == after == mab.states[0]
     # robust elimination (M1 and M2): no report noise after the refusal
     arms = LinearArms.random_sphere(6, 2, np.random.default_rng(4))
     for model in ("M1", "M2"):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from reward_recording import RewardRecordingBandit
 from scipy.stats import binom
 
 from dpcert.bandits import registry
@@ -92,13 +93,12 @@ class _RefuseAfter:
 
 
 def test_charges_precede_draws_and_a_refusal_draws_no_noise():
-    bandit = MultiArmedBandit(np.array([0.9, 0.8, 0.5]))
+    bandit = RewardRecordingBandit(np.array([0.9, 0.8, 0.5]))
     rng = np.random.default_rng(5)
-    initial = json.dumps(rng.bit_generator.state)
     at, after = assert_release_stops_at_refusal(
         lambda session: dp_se(bandit, 100_000, rng, epsilon=1.0, session=session), rng
     )
-    assert at == after == initial  # nothing (rewards or noise) drawn before the first charge
+    assert at == after == bandit.states[0]  # charged after epoch 1's rewards, before any noise
     # a refusal at epoch 2's charge: the generator stops where epoch 1 left it
     rng = np.random.default_rng(5)
     ledger = _RefuseAfter(rng, allowed=1)

@@ -23,6 +23,7 @@ from dpcert.bandits.environments.linear import LinearBandit, UserPool, sample_in
 from dpcert.bandits.privatizers import (
     Calibration,
     CentralGaussian,
+    Contributions,
     LocalGaussian,
     NonPrivate,
     make_privatizer,
@@ -92,16 +93,16 @@ def test_paper_noise_scales_match_spec_golden_values():
     values = np.zeros((1000, 44))
     central = CentralGaussian(2.1, 10, 0.25, "paper")
     local = LocalGaussian(2.1, 10, 0.25, "paper")
-    release = central.release_average(values, np.random.default_rng(0))
+    release = central.release(Contributions.mean_of_rows(values), np.random.default_rng(0))
     assert math.isclose(math.sqrt(release.noise_variance[0]), 0.0049984, rel_tol=1e-4)  # P2
-    release = local.release_average(values, np.random.default_rng(0))
+    release = local.release(Contributions.mean_of_rows(values), np.random.default_rng(0))
     assert math.isclose(math.sqrt(release.noise_variance[0] * 1000), 4.99836, rel_tol=1e-5)  # P3
 
 
 def test_paper_calibration_at_eps10_is_certified_honestly():
     # PN-LZJ-1: the classical σ at (ε, δ) = (10, 0.25) really has δ(10) = 0.789
     central = CentralGaussian(2.1, 10, 0.25, "paper")
-    release = central.release_average(np.zeros((1000, 44)), np.random.default_rng(0))
+    release = central.release(Contributions.mean_of_rows(np.zeros((1000, 44))), np.random.default_rng(0))
     sensitivity = 2 * 2.1 * math.sqrt(44) / 1000
     true_delta = exact_gaussian_delta(10, sensitivity, math.sqrt(release.noise_variance[0]))
     assert math.isclose(true_delta, 0.789, abs_tol=5e-4)
@@ -115,7 +116,7 @@ def test_paper_calibration_at_eps10_is_certified_honestly():
 def test_paper_calibration_below_one_claims_the_request():
     # at (0.5, 0.25) the classical σ is valid: true δ = 0.00515 (spec P5)
     central = CentralGaussian(1.0, 0.5, 0.25, "paper")
-    release = central.release_average(np.zeros((10, 3)), np.random.default_rng(0))
+    release = central.release(Contributions.mean_of_rows(np.zeros((10, 3))), np.random.default_rng(0))
     sensitivity = 2 * math.sqrt(3) / 10
     assert math.isclose(
         exact_gaussian_delta(0.5, sensitivity, math.sqrt(release.noise_variance[0])), 0.00515, abs_tol=1e-5
@@ -127,12 +128,16 @@ def test_paper_calibration_below_one_claims_the_request():
 def test_tight_calibration_is_least_noise_meeting_the_target(cls):
     privatizer = cls(2.1, 1.0, 1e-5, Calibration.LEAST_NOISE)
     users, size = 200, 30
-    release = privatizer.release_average(np.zeros((users, size)), np.random.default_rng(0))
+    release = privatizer.release(
+        Contributions.mean_of_rows(np.zeros((users, size))), np.random.default_rng(0)
+    )
     sigma = math.sqrt(release.noise_variance[0] * (users if cls is LocalGaussian else 1))
     sensitivity = 2 * 2.1 * math.sqrt(size) / (users if cls is CentralGaussian else 1)
     assert exact_gaussian_delta(1.0, sensitivity, sigma) <= 1e-5
     assert exact_gaussian_delta(1.0, sensitivity, sigma * (1 - 1e-6)) > 1e-5
-    paper = cls(2.1, 1.0, 1e-5, "paper").release_average(np.zeros((users, size)), np.random.default_rng(0))
+    paper = cls(2.1, 1.0, 1e-5, "paper").release(
+        Contributions.mean_of_rows(np.zeros((users, size))), np.random.default_rng(0)
+    )
     assert release.noise_variance[0] < paper.noise_variance[0]
     assert release.certificate.guarantee.epsilon == 1.0 and release.certificate.delta == 1e-5
 
@@ -148,7 +153,7 @@ def test_central_noise_distribution():
     rng = np.random.default_rng(5)
     values = rng.uniform(-1, 1, size=(50, 400))
     privatizer = CentralGaussian(1.0, 1.0, 1e-5, Calibration.LEAST_NOISE)
-    release = privatizer.release_average(values, rng)
+    release = privatizer.release(Contributions.mean_of_rows(values), rng)
     errors = (release.estimate - values.mean(axis=0)) / math.sqrt(release.noise_variance[0])
     assert stats.kstest(errors, "norm").pvalue > 1e-3
 
@@ -158,7 +163,7 @@ def test_local_aggregate_variance():
     rng = np.random.default_rng(6)
     values = np.zeros((40, 2000))
     privatizer = LocalGaussian(1.0, 2.0, 1e-3, Calibration.LEAST_NOISE)
-    release = privatizer.release_average(values, rng)
+    release = privatizer.release(Contributions.mean_of_rows(values), rng)
     statistic = np.sum(release.estimate**2) / release.noise_variance[0]
     dof = values.shape[1]
     assert stats.chi2.ppf(5e-4, dof) < statistic < stats.chi2.ppf(1 - 5e-4, dof)
@@ -166,7 +171,9 @@ def test_local_aggregate_variance():
 
 def test_values_outside_the_bound_are_refused():
     with pytest.raises(DataOutOfBounds):
-        CentralGaussian(1.0, 1.0, 1e-5).release_average(np.full((3, 2), 1.5), np.random.default_rng(0))
+        CentralGaussian(1.0, 1.0, 1e-5).release(
+            Contributions.mean_of_rows(np.full((3, 2), 1.5)), np.random.default_rng(0)
+        )
 
 
 # ----------------------------------------------------------------------------- one run: bookkeeping
@@ -393,7 +400,7 @@ def test_shuffle_privatizer_is_unbiased_and_certified(small_bandit):
     rng = np.random.default_rng(8)
     values = rng.uniform(-1, 1, size=(300, 4))
     privatizer = ShuffleBitSum(1.0, 2.0, 1e-3, Calibration.LEAST_NOISE)
-    releases = [privatizer.release_average(values, rng) for _ in range(400)]
+    releases = [privatizer.release(Contributions.mean_of_rows(values), rng) for _ in range(400)]
     certificate = releases[0].certificate
     assert certificate.trust_model.value == "shuffle"
     assert certificate.epsilon <= 2.0 and certificate.delta <= 1e-3
@@ -434,7 +441,9 @@ def test_paper_privacy_width_dominates_the_exact_one(small_bandit, model):
         plays = plays_per_arm(design.weights[support], scale)
         users = users_per_phase(phase, 0.8)
         privatizer = make_privatizer(model, reward_bound=2.1, epsilon=1.0, delta=1e-5)
-        release = privatizer.release_average(np.zeros((users, support.size)), np.random.default_rng(0))
+        release = privatizer.release(
+            Contributions.mean_of_rows(np.zeros((users, support.size))), np.random.default_rng(0)
+        )
         z_support = small_bandit.arms[support]
         gram = (z_support * plays[:, None]).T @ z_support
         influence = small_bandit.arms @ np.linalg.solve(gram, z_support.T)
@@ -584,14 +593,17 @@ def test_shuffle_release_sums_unbiased_with_exact_variance_and_charged_once():
     privatizer = ShuffleBitSum(2.1, 1.0, 1e-3)
     ledger = RecordingLedger()
     ids = np.arange(groups.size) + 1000
-    first = privatizer.release_sums(values, groups, sizes.size, rng, user_ids=ids, ledger=ledger)
+    first = privatizer.release(Contributions.of_rows(values, groups, sizes.size, ids), rng, session=ledger)
     charged = np.concatenate([c[0] for c in ledger.charges])
     assert np.sort(charged).tolist() == ids.tolist()  # every user exactly once
     assert len(ledger.charges) == len({id(c[1]) for c in ledger.charges})  # one charge per certificate
     assert all(c[1].delta_for(1.0) <= 1e-3 for c in ledger.charges)
     reps = 3000
     estimates = np.array(
-        [privatizer.release_sums(values, groups, sizes.size, rng).estimate for _ in range(reps)]
+        [
+            privatizer.release(Contributions.of_rows(values, groups, sizes.size), rng).estimate
+            for _ in range(reps)
+        ]
     )
     truth = np.bincount(groups, weights=values)
     # exact variance, written out: (2B/g)²·(Σ_i f_i(1 − f_i) + n·b·p(1 − p)) per group (spec P11)

@@ -16,6 +16,7 @@ import pytest
 
 from dpcert.bandits.algorithms.mab import CentralLaplaceSum
 from dpcert.bandits.algorithms.robust_elimination import LaplaceClients
+from dpcert.bandits.privatizers import Contributions
 
 TARGETS = (0.7, 1.5, 3.0, 6.0, 0.1, 1 / 3, 2.2)
 
@@ -35,7 +36,9 @@ def test_central_laplace_sum_certifies_its_target_exactly(epsilon: float) -> Non
     summation = CentralLaplaceSum(epsilon)
     assert summation.certificate.epsilon <= epsilon
     assert _least(1.0, summation.noise_scale, epsilon)
-    released = summation.release(np.zeros(200_000), 1, np.random.default_rng(3))
+    released = summation.release(
+        Contributions.of_sums(np.zeros(200_000), 1), np.random.default_rng(3)
+    ).estimate
     # the draws use the certified scale: mean |noise| of Laplace(b) is b (200 000 draws: sd b/447)
     assert abs(np.mean(np.abs(released)) / summation.noise_scale - 1.0) < 6.0 / math.sqrt(200_000)
 

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcert.bandits.privatizers import Calibration, CentralGaussian, LocalGaussian, make_privatizer
+from dpcert.bandits.privatizers import (
+    Calibration,
+    CentralGaussian,
+    Contributions,
+    LocalGaussian,
+    make_privatizer,
+)
 from dpcert.certificates import Guarantee
 from dpcert.cli import main
 from dpcert.errors import BudgetExceeded, InvalidParameter
@@ -59,7 +65,7 @@ def test_paper_calibration_gap_is_reported_by_target_met():
 def test_released_values_lie_on_the_grid(cls):
     values, groups, arms = _sums_input(1)
     privatizer = cls(BOUND, EPSILON, DELTA, secure=True)
-    release = privatizer.release_sums(values, groups, arms, np.random.default_rng(2))
+    release = privatizer.release(Contributions.of_rows(values, groups, arms), np.random.default_rng(2))
     mechanism, _ = privatizer.secure_noise(2.0 * BOUND, "Thm C.1" if cls is CentralGaussian else "Thm C.3")
     units = release.estimate / mechanism.grid.granularity  # exact: division by a power of two
     assert np.array_equal(units, np.round(units))
@@ -72,7 +78,7 @@ def test_central_secure_noise_has_the_stated_scale():
     values = np.zeros(200)
     groups = np.arange(200)
     privatizer = CentralGaussian(BOUND, EPSILON, DELTA, secure=True)
-    release = privatizer.release_sums(values, groups, 200, np.random.default_rng(3))
+    release = privatizer.release(Contributions.of_rows(values, groups, 200), np.random.default_rng(3))
     errors = release.estimate / math.sqrt(release.noise_variance[0])
     assert stats.kstest(errors, "norm").pvalue > 1e-3
 
@@ -80,8 +86,8 @@ def test_central_secure_noise_has_the_stated_scale():
 def test_same_seed_same_release():
     values, groups, arms = _sums_input(4)
     privatizer = LocalGaussian(BOUND, EPSILON, DELTA, secure=True)
-    first = privatizer.release_sums(values, groups, arms, np.random.default_rng(9))
-    second = privatizer.release_sums(values, groups, arms, np.random.default_rng(9))
+    first = privatizer.release(Contributions.of_rows(values, groups, arms), np.random.default_rng(9))
+    second = privatizer.release(Contributions.of_rows(values, groups, arms), np.random.default_rng(9))
     assert np.array_equal(first.estimate, second.estimate)
 
 
@@ -90,8 +96,8 @@ def test_ledger_holds_the_secure_certificate(tmp_path):
     ledger = Ledger(str(tmp_path / "ledger.db"))
     session = PrivacySession("secure-test", ledger)
     privatizer = CentralGaussian(BOUND, EPSILON, DELTA, secure=True)
-    release = privatizer.release_sums(
-        values, groups, arms, np.random.default_rng(6), user_ids=np.arange(10), ledger=session
+    release = privatizer.release(
+        Contributions.of_rows(values, groups, arms, np.arange(10)), np.random.default_rng(6), session=session
     )
     assert session.certificates[-1] == release.certificate
     charges = ledger.charges("secure-test/3")
@@ -110,7 +116,7 @@ def test_refused_charge_draws_no_noise(tmp_path):
     before = rng.bit_generator.state
     privatizer = CentralGaussian(BOUND, EPSILON, DELTA, secure=True)
     with pytest.raises(BudgetExceeded):
-        privatizer.release_sums(values, groups, arms, rng, user_ids=np.arange(10), ledger=session)
+        privatizer.release(Contributions.of_rows(values, groups, arms, np.arange(10)), rng, session=session)
     assert rng.bit_generator.state == before
     ledger.close()
 
@@ -146,7 +152,7 @@ def test_secure_vector_release_composes_every_coordinate(cls, calibration):
     users, size = 8, 3
     values = np.random.default_rng(10).uniform(-BOUND, BOUND, size=(users, size))
     privatizer = cls(BOUND, EPSILON, DELTA, calibration, secure=True)
-    release = privatizer.release_average(values, np.random.default_rng(11))
+    release = privatizer.release(Contributions.mean_of_rows(values), np.random.default_rng(11))
     certificate = release.certificate
     entry = 2.0 * BOUND / (users if cls is CentralGaussian else 1)
     grid = certificate.parameters["granularity"]

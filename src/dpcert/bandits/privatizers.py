@@ -1,19 +1,26 @@
-"""Privatizers P = (R, S, A) of the DP-DPE / DP-PE family, built from certified mechanisms.
+"""One privatizer protocol for every bandit: contributions in, a charged and certified release out.
 
-Li, Zhou & Ji 2022 ("Differentially Private Linear Bandits with Partial Distributed Feedback", §4)
-delegate privacy to a privatizer: a local randomizer R run by each user, a trusted shuffler S (the
-identity when absent) and an analyzer A at the server.  Two release shapes are needed:
+A bandit's server learns its users' data only through releases.  Each release takes the users'
+:class:`Contributions` (the exact statistic per group, the users per group, each user's row when the
+mechanism needs it, and who the users are) and returns a :class:`Release`: the private estimate, the
+variance of its error and the certificate charged.  :class:`Privatizer` is that protocol,
+``release(contributions, rng, *, session=None)``; every implementation charges ``session`` (the run's
+:class:`~dpcert.session.PrivacySession`, or a ledger) for exactly the users of the release with the
+release's certificate, and only then draws its noise, so a refused charge stops the release.
 
-* :meth:`Privatizer.release_average` — DP-DPE (Alg. 1 lines 8–16): each of n users holds a vector
-  ȳ_u ∈ [−B, B]^s (per-arm average rewards); the release estimates (1/n) Σ_u ȳ_u.
-* :meth:`Privatizer.release_sums` — DP-PE (Alg. 3 lines 5–13): each user holds one reward in [−B, B]
-  for one arm; the release estimates, for every arm, the sum over that arm's users.
+Two families implement it here and in :mod:`dpcert.bandits.algorithms.mab`:
 
-Every release first charges the given sink (the run's
-:class:`~dpcert.session.PrivacySession`) for exactly the users whose data it touches, with
-the certificate of that release, and only then draws its noise, so a refused charge stops the release;
-it returns the certificate and the per-coordinate variance of the privacy error (needed for the
-confidence width).
+* the privatizers P = (R, S, A) of Li, Zhou & Ji 2022 ("Differentially Private Linear Bandits with
+  Partial Distributed Feedback", §4): a local randomizer R run by each user, a trusted shuffler S (the
+  identity when absent) and an analyzer A at the server, for two statistics —
+  the mean of n users' vectors ȳ_u ∈ [−B, B]^s (DP-DPE, Alg. 1 lines 8–16;
+  :meth:`Contributions.mean_of_rows`) and per-arm sums of one reward in [−B, B] per user (DP-PE, Alg. 3
+  lines 5–13; :meth:`Contributions.of_rows`);
+* the batch summations of multi-armed elimination (Tenenbaum et al. 2021 and its baselines), which
+  need only each batch's exact sum and size (:meth:`Contributions.of_sums`).
+
+A privatizer that needs per-user rows (the shuffle bit sums round each user's value to bits) raises
+when the contributions carry only sums.
 
 Calibrations
 ------------
@@ -29,7 +36,7 @@ Calibrations
 
 Secure noise (``secure=True``, central and local Gaussian privatizers)
     Float Gaussian noise leaks through its low-order bits (Mironov 2012).  With ``secure=True`` every
-    release (:meth:`Privatizer.release_sums` and :meth:`Privatizer.release_average`) is drawn by
+    release is drawn by
     :func:`dpcert.mechanisms.secure.noise.secure_gaussian`: the statistic is
     rounded to the grid g ℤ (g a power of two), integer discrete Gaussian noise N_Z(0, σ_g²) is added
     by the integer-exact sampler (Canonne, Kamath & Steinke 2020, Alg. 3) and the release is an exact
@@ -156,9 +163,157 @@ TIGHT_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, least sigma for the 
 
 
 class ChargeSink(Protocol):
-    """Anything with ``charge(user_ids, certificate, run_id=None)``, e.g. ``accounting.ledger.Ledger``."""
+    """Anything with ``charge(user_ids, certificate, run_id=None)``: a
+    :class:`~dpcert.session.PrivacySession` (which also charges ranges of ids without listing them) or
+    a ledger."""
 
     def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class UserRanges:
+    """Users ``starts[i] .. starts[i] + lengths[i] − 1`` (consecutive local ids), without listing them.
+
+    Batches of consecutive arrivals are charged this way: a session records the ranges, not the ids.
+    """
+
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    def __post_init__(self) -> None:
+        starts = np.asarray(self.starts, dtype=np.int64).ravel()
+        lengths = np.broadcast_to(np.asarray(self.lengths, dtype=np.int64), starts.shape)
+        if starts.size and (starts.min() < 0 or lengths.min() < 1):
+            raise InvalidParameter(
+                "users", "<ranges>", "ranges of non-negative ids with at least one user each"
+            )
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "lengths", lengths)
+
+    @property
+    def count(self) -> int:
+        """Users in all ranges."""
+        return int(self.lengths.sum())
+
+    def ids(self) -> np.ndarray:
+        """Every user's local id, range by range."""
+        if not self.starts.size:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.arange(a, a + n) for a, n in zip(self.starts, self.lengths, strict=True)])
+
+
+Users = UserRanges | np.ndarray
+
+
+@dataclass(frozen=True)
+class Contributions:
+    """What the users of one release contribute, and who they are.
+
+    Attributes
+    ----------
+    sums
+        The exact statistic of each group, any shape (the release's shape): per-batch or per-arm
+        sums, or for ``statistic="mean"`` the mean of ``rows`` (shape (s,)).
+    counts
+        Users per group, the shape of ``sums`` (for ``"mean"``: all users, repeated per coordinate).
+    rows
+        Each user's value when the release needs it: shape (n,) with ``groups``, or (n, s) for
+        ``"mean"``; ``None`` when only the sums are known (e.g. Bernoulli batches simulated by their
+        binomial counts).
+    groups
+        Group (flat index into ``sums``) of each row, for ``"sum"`` releases with rows.
+    users
+        Who is charged: :class:`UserRanges`, or one local id per row; ``None`` when nothing is charged.
+    statistic
+        ``"sum"``: the release estimates ``sums``; ``"mean"``: the mean of the rows over all users.
+    """
+
+    sums: np.ndarray
+    counts: np.ndarray
+    rows: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    users: Users | None = None
+    statistic: str = "sum"
+
+    @classmethod
+    def of_sums(cls, sums: Any, counts: Any, users: Users | None = None) -> Contributions:
+        """Groups known by their exact sums and sizes only (``counts`` broadcast to the sums' shape)."""
+        total = np.asarray(sums, dtype=float)
+        sizes = np.broadcast_to(np.asarray(counts, dtype=np.int64), total.shape)
+        if sizes.size and sizes.min() < 0:
+            raise InvalidParameter("counts", "<negative count>", "users per group >= 0")
+        return cls(total, sizes, users=users)
+
+    @classmethod
+    def of_rows(cls, values: Any, groups: Any, group_count: int, users: Users | None = None) -> Contributions:
+        """One value per user (shape (n,)); user i is in ``groups[i]`` of ``group_count`` disjoint groups."""
+        rows = np.asarray(values, dtype=float)
+        if rows.ndim != 1 or rows.shape[0] < 1:
+            raise InvalidParameter(
+                "values", f"<array of shape {rows.shape}>", "a 1-D array with at least one user"
+            )
+        group_count = check.positive_int("group_count", group_count)
+        index = np.asarray(groups)
+        if (
+            index.shape != rows.shape
+            or index.size
+            and (not np.issubdtype(index.dtype, np.integer) or index.min() < 0 or index.max() >= group_count)
+        ):
+            raise InvalidParameter(
+                "groups", f"<array of shape {index.shape}>", f"one group in [0, {group_count}) per value"
+            )
+        sums = np.bincount(index, weights=rows, minlength=group_count)
+        counts = np.bincount(index, minlength=group_count)
+        return cls(sums, counts, rows, index, users)
+
+    @classmethod
+    def mean_of_rows(cls, values: Any, users: Users | None = None) -> Contributions:
+        """The mean of n users' vectors (shape (n, s))."""
+        rows = np.asarray(values, dtype=float)
+        if rows.ndim != 2 or rows.shape[0] < 1:
+            raise InvalidParameter(
+                "values", f"<array of shape {rows.shape}>", "a 2-D array with at least one user"
+            )
+        counts = np.full(rows.shape[1], rows.shape[0], dtype=np.int64)
+        return cls(rows.mean(axis=0), counts, rows, None, users, "mean")
+
+    def require_rows(self, privatizer: str) -> np.ndarray:
+        """The per-user rows, or :class:`InvalidParameter` naming ``contributions`` when only sums exist."""
+        if self.rows is None:
+            raise InvalidParameter(
+                "contributions",
+                "<sums only>",
+                f"per-user rows (the {privatizer} privatizes each user's value)",
+            )
+        return self.rows
+
+    def charge(self, session: ChargeSink | None, certificate: Certificate | None, rows: Any = None) -> None:
+        """Charge the users (or, with ``rows`` a boolean mask over the rows, those users) ``certificate``.
+
+        Nothing is charged without a session or a certificate; with both, the users must be known.
+        """
+        if session is None or certificate is None:
+            return
+        users = self.users
+        if users is None:
+            raise InvalidParameter("users", None, "the users of the release when it is charged to a session")
+        if isinstance(users, UserRanges):
+            if rows is not None:
+                users = users.ids()
+            elif hasattr(session, "charge_ranges"):
+                for length in np.unique(users.lengths):  # one call per batch length, order kept
+                    session.charge_ranges(users.starts[users.lengths == length], int(length), certificate)
+                return
+            else:
+                session.charge(users.ids(), certificate)
+                return
+        ids = np.asarray(users)
+        expected = int(self.counts.sum()) if self.rows is None else len(self.rows)
+        if ids.shape != (expected,):
+            raise InvalidParameter(
+                "users", f"<array of shape {ids.shape}>", f"one id per user, shape ({expected},)"
+            )
+        session.charge(ids if rows is None else ids[rows], certificate)
 
 
 @dataclass(frozen=True)
@@ -168,9 +323,10 @@ class Release:
     Attributes
     ----------
     estimate
-        Shape (s,): the private estimate (an average for DP-DPE, per-arm sums for DP-PE).
+        The private estimate of the contributions' statistic, in the shape of their ``sums``.
     noise_variance
-        Shape (s,): variance of ``estimate`` minus the exact non-private statistic, per coordinate.
+        Per entry, the variance of ``estimate`` minus the exact statistic, or an upper bound on it
+        (a sub-Gaussian variance proxy for bit sums).
     certificate
         The call's guarantee for each user it touched (``None`` without privacy).
     units_per_user
@@ -189,31 +345,30 @@ class Release:
     units_total: int | None = None
 
 
-def _check_values(values: object, bound: float, ndim: int) -> np.ndarray:
-    name = "values"
-    array = check.bounded_array(name, values, -bound, bound)
-    if array.ndim != ndim or array.shape[0] < 1:
-        raise InvalidParameter(
-            name, f"<array of shape {array.shape}>", f"a {ndim}-D array with at least one user"
-        )
-    return array
+class Privatizer(Protocol):
+    """How a bandit's server learns its users' data: one certified release of their contributions.
+
+    ``release`` charges ``session`` for the users of ``contributions`` with the release's certificate
+    before any noise is drawn, then returns the :class:`Release`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release: ...
 
 
-def _charge(sink: ChargeSink | None, user_ids: object, count: int, certificate: Certificate | None, run_id):
-    if sink is None or certificate is None:
-        return
-    ids = np.asarray(user_ids)
-    if ids.shape != (count,):
-        raise InvalidParameter(
-            "user_ids", f"<array of shape {ids.shape}>", f"one id per user, shape ({count},)"
-        )
-    sink.charge(ids, certificate, run_id=run_id)
+def _check_values(values: np.ndarray, bound: float) -> np.ndarray:
+    return check.bounded_array("values", values, -bound, bound)
 
 
-class Privatizer(ABC):
-    """Common interface; see the module docstring for the two release shapes."""
+class RowPrivatizer(ABC):
+    """The privatizers of Li, Zhou & Ji 2022: rows in [−B, B], the mean of vectors or per-group sums."""
 
     model: str = "none"
+    name: str = "exact"
 
     def __init__(self, reward_bound: float) -> None:
         self.reward_bound = check.positive_finite("reward_bound", reward_bound)
@@ -224,51 +379,51 @@ class Privatizer(ABC):
         self.delta = check.positive_delta(delta)
         self.calibration = calibration_of(calibration, stacklevel=4)  # attributed to the constructor's caller
 
-    @abstractmethod
-    def release_average(
-        self,
-        values: np.ndarray,
-        rng: np.random.Generator,
-        *,
-        user_ids: object = None,
-        ledger: ChargeSink | None = None,
-        run_id: str | None = None,
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
     ) -> Release:
-        """Private estimate of the mean of ``values`` (n users × s coordinates, each in [−B, B])."""
+        """The mean of the rows (``statistic="mean"``) or the per-group sums of scalar rows, privatized."""
+        rows = _check_values(contributions.require_rows(self.name), self.reward_bound)
+        if contributions.statistic == "mean":
+            return self._mean(contributions, rows, rng, session)
+        if contributions.groups is None:
+            raise InvalidParameter("contributions", "<rows without groups>", "a group per row for sums")
+        return self._sums(contributions, rows, contributions.groups, rng, session)
 
     @abstractmethod
-    def release_sums(
+    def _mean(
         self,
-        values: np.ndarray,
+        contributions: Contributions,
+        rows: np.ndarray,
+        rng: np.random.Generator,
+        session: ChargeSink | None,
+    ) -> Release:
+        """Private estimate of the mean of ``rows`` (n users × s coordinates)."""
+
+    @abstractmethod
+    def _sums(
+        self,
+        contributions: Contributions,
+        rows: np.ndarray,
         groups: np.ndarray,
-        group_count: int,
         rng: np.random.Generator,
-        *,
-        user_ids: object = None,
-        ledger: ChargeSink | None = None,
-        run_id: str | None = None,
+        session: ChargeSink | None,
     ) -> Release:
-        """Private per-group sums of scalars ``values`` (n,) in [−B, B]; user i belongs to ``groups[i]``.
-
-        Groups are disjoint, so each user is in exactly one sum (parallel composition).
-        """
+        """Private per-group sums of scalar ``rows``; groups are disjoint (parallel composition)."""
 
 
-class NonPrivate(Privatizer):
+class NonPrivate(RowPrivatizer):
     """P = (id, id, average): DPE and PE (no privacy, no charge)."""
 
     model = "none"
+    name = "exact"
 
-    def release_average(self, values, rng, *, user_ids=None, ledger=None, run_id=None) -> Release:
-        values = _check_values(values, self.reward_bound, 2)
-        return Release(values.mean(axis=0), np.zeros(values.shape[1]), None, values.shape[1])
+    def _mean(self, contributions, rows, rng, session) -> Release:
+        return Release(rows.mean(axis=0), np.zeros(rows.shape[1]), None, rows.shape[1])
 
-    def release_sums(
-        self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
-    ) -> Release:
-        values = _check_values(values, self.reward_bound, 1)
-        sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
-        return Release(sums, np.zeros(group_count), None, 1)
+    def _sums(self, contributions, rows, groups, rng, session) -> Release:
+        size = contributions.sums.size
+        return Release(np.bincount(groups, weights=rows, minlength=size), np.zeros(size), None, 1)
 
 
 def _secure_add(
@@ -280,7 +435,7 @@ def _secure_add(
     return grid.from_units(units + mechanism.noise_units(units.size, rng).reshape(units.shape))
 
 
-class _GaussianPrivatizer(Privatizer):
+class _GaussianPrivatizer(RowPrivatizer):
     """Gaussian privatizer; ``secure=True`` draws every release with integer-exact noise.
 
     Parameters
@@ -411,24 +566,22 @@ class CentralGaussian(_GaussianPrivatizer):
     """Trusted server adds N(0, σ²) to the exact aggregate (eq. 5 / Thm 4.2; eq. 55 / Thm C.1)."""
 
     model = "central"
+    name = "central Gaussian"
     trust_model = TrustModel.CENTRAL
 
-    def release_average(self, values, rng, *, user_ids=None, ledger=None, run_id=None) -> Release:
-        values = _check_values(values, self.reward_bound, 2)
-        users, size = values.shape
+    def _mean(self, contributions, rows, rng, session) -> Release:
+        users, size = rows.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size) / users  # eq. 19
         entry = 2.0 * self.reward_bound / users  # each coordinate of the average
         certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size, entry)
-        _charge(ledger, user_ids, users, certificate, run_id)
-        return Release(add_noise(values.mean(axis=0), rng), np.full(size, variance), certificate, size)
+        contributions.charge(session, certificate)
+        return Release(add_noise(rows.mean(axis=0), rng), np.full(size, variance), certificate, size)
 
-    def release_sums(
-        self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
-    ) -> Release:
-        values = _check_values(values, self.reward_bound, 1)
+    def _sums(self, contributions, rows, groups, rng, session) -> Release:
         certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.1")
-        _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-        sums = np.bincount(np.asarray(groups), weights=values, minlength=group_count)
+        contributions.charge(session, certificate)
+        group_count = contributions.sums.size
+        sums = np.bincount(groups, weights=rows, minlength=group_count)
         return Release(add_noise(sums, rng), np.full(group_count, variance), certificate, 1)
 
 
@@ -436,26 +589,23 @@ class LocalGaussian(_GaussianPrivatizer):
     """Each user adds N(0, σ²) before sending (eq. 7 / Thm 4.4; eq. 57 / Thm C.3)."""
 
     model = "local"
+    name = "local Gaussian"
     trust_model = TrustModel.LOCAL
 
-    def release_average(self, values, rng, *, user_ids=None, ledger=None, run_id=None) -> Release:
-        values = _check_values(values, self.reward_bound, 2)
-        users, size = values.shape
+    def _mean(self, contributions, rows, rng, session) -> Release:
+        users, size = rows.shape
         sensitivity = 2.0 * self.reward_bound * math.sqrt(size)  # eq. 21
         entry = 2.0 * self.reward_bound  # each coordinate of a user's vector
         certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.4", size, entry)
-        _charge(ledger, user_ids, users, certificate, run_id)
-        messages = add_noise(values, rng)  # R: what each user sends
+        contributions.charge(session, certificate)
+        messages = add_noise(rows, rng)  # R: what each user sends
         return Release(messages.mean(axis=0), np.full(size, variance / users), certificate, size)
 
-    def release_sums(
-        self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
-    ) -> Release:
-        values = _check_values(values, self.reward_bound, 1)
+    def _sums(self, contributions, rows, groups, rng, session) -> Release:
         certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.3")
-        _charge(ledger, user_ids, values.shape[0], certificate, run_id)
-        messages = add_noise(values, rng)  # each user's message
-        groups = np.asarray(groups)
+        contributions.charge(session, certificate)
+        messages = add_noise(rows, rng)  # each user's message
+        group_count = contributions.sums.size
         sums = np.bincount(groups, weights=messages, minlength=group_count)
         counts = np.bincount(groups, minlength=group_count)
         return Release(sums, counts * variance, certificate, 1)
@@ -492,7 +642,7 @@ class GroupProtocol:
     certificate: Certificate
 
 
-class ShuffleBitSum(Privatizer):
+class ShuffleBitSum(RowPrivatizer):
     """Shuffle model: Cheu et al. bit sums (Alg. 2 for DP-DPE, Alg. 4 for DP-PE).
 
     Built on :func:`dpcert.mechanisms.shuffle.binomial_sum.calibrate_binomial_sum`, whose certificates are
@@ -505,8 +655,8 @@ class ShuffleBitSum(Privatizer):
     average this is the rigorous Δ₂²(1 + b)/(g²n) (docs/PAPER_NOTES.md, PN-LZJ-5; the paper's
     360-constant form drops the ceiling in b).
 
-    DP-PE's per-arm sums (``release_sums``) have a different group size n for almost every arm and
-    phase.  With the ``tight`` calibration and ``size_grid`` steps per doubling, a group of n users
+    DP-PE's per-arm sums (:meth:`Contributions.of_rows`) have a different group size n for almost every
+    arm and phase.  With the ``tight`` calibration and ``size_grid`` steps per doubling, a group of n users
     uses the calibration (g, b, p) of the largest grid size m <= n (:func:`grid_size`) with
     b_n = max(1, ⌈m·b/n⌉) noise bits per user, and is charged the certificate for m users.  That is
     conservative: the exact profile (:mod:`dpcert.theory.binomial`) depends on (n, b)
@@ -520,6 +670,7 @@ class ShuffleBitSum(Privatizer):
     """
 
     model = "shuffle"
+    name = "shuffle bit sum"
 
     def __init__(
         self,
@@ -584,44 +735,33 @@ class ShuffleBitSum(Privatizer):
         q = calibration.parameters
         return (2.0 * q.bound / q.g) ** 2 * users * (1.0 + q.b) / 4.0
 
-    def release_average(self, values, rng, *, user_ids=None, ledger=None, run_id=None) -> Release:
-        values = _check_values(values, self.reward_bound, 2)
-        users, size = values.shape
+    def _mean(self, contributions, rows, rng, session) -> Release:
+        users, size = rows.shape
         calibration = self._protocol(users, size)
-        _charge(ledger, user_ids, users, calibration.certificate, run_id)
-        estimate = np.asarray(calibration.mechanism().simulate(values, rng), dtype=float) / users
+        contributions.charge(session, calibration.certificate)
+        estimate = np.asarray(calibration.mechanism().simulate(rows, rng), dtype=float) / users
         variance = np.full(size, self._proxy(calibration, users) / users**2)
         bits = (calibration.g + calibration.b) * size
         return Release(estimate.reshape(size), variance, calibration.certificate, bits, "bits")
 
-    def release_sums(
-        self, values, groups, group_count, rng, *, user_ids=None, ledger=None, run_id=None
-    ) -> Release:
+    def _sums(self, contributions, rows, groups, rng, session) -> Release:
         """Alg. 4 for every group at once: one protocol run per arm (disjoint users).
 
         Group k runs the protocol with its own (g_k, b_k, p_k) (:meth:`group_protocol`); all groups
         are simulated at once by :func:`dpcert.mechanisms.shuffle.binomial_sum.simulate_group_sums`.
         """
-        values = _check_values(values, self.reward_bound, 1)
-        groups = np.asarray(groups)
-        check.positive_int("group_count", group_count)
-        if groups.shape != values.shape or groups.size and (groups.min() < 0 or groups.max() >= group_count):
-            raise InvalidParameter(
-                "groups", f"<array of shape {groups.shape}>", f"one group in [0, {group_count}) per value"
-            )
+        group_count = contributions.sums.size
         counts = np.bincount(groups, minlength=group_count)
         present = np.flatnonzero(counts)
         # one protocol per arm, not per user
         protocols = {int(k): self.group_protocol(int(counts[k])) for k in present}
         # charged before any randomness is drawn: a refused charge stops the release
-        ids = None if user_ids is None else np.asarray(user_ids)
         by_certificate: dict[int, tuple[Certificate, list[int]]] = {}
         for k, protocol in protocols.items():  # one charge per distinct certificate (disjoint users)
             by_certificate.setdefault(id(protocol.certificate), (protocol.certificate, []))[1].append(k)
         worst: Certificate | None = None
         for certificate, members in by_certificate.values():
-            charged = np.isin(groups, members)
-            _charge(ledger, None if ids is None else ids[charged], int(charged.sum()), certificate, run_id)
+            contributions.charge(session, certificate, rows=np.isin(groups, members))
             if worst is None or certificate.epsilon > worst.epsilon:
                 worst = certificate
         g = np.ones(group_count)
@@ -629,7 +769,7 @@ class ShuffleBitSum(Privatizer):
         p = np.full(group_count, 0.5)
         for k, protocol in protocols.items():
             g[k], b[k], p[k] = protocol.g, protocol.b, protocol.p
-        estimate = simulate_group_sums(values, groups, g, b, p, self.reward_bound, rng)
+        estimate = simulate_group_sums(rows, groups, g, b, p, self.reward_bound, rng)
         variance = (2.0 * self.reward_bound / g) ** 2 * counts * (1.0 + b) / 4.0  # sub-Gaussian proxy
         bits_per_user = (g + b).astype(np.int64)
         total_bits = int(np.sum(counts * bits_per_user))
@@ -645,7 +785,7 @@ def make_privatizer(
     delta: float | None = None,
     calibration: Calibration | str = Calibration.LEAST_NOISE,
     secure: bool = False,
-) -> Privatizer:
+) -> RowPrivatizer:
     """The privatizer of a privacy model (``none``, ``central``, ``local``, ``shuffle``).
 
     ``secure=True`` (central and local only) draws integer-exact noise; see the module docstring.

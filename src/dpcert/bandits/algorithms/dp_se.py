@@ -28,7 +28,7 @@ post-processing of earlier releases, so by parallel composition (McSherry 2009, 
 disjoint, adaptively chosen releases the whole run is as private as one release.  The run's
 certificate is therefore the Laplace mechanism's own (:class:`~dpcert.bandits.algorithms.mab.
 CentralLaplaceSum`, built by :func:`dpcert.mechanisms.laplace.calibrate_laplace`), charged through the
-session for each epoch's users before the epoch's rewards and noise are drawn.  An epoch cut short by
+session for each epoch's users by the epoch's release, before its noise is drawn.  An epoch cut short by
 the horizon is never released (its users are never charged), nor are the rounds spent on the last
 arm once one arm is left (nothing is learnt from them).
 """
@@ -46,6 +46,7 @@ from dpcert import _validation as check
 from dpcert.bandits.algorithms.mab import CentralLaplaceSum, checked_run_inputs, spend_rest_on_last_arm
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.privatizers import Contributions, UserRanges
 from dpcert.bandits.results import RunResult
 from dpcert.errors import InvalidParameter
 from dpcert.session import PrivacySession
@@ -146,8 +147,8 @@ def dp_se(
     ``bandit`` needs rewards in [0, 1] (Bernoulli or Beta arms: the sensitivity-1 claim needs them).
     ``secure=True`` draws integer-exact noise (:class:`~dpcert.bandits.algorithms.mab.CentralLaplaceSum`,
     "Secure noise"; its certificate then has a small δ for release times).  Users of run ``r`` have
-    local ids ``r·T + i`` (``i`` the 0-based round); each released epoch charges its users through
-    ``session`` before their rewards and noise are drawn.  Module docstring: the algorithm and its
+    local ids ``r·T + i`` (``i`` the 0-based round); each epoch's release charges its users through
+    ``session`` before its noise is drawn.  Module docstring: the algorithm and its
     privacy.
     """
     parameters = DPSEParameters(epsilon, beta, decay, width_scale)
@@ -185,17 +186,15 @@ def dp_se(
         # the epoch is released only when it ends before the horizon (then every active arm has R_e pulls)
         released = live & (used + active_count * sizes < horizon)
         release_mask = active & released[:, None]
-        if session is not None and np.any(release_mask):
-            first_ids = np.arange(runs)[:, None] * horizon + block_start
-            for size in np.unique(sizes[released]):  # one call per batch length; ids increase row-major
-                mask = release_mask & (sizes == size)[:, None]
-                session.charge_ranges(first_ids[mask], int(size), certificate)
         estimates = np.full((runs, k), np.nan)
         viable_before = viable.copy()
         if np.any(release_mask):
             counts = np.where(release_mask, sizes[:, None], 0)
+            first_ids = np.arange(runs)[:, None] * horizon + block_start
+            users = UserRanges(first_ids[release_mask], counts[release_mask]) if session is not None else None
             sums = bandit.reward_sums(arm_index, counts, rng)
-            noisy = summation.release(sums[release_mask], 0, rng)
+            epoch_sums = Contributions.of_sums(sums[release_mask], counts[release_mask], users)
+            noisy = summation.release(epoch_sums, rng, session=session).estimate  # charged before its noise
             estimates[release_mask] = noisy / np.broadcast_to(sizes[:, None], (runs, k))[release_mask]
             calls += release_mask
             released_users += counts.sum(axis=1)

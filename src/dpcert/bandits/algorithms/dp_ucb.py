@@ -47,6 +47,7 @@ from dpcert.accounting.composition import compose_counts
 from dpcert.bandits.algorithms.mab import CentralLaplaceSum, checked_run_inputs, laplace_sum_deviation
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.privatizers import Contributions
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
@@ -235,7 +236,9 @@ def dp_ucb(
         if session is not None:
             session.charge_ranges(np.arange(runs) * horizon + start, size, certificate)
         rewards = bandit.rewards(arm_grid[:, :size], rng)  # (runs, size, k): each user's potential rewards
-        noise = node.release(np.zeros((runs, size)), 0, rng)  # one completing node per round and run
+        # one completing node per round and run: its noise, a release of zero sums that the tree adds
+        # to the node's partial sum (the block's users were charged above)
+        noise = node.release(Contributions.of_sums(np.zeros((runs, size)), 1), rng).estimate
         rounds = np.maximum(np.arange(start, start + size), 1)  # rounds played before this one (>= 1)
         bonus = (parameters.width_scale * np.sqrt(2.0 * np.log(rounds.astype(float)))).tolist()
         width = (parameters.width_scale * noise_width(node.noise_scale, levels, rounds)).tolist()

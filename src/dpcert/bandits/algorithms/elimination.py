@@ -47,7 +47,7 @@ from dpcert import _validation as check
 from dpcert._numerics import least_valid_integer
 from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool
-from dpcert.bandits.privatizers import Privatizer
+from dpcert.bandits.privatizers import Contributions, RowPrivatizer
 from dpcert.errors import InvalidParameter
 from dpcert.session import PrivacySession
 
@@ -174,7 +174,7 @@ def _width(
 
 def _sigma_n(
     settings: EliminationSettings,
-    privatizer: Privatizer,
+    privatizer: RowPrivatizer,
     noise_variance: np.ndarray,
     influence: np.ndarray,
     weights: np.ndarray,
@@ -202,7 +202,7 @@ def _sigma_n(
 
 def run_elimination(
     bandit: LinearBandit,
-    privatizer: Privatizer,
+    privatizer: RowPrivatizer,
     settings: EliminationSettings,
     rng: np.random.Generator,
     *,
@@ -290,13 +290,12 @@ def run_elimination(
         if released:
             users_total += users
             if settings.variant == "dpe":
-                release = privatizer.release_average(averages, rng, user_ids=ids, ledger=session)
+                contributions = Contributions.mean_of_rows(averages, ids)
                 weights = plays.astype(float)
             else:
-                release = privatizer.release_sums(
-                    rewards, groups, support.size, rng, user_ids=ids, ledger=session
-                )
+                contributions = Contributions.of_rows(rewards, groups, support.size, ids)
                 weights = np.ones(support.size)
+            release = privatizer.release(contributions, rng, session=session)
             basis = design.basis
             support_coords = fixed_order.matmul(bandit.arms[support], basis)
             active_coords = fixed_order.matmul(bandit.arms[active], basis)

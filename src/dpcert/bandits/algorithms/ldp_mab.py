@@ -46,6 +46,7 @@ from dpcert import _validation as check
 from dpcert.bandits.algorithms.mab import LocalRandomizedResponse, checked_run_inputs, laplace_sum_deviation
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.privatizers import Contributions
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
@@ -111,7 +112,8 @@ class LocalReports:
         """The server's (debiased) value of one fresh report for every entry of ``arms``."""
         ones = np.ones(np.shape(arms), dtype=np.int64)
         if self.response is not None:
-            return self.response.release(bandit.rounded_bit_sums(arms, ones, rng), 1, rng)
+            bits = Contributions.of_sums(bandit.rounded_bit_sums(arms, ones, rng), ones)
+            return self.response.release(bits, rng).estimate  # the users were charged by their block
         assert self.laplace is not None
         return bandit.reward_sums(arms, ones, rng) + rng.laplace(
             0.0, self.laplace.noise_scale, np.shape(arms)

@@ -65,6 +65,7 @@ from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
+from dpcert.bandits.privatizers import ChargeSink, Contributions, Privatizer, Release, UserRanges
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
@@ -124,21 +125,18 @@ def spend_rest_on_last_arm(
 
 
 # =========================================================================== batch summations
-class BatchSummation(Protocol):
-    """How the server learns the reward sum of one batch.
+class BatchSummation(Privatizer, Protocol):
+    """How the server learns the reward sum of one batch: a :class:`~dpcert.bandits.privatizers.Privatizer`
+    of batch sums with one certificate for every release and a tail bound for the confidence radius.
 
-    ``release(sums, batch_size, rng)`` returns an unbiased estimate of each entry of ``sums`` (the true
-    sums of ``batch_size`` rewards); ``noise_deviation(batches, users, log_horizon)`` is a ``u`` with
+    ``release(Contributions.of_sums(sums, sizes, users), rng, session=...)`` charges the users, then
+    returns an unbiased estimate of each entry of ``sums`` (the true sums of ``sizes`` rewards);
+    ``noise_deviation(batches, users, log_horizon)`` is a ``u`` with
     ``P(|accumulated error of `batches` releases| >= u) <= 2·exp(−4·log_horizon)``.
     """
 
     @property
-    def name(self) -> str: ...
-
-    @property
     def certificate(self) -> Certificate | None: ...
-
-    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray: ...
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float: ...
 
@@ -150,8 +148,11 @@ class ExactSum:
     name: str = "exact"
     certificate: Certificate | None = None
 
-    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-        return np.asarray(sums, dtype=float)
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release:
+        sums = contributions.sums
+        return Release(sums, np.zeros(sums.shape), None, 1)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         return 0.0
@@ -186,8 +187,18 @@ class ShuffleBinarySum:
         """Sub-Gaussian scale of one release's error, ``sqrt(N/4)`` (PN-TKMS-1)."""
         return self.mechanism.sigma
 
-    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-        return self.mechanism.release_sums(sums, rng)
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release:
+        contributions.charge(session, self.certificate)
+        mechanism = self.mechanism
+        estimate = mechanism.release_sums(contributions.sums, rng)
+        # user i of a batch of m sends her bit and ⌊N/m⌋ or ⌈N/m⌉ noise bits; the batch m + N in all
+        sizes = contributions.counts[contributions.counts > 0]
+        most = 1 + -(-self.noise_bits // int(sizes.min())) if sizes.size else 0
+        total = int(sizes.sum()) + self.noise_bits * sizes.size
+        variance = np.full(estimate.shape, mechanism.sigma**2)
+        return Release(estimate, variance, self.certificate, most, "bits", total)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # Σ of `batches` independent SG(N/4) errors is SG(batches·N/4); the deviation
@@ -302,20 +313,26 @@ class CentralLaplaceSum:
         """The largest |rounded sum − sum|: g/2 on the grid, 0 otherwise."""
         return 0.0 if self.grid is None else self.grid.granularity / 2.0
 
-    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-        sums = np.asarray(sums, dtype=float)
-        if not self.secure:
-            return sums + rng.laplace(0.0, self.noise_scale, size=sums.shape)
-        if self.mechanism is not None:
-            return self.mechanism.release_each(sums, rng)
-        if not np.all(sums == np.round(sums)):
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release:
+        sums = contributions.sums
+        if self.needs_integer_sums and not np.all(sums == np.round(sums)):
             raise InvalidParameter(
                 "sums", "<non-integer batch sum>", "integer batch sums (Bernoulli rewards)"
             )
-        noise = sample_discrete_laplace(
-            1 / Fraction(self.certificate.parameters["noise_parameter"]), sums.size, rng
-        )
-        return sums + noise.reshape(sums.shape)
+        contributions.charge(session, self.certificate)
+        variance = np.full(sums.shape, 2.0 * self.noise_scale**2)  # Laplace's; the discrete one's is less
+        if not self.secure:
+            estimate = sums + rng.laplace(0.0, self.noise_scale, size=sums.shape)
+        elif self.mechanism is not None:
+            estimate = self.mechanism.release_each(sums, rng)  # plus a rounding bias of at most g/2
+        else:
+            noise = sample_discrete_laplace(
+                1 / Fraction(self.certificate.parameters["noise_parameter"]), sums.size, rng
+            )
+            estimate = sums + noise.reshape(sums.shape)
+        return Release(estimate, variance, self.certificate, 1)
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # The secure noise's MGF is at most Laplace(noise_scale)'s (class docstring); rounding adds g/2
@@ -366,11 +383,18 @@ class LocalRandomizedResponse:
         """``1/(1 − 2p) = (e^ε + 1)/(e^ε − 1)``: the range of one user's debiased report."""
         return 1.0 / math.tanh(self.epsilon / 2.0)
 
-    def release(self, sums: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-        ones = np.asarray(sums).astype(np.int64)
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release:
+        """Each of the ``counts`` users of a batch with ``sums`` ones reports her bit, flipped w.p. p."""
+        ones = contributions.sums.astype(np.int64)
+        batch = contributions.counts
+        contributions.charge(session, self.certificate)
         p = self.flip_probability
-        reported = rng.binomial(ones, 1.0 - p) + rng.binomial(batch_size - ones, p)
-        return (reported - batch_size * p) / (1.0 - 2.0 * p)
+        reported = rng.binomial(ones, 1.0 - p) + rng.binomial(batch - ones, p)
+        estimate = (reported - batch * p) / (1.0 - 2.0 * p)
+        variance = batch * p * (1.0 - p) / (1.0 - 2.0 * p) ** 2
+        return Release(estimate, variance, self.certificate, 1, "bits")
 
     def noise_deviation(self, batches: int, users: int, log_horizon: float) -> float:
         # Conditional on the bits, each debiased report minus its bit is centred with range 1/(1−2p):
@@ -469,8 +493,8 @@ def batched_arm_elimination(
         Independent repetitions, simulated together (vectorised over runs and arms).
     session
         The run's :class:`~dpcert.session.PrivacySession`; each aggregated batch's users are
-        charged through it with the summation's certificate before the batch is released.  Local user
-        ids are ``run·T + i`` with ``i`` the user's 0-based arrival index in that run.
+        charged through it by the summation's release, with its certificate, before the noise is
+        drawn.  Local user ids are ``run·T + i`` with ``i`` the user's 0-based arrival index in that run.
     record_phases
         Keep a :class:`PhaseRecord` per phase (memory grows with the number of phases).
     curve_points
@@ -546,11 +570,15 @@ def batched_arm_elimination(
         phase_pulls = np.where(active, np.clip(limit - batch_start, 0, m), 0)
         complete = active & (batch_end < limit)  # the last user's batch is never aggregated
         counts = np.where(complete, m, 0)
-        if session is not None and certificate is not None and np.any(complete):
+        batch_users = None
+        if session is not None:  # the complete batches (disjoint), charged by the release
             first_ids = np.arange(runs)[:, None] * id_stride + id_offset + batch_start
-            session.charge_ranges(first_ids[complete], m, certificate)  # disjoint batches, before release
+            batch_users = UserRanges(first_ids[complete], np.asarray(m))
         sums = draw_sums(arm_index, counts, rng)
-        released = summation.release(sums, m, rng)
+        # every (run, arm) slot is released as a batch of m and the incomplete ones are discarded, so
+        # the random stream does not depend on which batches completed
+        batches = Contributions.of_sums(sums, m, batch_users)
+        released = summation.release(batches, rng, session=session).estimate
         estimated_sums += np.where(complete, released, 0.0)
         aggregated_users += counts
         calls += complete
