@@ -580,12 +580,6 @@ def test_dp_sgd_calibration_where_no_noise_is_needed_is_refused_naming_the_sampl
     assert code == 2 and err.count("\n") == 1 and "sampling_probability" in err and "q > 1e-06" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="calibrate dp-sgd at a sampling probability just above delta/steps evaluates PLDs of ever smaller "
-    "noise multipliers for minutes (q = 2e-6, 10 steps: over 60 s) instead of refusing or bounding the "
-    "search; this test allows 8 s so that the suite stays short",
-)
 def test_dp_sgd_calibration_at_a_tiny_sampling_probability_ends_promptly() -> None:
     argv = ["calibrate", "dp-sgd", "--epsilon", "8", "--delta", "1e-5", "--sampling-probability", "2e-6"]
     try:

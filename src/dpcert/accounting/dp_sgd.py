@@ -22,8 +22,14 @@ The schedule is given by exactly one of ``sampling_probability`` q or ``batch_si
 
 :func:`calibrate_dp_sgd` searches the noise multiplier with the project's one calibration search
 (:func:`~dpcert._numerics.least_noise`, Brent's method on log δ(ε) against z, started
-from the central-limit estimate of Bu, Dong, Long & Su 2020), stops once the least valid
+from the central-limit estimate of Bu, Dong, Long & Su 2020, or, where a record is rarely sampled
+at all, from the single-step estimate of :func:`rare_sampling_guess`), stops once the least valid
 z is located to a relative 1e-4, and returns a z whose certificate is re-derived and verified.
+
+Poisson-sampled runs are accounted at the PLD value discretisation interval of
+:func:`poisson_interval`: the default 1e-4, except at small noise multipliers where one step's PLD
+would span more than ``SLOW_SPAN_POINTS`` grid points (a coarser pessimistic grid, still a proven
+upper bound, recorded in the certificate's parameters).
 """
 
 from __future__ import annotations
@@ -33,11 +39,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpcert import _validation as check
-from dpcert._numerics import least_noise
+from dpcert._numerics import least_noise, ratio_rounded_up
 from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.sampled_without_replacement import sampled_without_replacement_certificate
-from dpcert.mechanisms.subsampled_gaussian import poisson_sampled_gaussian_certificate
+from dpcert.mechanisms.subsampled_gaussian import (
+    DEFAULT_INTERVAL,
+    TAIL_STANDARD_DEVIATIONS,
+    effective_interval,
+    poisson_sampled_gaussian_certificate,
+)
 from dpcert.profiles import profile_for
 from dpcert.theory.gaussian import analytic_gaussian_sigma
 
@@ -51,8 +62,14 @@ RELATIVE_TOLERANCE = 1e-4
 valid as evaluated and at most about five times this above the least valid one (the final nudge
 steps by 1e-4, then 4e-4)."""
 BRACKET_RATIO = 1.1
-"""First bracket [g, 1.1 g] around the central-limit guess g (widened by doubling when it misses)."""
+"""First bracket [g / 1.1, g] or [g, 1.1 g] around the starting guess g (widened when it misses)."""
 _LOG_OF_ZERO = math.log(5e-324) - 1.0  # below log δ for every positive δ
+SLOW_SPAN_POINTS = 2**19
+"""A Poisson-sampled step whose PLD would span more points than this at the default interval of
+:mod:`~dpcert.mechanisms.subsampled_gaussian` (noise multipliers below about 0.2 where the composed
+loss is narrow) is accounted on a coarser grid: see :func:`poisson_interval`."""
+COARSE_SPAN_POINTS = 2**16
+"""Most points a single step's PLD spans on the coarser grid of :func:`poisson_interval`."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +204,44 @@ def _noise_sigma(noise_multiplier: float, sensitivity: float) -> float:
     return sigma
 
 
+def poisson_interval(
+    sigma: float, sampling_probability: float, steps: int, sensitivity: float = 1.0
+) -> float:
+    """The value discretisation interval of the PLD that accounts Poisson-sampled DP-SGD.
+
+    One step's PLD (remove direction, the wider) spans the losses from ln(1 − q) up to
+    ln(1 − q + q exp(t d + d²/2)), d = Δ/σ and t = ``TAIL_STANDARD_DEVIATIONS`` (its construction in
+    :mod:`~dpcert.mechanisms.subsampled_gaussian`), on the grid of
+    :func:`~dpcert.mechanisms.subsampled_gaussian.effective_interval` at the default interval 1e-4.
+    Where the span holds at most ``SLOW_SPAN_POINTS`` points of that grid, the default 1e-4 is
+    returned (the accounting is unchanged).  Beyond, the span is so wide that each evaluation takes
+    seconds (it grows as d²/2: about 89, i.e. 891,000 points, at z = 0.15 and q = 2e-6, where the
+    composed loss is too narrow for that grid to be coarsened), and the interval is 1e-4 · 2^k for the
+    least k at which the span holds at most ``COARSE_SPAN_POINTS`` points.  Every interval gives a
+    pessimistic discretisation, hence a proven upper bound on δ(ε) (Doroshenko et al. 2022): the
+    choice affects tightness and cost only.  It depends on the certificate's parameters alone, so that
+    a certificate re-derived from them is the same.
+    """
+    sigma = check.positive_finite("sigma", sigma)
+    q = check.probability("sampling_probability", sampling_probability, open_low=True)
+    steps = check.positive_int("steps", steps)
+    d = ratio_rounded_up(check.positive_finite("sensitivity", sensitivity), sigma)
+    exponent = TAIL_STANDARD_DEVIATIONS * d + 0.5 * d * d
+    if q < 1.0:
+        bottom = math.log1p(-q)
+        high = math.log(q) + exponent
+        top = max(bottom, high) + math.log1p(math.exp(-abs(high - bottom)))
+    else:
+        bottom, top = -exponent, exponent  # the losses z d − d²/2 for z in [−t, d + t]
+    span = top - bottom
+    if not math.isfinite(span) or not span / DEFAULT_INTERVAL > SLOW_SPAN_POINTS:
+        return DEFAULT_INTERVAL  # (an infinite span is refused by the profile itself)
+    if not span / effective_interval(d, q, steps, DEFAULT_INTERVAL) > SLOW_SPAN_POINTS:
+        return DEFAULT_INTERVAL
+    k = max(0, math.ceil(math.log2(span / (DEFAULT_INTERVAL * COARSE_SPAN_POINTS))))
+    return DEFAULT_INTERVAL * 2.0**k
+
+
 def _profile_parameters(schedule: DPSGDSchedule, sigma: float, sensitivity: float) -> tuple[str, dict]:
     """The registered mechanism and parameters that account ``schedule`` at noise ``sigma``."""
     if schedule.sampling == "poisson":
@@ -195,6 +250,9 @@ def _profile_parameters(schedule: DPSGDSchedule, sigma: float, sensitivity: floa
             "sampling_probability": schedule.sampling_probability,
             "steps": schedule.steps,
             "sensitivity": sensitivity,
+            "value_discretization_interval": poisson_interval(
+                sigma, schedule.sampling_probability, schedule.steps, sensitivity
+            ),
         }
     return "sampled-without-replacement-gaussian", {
         "sigma": sigma,
@@ -220,6 +278,9 @@ def _certificate(
             delta=delta,
             epsilon=epsilon,
             sensitivity=sensitivity,
+            value_discretization_interval=poisson_interval(
+                sigma, schedule.sampling_probability, schedule.steps, sensitivity
+            ),
         )
     assert schedule.batch_size is not None and schedule.dataset_size is not None
     return sampled_without_replacement_certificate(
@@ -283,6 +344,30 @@ def central_limit_guess(epsilon: float, delta: float, sampling_probability: floa
     return 1.0 / math.sqrt(math.log1p(mu * mu / (sampling_probability**2 * steps)))
 
 
+def rare_sampling_guess(epsilon: float, delta: float, sampling_probability: float, steps: int) -> float:
+    """The noise multiplier at which ``steps`` times one step's δ(ε) meets δ — a starting guess.
+
+    One Poisson-subsampled Gaussian step at noise z loses, in the remove direction of its dominating
+    pair, exactly δ₁(ε) = q δ_G(ε') with ε' = ln(1 + (e^ε − 1)/q), δ_G the profile of the Gaussian
+    mechanism of noise z (Balle, Barthe & Gaboardi 2018).  Where a record is rarely sampled at all
+    (steps × q small), the run loses about ``steps`` times that, and steps × q δ_G(ε') = δ is solved
+    exactly (Balle & Wang 2018); that needs steps × q > δ.  The approximation is neither an upper nor
+    a lower bound; it only starts the search (:func:`calibrate_dp_sgd` uses it where
+    (steps × q)² <= δ, i.e. a record is sampled twice with probability at most about δ / 2).
+    """
+    epsilon = check.epsilon(epsilon)
+    delta = check.positive_delta(delta)
+    q = check.probability("sampling_probability", sampling_probability, open_low=True)
+    steps = check.positive_int("steps", steps)
+    if not steps * q > delta:
+        raise InvalidParameter("sampling_probability", q, f"steps x q > delta = {delta:g}")
+    if epsilon > 700.0:  # e^ε overflows; ln(1 + (e^ε − 1)/q) = ε − ln q to far below a guess's accuracy
+        amplified = epsilon - math.log(q)
+    else:
+        amplified = math.log1p(math.expm1(epsilon) / q)
+    return analytic_gaussian_sigma(amplified, delta / (steps * q))
+
+
 def calibrate_dp_sgd(
     *,
     epsilon: float,
@@ -330,16 +415,29 @@ def calibrate_dp_sgd(
         sampling=sampling,
     )
     _noise_sigma(MAX_NOISE_MULTIPLIER, sensitivity)  # the whole search range has a finite sigma
+    name = "sampling_probability" if sampling_probability is not None else "batch_size"
+    given = sampling_probability if sampling_probability is not None else batch_size
     if schedule.steps * schedule.sampling_probability <= delta:
         # a user's example enters some batch with probability at most k q; otherwise both neighbours'
         # runs have the same distribution: every noise multiplier (and no noise) is (0, k q)-DP, so there
         # is no least one, and the search would evaluate ever smaller noise without end
-        name = "sampling_probability" if sampling_probability is not None else "batch_size"
         raise InvalidParameter(
             name,
-            sampling_probability if sampling_probability is not None else batch_size,
+            given,
             f"steps x q > delta, i.e. q > {delta / schedule.steps:.6g} here (at steps x q <= delta every "
             "run, even without noise, is (0, steps x q)-DP: nothing to calibrate)",
+        )
+    q = schedule.sampling_probability
+    if q < 1.0 and -math.expm1(schedule.steps * math.log1p(-q)) <= delta:
+        # the same, exactly: the example enters some batch with probability 1 − (1 − q)^k, below k q by
+        # about (k q)² / 2; where that is at most δ, every run is (0, δ)-DP
+        least = -math.expm1(math.log1p(-delta) / schedule.steps)
+        raise InvalidParameter(
+            name,
+            given,
+            f"1 - (1 - q)^steps > delta, i.e. q > {least:.10g} here (a user's example enters some batch "
+            "with probability 1 - (1 - q)^steps; where that is at most delta, every run, even without "
+            "noise, is (0, delta)-DP: nothing to calibrate)",
         )
     log_target = math.log(delta)
     evaluated: dict[float, float] = {}  # noise multiplier -> log δ(ε), for this search only
@@ -359,9 +457,12 @@ def calibrate_dp_sgd(
             evaluated[z] = excess
         return evaluated[z]
 
-    # a replace-one neighbour is a removal and an addition: the guess doubles q for shuffled batches
-    doubling = 2.0 if schedule.sampling == "shuffle" else 1.0
-    guess = central_limit_guess(epsilon, delta, doubling * schedule.sampling_probability, schedule.steps)
+    if schedule.sampling == "poisson" and (schedule.steps * schedule.sampling_probability) ** 2 <= delta:
+        guess = rare_sampling_guess(epsilon, delta, schedule.sampling_probability, schedule.steps)
+    else:
+        # a replace-one neighbour is a removal and an addition: the guess doubles q for shuffled batches
+        doubling = 2.0 if schedule.sampling == "shuffle" else 1.0
+        guess = central_limit_guess(epsilon, delta, doubling * schedule.sampling_probability, schedule.steps)
     guess = min(max(guess, 1e-3), MAX_NOISE_MULTIPLIER)
     z = least_noise(log_excess, 0.0, guess, ratio=BRACKET_RATIO, relative_tolerance=RELATIVE_TOLERANCE)
     if not z <= MAX_NOISE_MULTIPLIER:
