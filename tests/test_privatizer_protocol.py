@@ -20,6 +20,7 @@ from dpcert.bandits.algorithms.mab import (
     central_dp_se,
     shuffle_binary_sum,
 )
+from dpcert.bandits.algorithms.robust_elimination import LaplaceClients
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.bandits.privatizers import Contributions, Privatizer, UserRanges, make_privatizer
 from dpcert.errors import InvalidParameter
@@ -174,3 +175,46 @@ def test_an_engine_phase_without_a_complete_batch_charges_nobody():
     session = PrivacySession("short")
     result = central_dp_se(bandit, 5, np.random.default_rng(0), epsilon=EPSILON, session=session)
     assert _charged(session).tolist() == [0, 1, 2, 3] == list(range(int(result.users.sum())))
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_robust_clients_report_through_the_protocol(secure):
+    rewards = np.random.default_rng(4).uniform(-2, 2, 12)
+    # M1: one report per reward, users 500..511
+    m1 = LaplaceClients("M1", epsilon=EPSILON, secure=secure)
+    session = PrivacySession("m1")
+    per_reward = Contributions.of_rows(
+        rewards, np.arange(12), 12, UserRanges(np.array([500]), np.asarray(12))
+    )
+    release = m1.release(per_reward, np.random.default_rng(5), session=session)
+    assert _charged(session).tolist() == list(range(500, 512))
+    assert release.estimate.shape == (12,) and release.certificate == m1.certificate(1)
+    # M2: clients 7, 9, 11 holding 3, 4 and 5 of the rewards report one mean each
+    m2 = LaplaceClients("M2", epsilon=EPSILON, secure=secure)
+    owners = np.repeat(np.arange(3), [3, 4, 5])
+    per_client = Contributions.of_user_rows(rewards, owners, 3, np.array([7, 9, 11]))
+    session = PrivacySession("m2")
+    release = m2.release(per_client, np.random.default_rng(6), session=session)
+    assert _charged(session).tolist() == [7, 9, 11] and release.estimate.shape == (3,)
+    # the reports are the clipped means plus noise of the stated variance's scale (a loose sanity range)
+    means = np.bincount(owners, weights=np.clip(rewards, -1, 1)) / [3, 4, 5]
+    assert np.all(np.abs(release.estimate - means) < 40 * np.sqrt(release.noise_variance))
+    for clients, contributions in ((m1, per_reward), (m2, per_client)):
+        rng = np.random.default_rng(7)
+        initial = json.dumps(rng.bit_generator.state)
+
+        def call(s, c=clients, k=contributions, r=rng):
+            return c.release(k, r, session=s)
+
+        assert assert_release_stops_at_refusal(call, rng) == (initial, initial)
+    with pytest.raises(InvalidParameter) as wrong:  # an M2 client's reports need its rows grouped
+        m2.release(per_reward, np.random.default_rng(0))
+    assert wrong.value.name == "contributions"
+
+
+def test_a_users_rows_must_be_contiguous():
+    with pytest.raises(InvalidParameter) as refused:
+        Contributions.of_user_rows(np.zeros(3), np.array([0, 1, 0]), 2)
+    assert refused.value.name == "owners"
+    with pytest.raises(InvalidParameter):
+        Contributions.of_user_rows(np.zeros(3), np.array([0, 0, 2]), 3)  # user 1 has no row

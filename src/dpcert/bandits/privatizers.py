@@ -223,9 +223,12 @@ class Contributions:
     groups
         Group (flat index into ``sums``) of each row, for ``"sum"`` releases with rows.
     users
-        Who is charged: :class:`UserRanges`, or one local id per row; ``None`` when nothing is charged.
+        Who is charged: :class:`UserRanges`, or one local id per row (per group when
+        ``grouped_by_user``); ``None`` when nothing is charged.
     statistic
         ``"sum"``: the release estimates ``sums``; ``"mean"``: the mean of the rows over all users.
+    grouped_by_user
+        Each group is one user holding several rows (:meth:`of_user_rows`); ``counts`` is then 1.
     """
 
     sums: np.ndarray
@@ -234,6 +237,7 @@ class Contributions:
     groups: np.ndarray | None = None
     users: Users | None = None
     statistic: str = "sum"
+    grouped_by_user: bool = False
 
     @classmethod
     def of_sums(cls, sums: Any, counts: Any, users: Users | None = None) -> Contributions:
@@ -265,6 +269,21 @@ class Contributions:
         sums = np.bincount(index, weights=rows, minlength=group_count)
         counts = np.bincount(index, minlength=group_count)
         return cls(sums, counts, rows, index, users)
+
+    @classmethod
+    def of_user_rows(
+        cls, values: Any, owners: Any, user_count: int, users: Users | None = None
+    ) -> Contributions:
+        """Several values per user: row i belongs to user ``owners[i]`` of ``user_count`` (non-decreasing,
+        every user with one row or more); the statistic is each user's sum."""
+        base = cls.of_rows(values, owners, user_count)
+        assert base.groups is not None
+        if np.any(np.diff(base.groups) < 0) or np.any(base.counts == 0):
+            raise InvalidParameter(
+                "owners", "<owners>", "non-decreasing owners, every user with at least one row"
+            )
+        ones = np.ones(user_count, dtype=np.int64)
+        return cls(base.sums, ones, base.rows, base.groups, users, grouped_by_user=True)
 
     @classmethod
     def mean_of_rows(cls, values: Any, users: Users | None = None) -> Contributions:
@@ -308,7 +327,12 @@ class Contributions:
                 session.charge(users.ids(), certificate)
                 return
         ids = np.asarray(users)
-        expected = int(self.counts.sum()) if self.rows is None else len(self.rows)
+        if self.grouped_by_user:
+            if rows is not None:
+                raise InvalidParameter("rows", "<mask>", "None when each group is one user")
+            expected = self.sums.size
+        else:
+            expected = int(self.counts.sum()) if self.rows is None else len(self.rows)
         if ids.shape != (expected,):
             raise InvalidParameter(
                 "users", f"<array of shape {ids.shape}>", f"one id per user, shape ({expected},)"

@@ -56,6 +56,7 @@ from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_b
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
+from dpcert.bandits.privatizers import ChargeSink, Contributions, Release, UserRanges
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
@@ -269,6 +270,30 @@ class LaplaceClients:
         return laplace_certificate(
             self.scale(reward_count), sensitivity=2.0 * self.clip / reward_count, trust_model=TrustModel.LOCAL
         )
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} Laplace clients"
+
+    def release(
+        self, contributions: Contributions, rng: np.random.Generator, *, session: ChargeSink | None = None
+    ) -> Release:
+        """The clients' reports: M1 one per row (:meth:`Contributions.of_rows`, each row its own group),
+        M2 one per client of the mean of its rows (:meth:`Contributions.of_user_rows`); the clients
+        are charged one report's certificate first (:meth:`certificate`, the same for every ``n_a``)."""
+        rows = contributions.require_rows(self.name)
+        if (self.model == "M2") != contributions.grouped_by_user or contributions.groups is None:
+            shape = "of_user_rows (a client's rows)" if self.model == "M2" else "of_rows (a row per report)"
+            raise InvalidParameter("contributions", "<contributions>", f"{self.model} reports from {shape}")
+        contributions.charge(session, self.certificate(1))
+        if self.model == "M1":
+            reports = self.report_rewards(rows, rng)
+            variance = np.full(reports.shape, 2.0 * self.scale() ** 2)
+        else:
+            counts = np.bincount(contributions.groups, minlength=contributions.sums.size)
+            reports = self.report_means(rows, counts, rng)
+            variance = 2.0 * np.array([self.scale(int(n)) for n in counts]) ** 2
+        return Release(reports, variance, self.certificate(1), 1)
 
     def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (the paper's eq. 15 with clipping)."""
@@ -497,11 +522,6 @@ def robust_elimination(
     gaps = instance.gaps
     best = instance.best_arm
 
-    per_report = None
-    if clients.mechanism is not None:
-        per_report = clients.mechanism.certificate
-    elif clients.epsilon is not None:
-        per_report = clients.certificate(1)
     finals, curves, used_batches, all_pulls, lost, violated, final_arms, logs = [], [], [], [], [], [], [], []
     max_client_reports = 0
     reporting_users: list[int] = []
@@ -536,18 +556,20 @@ def robust_elimination(
             rewards = instance.rewards(arm_rows, rng)
             if corrupt_before_privatization:
                 rewards, mask = adversary.corrupt(rewards, arm_rows, best, rng)
-            if session is not None and per_report is not None:  # charged before the reports are drawn
-                if clients.model == "M1":
-                    session.charge(run * horizon + np.arange(used, used + int(counts.sum())), per_report)
-                else:
-                    session.charge(run * k + support, per_report)
+            reporting = int(counts.sum())
             if clients.model == "M1":
                 rows, received_index = instance.arms[arm_rows], arm_rows
-                values = clients.report_rewards(rewards, rng)
+                users: UserRanges | np.ndarray = UserRanges(
+                    np.array([run * horizon + used]), np.asarray(reporting)
+                )
+                reports = Contributions.of_rows(rewards, np.arange(reporting), reporting, users)
             else:
                 rows, received_index = instance.arms[support], support
-                values = clients.report_means(rewards, counts, rng)
+                owners = np.repeat(np.arange(support.size), counts)
+                reports = Contributions.of_user_rows(rewards, owners, support.size, run * k + support)
                 client_reports[support] += 1
+            # charged by the release before the reports are drawn
+            values = clients.release(reports, rng, session=session).estimate
             if not corrupt_before_privatization:
                 values, mask = adversary.corrupt(values, received_index, best, rng)
             pulls[support] += counts
