@@ -75,6 +75,7 @@ from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.gaussian import calibrate_gaussian
 from dpcert.mechanisms.secure.noise import SecureGaussianMechanism, secure_gaussian
 from dpcert.mechanisms.shuffle.binomial_sum import calibrate_binomial_sum, simulate_group_sums
+from dpcert.session import ChargeSink
 
 PRIVACY_MODELS = ("none", "central", "local", "shuffle")
 
@@ -160,14 +161,6 @@ PAPER_BASIS = (
     "guarantee re-derived from the exact Gaussian profile (Balle & Wang 2018, Thm 8)"
 )
 TIGHT_BASIS = "Balle & Wang 2018, Thm 8 (analytic Gaussian, least sigma for the target)"
-
-
-class ChargeSink(Protocol):
-    """Anything with ``charge(user_ids, certificate, run_id=None)``: a
-    :class:`~dpcert.session.PrivacySession` (which also charges ranges of ids without listing them) or
-    a ledger."""
-
-    def charge(self, user_ids: Any, certificate: Certificate, run_id: str | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.environments.mab import MultiArmedBandit
-from dpcert.bandits.privatizers import ChargeSink, Contributions, Privatizer, Release, UserRanges
+from dpcert.bandits.privatizers import Contributions, Privatizer, Release, UserRanges
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel, approximate_dp_certificate
 from dpcert.errors import InvalidParameter
@@ -75,7 +75,7 @@ from dpcert.mechanisms.secure.noise import Grid, SecureLaplaceMechanism, secure_
 from dpcert.mechanisms.secure.samplers import MAX_DRAWS_PER_CALL, sample_discrete_laplace, timing_failure
 from dpcert.mechanisms.secure.timing import covering_release_time
 from dpcert.mechanisms.shuffle.binary_sum import BinarySum, calibrate_binary_sum
-from dpcert.session import PrivacySession
+from dpcert.session import ChargeSink, PrivacySession
 
 SCHEDULES = ("fixed", "doubling")
 RUN_NOTE = (

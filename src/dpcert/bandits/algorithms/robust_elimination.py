@@ -56,13 +56,13 @@ from dpcert.bandits.algorithms.corruption import InRangeAdversary, clean_value_b
 from dpcert.bandits.algorithms.spectral_filter import robust_estimate
 from dpcert.bandits.calibration.common import with_notes
 from dpcert.bandits.design import near_g_optimal_design
-from dpcert.bandits.privatizers import ChargeSink, Contributions, Release, UserRanges
+from dpcert.bandits.privatizers import Contributions, Release, UserRanges
 from dpcert.bandits.results import RunResult
 from dpcert.certificates import Certificate, TrustModel
 from dpcert.errors import InvalidParameter
 from dpcert.mechanisms.laplace import laplace_certificate
 from dpcert.mechanisms.secure.noise import SecureLaplaceMechanism, secure_laplace
-from dpcert.session import PrivacySession
+from dpcert.session import ChargeSink, PrivacySession
 
 CLIENT_MODELS = ("M1", "M2")
 STRATEGIES = ("random", "constant", "targeted", "sign-flip")
