@@ -129,3 +129,24 @@ def test_schedules_whose_example_is_sampled_with_probability_at_most_delta_are_r
     assert 10 * q > DELTA and -math.expm1(10 * math.log1p(-q)) < DELTA
     with pytest.raises(InvalidParameter, match=r"sampling_probability.*1 - \(1 - q\)\^steps > delta"):
         calibrate_dp_sgd(epsilon=EPSILON, delta=DELTA, sampling_probability=q, steps=10)
+
+
+def test_noise_too_small_for_the_float_range_is_refused_naming_the_noise_multiplier():
+    # at z = 0.03 one step's loss reaches about 12/z + 1/(2 z^2) = 955 > 700: e^loss overflows
+    with pytest.raises(InvalidParameter) as refused:
+        dp_sgd_certificate(0.03, delta=1e-5, steps=10, sampling_probability=2e-6)
+    assert refused.value.name == "noise_multiplier"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="at a huge target epsilon the composed PLD bound tilts so far that its round-off bound "
+    "(rho >= 1) has no logarithm: a math domain error instead of a bound or a refusal",
+)
+def test_a_huge_target_epsilon_is_calibrated_or_refused():
+    try:
+        result = calibrate_dp_sgd(epsilon=300, delta=1e-5, sampling_probability=1e-3, steps=10)
+    except InvalidParameter:
+        return
+    assert result.certificate.delta_for(300) <= 1e-5

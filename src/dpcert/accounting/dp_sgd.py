@@ -329,7 +329,14 @@ def dp_sgd_certificate(
         sampling=sampling,
     )
     sigma = _noise_sigma(noise_multiplier, sensitivity)
-    return _certificate(schedule, sigma, sensitivity, epsilon, delta)
+    try:
+        return _certificate(schedule, sigma, sensitivity, epsilon, delta)
+    except InvalidParameter as error:
+        if error.name != "sigma":
+            raise
+        raise InvalidParameter(
+            "noise_multiplier", noise_multiplier, f"a larger noise multiplier ({error.allowed})"
+        ) from None
 
 
 def central_limit_guess(epsilon: float, delta: float, sampling_probability: float, steps: int) -> float:
@@ -447,8 +454,13 @@ def calibrate_dp_sgd(
         if z > MAX_NOISE_MULTIPLIER:
             return math.inf
         if z not in evaluated:
-            mechanism, parameters = _profile_parameters(schedule, z * sensitivity, sensitivity)
-            value = float(profile_for(mechanism, parameters).delta_for(epsilon))
+            try:
+                mechanism, parameters = _profile_parameters(schedule, z * sensitivity, sensitivity)
+                value = float(profile_for(mechanism, parameters).delta_for(epsilon))
+            except InvalidParameter as error:
+                if error.name != "sigma":
+                    raise
+                value = 1.0  # noise too small to account (one step's loss beyond the floats): a miss
             excess = (math.log(value) if value > 0.0 else _LOG_OF_ZERO) - log_target
             if value > delta:
                 excess = max(excess, math.ulp(0.0))  # a miss stays a miss after rounding the logs

@@ -183,7 +183,18 @@ class _Boundaries:
     negative: np.ndarray
 
 
+LARGEST_LOSS = 700.0
+"""Largest privacy loss of one step's grid: beyond it e^ε (and the error bounds built on it) overflow
+the floats, so the proven bound does not hold; such noise (one step's loss above 700) is refused."""
+
+
 def _boundaries(signed_losses: np.ndarray, q: float, d: float) -> _Boundaries:
+    if signed_losses.size and not float(np.max(signed_losses)) <= LARGEST_LOSS:
+        raise InvalidParameter(
+            "sigma",
+            f"sensitivity / {d:.6g}",
+            f"noise for which one step's privacy loss stays below {LARGEST_LOSS:g} (a larger sigma)",
+        )
     e = np.expm1(signed_losses)
     c = e + q
     # expm1's error, the rounding of i·h (|ε|u, times the slope e^ε) and of the sum
