@@ -472,7 +472,9 @@ class ComposedLossBound:
             magnitude = float(np.max(np.abs(np.log(positive)))) if positive.size else 0.0
             magnitude += abs(lam) * max(abs(pmf.lower), abs(pmf.upper)) * h + abs(tilted.log_normalizer)
             rho = 4.0 * UNIT_ROUNDOFF * (magnitude + 2.0)
-            log_part = tilted.log_normalizer - math.log1p(-rho)
+            # a tilt so large that the rounding is not bounded (rho >= 1): this pass proves nothing
+            # (an infinite constant makes every bound of the pass 1, see _Pass)
+            log_part = tilted.log_normalizer - math.log1p(-rho) if rho < 1.0 else math.inf
             if count == 1 and weights.size <= _DIRECT_SIZE:
                 small.append((weights, log_part))
             else:
@@ -591,11 +593,11 @@ class _Pass:
         :meth:`delta_for`, each replaced by its largest value over the interval.  The result is
         non-increasing in ε on each interval (``np.exp`` and IEEE rounding are monotone)."""
         r = self._relative
-        total_a = self._sum_a[1:] * (1.0 + r) + self._underflow
-        total_b = self._sum_b[1:] * (1.0 - r)
-        squares = self._sum_squares[1:] * (1.0 + r) + self._underflow
         ends = self._ends
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # a pass with r = inf proves nothing: NaN → 1
+            total_a = self._sum_a[1:] * (1.0 + r) + self._underflow
+            total_b = self._sum_b[1:] * (1.0 - r)
+            squares = self._sum_squares[1:] * (1.0 + r) + self._underflow
             near_sums = np.concatenate((self._sum_a[:1], self._sum_a[:-2])) * (1.0 + r) + self._underflow
             near = near_sums * 8.0 * UNIT_ROUNDOFF * (np.maximum(np.abs(self.losses), np.abs(ends)) + 1.0)
             spread = (total_a + self._scaled(ends, total_b, exps=self._exp_gaps[1])) * 8.0 * UNIT_ROUNDOFF
