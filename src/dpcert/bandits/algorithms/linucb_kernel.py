@@ -123,24 +123,51 @@ def wanted(engine: str, fixed_arms: bool, observed: bool) -> bool:
 
 # ----------------------------------------------------------------------------- compiled steps
 @_compiled()
-def _accumulate(weights, runs, design, instance, first, buffer):
+def _accumulate(weights, runs, design, instance, first, buffer, zero):
     """``buffer[i, k] = Σ_j weights[runs[i], j] · design[instance, first + j, k]`` for three runs that share
     an instance, one rounded product and one rounded sum per term in order of j (as
     :func:`~dpcert.bandits.algorithms.linucb_model.fixed_order_scores`), five terms per pass over the arms;
     the three runs' sums are independent chains over the same loaded
-    design values (a run listed twice gives its sums twice)."""
+    design values (a run listed twice gives its sums twice).  The first pass starts each sum at ``zero``
+    (0 of the buffer's dtype) in registers, the later ones from the buffer."""
     count, arms = weights.shape[1], design.shape[2]
     r0, r1, r2 = runs[0], runs[1], runs[2]
-    for k in range(arms):
-        buffer[0, k] = 0
-        buffer[1, k] = 0
-        buffer[2, k] = 0
+    if count < 5:
+        for k in range(arms):
+            buffer[0, k] = zero
+            buffer[1, k] = zero
+            buffer[2, k] = zero
     j = 0
     while j + 5 <= count:
         a0, a1, a2, a3, a4 = weights[r0, j : j + 5]
         b0, b1, b2, b3, b4 = weights[r1, j : j + 5]
         c0, c1, c2, c3, c4 = weights[r2, j : j + 5]
         row = first + j
+        if j == 0:  # the first five terms of every sum: 0 + the first product, then the next four
+            for k in range(arms):
+                x0, x1 = design[instance, row, k], design[instance, row + 1, k]
+                x2, x3, x4 = (
+                    design[instance, row + 2, k],
+                    design[instance, row + 3, k],
+                    design[instance, row + 4, k],
+                )
+                acc = zero + a0 * x0
+                acc = acc + a1 * x1
+                acc = acc + a2 * x2
+                acc = acc + a3 * x3
+                buffer[0, k] = acc + a4 * x4
+                acc = zero + b0 * x0
+                acc = acc + b1 * x1
+                acc = acc + b2 * x2
+                acc = acc + b3 * x3
+                buffer[1, k] = acc + b4 * x4
+                acc = zero + c0 * x0
+                acc = acc + c1 * x1
+                acc = acc + c2 * x2
+                acc = acc + c3 * x3
+                buffer[2, k] = acc + c4 * x4
+            j += 5
+            continue
         for k in range(arms):
             x0, x1, x2 = design[instance, row, k], design[instance, row + 1, k], design[instance, row + 2, k]
             x3, x4 = design[instance, row + 3, k], design[instance, row + 4, k]
@@ -171,11 +198,11 @@ def _accumulate(weights, runs, design, instance, first, buffer):
 
 
 @_compiled()
-def _score(mean_weights, width_weights, runs, design, instance, means, widths):
+def _score(mean_weights, width_weights, runs, design, instance, means, widths, zero):
     """⟨φ_k, θ̂⟩ and ‖φ_k‖²_{V⁻¹} of every arm in the index dtype (the NumPy path's ``weights @ design``)
-    for three runs on the same instance: rows 0–2 of ``means`` and ``widths``."""
-    _accumulate(mean_weights, runs, design, instance, 0, means)
-    _accumulate(width_weights, runs, design, instance, mean_weights.shape[1], widths)
+    for three runs on the same instance: rows 0–2 of ``means`` and ``widths`` (``zero``: 0 of their dtype)."""
+    _accumulate(mean_weights, runs, design, instance, 0, means, zero)
+    _accumulate(width_weights, runs, design, instance, mean_weights.shape[1], widths, zero)
 
 
 LANES = 8  # index values compared per block in the argmax
@@ -244,7 +271,7 @@ def _choose(start, stop, betas, draws, offset, rewards_model, arms, model, scrat
         if slot == 0:
             for i in range(3):  # this run and the next two of the instance (or this one again)
                 trio[i] = min(group + i, runs // block - 1) * block + instance
-            _score(mean_weights, width_weights, trio, design, instance, means_buffer, widths_buffer)
+            _score(mean_weights, width_weights, trio, design, instance, means_buffer, widths_buffer, zero)
         arm = _ucb_arm(means_buffer[slot, :arm_count], widths_buffer[slot, :arm_count], betas[r], zero,
                        index_buffer)  # fmt: skip
         mean = arm_means[instance, arm]
@@ -327,15 +354,16 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
             for level in range(levels[g, 0]):
                 if (leaf >> level) != node_ids[g, level]:
                     count += 1
+            cursor, scale = tree_cursor[g], scales[c, g]  # the next node value of the stream
             for level in range(count):
                 for b in range(block):
                     for p in range(size):
-                        node_noise[g, level, b, p] = scales[c, g] * noise[tree_cursor[g]]
-                        tree_cursor[g] += 1
+                        node_noise[g, level, b, p] = scale * noise[cursor]
+                        cursor += 1
+            tree_cursor[g] = cursor
             for level in range(levels[g, 0]):
                 node_ids[g, level] = leaf >> level
-    repairs = False
-    for g in range(kinds.shape[0]):
+    for g in range(kinds.shape[0]):  # every run's noisy sum
         kind = kinds[g]
         for b in range(block):
             r = g * block + b
@@ -365,13 +393,23 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
             else:
                 for p in range(size):
                     noisy[r, p] = external[r, p]
-            for i in range(d):
-                for j in range(d):
-                    batch_work[i, j, r] = noisy[r, d + symmetric[i * d + j]] + (lam[r] if i == j else 0.0)
-                    batch_work[i, d + j, r] = 1.0 if i == j else 0.0
-                batch_work[i, 2 * d, r] = noisy[r, i]
+    runs = total.shape[0]
+    for i in range(d):  # [V | I | u] of every run, runs on the last axis (one vector operation per entry)
+        for j in range(d):
+            entry = noisy[:, d + symmetric[i * d + j]]  # a column of the runs' sums
+            if i == j:
+                for r in range(runs):
+                    batch_work[i, j, r] = entry[r] + lam[r]
+                    batch_work[i, d + j, r] = 1.0
+            else:
+                for r in range(runs):
+                    batch_work[i, j, r] = entry[r] + 0.0  # as `+ λ·0`: −0 becomes +0
+                    batch_work[i, d + j, r] = 0.0
+        for r in range(runs):
+            batch_work[i, 2 * d, r] = noisy[r, i]
     _eliminate_runs(batch_work, batch_row, positive, d)
-    for r in range(total.shape[0]):
+    repairs = False
+    for r in range(runs):
         if not positive[r]:  # a pivot not positive and finite: the full elimination, entry for entry
             _load(noisy[r], lam[r], symmetric, work)
             if not _eliminate_all(work, row, d) and noisy_rows[r]:
@@ -379,10 +417,15 @@ def _publish(stop, c, kinds, levels, block, released, external, model, scratch):
                 repairs = True
                 continue
             batch_work[:, :, r] = work
-        for i in range(d):
-            mean_weights[r, i] = batch_work[i, 2 * d, r]
-        for j in range(q):
-            width_weights[r, j] = batch_work[upper_rows[j], d + upper_cols[j], r]
+    # the scoring weights θ̂ and upper(V⁻¹) (a suspect run's are replaced by the repair before they are used)
+    for i in range(d):
+        source = batch_work[i, 2 * d]
+        for r in range(runs):
+            mean_weights[r, i] = source[r]
+    for j in range(q):
+        source = batch_work[upper_rows[j], d + upper_cols[j]]
+        for r in range(runs):
+            width_weights[r, j] = source[r]
     return repairs
 
 
