@@ -10,7 +10,7 @@ import numpy as np
 
 from dpcert.bandits.algorithms import linucb_kernel
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
-from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, TreeGaussian
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussianRandomizer, TreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.provenance import openblas_core
@@ -39,7 +39,7 @@ def main() -> None:
         out[f"theory/{engine}"] = [digest(result.actions), digest(result.cumulative_regret)]
     contextual = vaswani_instance(3, 4, 30, np.random.default_rng(5), fixed_arms=False)
     result = run_batched_linucb(
-        contextual, [LocalGaussian(1.0), TreeGaussian(1.0, 200)], horizon=200, batch_size=1,
+        contextual, [LocalGaussianRandomizer(1.0), TreeGaussian(1.0, 200)], horizon=200, batch_size=1,
         rng=np.random.default_rng(6), engine="numpy",
     )  # fmt: skip
     out["contextual/numpy"] = [digest(result.actions), digest(result.cumulative_regret)]

@@ -26,7 +26,7 @@ from dpcert.bandits.algorithms.linucb import (
     users_per_run,
 )
 from dpcert.bandits.algorithms.linucb_privatizers import (
-    LocalGaussian,
+    LocalGaussianRandomizer,
     NoPrivacy,
     NormalPool,
     TreeGaussian,
@@ -133,7 +133,7 @@ def test_pamp_noise_is_symmetric_with_variance_sigma2_on_and_off_the_diagonal():
     # the analyzer's sum of B messages: N(0, B σ²) on every entry of u and, symmetrically, of V
     rng = np.random.default_rng(5)
     sigma, d, users, reps = 1.7, 3, 20, 20_000
-    aggregator = LocalGaussian(sigma).start(reps, statistic_size(d))
+    aggregator = LocalGaussianRandomizer(sigma).start(reps, statistic_size(d))
     total = aggregator.add_batch(np.zeros((reps, users, statistic_size(d))), users, rng)
     gram, vector = unpack(total, d, 0.0)
     np.testing.assert_array_equal(gram, np.transpose(gram, (0, 2, 1)))
@@ -152,7 +152,7 @@ def test_local_gaussian_aggregate_has_batch_variance():
     # the engine draws the analyzer's sum directly: N(sum, B σ² I); chi-square variance test (FPR 1e-4)
     rng = np.random.default_rng(8)
     sigma, users, runs = 0.9, 20, 20_000
-    aggregator = LocalGaussian(sigma).start(runs, 5)
+    aggregator = LocalGaussianRandomizer(sigma).start(runs, 5)
     total = aggregator.add_batch(np.zeros((runs, users, 5)), users, rng)
     x = total[:, 3]
     statistic = (runs - 1) * x.var(ddof=1) / (users * sigma**2)
@@ -291,7 +291,7 @@ def test_batches_fix_the_model_and_update_on_schedule():
     published = []
     result = run_batched_linucb(
         env,
-        LocalGaussian(0.5),
+        LocalGaussianRandomizer(0.5),
         horizon=103,
         batch_size=10,
         rng=np.random.default_rng(1),
@@ -321,7 +321,7 @@ def test_psd_shift_keeps_the_noisy_gram_positive_definite():
     min_eigs = []
     result = run_batched_linucb(
         env,
-        LocalGaussian(2.0),
+        LocalGaussianRandomizer(2.0),
         horizon=600,
         batch_size=20,
         rng=np.random.default_rng(3),
@@ -580,7 +580,7 @@ def test_theory_radius_covers_theta_star():
     from dpcert.bandits.algorithms.linucb import ConfidenceRadius
 
     env = vaswani_instance(40, 3, 10, np.random.default_rng(21), fixed_arms=False)
-    privatizer = LocalGaussian(0.5)
+    privatizer = LocalGaussianRandomizer(0.5)
     horizon, batch, alpha = 400, 10, 0.05
     radius = ConfidenceRadius.build(
         "theory", privatizer.cumulative_std(horizon, batch), 3, horizon, batch, alpha
@@ -627,7 +627,7 @@ def test_noisy_engine_actions_follow_lapack_solves_of_the_published_models():
     # The engine inverts V by batched elimination; every action must be the UCB argmax computed from the
     # published (V_m, θ̂_m) with LAPACK's inverse.
     env = vaswani_instance(6, 4, 30, np.random.default_rng(5))
-    privatizers = [NoPrivacy(), LocalGaussian(2.0), TreeGaussian(1.5, 300)]
+    privatizers = [NoPrivacy(), LocalGaussianRandomizer(2.0), TreeGaussian(1.5, 300)]
     published = []
     result = run_batched_linucb(
         env,

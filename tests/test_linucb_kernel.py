@@ -17,7 +17,7 @@ import pytest
 
 from dpcert.bandits.algorithms import linucb_kernel, linucb_privatizers
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
-from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, NoPrivacy, TreeGaussian
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussianRandomizer, NoPrivacy, TreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import ContextualLinearBandit, vaswani_instance
 from dpcert.bandits.privatizers import Calibration
@@ -71,7 +71,7 @@ def test_all_five_algorithms_choose_the_same_arms_as_the_numpy_path(calibration)
 
 def test_theory_radius_and_gaussian_rewards_match():
     env = _distinct_norms(vaswani_instance(4, 5, 30, np.random.default_rng(2)), 3, reward="gaussian")
-    privatizers = [NoPrivacy(), LocalGaussian(0.5), TreeGaussian(0.4, 300)]
+    privatizers = [NoPrivacy(), LocalGaussianRandomizer(0.5), TreeGaussian(0.4, 300)]
     a, b, same_state = _both(env, privatizers, horizon=300, batch_size=1, radius="theory")
     _assert_same(a, b, same_state)
     # batches with a partial last one, the tree's nodes refreshed per batch
@@ -79,7 +79,7 @@ def test_theory_radius_and_gaussian_rewards_match():
     _assert_same(a, b, same_state)
 
 
-class _UnderstatedLocal(LocalGaussian):
+class _UnderstatedLocal(LocalGaussianRandomizer):
     """Local Gaussian noise whose λ is set for a tenth of it: the noisy V is often indefinite."""
 
     def cumulative_std(self, horizon: int, batch_size: int) -> float:
@@ -119,7 +119,7 @@ def test_every_release_is_charged_before_its_noise_is_drawn(monkeypatch):
     env = vaswani_instance(2, 5, 10, np.random.default_rng(6))
     common = {"epsilon": 1.0, "delta": 0.1, "horizon": 200, "dimension": 5}
     groups = (
-        ([LocalGaussian(1.0), TreeGaussian(1.0, 200), NoPrivacy()], 1),
+        ([LocalGaussianRandomizer(1.0), TreeGaussian(1.0, 200), NoPrivacy()], 1),
         ([calibrate(name, batch_size=20, **common).privatizer for name in ALGORITHMS[3:]], 20),
     )
     for privatizers, batch in groups:

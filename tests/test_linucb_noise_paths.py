@@ -14,7 +14,7 @@ import pytest
 
 from dpcert.bandits.algorithms import linucb_kernel, linucb_privatizers
 from dpcert.bandits.algorithms.linucb import ALGORITHMS, run_batched_linucb
-from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, NoPrivacy, NormalPool
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussianRandomizer, NoPrivacy, NormalPool
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.environments.contextual import vaswani_instance
 from dpcert.errors import InvalidParameter
@@ -128,7 +128,7 @@ class _OwnLocalSum(linucb_privatizers.LocalGaussianSum):
 
 
 @dataclass(frozen=True)
-class _OwnLocal(LocalGaussian):
+class _OwnLocal(LocalGaussianRandomizer):
     def start(self, runs: int, size: int) -> linucb_privatizers.Aggregator:
         return _OwnLocalSum(self.sigma, np.zeros((runs, size)))
 

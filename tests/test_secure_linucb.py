@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 
 from dpcert.bandits.algorithms import linucb, linucb_privatizers, linucb_secure
 from dpcert.bandits.algorithms.linucb import JOINT_SENSITIVITY, run_batched_linucb
-from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussian, TreeGaussian, statistic_size
+from dpcert.bandits.algorithms.linucb_privatizers import LocalGaussianRandomizer, TreeGaussian, statistic_size
 from dpcert.bandits.algorithms.linucb_secure import FINE_BITS, SecureLocalGaussian, SecureTreeGaussian
 from dpcert.bandits.calibration.linucb import calibrate
 from dpcert.bandits.calibration.linucb_secure import calibrate_secure
@@ -319,7 +319,7 @@ def test_secure_regret_matches_the_float_run_at_the_same_sigma():
 
 def test_float_privatizers_are_unchanged_by_the_secure_module():
     """The float aggregators stay the compiled engine's fast kinds; the secure ones run their add_batch."""
-    assert type(LocalGaussian(1.0).start(1, 5)) is linucb_privatizers.LocalGaussianSum
+    assert type(LocalGaussianRandomizer(1.0).start(1, 5)) is linucb_privatizers.LocalGaussianSum
     assert type(TreeGaussian(1.0, 10).start(1, 5)) is linucb_privatizers.TreeSum
 
 

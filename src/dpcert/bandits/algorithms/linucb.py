@@ -49,8 +49,8 @@ from dpcert.bandits.algorithms.linucb_model import choose_arms, repair_models
 from dpcert.bandits.algorithms.linucb_privatizers import (
     Aggregator,
     Calibrated,
+    ContinualPrivatizer,
     NoPrivacy,
-    Privatizer,
     statistic_size,
     symmetric_index,
     upper_indices,
@@ -222,7 +222,7 @@ def _solve_with_safety_net(
 
 def run_batched_linucb(
     env: ContextualLinearBandit,
-    privatizers: Privatizer | list[Privatizer],
+    privatizers: ContinualPrivatizer | list[ContinualPrivatizer],
     *,
     horizon: int,
     batch_size: int,

@@ -45,7 +45,7 @@ import numpy as np
 from dpcert import _validation as check
 from dpcert.bandits.algorithms.linucb_model import repair_models
 from dpcert.bandits.algorithms.linucb_privatizers import (
-    ExactSum,
+    ExactRunningSum,
     LocalGaussianSum,
     TreeSum,
     VecSum,
@@ -596,7 +596,7 @@ def run_fixed_arms(
     padded[:, :, : design.shape[2]] = design
     arms = (padded, arm_means, arm_means.max(axis=1), features, outer)
     kind_of = {
-        ExactSum: EXACT,
+        ExactRunningSum: EXACT,
         LocalGaussianSum: LOCAL,
         TreeSum: TREE,
         VecSum: BITS,

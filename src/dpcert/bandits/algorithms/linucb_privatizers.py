@@ -67,8 +67,10 @@ class Aggregator(Protocol):
         """
 
 
-class Privatizer(Protocol):
-    """How user statistics are privatised (noise only; certificates come from the calibrations)."""
+class ContinualPrivatizer(Protocol):
+    """How LinUCB's user statistics are privatised under continual release: ``start`` gives the server
+    state that turns each batch into a noisy running sum (noise only; certificates come from the
+    calibrations).  One-off releases go through :class:`dpcert.bandits.privatizers.Privatizer`."""
 
     @property
     def name(self) -> str: ...
@@ -81,7 +83,7 @@ class Privatizer(Protocol):
 
 
 @dataclass
-class ExactSum:
+class ExactRunningSum:
     total: np.ndarray
 
     def add_batch(self, statistics: np.ndarray, rounds_done: int, rng: np.random.Generator) -> np.ndarray:
@@ -99,7 +101,7 @@ class NoPrivacy:
         return 0.0
 
     def start(self, runs: int, size: int) -> Aggregator:
-        return ExactSum(np.zeros((runs, size)))
+        return ExactRunningSum(np.zeros((runs, size)))
 
 
 class NormalPool:
@@ -161,7 +163,7 @@ class LocalGaussianSum:
 
 
 @dataclass(frozen=True)
-class LocalGaussian:
+class LocalGaussianRandomizer:
     """Each user adds N(0, σ²) to every entry of her statistic (LDP-LinUCB and P_Amp, Alg. 2).
 
     On the matrix part the noise is drawn on the upper triangle and mirrored, so the noisy Gram
@@ -310,7 +312,7 @@ class Calibrated:
     """
 
     algorithm: str
-    privatizer: Privatizer
+    privatizer: ContinualPrivatizer
     certificate: Certificate | None
     claim: Guarantee | None
     claim_met: bool

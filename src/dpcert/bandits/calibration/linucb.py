@@ -30,9 +30,9 @@ from dpcert.bandits.algorithms.linucb import (
 from dpcert.bandits.algorithms.linucb_privatizers import (
     BatchSizeChoice,
     Calibrated,
-    LocalGaussian,
+    ContinualPrivatizer,
+    LocalGaussianRandomizer,
     NoPrivacy,
-    Privatizer,
     ShuffleVectorSum,
     TreeGaussian,
     tree_levels,
@@ -360,7 +360,7 @@ def calibrate_fixed_batch(
         if amplified is not None and calibration == "tight" and amplified.sigma < noise:
             return Calibrated(
                 algorithm,
-                LocalGaussian(amplified.sigma),
+                LocalGaussianRandomizer(amplified.sigma),
                 amplified.certificate,
                 claim,
                 meets_target(amplified.certificate, claim),
@@ -395,10 +395,10 @@ def calibrate_fixed_batch(
     )
     certificate = charge if participations == 1 else compose_counts([(charge, participations)], delta=delta)
     met = meets_target(certificate, claim)
-    privatizer: Privatizer = (
+    privatizer: ContinualPrivatizer = (
         TreeGaussian(noise, horizon, batch_size=batch_size)
         if algorithm == "linucb-jdp"
-        else LocalGaussian(noise)
+        else LocalGaussianRandomizer(noise)
     )
     if amplified is not None and not met and meets_target(amplified.certificate, claim):
         # the paper's σ meets the claim through Lemma B.4 although not locally
