@@ -16,7 +16,9 @@ draws per second (all draws on both inputs, screening included, divided by the a
 the median time to the verdict.  Prints a markdown section.
 
 Run as ``python benchmarks/audit_power.py [--sizes 100000,1000000] [--seeds 10] [--jobs 2]
-[--large 10000000] [--only NAME,...] [--methods classifier,threshold]``; ``--methods classifier``
+[--large 10000000] [--only NAME,...] [--methods classifier,threshold] [--progress]``;
+``--progress`` prints every audit's result to stderr as one JSON line as soon as it is known (a long
+run then shows its results before the table); ``--methods classifier``
 runs the classifier search alone (its evaluation is streamed, so 10⁷ draws per input fit in
 memory); ``--large`` audits with the classifier search alone, one seed, at that many draws per
 input (the threshold search holds every draw in memory: 10⁷ draws of a ten-query sparse vector are
@@ -26,6 +28,7 @@ input (the threshold search holds every draw in memory: 10⁷ draws of a ten-que
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -91,6 +94,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=0)
     parser.add_argument("--only", default="")
     parser.add_argument("--methods", default="classifier,threshold")
+    parser.add_argument("--progress", action="store_true")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
     for method in methods:
@@ -108,8 +112,12 @@ def main() -> None:
     tasks += [(e.name, "classifier", args.large, 0) for e in entries if args.large]
     load_before = os.getloadavg()
     start = time.perf_counter()
+    results = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(_one, tasks, chunksize=1))
+        for result in pool.map(_one, tasks, chunksize=1):
+            results.append(result)
+            if args.progress:
+                print(json.dumps(result), file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
     load_after = os.getloadavg()
 

@@ -208,7 +208,9 @@ def _lyu(eps: float = 0.1, c: int = 2, t: float = 1.0, length: int = 10) -> list
             length,
             SparseVector(length, t, 1.0 / half, c / half, c, numeric=True),
             math.inf,
-            "releases the noisy query above the threshold; Table 1: not finite-ε DP",
+            "releases the noisy query above the threshold; Table 1: not finite-ε DP (unbounded query "
+            "sequences); on the all-below pair an output of m answered queries whose released values "
+            "are all at most 0 has likelihood ratio e^(m/40) exactly, so ε ≥ 10/40 = 0.25 on ten queries",
         ),
         BenchmarkMechanism(
             "LyuSVT4",
@@ -382,7 +384,9 @@ def _checkdp(eps: float = 0.1, n: int = 1, t: float = 1.0, length: int = 10) -> 
             length,
             SparseVector(length, t, 2.0 / eps, 4.0 * n / eps, n, numeric=True),
             None,
-            "releases q_i + η_i (not the gap) above the threshold",
+            "releases q_i + η_i (not the gap) above the threshold; on the all-below pair an output of "
+            "k ⊥ then a released value x ≤ 0 has likelihood ratio e^((k+1)/40) exactly, so ε ≥ 10/40 = "
+            "0.25 on ten queries",
         ),
     ]
 

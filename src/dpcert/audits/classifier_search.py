@@ -52,6 +52,7 @@ from dpcert.audits.learned_event import (
     binned_cells,
     cell_log_ratios,
     fit_logistic,
+    summary_cells,
 )
 from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.rejection_set import RejectionSet
@@ -208,8 +209,10 @@ def learn_event(
 
     Outputs with at most :data:`~dpcert.audits.learned_event.MAX_CELLS` distinct values on the first
     half are scored by their cell's estimated log likelihood ratio (the saturated logistic model on
-    one-hot cells, in closed form).  Other outputs get two scorers: the same on cells of binned values
-    (:func:`~dpcert.audits.learned_event.binned_cells`) and logistic regression on
+    one-hot cells, in closed form).  Other outputs get up to three scorers: the same on cells of binned
+    values (:func:`~dpcert.audits.learned_event.binned_cells`), on cells of row summaries (atom counts
+    and the largest other value, :func:`~dpcert.audits.learned_event.summary_cells`, for outputs of
+    several coordinates) and logistic regression on
     :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most ``fit_draws`` draws per
     input; the one whose chosen threshold forecasts the larger bound on the second half is kept (a
     choice made on screening draws only).
@@ -234,6 +237,13 @@ def learn_event(
             )
             weights = tuple(float(s) for s in scores)
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, binning))
+        summaries = summary_cells(np.concatenate([fit_a, fit_b]), first) if binned else []
+        for summary, cells in summaries:  # atoms and values in several coordinates: row summaries
+            scores, unseen = cell_log_ratios(
+                cells, summary.transform(rows_a[:half_a]), summary.transform(rows_b[:half_b])
+            )
+            weights = tuple(float(s) for s in scores)
+            events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary))
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
         weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))

@@ -20,6 +20,14 @@ vector variants have).  Here:
   quantiles of the fitting draws, so a cell is a joint condition on which positions were answered and
   where their released values lie (the events StatDP, Ding et al. 2018 §5, and DP-Sniper's histogram
   features, Bichsel et al. 2021 §VI, use on these outputs); the cells are scored like small supports.
+* :class:`RowSummary` — a summary of one output that does not depend on which coordinates hold what:
+  how many coordinates take each frequent value (atoms pooled over the coordinates: how many ⊥, how
+  many aborted) and the quantile bin of the largest other value.  Cells of summaries separate a sparse
+  vector that releases its noisy query values (Lyu, Su & Li 2017, Alg. 3; CheckDP's
+  BadGapSparseVector, Wang, Ding, Kifer & Zhang 2020): on inputs b = a − 1 an output with m answered
+  queries whose released values all lie below b's answers has likelihood ratio e^(m/s) under query
+  noise Lap(s) (each ⊥ and each released value adds 1/s once the released values cap the noisy
+  threshold), a ratio that per-coordinate cells spread over too many positions to estimate.
 * :class:`LearnedEvent` — the event ``{u(o) > t} ∪ {u(o) = t and U < q}`` on the classifier's score,
   serialisable exactly (its threshold and tie are chosen by
   :func:`dpcert.audits.classifier_search.choose_event`).
@@ -282,6 +290,73 @@ class Binning:
         )
 
 
+def _largest_other(rows: np.ndarray, atoms: tuple[float, ...]) -> np.ndarray:
+    """Per row, the largest value that is not an atom (−∞ for a row of atoms only)."""
+    other = rows
+    for atom in atoms:
+        other = np.where(rows == atom, -np.inf, other)
+    return np.max(other, axis=1)
+
+
+@dataclass(frozen=True)
+class RowSummary:
+    """Per row: how many coordinates take each atom (atoms pooled over all coordinates) and the bin of
+    the row's largest non-atom value (0 for a row of atoms only, else 1 + its bin among ``edges``)."""
+
+    atoms: tuple[float, ...]
+    edges: tuple[float, ...]
+
+    @classmethod
+    def fit(cls, pooled: np.ndarray, bins: int) -> RowSummary:
+        """Atoms: up to :data:`MAX_ATOMS` values taken by at least :data:`ATOM_SHARE` of all entries;
+        ``bins`` equal-count bins of the rows' largest non-atom values."""
+        rows = as_rows(pooled)
+        values, counts = np.unique(rows, return_counts=True)
+        order = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
+        frequent = tuple(float(v) for v in values[np.sort(order[counts[order] >= ATOM_SHARE * rows.size])])
+        largest = _largest_other(rows, frequent)
+        continuous = np.sort(largest[np.isfinite(largest)])
+        cuts: tuple[float, ...] = ()
+        if continuous.size >= bins:
+            positions = (np.arange(1, bins) * continuous.size) // bins
+            cuts = tuple(float(v) for v in np.unique(continuous[positions]))
+        return cls(frequent, cuts)
+
+    def transform(self, outputs: np.ndarray) -> np.ndarray:
+        rows = as_rows(outputs)
+        columns = [np.count_nonzero(rows == atom, axis=1).astype(float) for atom in self.atoms]
+        largest = _largest_other(rows, self.atoms)
+        bins = 1.0 + np.searchsorted(np.asarray(self.edges, float), largest, side="right")
+        columns.append(np.where(np.isfinite(largest), bins, 0.0))
+        return np.stack(columns, axis=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"atoms": list(self.atoms), "edges": list(self.edges)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RowSummary:
+        return cls(tuple(float(v) for v in data["atoms"]), tuple(float(v) for v in data["edges"]))
+
+
+def summary_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[RowSummary, CellTable]]:
+    """Every :class:`RowSummary` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``) whose images of
+    ``pooled`` form at most :data:`MAX_CELLS` cells, with those cells, finest first (the finest
+    resolves the likelihood ratio best, the coarsest estimates each cell's ratio best); none for outputs
+    of one coordinate (the summary is then a binning of the value) or without atoms."""
+    rows = as_rows(pooled)
+    found: list[tuple[RowSummary, CellTable]] = []
+    if rows.shape[1] < 2:
+        return found
+    for bins in BIN_COUNTS:
+        summary = RowSummary.fit(fitting, bins)
+        if not summary.atoms:
+            return found
+        table = CellTable.of(summary.transform(rows))
+        if table is not None and not any(summary == known for known, _ in found):
+            found.append((summary, table))
+    return found
+
+
 def binned_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[Binning, CellTable] | None:
     """The finest :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``) whose images
     of ``pooled`` form at most :data:`MAX_CELLS` cells, with those cells; None if even the coarsest
@@ -363,11 +438,17 @@ class LearnedEvent:
     cells: CellTable | None = None
     unseen: float = 0.0
     binning: Binning | None = None  # with ``cells``: the cells are of binned outputs
+    summary: RowSummary | None = None  # with ``cells``: the cells are of row summaries
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
         if self.cells is not None:
-            rows = as_rows(outputs) if self.binning is None else self.binning.transform(outputs)
+            if self.summary is not None:
+                rows = self.summary.transform(outputs)
+            elif self.binning is not None:
+                rows = self.binning.transform(outputs)
+            else:
+                rows = as_rows(outputs)
             index = self.cells.index(rows)
             score = np.where(index >= 0, weights[np.maximum(index, 0)], self.unseen)
         else:
@@ -389,6 +470,7 @@ class LearnedEvent:
             "threshold": self.threshold,
             "tie": self.tie,
             "binning": None if self.binning is None else self.binning.to_dict(),
+            "summary": None if self.summary is None else self.summary.to_dict(),
         }
 
     @classmethod
@@ -396,6 +478,7 @@ class LearnedEvent:
         features = data.get("features")
         cells = data.get("cells")
         binning = data.get("binning")
+        summary = data.get("summary")
         return cls(
             None if features is None else OutputFeatures.from_dict(features),
             tuple(float(w) for w in data["weights"]),
@@ -405,6 +488,7 @@ class LearnedEvent:
             None if cells is None else CellTable(tuple(tuple(float(v) for v in c) for c in cells)),
             float(data.get("unseen", 0.0)),
             None if binning is None else Binning.from_dict(binning),
+            None if summary is None else RowSummary.from_dict(summary),
         )
 
     def describe(self) -> str:
@@ -413,6 +497,8 @@ class LearnedEvent:
             model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
             if self.binning is not None:
                 model += " (values binned at quantiles)"
+            if self.summary is not None:
+                model += " (row summaries: atom counts and the bin of the largest other value)"
         else:
             assert self.features is not None  # one of the two scorers is set
             model = f"logistic regression on {self.features.width} features"
