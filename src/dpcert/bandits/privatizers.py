@@ -436,11 +436,10 @@ class NonPrivate(RowPrivatizer):
     name = "exact"
 
     def _mean(self, contributions, rows, rng, session) -> Release:
-        return Release(rows.mean(axis=0), np.zeros(rows.shape[1]), None, rows.shape[1])
+        return Release(contributions.sums, np.zeros(rows.shape[1]), None, rows.shape[1])
 
     def _sums(self, contributions, rows, groups, rng, session) -> Release:
-        size = contributions.sums.size
-        return Release(np.bincount(groups, weights=rows, minlength=size), np.zeros(size), None, 1)
+        return Release(contributions.sums, np.zeros(contributions.sums.size), None, 1)
 
 
 def _secure_add(
@@ -592,14 +591,13 @@ class CentralGaussian(_GaussianPrivatizer):
         entry = 2.0 * self.reward_bound / users  # each coordinate of the average
         certificate, add_noise, variance = self.noise_adder(sensitivity, "Thm 4.2", size, entry)
         contributions.charge(session, certificate)
-        return Release(add_noise(rows.mean(axis=0), rng), np.full(size, variance), certificate, size)
+        return Release(add_noise(contributions.sums, rng), np.full(size, variance), certificate, size)
 
     def _sums(self, contributions, rows, groups, rng, session) -> Release:
         certificate, add_noise, variance = self.noise_adder(2.0 * self.reward_bound, "Thm C.1")
         contributions.charge(session, certificate)
         group_count = contributions.sums.size
-        sums = np.bincount(groups, weights=rows, minlength=group_count)
-        return Release(add_noise(sums, rng), np.full(group_count, variance), certificate, 1)
+        return Release(add_noise(contributions.sums, rng), np.full(group_count, variance), certificate, 1)
 
 
 class LocalGaussian(_GaussianPrivatizer):
