@@ -13,10 +13,10 @@ from dpcert.bandits import registry
 from dpcert.bandits.algorithms.dp_ucb import (
     BLOCK,
     BinaryMechanismSum,
+    binary_mechanism_levels,
     dp_ucb,
     noise_count,
     prefix_noise_variance,
-    tree_levels,
 )
 from dpcert.bandits.environments.mab import MultiArmedBandit
 from dpcert.cli import main
@@ -35,7 +35,7 @@ def _levels(horizon: int) -> int:
 
 @pytest.mark.parametrize("horizon", [2, 3, 4, 5, 1000, 1024, 1025, 10**6, 2**20])
 def test_tree_levels_are_ceil_log2_plus_one(horizon):
-    assert tree_levels(horizon) == _levels(horizon)
+    assert binary_mechanism_levels(horizon) == _levels(horizon)
 
 
 def test_noise_count_is_popcount_and_variance_is_nodes_times_two_b_squared():
@@ -60,7 +60,7 @@ def test_private_prefix_sums_are_exact_sums_plus_the_decompositions_node_noises(
     rng = np.random.default_rng(4)
     values = rng.random(700)
     noise = rng.laplace(0.0, 2.0, 700)
-    tree = BinaryMechanismSum(tree_levels(700))
+    tree = BinaryMechanismSum(binary_mechanism_levels(700))
     exact = 0.0
     for m in range(1, 701):
         released = tree.append(float(values[m - 1]), float(noise[m - 1]))

@@ -63,7 +63,7 @@ RUN_NOTE = (
 )
 
 
-def tree_levels(horizon: int) -> int:
+def binary_mechanism_levels(horizon: int) -> int:
     """``L = ⌈log₂ T⌉ + 1``: the levels of a binary tree over a stream of at most ``T`` steps."""
     horizon = check.positive_int("horizon", horizon)
     return (horizon - 1).bit_length() + 1
@@ -104,7 +104,7 @@ def node_summation(epsilon: float, horizon: int) -> CentralLaplaceSum:
     """The Laplace release of one tree node at sensitivity 1: ``ε/L``-DP (scale ``L/ε``), with ``ε/L``
     lowered by a few ulps where needed so that ``L`` times its certificate's ε is at most ε exactly."""
     epsilon = check.epsilon(epsilon)
-    levels = tree_levels(horizon)
+    levels = binary_mechanism_levels(horizon)
     node_epsilon = epsilon / levels
     for _ in range(64):  # each step lowers by one ulp; one or two suffice
         node = CentralLaplaceSum(node_epsilon)
@@ -117,7 +117,7 @@ def node_summation(epsilon: float, horizon: int) -> CentralLaplaceSum:
 def binary_mechanism_certificate(epsilon: float, horizon: int) -> Certificate:
     """A user's certificate: the ``L``-fold basic composition of the node's Laplace certificate (ε)."""
     node = node_summation(epsilon, horizon)
-    return compose_counts([(node.certificate, tree_levels(horizon))], method="basic")
+    return compose_counts([(node.certificate, binary_mechanism_levels(horizon))], method="basic")
 
 
 class BinaryMechanismSum:
@@ -219,7 +219,7 @@ def dp_ucb(
     """
     parameters = DPUCBParameters(epsilon, width_scale)
     horizon, runs, rng, curve_points = checked_run_inputs(bandit, horizon, runs, rng, curve_points)
-    levels = tree_levels(horizon)
+    levels = binary_mechanism_levels(horizon)
     node = node_summation(parameters.epsilon, horizon)
     certificate = with_notes(binary_mechanism_certificate(parameters.epsilon, horizon), RUN_NOTE)
     started = time.perf_counter()
