@@ -285,7 +285,8 @@ class LaplaceClients:
         if (self.model == "M2") != contributions.grouped_by_user or contributions.groups is None:
             shape = "of_user_rows (a client's rows)" if self.model == "M2" else "of_rows (a row per report)"
             raise InvalidParameter("contributions", "<contributions>", f"{self.model} reports from {shape}")
-        contributions.charge(session, self.certificate(1))
+        certificate = self.certificate(1)
+        contributions.charge(session, certificate)
         if self.model == "M1":
             reports = self.report_rewards(rows, rng)
             variance = np.full(reports.shape, 2.0 * self.scale() ** 2)
@@ -293,7 +294,7 @@ class LaplaceClients:
             counts = np.bincount(contributions.groups, minlength=contributions.sums.size)
             reports = self.report_means(rows, counts, rng)
             variance = 2.0 * np.array([self.scale(int(n)) for n in counts]) ** 2
-        return Release(reports, variance, self.certificate(1), 1)
+        return Release(reports, variance, certificate, 1)
 
     def report_rewards(self, rewards: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """M1: one report per reward, ``clip(r) + Lap(2c_r/ε)`` (the paper's eq. 15 with clipping)."""
