@@ -34,6 +34,7 @@ from dpcert.bandits.environments.linear import sample_instances
 from dpcert.bandits.privatizers import Calibration, ShuffleBitSum
 from dpcert.bandits.runner import run_elimination_config
 from dpcert.errors import DPCertError
+from dpcert.session import PrivacySession
 
 SETTING = {"dimension": 20, "arms": 1000, "heterogeneity": 0.1, "alpha": 0.8, "progress": False}
 MODELS = (("DPE", "none"), ("CDP-DPE", "central"), ("LDP-DPE", "local"), ("SDP-DPE", "shuffle"))
@@ -77,13 +78,14 @@ def run_dppe_shuffle(
     started = time.perf_counter()
     finals, worst, charges = [], 0.0, 0
     for index in range(runs):
+        session = PrivacySession(f"sdp-pe/{index}")
         result = run_elimination(
-            instances[index], privatizer, settings, np.random.default_rng([seed, 1, index])
+            instances[index], privatizer, settings, np.random.default_rng([seed, 1, index]), session=session
         )
-        certificate = result.session.worst_user_certificate(delta)
+        certificate = session.worst_user_certificate(delta)
         worst = max(worst, certificate.epsilon_for(delta))
-        finals.append(result.cumulative_regret[-1])
-        charges += len(result.session.certificates)
+        finals.append(result.final_regret[0])
+        charges += len(session.certificates)
     return {
         "finals": np.asarray(finals),
         "seconds_per_run": (time.perf_counter() - started) / runs,

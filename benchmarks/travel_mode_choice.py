@@ -65,7 +65,7 @@ def run_all(order: str, runs: int, horizon: int, epsilon: float, delta: float, s
         )  # fmt: skip
         worst = session.worst_user_certificate(delta)  # every user's composed charges, the worst one
         cert = "none" if worst is None else f"({worst.epsilon_for(delta):.3g}, {delta:g})"
-        regret = result.cumulative_regret
+        regret = result.regret_curve
         out[name] = (regret[:, -1], regret.mean(axis=0), cert, time.process_time() - start)
     return out
 

@@ -184,3 +184,27 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_certificates_cross_process_boundaries_by_pickle():
+    # a certificate pickles as its JSON and is re-verified on the way back: the same document, the same
+    # profile (compositions included), so results holding certificates can come back from worker processes
+    import pickle
+
+    from dpcert import compose
+
+    for certificate in (
+        gaussian_certificate(2.0, delta=1e-5),
+        compose([laplace_certificate(1.0), gaussian_certificate(3.0, delta=1e-6)], delta=1e-5),
+    ):
+        copied = pickle.loads(pickle.dumps(certificate))
+        assert copied.to_json() == certificate.to_json()
+        assert copied.epsilon_for(1e-6) == certificate.epsilon_for(1e-6)
+    honest = gaussian_certificate(2.0, delta=1e-5)
+    text = honest.to_json()
+    value = text.split('"epsilon": ', 1)[1].split(",", 1)[0]
+    smaller = "0." + "0" * (len(value) - 3) + "1"  # same length: the pickle's framing stays valid
+    forged = pickle.dumps(honest).replace(text.encode(), text.replace(value, smaller, 1).encode())
+    assert forged != pickle.dumps(honest)
+    with pytest.raises(CertificateMismatch):
+        pickle.loads(forged)  # a claim edited on the way is refused like a JSON one

@@ -100,8 +100,8 @@ def test_linucb_learns_the_choices_and_every_contextual_algorithm_runs():
         env.restarted(), [ONLINE_UCB], horizon=200, sigma=randomizer.sigma, epsilon=epsilon, delta=delta,
         rng=rng,
     )  # fmt: skip
-    assert online.cumulative_regret.shape == (runs, 200)
-    assert np.all(np.diff(online.cumulative_regret, axis=1) >= 0)
+    assert online.regret_curve.shape == (runs, 200)
+    assert np.all(np.diff(online.regret_curve, axis=1) >= 0)
 
 
 def test_bandit_run_takes_the_travel_mode_environment():

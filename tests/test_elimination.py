@@ -185,14 +185,15 @@ def _run(
     )
     session = PrivacySession("t", ledger)
     options = EliminationSettings(horizon=horizon, **settings)
-    return run_elimination(bandit, privatizer, options, np.random.default_rng(3), session=session)
+    run = run_elimination(bandit, privatizer, options, np.random.default_rng(3), session=session)
+    return run, session
 
 
 def test_phase_bookkeeping(small_bandit):
-    run = _run(small_bandit, "none")
-    phases = run.phases
+    run, _ = _run(small_bandit, "none")
+    phases = run.phase_records
     assert sum(p.plays for p in phases) == 30_000  # S4
-    assert run.cumulative_regret.shape == (30_000,)
+    assert run.regret_curve.shape == (1, 30_000) and run.phases == len(phases)
     for index, p in enumerate(phases, start=1):
         assert p.phase == index and p.scale == 2**index  # S1
         assert p.users == users_per_phase(index, 0.8)  # S3
@@ -203,34 +204,41 @@ def test_phase_bookkeeping(small_bandit):
             assert p.active_after >= 1
             assert p.communication == p.users * p.support  # eq. 2
     assert all(p.released for p in phases[:-1])
-    assert sum(p.communication for p in phases) == run.communication
-    assert np.all(np.diff(run.cumulative_regret) >= 0)  # R1
-    assert math.isclose(run.cumulative_regret[-1], sum(p.regret for p in phases), rel_tol=1e-9)
+    assert sum(p.communication for p in phases) == run.communication[0]
+    assert np.all(np.diff(run.regret_curve[0]) >= 0)  # R1
+    assert math.isclose(run.final_regret[0], sum(p.regret for p in phases), rel_tol=1e-9)
+    assert run.final_regret[0] == run.regret_curve[0, -1]
+    # pulls per arm: every round's arm counted once, regret = Σ_arms pulls × gap
+    assert run.pulls.shape == (1, small_bandit.arm_count) and run.pulls.sum() == 30_000
+    assert math.isclose(float(run.pulls[0] @ small_bandit.gaps), run.final_regret[0], rel_tol=1e-9)
+    assert run.certificate is None and run.users[0] == sum(p.users for p in phases if p.released)
 
 
 def test_each_user_charged_once_and_only_released_phases(small_bandit):
     ledger = RecordingLedger()
-    run = _run(small_bandit, "central", ledger=ledger)
-    released = [p for p in run.phases if p.released]
+    run, session = _run(small_bandit, "central", ledger=ledger)
+    released = [p for p in run.phase_records if p.released]
     assert len(ledger.charges) == len(released)
     for (ids, certificate, run_id), phase in zip(ledger.charges, released, strict=True):
         assert ids.size == phase.users and np.unique(ids).size == ids.size
         assert run_id == "t"
         assert certificate.epsilon <= 1.0 and certificate.delta <= 1e-5
     all_ids = np.concatenate([c[0] for c in ledger.charges])
-    assert np.unique(all_ids).size == all_ids.size == run.users  # each user exactly once (P12)
-    final = run.session.worst_user_certificate(1e-5)
+    assert np.unique(all_ids).size == all_ids.size == run.users[0]  # each user exactly once (P12)
+    final = session.worst_user_certificate(1e-5)
     assert final.epsilon_for(1e-5) <= 1.0 + 1e-9
+    assert run.certificate.epsilon_for(1e-5) == final.epsilon_for(1e-5)  # the releases' δ is the target's
 
 
 def test_returning_users_compose_exactly(small_bandit):
-    run = _run(small_bandit, "central", user_mode="returning", population=3000)
-    ids, counts = run.session.charges_per_user()
+    run, session = _run(small_bandit, "central", user_mode="returning", population=3000)
+    ids, counts = session.charges_per_user()
     assert counts.max() > 1
     # tight calibration gives every phase the same μ = Δ/σ; k charges compose to μ√k exactly
-    mu = [c.parameters["sensitivity"] / c.parameters["sigma"] for c in run.session.certificates]
+    mu = [c.parameters["sensitivity"] / c.parameters["sigma"] for c in session.certificates]
     assert np.allclose(mu, mu[0], rtol=1e-9)
-    worst = run.session.worst_user_certificate(1e-5)
+    worst = session.worst_user_certificate(1e-5)
+    assert run.certificate.epsilon_for(1e-5) == worst.epsilon_for(1e-5)  # the run states the composition
     composed_mu = mu[0] * math.sqrt(counts.max())
     assert exact_gaussian_delta(worst.epsilon, composed_mu, 1.0) <= 1e-5 * (1 + 1e-6)
     assert exact_gaussian_delta(worst.epsilon * 0.999, composed_mu, 1.0) > 1e-5
@@ -238,8 +246,8 @@ def test_returning_users_compose_exactly(small_bandit):
 
 
 def test_dpe_regret_is_sublinear(small_bandit):
-    run = _run(small_bandit, "none", horizon=60_000)
-    regret = run.cumulative_regret
+    run, _ = _run(small_bandit, "none", horizon=60_000)
+    regret = run.regret_curve[0]
     early = regret[599] / 600
     late = (regret[-1] - regret[-10_001]) / 10_000
     assert late < early / 20
@@ -247,29 +255,31 @@ def test_dpe_regret_is_sublinear(small_bandit):
 
 
 def test_central_dp_dpe_regret_is_sublinear(small_bandit):
-    run = _run(small_bandit, "central", horizon=60_000)
-    regret = run.cumulative_regret
+    run, _ = _run(small_bandit, "central", horizon=60_000)
+    regret = run.regret_curve[0]
     late = (regret[-1] - regret[-10_001]) / 10_000
     assert late < (regret[999] / 1000) / 5
-    assert all(p.best_active for p in run.phases)  # good event on this seeded instance
+    assert all(p.best_active for p in run.phase_records)  # good event on this seeded instance
+    assert not run.best_arm_eliminated[0] and not run.good_event_violated[0]
 
 
 def test_dp_pe_schedule_and_charging(small_bandit):
     bandit = LinearBandit(small_bandit.arms, small_bandit.theta, 0.0, reward_bound=2.0)
     ledger = RecordingLedger()
-    run = _run(bandit, "local", ledger=ledger, variant="pe", horizon=40_000)
+    run, _ = _run(bandit, "local", ledger=ledger, variant="pe", horizon=40_000)
     big_s = support_bound(5)
-    for index, p in enumerate(run.phases, start=1):
+    assert run.algorithm == "dp-pe"
+    for index, p in enumerate(run.phase_records, start=1):
         assert p.scale == big_s * 2 ** (index - 1)  # h_1 = S, doubling (spec S1)
         if p.released:
             assert p.users == p.plays and p.communication == p.plays
     all_ids = np.concatenate([c[0] for c in ledger.charges])
-    assert np.unique(all_ids).size == all_ids.size == run.users
+    assert np.unique(all_ids).size == all_ids.size == run.users[0]
 
 
 def test_fixed_users(small_bandit):
-    run = _run(small_bandit, "none", fixed_users=7)
-    assert {p.users for p in run.phases} == {7}
+    run, _ = _run(small_bandit, "none", fixed_users=7)
+    assert {p.users for p in run.phase_records} == {7}
 
 
 # ----------------------------------------------------------------------------- DPE-FixedU: matching U
@@ -420,12 +430,11 @@ def test_shuffle_dp_dpe_charges_each_user_once():
     ledger = RecordingLedger()
     privatizer = make_privatizer("shuffle", reward_bound=bandit.reward_bound, epsilon=5.0, delta=0.01)
     settings = EliminationSettings(horizon=4_000, fixed_users=300)  # few distinct (n, s): fast calibration
-    run = run_elimination(
-        bandit, privatizer, settings, np.random.default_rng(3), session=PrivacySession("s", ledger)
-    )
+    session = PrivacySession("s", ledger)
+    run = run_elimination(bandit, privatizer, settings, np.random.default_rng(3), session=session)
     all_ids = np.concatenate([c[0] for c in ledger.charges])
-    assert np.unique(all_ids).size == all_ids.size == run.users
-    assert run.session.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
+    assert np.unique(all_ids).size == all_ids.size == run.users[0]
+    assert session.worst_user_certificate(0.01).epsilon_for(0.01) <= 5.0 + 1e-9
 
 
 @pytest.mark.parametrize("model", ["central", "local"])
@@ -477,10 +486,13 @@ def test_confidence_width_covers_the_estimation_error(model):
         privatizer = make_privatizer(model, reward_bound=bandit.reward_bound, epsilon=2.0, delta=1e-4)
         settings = EliminationSettings(horizon=3000, beta=1e-4)
         run = run_elimination(bandit, privatizer, settings, np.random.default_rng([21, index]))
-        for p in run.phases:
+        for p in run.phase_records:
             if p.released:
                 released += 1
                 violations += p.deviation > p.width
+        assert run.good_event_violated[0] == any(
+            p.deviation > p.width for p in run.phase_records if p.released
+        )
     assert released >= 150
     assert violations <= stats.binom.ppf(1 - 1e-3, released, 2 * 3 * 12 * 1e-4)
 

@@ -235,7 +235,7 @@ def test_regret_is_sublinear_on_a_well_conditioned_instance():
         delta=0.1,
         rng=np.random.default_rng(10),
     )
-    mean = result.cumulative_regret.mean(axis=0)
+    mean = result.regret_curve.mean(axis=0)
     assert mean[-1] / mean[999] < 3.2
     uniform = ContextualLinearBandit(env.theta, env.arms, fixed_arms=False)
     assert uniform.runs == 16
@@ -251,6 +251,13 @@ def test_combiner_mechanics():
     assert np.all(result.plays.sum(axis=1) == 600)
     assert np.all(result.plays >= 1)
     assert np.all(result.active.sum(axis=1) >= 1)
+    # the engine's Run: every round checked, one user per round, regret = Σ_t (best mean − played mean)
+    assert result.algorithm == "ldp-linear-combiner" and result.runs == 6
+    assert np.array_equal(result.checkpoints, np.arange(1, 601)) and np.all(result.users == 600)
+    assert np.array_equal(result.final_regret, result.regret_curve[:, -1])
+    assert np.array_equal(result.cumulative_regret(), result.regret_curve)
+    assert np.array_equal(result.cumulative_regret(np.array([1, 600])), result.regret_curve[:, [0, -1]])
+    assert result.certificate is None  # no randomizer certificate was given
     constants = CombinerConstants.build(grid, dimension=3, horizon=600, epsilon=1.0, failure=0.05)
     assert constants.alpha[0] == 0.75 and np.all(constants.alpha[1:] == 0.5)
     assert np.all(constants.offset > 0)
@@ -277,7 +284,7 @@ def test_improved_ldp_linear_reproduction_small(tmp_path):
         env, [BaseLearner(0.1, 0.0, radius="theory", radius_scale=1.0)], horizon=160, sigma=local.sigma,
         epsilon=1.0, delta=0.1, rng=rng, learner="maler",
     )  # fmt: skip
-    assert paper["final_regret"] == [round(float(v), 3) for v in direct.cumulative_regret[:, -1]]
+    assert paper["final_regret"] == [round(float(v), 3) for v in direct.final_regret]
     # the radius it used is Lemma 3.3's sqrt(M_N + K_N), computed here from its terms at N = 160
     bound = paper["gradient_bounds"][0]
     mu, dm, n = 0.2, 2.0, 160

@@ -385,6 +385,11 @@ class Certificate:
         """Serialise to JSON (floats written with full precision, so the round trip is exact)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled as its JSON, read back (and re-verified) by :meth:`from_json`: results holding
+        certificates cross process boundaries although the parameters are read-only mappings."""
+        return (Certificate.from_json, (self.to_json(),))
+
     def sign(self, private_key: Any, *, signer: str = "") -> str:
         """This certificate as JSON signed with an Ed25519 ``private_key`` (see :mod:`dpcert.signatures`).
 

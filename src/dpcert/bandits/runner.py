@@ -131,13 +131,15 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
     )
     sessions = open_sessions(config, runs)
 
-    def one_run(index: int) -> elimination.EliminationRun:
+    def one_run(index: int) -> tuple[RunResult, PrivacySession]:
+        # the session comes back with the result: a worker process charges its own copy
         rng = np.random.default_rng([config.seed, 1, index])
-        return elimination.run_elimination(
+        run = elimination.run_elimination(
             instances[index], privatizer, settings, rng, session=sessions[index]
         )
+        return run, sessions[index]
 
-    results = run_repetitions(
+    returned = run_repetitions(
         one_run,
         runs,
         workers=1 if config.ledger_path is not None else options["workers"],
@@ -145,11 +147,13 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
         label=config.algorithm,
         scheduler="local" if config.ledger_path is not None else options["scheduler"],
     )
+    results = [run for run, _ in returned]
+    communication = [int(r.communication[0]) for r in results if r.communication is not None]
     return combine_runs(
         config.algorithm,
-        [r.cumulative_regret for r in results],
-        [r.session for r in results],
-        [r.users for r in results],
+        [r.regret_curve[0] for r in results],
+        [session for _, session in returned],
+        [int(r.users[0]) for r in results],
         seconds=time.perf_counter() - started,
         target=target,
         privacy=config.privacy,
@@ -160,12 +164,14 @@ def run_elimination_config(config: registry.RunConfig) -> registry.BanditRun:
             "width": width,
             "settings": asdict(settings),
             "communication": {
-                "mean": float(np.mean([r.communication for r in results])),
-                "per_run": [int(r.communication) for r in results],
-                "unit": results[0].extras["unit"],
+                "mean": float(np.mean(communication)),
+                "per_run": communication,
+                "unit": results[0].parameters["unit"],
             },
-            "realised_regret": np.stack([r.realised_regret for r in results]),
-            "phases": [[asdict(p) for p in r.phases] for r in results],
+            "realised_regret": np.concatenate(
+                [r.realised_curve for r in results if r.realised_curve is not None]
+            ),
+            "phases": [[asdict(p) for p in r.phase_records] for r in results],
         },
     )
 

@@ -117,7 +117,7 @@ def _online_ucb(
         "radius": [
             {"kind": lr.radius, "scale": lr.radius_scale, "lambda_min": lr.lambda_min} for lr in learners
         ],
-        "gradient_bounds": result.extras["gradient_bounds"],
+        "gradient_bounds": result.parameters["gradient_bounds"],
     }
     return bandit_run(name, result, session, local, time.perf_counter() - start, extras)
 

@@ -36,8 +36,9 @@ the final phase, truncated at T, releases nothing and sends nothing (spec S4, S8
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,8 @@ from dpcert._numerics import least_valid_integer
 from dpcert.bandits.design import near_g_optimal_design, support_bound
 from dpcert.bandits.environments.linear import LinearBandit, UserPool
 from dpcert.bandits.privatizers import Contributions, RowPrivatizer
+from dpcert.bandits.results import RunResult
+from dpcert.certificates import Certificate
 from dpcert.errors import InvalidParameter
 from dpcert.session import PrivacySession
 
@@ -143,19 +146,6 @@ class PhaseRecord:
     deviation: float = math.nan  # max_{x∈D_l} |⟨θ̂_l − θ*, x⟩| (Thms B.1/B.2 bound it by W_l w.h.p.)
 
 
-@dataclass
-class EliminationRun:
-    """One run: per-round regret, phases, users, communication, the worst user's certificate."""
-
-    cumulative_regret: np.ndarray
-    realised_regret: np.ndarray
-    phases: list[PhaseRecord]
-    users: int
-    communication: int
-    session: PrivacySession
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
 def _width(
     settings: EliminationSettings,
     bandit: LinearBandit,
@@ -207,8 +197,14 @@ def run_elimination(
     rng: np.random.Generator,
     *,
     session: PrivacySession | None = None,
-) -> EliminationRun:
+) -> RunResult:
     """Run DP-DPE (``variant="dpe"``) or DP-PE (``variant="pe"``) once for ``settings.horizon`` rounds.
+
+    Returns a :class:`~dpcert.bandits.results.RunResult` of one run: regret after every round, pulls per
+    arm, the released users, the phases' records, the realised regret and the units sent; its
+    ``certificate`` is the worst user's composition in ``session`` at the releases' δ (users may return
+    across phases with ``user_mode="population"``); ``good_event_violated`` is whether a released
+    phase's deviation max_x |⟨θ̂_l − θ*, x⟩| exceeded its width W_l (Thms B.1/B.2).
 
     Parameters
     ----------
@@ -216,6 +212,7 @@ def run_elimination(
         The run's :class:`~dpcert.session.PrivacySession`: every release charges exactly
         its users through it, before its noise is drawn (default: a fresh in-memory session).
     """
+    started = time.perf_counter()
     rng = check.generator(rng)
     if privatizer.reward_bound != bandit.reward_bound:
         raise InvalidParameter(
@@ -234,6 +231,7 @@ def run_elimination(
     played_counts: list[np.ndarray] = []
     realised_block: list[np.ndarray] = []
     phases: list[PhaseRecord] = []
+    certificates: list[Certificate] = []
     start = 0
     phase = 1
     communication = 0
@@ -296,6 +294,8 @@ def run_elimination(
                 contributions = Contributions.of_rows(rewards, groups, support.size, ids)
                 weights = np.ones(support.size)
             release = privatizer.release(contributions, rng, session=session)
+            if release.certificate is not None:
+                certificates.append(release.certificate)
             basis = design.basis
             support_coords = fixed_order.matmul(bandit.arms[support], basis)
             active_coords = fixed_order.matmul(bandit.arms[active], basis)
@@ -339,14 +339,36 @@ def run_elimination(
     counts = np.concatenate(played_counts)
     gaps = np.repeat(bandit.gaps[arms_sequence], counts)
     realised = np.repeat(np.concatenate(realised_block), counts)
-    return EliminationRun(
-        cumulative_regret=np.cumsum(gaps),
-        realised_regret=np.cumsum(realised),
-        phases=phases,
-        users=users_total,
-        communication=communication,
-        session=session,
-        extras={"participants": participants, "unit": unit},
+    cumulative = np.cumsum(gaps)
+    pulls = np.bincount(arms_sequence, weights=counts, minlength=bandit.arm_count).astype(np.int64)
+    released_phases = [p for p in phases if p.released]
+    certificate = None
+    if certificates:
+        certificate = session.worst_user_certificate(max(c.guarantee.delta for c in certificates))
+    return RunResult(
+        algorithm="dp-pe" if settings.variant == "pe" else "dp-dpe",
+        horizon=horizon,
+        final_regret=cumulative[-1:].copy(),
+        checkpoints=np.arange(1, horizon + 1),
+        regret_curve=cumulative[None, :],
+        users=np.array([users_total], dtype=np.int64),
+        certificate=certificate,
+        seconds=time.perf_counter() - started,
+        parameters={
+            "arms": bandit.arm_count,
+            "dimension": dimension,
+            "privacy": privatizer.model,
+            "participants": participants,
+            "unit": unit,
+            "settings": asdict(settings),
+        },
+        pulls=pulls[None, :],
+        best_arm_eliminated=np.array([not bool(np.any(active == best))]),
+        good_event_violated=np.array([any(p.deviation > p.width for p in released_phases)]),
+        phases=len(phases),
+        phase_records=tuple(phases),
+        realised_curve=np.cumsum(realised)[None, :],
+        communication=np.array([communication], dtype=np.int64),
     )
 
 

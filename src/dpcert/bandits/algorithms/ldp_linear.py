@@ -35,8 +35,9 @@ its putative upper bound and learners whose regret test fails are eliminated.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from dpcert.bandits.algorithms.maler import AnytimeMaler, Maler, clip_norm, debi
 from dpcert.bandits.environments.contextual import ContextualLinearBandit
 from dpcert.bandits.experiment import certified_run
 from dpcert.bandits.registry import BanditRun
+from dpcert.bandits.results import Run
 from dpcert.certificates import Certificate
 from dpcert.errors import DataOutOfBounds, InvalidParameter
 from dpcert.mechanisms.discrete_gaussian_l2 import SecureL2Gaussian
@@ -242,15 +244,24 @@ class CombinerConstants:
 
 # ----------------------------------------------------------------------------- the run
 @dataclass(frozen=True)
-class LDPLinearResult:
-    """Per-round pseudo-regret and diagnostics of :func:`run_ldp_linear` (per run)."""
+class LDPLinearRun(Run):
+    """:func:`run_ldp_linear`'s runs: the :class:`~dpcert.bandits.results.Run` (regret after every round,
+    one user per round, the randomizer's certificate) and the learners' record.
 
-    cumulative_regret: np.ndarray  # (runs, horizon)
-    plays: np.ndarray  # (runs, learners) rounds given to each base learner
-    active: np.ndarray  # (runs, learners) still active at the end
+    Attributes (besides :class:`~dpcert.bandits.results.Run`'s)
+    ----------
+    plays, active
+        Shape (runs, learners): rounds given to each base learner, and whether it is still active.
+    clipped_fraction
+        Fraction of the rounds whose de-biased gradient was clipped.
+    final_online
+        Shape (runs, learners, d): the online learners' last iterates.
+    """
+
+    plays: np.ndarray
+    active: np.ndarray
     clipped_fraction: float
-    final_online: np.ndarray  # (runs, learners, d) the online learners' last iterates
-    extras: dict[str, Any] = field(default_factory=dict)
+    final_online: np.ndarray
 
 
 def run_ldp_linear(
@@ -269,7 +280,7 @@ def run_ldp_linear(
     certificate: Certificate | None = None,
     learner: str = "ogd",
     secure: SecureL2Gaussian | None = None,
-) -> LDPLinearResult:
+) -> LDPLinearRun:
     """Algorithm 1 (one learner) or Algorithm 2 (several, with the combiner), vectorised over runs.
 
     Every round, per run: choose the active learner with the largest putative bound U (Alg. 2; skipped
@@ -295,6 +306,7 @@ def run_ldp_linear(
     rounding moves each released coordinate by at most g/2 = 2^-14 σ (the grid is 2^13 times finer
     than σ), an input perturbation far below the noise.
     """
+    started = time.perf_counter()
     horizon = check.positive_int("horizon", horizon)
     sigma = check.positive_finite("sigma", sigma)
     rng = check.generator(rng)
@@ -445,13 +457,31 @@ def run_ldp_linear(
     if online_learners:
         for i, model in enumerate(online_learners):
             online[:, i] = model.predict()
-    return LDPLinearResult(
-        np.cumsum(gaps, axis=1),
-        plays,
-        active,
-        clipped / (runs * horizon),
-        online,
-        {"gradient_bounds": bounds.tolist()},
+    cumulative = np.cumsum(gaps, axis=1)
+    return LDPLinearRun(
+        algorithm="ldp-linear" if count == 1 else "ldp-linear-combiner",
+        horizon=horizon,
+        final_regret=cumulative[:, -1].copy(),
+        checkpoints=np.arange(1, horizon + 1),
+        regret_curve=cumulative,
+        users=np.full(runs, horizon, dtype=np.int64),
+        certificate=certificate,
+        seconds=time.perf_counter() - started,
+        parameters={
+            "dimension": d,
+            "learners": count,
+            "learner": learner,
+            "sigma": sigma,
+            "epsilon": epsilon,
+            "delta": delta,
+            "failure": failure,
+            "gradient_bounds": bounds.tolist(),
+            "secure": secure is not None,
+        },
+        plays=plays,
+        active=active,
+        clipped_fraction=clipped / (runs * horizon),
+        final_online=online,
     )
 
 
@@ -482,15 +512,14 @@ PAPER_LEARNER = "maler"
 
 def bandit_run(
     name: str,
-    result: LDPLinearResult,
+    result: LDPLinearRun,
     session: PrivacySession,
     local: LocalCalibration,
     seconds: float,
     extras: dict[str, Any],
 ) -> BanditRun:
     """The run's certificate: the worst user's composition of her charges (one report each)."""
-    users = result.cumulative_regret.shape[1]
     return certified_run(
-        name, result.cumulative_regret, [session], users, seconds=seconds, target=local.claim,
+        name, result.regret_curve, [session], result.horizon, seconds=seconds, target=local.claim,
         privacy=TrustModel.LOCAL, extras=extras,
     )  # fmt: skip
