@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from dpcert import (
     Neighbouring,
     TrustModel,
     approximate_dp_certificate,
+    compose,
 )
 from dpcert.mechanisms.gaussian import gaussian_certificate
 from dpcert.mechanisms.laplace import laplace_certificate
@@ -189,10 +191,6 @@ def test_every_builtin_certificate_reverifies_in_a_fresh_interpreter():
 def test_certificates_cross_process_boundaries_by_pickle():
     # a certificate pickles as its JSON and is re-verified on the way back: the same document, the same
     # profile (compositions included), so results holding certificates can come back from worker processes
-    import pickle
-
-    from dpcert import compose
-
     for certificate in (
         gaussian_certificate(2.0, delta=1e-5),
         compose([laplace_certificate(1.0), gaussian_certificate(3.0, delta=1e-6)], delta=1e-5),

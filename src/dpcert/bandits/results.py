@@ -88,7 +88,9 @@ class Run:
 class RunResult(Run):
     """R repetitions of an engine on a fixed arm set, with its arms' record.
 
-    Attributes (besides :class:`Run`'s)
+    Its attributes besides those of :class:`Run`:
+
+    Attributes
     ----------
     pulls
         Shape (runs, arms): pulls of each arm.

@@ -248,7 +248,9 @@ class LDPLinearRun(Run):
     """:func:`run_ldp_linear`'s runs: the :class:`~dpcert.bandits.results.Run` (regret after every round,
     one user per round, the randomizer's certificate) and the learners' record.
 
-    Attributes (besides :class:`~dpcert.bandits.results.Run`'s)
+    Its attributes besides those of :class:`~dpcert.bandits.results.Run`:
+
+    Attributes
     ----------
     plays, active
         Shape (runs, learners): rounds given to each base learner, and whether it is still active.
