@@ -11,6 +11,11 @@ its wall time and its settings.  An engine adds its own record in a subclass:
   Mirrokni 2023) and DP-DPE / DP-PE of :mod:`dpcert.bandits.algorithms.elimination` (Li, Zhou & Ji 2022);
 * :class:`~dpcert.bandits.algorithms.ldp_linear.LDPLinearRun`: the contextual LDP linear bandits.
 
+The batched LinUCB algorithms of Chowdhury & Zhou 2022 advance several algorithms in one shared pass
+(:func:`~dpcert.bandits.algorithms.linucb.run_batched_linucb`, whose record is per pass, not per
+algorithm); :func:`~dpcert.bandits.algorithms.linucb.run_group` certifies each algorithm of the pass as
+a :class:`~dpcert.bandits.registry.BanditRun` directly.
+
 ``dpcert bandit run`` turns a :class:`Run` and the sessions its users were charged through into a
 :class:`~dpcert.bandits.registry.BanditRun` (:func:`~dpcert.bandits.experiment.certified_run`).
 """
