@@ -9,13 +9,16 @@ Run as ``python benchmarks/linucb.py``; prints the markdown section for ``benchm
    calibrations with the certificate each run earned, the paper's ordering LinUCB < JDP < SDP < LDP, and
    the regret saved by ``tight``.
 
-``python benchmarks/linucb.py --speed``: the ε = 0.2 panel with the compiled rounds (numba) and with the
-NumPy path (numba hidden from the interpreter), each in fresh interpreters, next to the authors' published
-time; the numba compilation is timed on its own and included once (the first-run row).
+``python benchmarks/linucb.py --speed [--authors PATH] [--repeats N] [--no-numpy]``: the ε = 0.2 panel
+with the compiled rounds (numba) and with the NumPy path (numba hidden from the interpreter; not run with
+``--no-numpy``), each in fresh interpreters, next to the authors' published time (their code runs only with
+``--authors``); the numba compilation is timed on its own and included once (the first-run row).
+``--help`` lists the options.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import subprocess
@@ -264,9 +267,10 @@ def _panel(engine: str, calibration_cache: str, numba_cache: str, horizon: int =
     return tuple(float(x) for x in out.stdout.split())
 
 
-def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
+def speed(repeats: int = 3, authors_script: str | None = None, numpy_path: bool = True) -> list[str]:
     """The ε = 0.2 panel with the compiled rounds (numba) and with the NumPy path, side by side with the
-    authors' published time; each measurement a fresh interpreter, interleaved, medians."""
+    authors' published time; each measurement a fresh interpreter, interleaved, medians.  With
+    ``numpy_path=False`` the NumPy path is not run (its rows and ratios say so)."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -280,10 +284,10 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
     # the same tiny panel once the cache is warm
     tiny_cold = _panel("numba", warm_calibrations, str(work / "numba-tiny"), horizon=40, runs=2)
     tiny_warm = _panel("numba", warm_calibrations, str(work / "numba-tiny"), horizon=40, runs=2)
-    times: dict[str, list[tuple[float, ...]]] = {"numpy": [], "numba": []}
+    times: dict[str, list[tuple[float, ...]]] = {"numpy": [], "numba": []} if numpy_path else {"numba": []}
     for _ in range(repeats):
-        times["numpy"].append(_panel("numpy", warm_calibrations, warm_numba))
-        times["numba"].append(_panel("numba", warm_calibrations, warm_numba))
+        for engine in times:
+            times[engine].append(_panel(engine, warm_calibrations, warm_numba))
     shutil.rmtree(work)
     authors = _authors_instance(authors_script) if authors_script else None
     madds, draws, madd_rate, normal_rate = floor_estimate()
@@ -301,12 +305,24 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
         versus_here = "—" if here is None else f"{here / cpu:.0f}×"
         return f"| {label} | {wall:.2f} s | {cpu:.2f} s | {published / cpu:.0f}× | {versus_here} |"
 
+    numpy_row = (
+        row("NumPy path (numba not installed)", med["numpy"][0], med["numpy"][1])
+        if numpy_path
+        else "| NumPy path (numba not installed) | not run (`--no-numpy`) | — | — | — |"
+    )
+    numpy_import = f"{med['numpy'][3]:.2f} s CPU without numba, " if numpy_path else ""
+    versus_numpy = (
+        f" Compiled vs NumPy path: {med['numpy'][1] / med['numba'][1]:.1f}× less CPU." if numpy_path else ""
+    )
+    numpy_floor = f"; NumPy path: {med['numpy'][1] / floor:.1f}×" if numpy_path else ""
+
     goal = published / GOAL
     compiled_cpu = med["numba"][1]
     lines = [
         "## LinUCB: compiled rounds (numba) vs the NumPy path vs the authors' code",
         "",
-        f"Command: `python benchmarks/linucb.py --speed{' --authors PATH' if authors else ''}`; `uptime` at "
+        f"Command: `python benchmarks/linucb.py --speed{' --authors PATH' if authors else ''}"
+        f"{'' if numpy_path else ' --no-numpy'}`; `uptime` at "
         f"start: `{start_load}`; at end: `{end_load}`. Machine: 2 cores shared with other jobs (process CPU "
         "time is the steadier number).",
         "",
@@ -317,7 +333,7 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
         "",
         "| engine | wall | process CPU | vs published 210 s | vs authors' code run here |",
         "|---|---|---|---|---|",
-        row("NumPy path (numba not installed)", med["numpy"][0], med["numpy"][1]),
+        numpy_row,
         row("compiled rounds (numba), compiled code read from its disk cache", med["numba"][0], compiled_cpu),
         row("compiled rounds, first run: empty numba and calibration caches", first[0], first[1]),
     ]
@@ -338,14 +354,13 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
         "",
         f"numba compilation alone (empty cache, once per installation; cached on disk after): "
         f"{compile_cpu:.1f} s CPU ({tiny_cold[0] - tiny_warm[0]:.1f} s wall). Import of dpcert: "
-        f"{med['numpy'][3]:.2f} s CPU without numba, {med['numba'][3]:.2f} s with it. Compiled vs NumPy "
-        f"path: {med['numpy'][1] / med['numba'][1]:.1f}× less CPU.",
+        f"{numpy_import}{med['numba'][3]:.2f} s with numba.{versus_numpy}",
         "",
         f"Floor of the panel on this machine: {madds:.2e} multiply-adds (the arm scores of every batch) "
         f"at {madd_rate:.2e} per CPU second (a vectorised compiled dot product), plus {draws:.2e} "
         f"normal draws at {normal_rate:.2e} per CPU second (numpy): **{floor:.2f} s** of one core "
-        f"(`panel_work`, `floor_estimate`). Compiled rounds: {compiled_cpu / floor:.1f}× the floor; "
-        f"NumPy path: {med['numpy'][1] / floor:.1f}×.",
+        f"(`panel_work`, `floor_estimate`). Compiled rounds: {compiled_cpu / floor:.1f}× the floor"
+        f"{numpy_floor}.",
         "",
         "Summed final regret over all 250 run-algorithms in every measurement: "
         + "; ".join(f"{k} {', '.join(f'{r:,.1f}' for r in v)}" for k, v in regrets.items())
@@ -363,10 +378,32 @@ def speed(repeats: int = 3, authors_script: str | None = None) -> list[str]:
 
 
 def main() -> None:
-    if "--speed" in sys.argv:
-        # --authors PATH: the authors' Figure 1 script, kept outside the repository, run side by side
-        script = sys.argv[sys.argv.index("--authors") + 1] if "--authors" in sys.argv else None
-        print("\n".join(speed(authors_script=script)))
+    parser = argparse.ArgumentParser(
+        description="Chowdhury & Zhou 2022 Figure 1 with dpcert's LinUCB engine: the markdown section for "
+        "benchmarks/RESULTS.md (regret tables and a per-round loop for scale), or with --speed the "
+        "eps = 0.2 panel's time in fresh interpreters (compiled rounds, NumPy path) against its floor."
+    )
+    parser.add_argument(
+        "--speed", action="store_true", help="time the eps = 0.2 panel only (fresh interpreters, medians)"
+    )
+    parser.add_argument(
+        "--authors",
+        metavar="PATH",
+        help="with --speed: the authors' LinBanditPrivate.py (kept outside the repository), run side by "
+        "side; without it their code is not run",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="with --speed: interleaved measurements per engine (3)"
+    )
+    parser.add_argument(
+        "--no-numpy", action="store_true", help="with --speed: do not time the NumPy path (about 40 s a run)"
+    )
+    arguments = parser.parse_args()
+    if arguments.speed:
+        lines = speed(
+            repeats=arguments.repeats, authors_script=arguments.authors, numpy_path=not arguments.no_numpy
+        )
+        print("\n".join(lines))
         return
     out = []
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

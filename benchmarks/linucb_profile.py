@@ -15,6 +15,11 @@ around each part; prints, per part, the seconds of the first call and the median
 * ``certificates``: each run's worst-user certificate after the rounds;
 * ``other``: the rest (driver, allocation, results).
 
+A second table counts, per part, the FFT passes of the exact profiles' compositions
+(:class:`~dpcert.theory.pld.ComposedLossBound`): P_Vec's ℓ2 profile at the Figure 1 setting composes 63
+shift patterns, so one evaluation of it at a new point costs 63 passes, and the passes of a point are
+reused by every later evaluation near it in the same process.
+
 The counters wrap the module functions by name, so they cost a few microseconds per call: compare the
 parts with each other, and the total with ``python benchmarks/linucb.py --speed`` for the panel's time.
 """
@@ -34,6 +39,7 @@ import dpcert.bandits.algorithms.linucb_kernel as kernel
 import dpcert.bandits.algorithms.linucb_privatizers as linucb_privatizers
 import dpcert.reproductions.chowdhury_zhou_2022 as figures
 from dpcert.session import PrivacySession
+from dpcert.theory.pld import ComposedLossBound
 
 PARTS = (
     "calibrations",
@@ -46,6 +52,9 @@ PARTS = (
 )
 
 
+ACTIVE: list[str] = []  # the parts running now, innermost last (FFT passes are counted to it)
+
+
 class _Timed:
     """``function`` with a process-CPU counter; other attributes (a numba dispatcher's ``signatures``,
     its cache) are the function's own."""
@@ -55,9 +64,11 @@ class _Timed:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         start = time.process_time()
+        ACTIVE.append(self._part)
         try:
             return self._function(*args, **kwargs)
         finally:
+            ACTIVE.pop()
             self._seconds[self._part] += time.process_time() - start
 
     def __getattr__(self, name: str) -> Any:
@@ -111,6 +122,13 @@ def instrument(seconds: dict[str, float]) -> None:
         return run_fixed_arms(*args, rng=_TimedGenerator(rng, seconds), **kwargs)  # type: ignore[arg-type]
 
     kernel.run_fixed_arms = timed_rewards
+    compute_pass = ComposedLossBound._compute_pass
+
+    def counted_pass(self: ComposedLossBound, *args: Any, **kwargs: Any) -> Any:
+        seconds[f"passes: {ACTIVE[-1] if ACTIVE else 'other'}"] += 1
+        return compute_pass(self, *args, **kwargs)
+
+    ComposedLossBound._compute_pass = counted_pass  # type: ignore[method-assign]
 
 
 def panel() -> float:
@@ -141,10 +159,16 @@ def main() -> None:
     later_parts = {part: float(np.median([m.get(part, 0.0) for m in measured])) for part in PARTS}
     for part in PARTS:
         print(f"| {part} | {first.get(part, 0.0):.2f} s | {later_parts[part]:.2f} s |")
-    print(
-        f"| other | {first_total - sum(first.values()):.2f} s | {total - sum(later_parts.values()):.2f} s |"
-    )
+    first_seconds = sum(first.get(part, 0.0) for part in PARTS)
+    print(f"| other | {first_total - first_seconds:.2f} s | {total - sum(later_parts.values()):.2f} s |")
     print(f"| **panel** | **{first_total:.2f} s** | **{total:.2f} s** |")
+    print()
+    print("| part | exact-profile FFT passes, first call | later calls (median) |")
+    print("|---|---|---|")
+    for part in (*PARTS, "other"):
+        key = f"passes: {part}"
+        later_passes = float(np.median([m.get(key, 0.0) for m in measured]))
+        print(f"| {part} | {first.get(key, 0.0):.0f} | {later_passes:.0f} |")
 
 
 if __name__ == "__main__":

@@ -431,25 +431,60 @@ def _cache_path(directory: Path, key: Mapping[str, Any]) -> Path:
     return directory / f"calibration-{digest}.json"
 
 
-def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalibration | None:
-    """The cached calibration if the file holds this key and its certificate re-verifies, else ``None``.
+def _rule_parameters(key: Mapping[str, Any], b: int) -> tuple[BitSumParameters, str]:
+    """The parameters :func:`calibrate_binomial_sum` returns for the calibration of ``key`` if its noise
+    bits are ``b``, and the basis its certificate states.
 
-    The certificate goes through :meth:`Certificate.from_json` (which re-derives the profile from the
-    parameters and raises if the stated guarantee does not hold) and must be a certificate of exactly
-    the cached parameters; anything else (missing, corrupt, tampered, other version) is a miss.
+    ``paper``: Thm 3.5's (g, b, p) (:func:`~dpcert.mechanisms.shuffle.binomial_sum.paper_parameters`,
+    ``b`` included); ``tight``: p = 1/2, ℓ2 norm, the exact calibration's default precision
+    (:func:`~dpcert.mechanisms.shuffle.binomial_sum.exact_default_precision`), and ``b`` the only free
+    parameter.  Raises for a ``b`` that is not a valid number of noise bits.
+    """
+    users, dimension, shape = key["users"], key["dimension"], "vector+matrix"
+    if key["calibration"] == "paper":
+        return binomial_sum.paper_parameters(key["epsilon"], key["delta"], users, dimension, 1.0, shape)
+    precision = binomial_sum.exact_default_precision(users, dimension, 1.0, shape, "l2")
+    return BitSumParameters(precision, b, 0.5, users, dimension, 1.0, shape, "l2"), binomial_sum.EXACT_BASIS
+
+
+def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalibration | None:
+    """The cached calibration if the file holds this key and passes the checks below, else ``None``.
+
+    The entry's noise bits ``b`` are the only value taken from the file.  The parameters must be those
+    the calibration's rule gives with that ``b`` (:func:`_rule_parameters`), and the certificate is
+    built again from them exactly as :func:`calibrate_binomial_sum` builds it
+    (:func:`binomial_sum_certificate` at the key's (ε, δ)), which evaluates the exact profile once, at
+    that point, and raises if the claim does not hold there; the stored certificate must equal it.
+    For ``tight`` the stored ``b`` must also be the least (the search's result): with ``b − 1`` noise
+    bits the claim must fail, a second evaluation of the exact profile (the monotone search of
+    :func:`~dpcert.mechanisms.shuffle.binomial_sum.least_noise_bits` ends exactly there).  A ``paper``
+    entry's ``b`` is fixed by Thm 3.5.  So a file whose ``b`` was lowered fails the first evaluation and
+    one whose ``b`` was raised the second: what is served never depends on the file's contents beyond
+    what a fresh calibration computes.  Anything else (missing, corrupt, tampered, other version) is a
+    miss.
     """
     try:
         entry = _json.loads(path.read_text(), what=str(path))
-        if entry.get("key") != key:
+        if entry.get("key") != key or entry.get("method") != (
+            "paper" if key["calibration"] == "paper" else "exact"
+        ):
             return None
-        parameters = BitSumParameters(**entry["parameters"])
-        certificate = Certificate.from_json(entry["certificate"])
+        stored = BitSumParameters(**entry["parameters"])
+        parameters, basis = _rule_parameters(key, stored.b)
+        if stored != parameters:
+            return None
+        stored_certificate = _json.loads(entry["certificate"], what=str(path))
+        certificate = binomial_sum_certificate(
+            parameters, epsilon=key["epsilon"], delta=key["delta"], basis=basis
+        )
     except (OSError, ValueError, TypeError, KeyError, AttributeError, DPCertError):
         return None
-    if certificate.parameters != dataclasses.asdict(parameters) or certificate.guarantee != Guarantee(
-        key["epsilon"], key["delta"]
-    ):
+    if stored_certificate != certificate.to_dict():
         return None
+    if key["calibration"] != "paper" and parameters.b > 1:
+        fewer = BinomialSumProfile({**parameters.to_dict(), "b": parameters.b - 1})
+        if fewer.delta_for(key["epsilon"]) <= key["delta"]:
+            return None  # not the least b: a raised entry
     return BinomialSumCalibration(parameters, certificate, entry["method"])
 
 
@@ -493,8 +528,10 @@ def _bit_sum_calibration(
     """Bit-sum parameters for P_Vec, cached in memory and on disk (the exact ℓ2 search takes seconds).
 
     The disk entry is keyed by a hash of every argument, the dpcert version and the cache basis
-    (:func:`_cache_basis`: format and certificate texts), and is used only if its certificate
-    re-verifies (see :func:`_read_cached_bit_sum`).
+    (:func:`_cache_basis`: format and certificate texts), and is used only if its parameters follow
+    the calibration's rule, its certificate holds at the certified point and, for ``tight``, fails
+    with one noise bit fewer (two evaluations of the exact profile, see :func:`_read_cached_bit_sum`);
+    a hit runs no search.
     """
     key = {
         "function": "calibrate_binomial_sum",

@@ -758,6 +758,23 @@ def least_noise_bits(
     return bits
 
 
+L2_PATTERN_LIMIT = 150
+"""The most ℓ2 shift patterns the exact calibration enumerates at its default precision."""
+
+
+def exact_default_precision(
+    users: int, dimension: int, bound: float = 1.0, shape: str = "vector", norm: str = "entry"
+) -> int:
+    """The precision g of :func:`calibrate_binomial_sum` with ``method="exact"`` and no ``g`` given:
+    :func:`default_precision`, lowered under the ℓ2 norm (more than one coordinate) to the largest g
+    with at most :data:`L2_PATTERN_LIMIT` shift patterns."""
+    g = default_precision(users)
+    if norm == "l2" and coordinate_count(dimension, shape) > 1:
+        groups = BitSumParameters(g, 1, 0.5, users, dimension, bound, shape).l2_groups
+        g = _largest_precision_with_few_patterns(groups, g, L2_PATTERN_LIMIT)
+    return g
+
+
 def _largest_precision_with_few_patterns(groups: tuple[int, ...], ceiling: int, limit: int) -> int:
     """Bisection for a large ``g <= ceiling`` with at most ``limit`` ℓ2 shift patterns (``g = 1`` has one).
 
@@ -804,7 +821,8 @@ def calibrate_binomial_sum(
         Precision and bit probability for ``method="exact"`` (default ``max(4, ⌈√n⌉)`` and 1/2).
     norm
         ``"entry"`` or ``"l2"`` (see :class:`BitSumParameters`; exact method only).  With ``"l2"`` the
-        default ``g`` is lowered if needed so that at most 150 shift patterns are enumerated.
+        default ``g`` is lowered if needed so that at most 150 shift patterns are enumerated
+        (:func:`exact_default_precision`).
     """
     epsilon = check.epsilon(epsilon)
     delta = check.positive_delta(delta)
@@ -824,12 +842,8 @@ def calibrate_binomial_sum(
         raise InvalidParameter("method", method, "one of " + ", ".join(METHODS))
     if norm not in NORMS:
         raise InvalidParameter("norm", norm, "one of " + ", ".join(NORMS))
-    coordinates = coordinate_count(dimension, shape)
     if g is None:
-        g = default_precision(users)
-        if norm == "l2" and coordinates > 1:
-            groups = BitSumParameters(g, 1, 0.5, users, dimension, bound, shape).l2_groups
-            g = _largest_precision_with_few_patterns(groups, g, 150)
+        g = exact_default_precision(users, dimension, bound, shape, norm)
     g = check.positive_int("g", g)
     p = check.probability("p", p, open_low=True, open_high=True)
     template = BitSumParameters(g, 1, p, users, dimension, bound, shape, norm)  # validates the combination
