@@ -76,6 +76,22 @@ def test_worst_user_for_unique_users_is_the_largest_epsilon():
     assert PrivacySession("empty").worst_user_certificate(1e-5) is None
 
 
+def test_worst_certificate_over_sessions_evaluates_epsilon_only_to_compare(monkeypatch):
+    # across repetitions the worst is the larger ε (compared with ε computed here directly); a single
+    # candidate is returned as it is, without an ε search on its profile
+    weak = calibrate_gaussian(2.0, 1e-5).certificate
+    strong = calibrate_gaussian(0.5, 1e-5).certificate
+    first, second = PrivacySession("a"), PrivacySession("b")
+    first.charge([0], strong)
+    second.charge([0], weak)
+    assert weak.epsilon_for(1e-6) > strong.epsilon_for(1e-6)
+    assert worst_certificate([first, second], 1e-6) == weak
+    searches = []
+    original = Certificate.epsilon_for
+    monkeypatch.setattr(Certificate, "epsilon_for", lambda c, d: searches.append(d) or original(c, d))
+    assert worst_certificate([first], 1e-6) is strong and searches == []
+
+
 def test_returning_gaussian_user_composes_exactly():
     # user 0 charged four times with the same Gaussian (mu = 1/sigma): exactly mu * sqrt(4) (Dong et al.)
     session = PrivacySession("s")

@@ -274,7 +274,7 @@ class PrivacySession:
             column_of.append(distinct.setdefault(keys[id(certificate)], len(distinct)))
         by_column = {column_of[i]: c for i, c in enumerate(self.certificates)}
         if self._each_user_once():
-            return max(by_column.values(), key=lambda c: c.epsilon_for(delta))
+            return largest_epsilon(list(by_column.values()), delta)
         ids, _ = self.charges_per_user()
         history = np.zeros((ids.size, len(distinct)), dtype=np.int32)
         for index, column in enumerate(column_of):  # a loop over charges, not users
@@ -291,7 +291,7 @@ class PrivacySession:
                     candidates.append(
                         compose_counts(pairs, delta=delta, value_discretization_interval=self.interval)
                     )
-        return max(candidates, key=lambda c: c.epsilon_for(delta))
+        return largest_epsilon(candidates, delta)
 
     # ----------------------------------------------------------------- workers
     def __getstate__(self) -> dict[str, Any]:  # certificates hold read-only mappings: send JSON
@@ -315,8 +315,16 @@ class PrivacySession:
         self.certificates = [Certificate.from_json(text) for text in state["certificates"]]
 
 
+def largest_epsilon(certificates: Sequence[Certificate], delta: float) -> Certificate:
+    """The first of ``certificates`` with the largest ε at ``delta``; a single one is returned without
+    evaluating its ε (a search on an exact profile)."""
+    if len(certificates) == 1:
+        return certificates[0]
+    return max(certificates, key=lambda c: c.epsilon_for(delta))
+
+
 def worst_certificate(sessions: Sequence[PrivacySession], delta: float) -> Certificate | None:
     """The worst user's certificate over several sessions (repetitions have disjoint users)."""
     found = [s.worst_user_certificate(delta) for s in sessions]
     candidates = [c for c in found if c is not None]
-    return max(candidates, key=lambda c: c.epsilon_for(delta)) if candidates else None
+    return largest_epsilon(candidates, delta) if candidates else None
