@@ -172,6 +172,7 @@ def test_cli_dp_dpe_secure_option(capsys, tmp_path):
     argv = [
         "bandit", "run", "dp-dpe", "--privacy", "central", "--epsilon", "1", "--delta", "1e-5",
         "--horizon", "5000", "--runs", "1", "--out", str(tmp_path), "--option", "secure=true", "--json",
+        "--option", "dimension=3", "--option", "arms=6",
     ]  # fmt: skip
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
