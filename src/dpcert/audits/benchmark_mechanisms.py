@@ -8,9 +8,15 @@ Sources:
 * Lyu, Su & Li 2017, "Understanding the sparse vector technique for differential privacy", PVLDB
   10(6), Figure 1, Algorithms 1–6 (sparse vector variants; Table 1 gives their privacy: Algs 1 and 2
   ε-DP, Alg. 4 ((1 + 6c)/4)·ε-DP, Algs 3, 5 and 6 not ε'-DP for any finite ε' over unbounded query
-  sequences).  Parameters as in DP-Sniper's port (Bichsel, Steffen, Bogunovic & Vechev 2021,
-  "DP-Sniper: black-box discovery of differential privacy violations using classifiers", S&P,
-  §VI): ε = 0.1, c = 2, T = 1, ten queries of sensitivity 1, ALL_DIFFER (linf) pairs.
+  sequences).  ``LyuSVT1``–``LyuSVT6`` take the defaults of DP-Sniper's port (Bichsel, Steffen,
+  Bogunovic & Vechev 2021, "DP-Sniper: black-box discovery of differential privacy violations using
+  classifiers", S&P): ε = 0.1, c = 2, T = 1, ten queries of sensitivity 1, ALL_DIFFER (linf) pairs.
+  DP-Sniper's evaluation runs them with c = 1 (and T = 0.5 for Alg. 1): those are the entries
+  ``DPSniper-SVT1``–``DPSniper-SVT6``, which carry DP-Sniper's published lower bounds (the
+  logistic-regression run of the authors' reference results, eval_sp2021/reference-results,
+  ``eps_lcb``: 2·10⁸ final draws per input, confidence 0.9).  With c = 1 each has the output
+  distribution of a StatDP entry (Alg. 1 of StatDP-SVT, Alg. 3 of iSVT4, Alg. 4 of iSVT3, Algs 5 and 6
+  of iSVT1 and iSVT2).
 * Ding, Wang, Wang, Zhang & Kifer 2018, "Detecting violations of differential privacy", CCS, §6
   (StatDP): SVT with N = 1, its incorrect variants iSVT1–iSVT4 (Lyu et al.'s Algs 5, 6, 4 and 3 with
   StatDP's noise scales), report noisy max with Laplace or exponential noise (correct: the index;
@@ -165,6 +171,7 @@ class BenchmarkMechanism:
     mechanism: Any = field(repr=False)
     true_epsilon: float | None
     note: str = ""
+    published_bound: float | None = None  # DP-Sniper's published lower bound on this entry's ε
 
     def pairs(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """The StatDP / DP-Sniper input pairs of the relation around the all-ones vector."""
@@ -373,6 +380,91 @@ def _statdp(eps: float = 0.1, n: int = 1, t: float = 1.0, length: int = 10) -> l
     ]
 
 
+def _dpsniper(eps: float = 0.1, c: int = 1, length: int = 10) -> list[BenchmarkMechanism]:
+    """Lyu et al. Algs 1–6 as DP-Sniper's evaluation runs them (c = 1; Alg. 1 with T = 0.5, the others
+    with T = 1), with the lower bounds DP-Sniper published for them (logistic-regression classifier,
+    2·10⁸ final draws per input, confidence 0.9)."""
+    source = "Lyu, Su & Li 2017, Alg. {} (c = 1, as in Bichsel et al. 2021)"
+    half = eps / 2.0
+    same = "same output distribution as {} (same noise scales and threshold; > and >= differ on a null set)"
+    return [
+        BenchmarkMechanism(
+            "DPSniper-SVT1",
+            source.format(1),
+            eps,
+            True,
+            "linf",
+            length,
+            SparseVector(length, 0.5, 1.0 / half, 2.0 * c / half, c),
+            eps,
+            same.format("StatDP-SVT"),
+            0.0858,
+        ),
+        BenchmarkMechanism(
+            "DPSniper-SVT2",
+            source.format(2),
+            eps,
+            True,
+            "linf",
+            length,
+            SparseVector(length, 1.0, c / half, 2.0 * c / half, c, resample=True),
+            eps,
+            "with c = 1 the run stops at the first ⊤, so the fresh threshold is never compared",
+            0.0859,
+        ),
+        BenchmarkMechanism(
+            "DPSniper-SVT3",
+            source.format(3),
+            eps,
+            False,
+            "linf",
+            length,
+            SparseVector(length, 1.0, 1.0 / half, c / half, c, numeric=True),
+            math.inf,
+            same.format("iSVT4")
+            + "; on the all-below pair an output of m answered queries whose released value is at most 0 "
+            "has likelihood ratio e^(m/20) exactly, so ε ≥ 10/20 = 0.5 on ten queries",
+            0.1716,
+        ),
+        BenchmarkMechanism(
+            "DPSniper-SVT4",
+            source.format(4),
+            eps,
+            False,
+            "linf",
+            length,
+            SparseVector(length, 1.0, 4.0 / eps, 1.0 / (eps - eps / 4.0), c),
+            (1 + 6 * c) / 4.0 * eps,
+            same.format("iSVT3") + "; Table 1: ((1 + 6c)/4)·ε-DP",
+            0.1687,
+        ),
+        BenchmarkMechanism(
+            "DPSniper-SVT5",
+            source.format(5),
+            eps,
+            False,
+            "linf",
+            length,
+            SparseVector(length, 1.0, 1.0 / half, 0.0, None),
+            math.inf,
+            same.format("LyuSVT5 and iSVT1") + " (no cutoff: c is not used)",
+            1.7612,
+        ),
+        BenchmarkMechanism(
+            "DPSniper-SVT6",
+            source.format(6),
+            eps,
+            False,
+            "linf",
+            length,
+            SparseVector(length, 1.0, 1.0 / half, 1.0 / half, None),
+            math.inf,
+            same.format("LyuSVT6 and iSVT2") + " (no cutoff: c is not used)",
+            0.2720,
+        ),
+    ]
+
+
 def _checkdp(eps: float = 0.1, n: int = 1, t: float = 1.0, length: int = 10) -> list[BenchmarkMechanism]:
     return [
         BenchmarkMechanism(
@@ -392,8 +484,9 @@ def _checkdp(eps: float = 0.1, n: int = 1, t: float = 1.0, length: int = 10) -> 
 
 
 def benchmark_mechanisms() -> tuple[BenchmarkMechanism, ...]:
-    """All benchmark entries: Lyu et al. Algs 1–6, StatDP's set, CheckDP's BadGapSparseVector."""
-    return tuple(_lyu() + _statdp() + _checkdp())
+    """All benchmark entries: Lyu et al. Algs 1–6, StatDP's set, CheckDP's BadGapSparseVector, and Lyu
+    et al. Algs 1–6 with DP-Sniper's parameters."""
+    return tuple(_lyu() + _statdp() + _checkdp() + _dpsniper())
 
 
 def benchmark_mechanism(name: str) -> BenchmarkMechanism:
