@@ -76,6 +76,22 @@ def test_worst_user_for_unique_users_is_the_largest_epsilon():
     assert PrivacySession("empty").worst_user_certificate(1e-5) is None
 
 
+def test_the_worst_user_is_computed_once_per_delta_and_again_after_a_charge():
+    session = PrivacySession("s")
+    strong = calibrate_gaussian(0.5, 1e-5).certificate
+    weak = calibrate_gaussian(2.0, 1e-5).certificate
+    session.charge([0, 1], strong)
+    first = session.worst_user_certificate(1e-5)
+    assert first == strong and session.worst_user_certificate(1e-5) is first
+    session.charge([2], weak)  # a charge makes the remembered answer stale
+    assert session.worst_user_certificate(1e-5) == weak
+    session.charge_range(0, 2, weak)  # users 0 and 1 again: now a composition, the largest ε
+    composed = session.worst_user_certificate(1e-5)
+    assert composed.epsilon_for(1e-5) > weak.epsilon_for(1e-5)
+    copied = pickle.loads(pickle.dumps(session))  # a worker's copy computes its own
+    assert copied.worst_user_certificate(1e-5).epsilon_for(1e-5) == composed.epsilon_for(1e-5)
+
+
 def test_worst_certificate_over_sessions_evaluates_epsilon_only_to_compare(monkeypatch):
     # across repetitions the worst is the larger ε (compared with ε computed here directly); a single
     # candidate is returned as it is, without an ε search on its profile

@@ -113,6 +113,7 @@ class PrivacySession:
         self.certificates: list[Certificate] = []
         self.interval: float | None = None  # PLD discretisation for compositions (None: the default)
         self._once: bool | None = None  # cached: no user charged twice
+        self._worst: dict[tuple[float, float | None], Certificate | None] = {}  # cached, by (δ, interval)
 
     # ----------------------------------------------------------------- ids
     def user_ids(self, local_ids: Any) -> list[str]:
@@ -173,7 +174,7 @@ class PrivacySession:
             self._to_ledger(self.user_ids(ids), certificate, run_id or self.run_id)
         self.intervals.append((starts, stops))
         self.certificates.append(certificate)
-        self._once = None
+        self._forget()
 
     def charge_ranges(self, starts: Any, length: int, certificate: Certificate) -> None:
         """Charge users ``starts[i] .. starts[i] + length − 1`` for every i (increasing, disjoint ranges):
@@ -190,7 +191,7 @@ class PrivacySession:
             self._to_ledger(self.user_ids(ids), certificate, self.run_id)
         self.intervals.append((starts, starts + length))
         self.certificates.append(certificate)
-        self._once = None
+        self._forget()
 
     def charge_range(self, start: int, length: int, certificate: Certificate) -> None:
         """Charge users ``start .. start + length − 1`` (one range: :meth:`charge_ranges` for a single
@@ -204,7 +205,7 @@ class PrivacySession:
             self._to_ledger(ids, certificate, self.run_id)
         self.intervals.append((start, start + length))
         self.certificates.append(certificate)
-        self._once = None
+        self._forget()
 
     def release(self, user_ids: Any, certificate: Certificate | None, draw: Callable[[], T]) -> T:
         """Charge ``user_ids`` with ``certificate`` and only then call ``draw`` (which draws the noise).
@@ -217,6 +218,11 @@ class PrivacySession:
         return draw()
 
     # ----------------------------------------------------------------- guarantees
+    def _forget(self) -> None:
+        """Drop what was derived from the charges (a charge was added)."""
+        self._once = None
+        self._worst = {}
+
     def _each_user_once(self) -> bool:
         """Whether no user was charged twice: the charges' id intervals are pairwise disjoint."""
         if self._once is not None:
@@ -263,6 +269,12 @@ class PrivacySession:
         distinct charge history.
         """
         delta = check.delta(delta)
+        key = (delta, self.interval)
+        if key not in self._worst:
+            self._worst[key] = self._worst_user_certificate(delta)
+        return self._worst[key]
+
+    def _worst_user_certificate(self, delta: float) -> Certificate | None:
         if not self.certificates:
             return None
         distinct: dict[str, int] = {}
@@ -310,7 +322,7 @@ class PrivacySession:
         self.keys = state.get("keys")
         self.ledger = None
         self.interval = state["interval"]
-        self._once = None
+        self._forget()
         self.intervals = state["intervals"]
         self.certificates = [Certificate.from_json(text) for text in state["certificates"]]
 

@@ -203,7 +203,7 @@ def run_elimination(
     Returns a :class:`~dpcert.bandits.results.RunResult` of one run: regret after every round, pulls per
     arm, the released users, the phases' records, the realised regret and the units sent; its
     ``certificate`` is the worst user's composition in ``session`` at the releases' δ (users may return
-    across phases with ``user_mode="population"``); ``good_event_violated`` is whether a released
+    across phases with ``user_mode="returning"``); ``good_event_violated`` is whether a released
     phase's deviation max_x |⟨θ̂_l − θ*, x⟩| exceeded its width W_l (Thms B.1/B.2).
 
     Parameters
