@@ -52,8 +52,11 @@ class Run:
         owning a support action at least once; DP-DPE / DP-PE: users of the released phases; LDP linear
         bandits: one user per round.  A final phase truncated at T releases nothing).
     certificate
-        The run's guarantee per user for one participation (``None`` without privacy).  A user's total
-        over all her participations is her composition in the session she was charged through.
+        The run's guarantee per user (``None`` without privacy): for one participation where every
+        user contributes once (MAB, DP-SE, DP-UCB, LDP baselines, LDP linear bandits; one report of
+        robust elimination), the worst user's composition in the run's session for DP-DPE / DP-PE (whose
+        users may return).  A user's total over all her participations is her composition in the
+        session she was charged through.
     seconds
         Wall time.
     parameters
