@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import platform
 import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from kernel_subprocess import KERNELS, environment, run_json
+from scipy.special import logsumexp
 
 from dpcert import _fixed_order as fo
 from dpcert._numerics import UNIT_ROUNDOFF
@@ -129,3 +132,43 @@ def test_batched_convolution_equals_each_row_convolved_alone():
     for row in range(4):
         assert together[row].tobytes() == fo.convolve(a[row], b[row]).tobytes()
     np.testing.assert_allclose(together[2], np.convolve(a[2], b[2]), rtol=2 * 9 * U, atol=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arrays(np.float64, st.integers(1, 400), elements=st.floats(-800.0, 800.0)),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_log_sum_exp_is_within_a_few_ulp_of_the_exact_value(values, ties, rounded):
+    """Against the exact ln Σ e^v in rational arithmetic around the maximum (every term e^{v − m} is
+    evaluated by math.exp and summed exactly): the result errs by at most a few ulp of its size."""
+    values = np.round(values) if rounded else values.copy()
+    values[: min(ties, values.size)] = values.max()
+    peak = float(values.max())
+    exact = sum((Fraction(math.exp(float(v) - peak)) for v in values), Fraction(0))
+    expected = math.log(float(exact)) + peak
+    got = fo.log_sum_exp(values)
+    scale = abs(expected) + math.log(values.size) + 1.0
+    assert abs(got - expected) <= 8 * U * scale + 1e-15 * values.size
+
+
+@pytest.mark.skipif(
+    tuple(int(x) for x in scipy.__version__.split(".")[:2]) < (1, 15),
+    reason="SciPy's logsumexp takes the maximum out of the sum from SciPy 1.15 on",
+)
+def test_log_sum_exp_gives_scipys_bits_and_its_edge_cases():
+    rng = np.random.default_rng(7)
+    for trial in range(3000):
+        size = int(rng.integers(1, 2000))
+        values = rng.normal(size=size) * rng.choice([1.0, 30.0, 700.0]) + rng.normal() * 50.0
+        if trial % 3 == 0:
+            values[rng.integers(0, size, size=size // 3)] = -np.inf
+        if trial % 5 == 0:
+            values[rng.integers(0, size, size=3)] = values.max()
+        assert fo.log_sum_exp(values) == float(logsumexp(values))
+    for edge in ([-np.inf], [-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0], [1e308, 1e308], [0.0]):
+        got, expected = fo.log_sum_exp(np.array(edge)), float(logsumexp(np.array(edge)))
+        assert got == expected or (math.isnan(got) and math.isnan(expected))
+    assert fo.log_sum_exp(np.array([])) == -math.inf
+    assert fo.log_sum_exp(np.zeros(6)) == math.log(6.0)

@@ -60,14 +60,18 @@ def cache(tmp_path, monkeypatch):
 
 
 def _counting_profile(monkeypatch) -> dict[str, int]:
-    """Counts of the bit-sum profile's evaluations (``delta_for``) and searches (``epsilon_for``)."""
-    counts = {"delta_for": 0, "epsilon_for": 0}
-    for name in counts:
+    """Counts of the bit-sum profile's evaluations (``delta_for``), decisions of a claim (``meets``,
+    with the number of them that held) and searches (``epsilon_for``)."""
+    counts = {"delta_for": 0, "epsilon_for": 0, "meets": 0, "met": 0}
+    for name in ("delta_for", "epsilon_for", "meets"):
         original = getattr(BinomialSumProfile, name)
 
-        def counted(self, value, _original=original, _name=name):
+        def counted(self, *values, _original=original, _name=name):
             counts[_name] += 1
-            return _original(self, value)
+            result = _original(self, *values)
+            if _name == "meets":
+                counts["met"] += bool(result)
+            return result
 
         monkeypatch.setattr(BinomialSumProfile, name, counted)
     return counts
@@ -85,8 +89,9 @@ def test_a_hit_is_the_fresh_calibration_after_one_evaluation_and_no_search(cache
     cached = _bit_sum_calibration(*ARGUMENTS, calibration)
     assert calls == [1], "a hit must not run the calibration search"
     assert _same(cached, fresh)
-    # the certified point, and for the least-noise calibration one bit fewer (which must fail)
-    assert counts == {"delta_for": 1 if calibration == "paper" else 2, "epsilon_for": 0}
+    # the certified point, and for the least-noise calibration the claim with one bit fewer (which fails)
+    fewer = 0 if calibration == "paper" else 1
+    assert counts == {"delta_for": 1, "epsilon_for": 0, "meets": fewer, "met": 0}
     assert json.loads(path.read_text())["certificate"] == fresh.certificate.to_json()
 
 

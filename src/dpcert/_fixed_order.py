@@ -49,6 +49,33 @@ def sum_of_products(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.add.reduce(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
 
 
+def log_sum_exp(values: np.ndarray) -> float:
+    """``ln Σ_j e^{values_j}`` of a 1-D vector, without overflow.
+
+    The operations of SciPy's ``logsumexp`` (since SciPy 1.15; Blanchard, Higham & Higham 2021): the
+    largest entries are taken out of the sum, ``s = Σ_{j: v_j < m} e^{v_j − m} / c`` with ``m`` the
+    maximum and ``c`` its multiplicity, then ``log1p(s) + ln c + m``, every step a numpy ufunc on
+    arrays and the sum numpy's pairwise ``add.reduce``.  So the result is the same float on every
+    CPU and for every SciPy version, equal to ``scipy.special.logsumexp(values)`` of SciPy 1.15–1.17.
+    ``-inf`` for an empty vector or one of only ``-inf``; an infinite or NaN maximum gives
+    ``ln Σ e^{v_j}`` directly, as SciPy does.
+    """
+    a = np.asarray(values, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        return -math.inf
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        peak = np.max(a, keepdims=True)
+        if not np.isfinite(peak[0]):
+            return float(np.log(np.add.reduce(np.exp(a), keepdims=True))[0])
+        at_peak = a == peak
+        count = np.add.reduce(at_peak.astype(np.float64), keepdims=True)
+        rest = np.where(at_peak, -np.inf, a)
+        total = np.add.reduce(np.exp(rest - peak), keepdims=True)
+        total = np.where(total == 0, total, total / count)
+        out = np.log1p(total) + np.log(count) + peak
+    return float(out[0])
+
+
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The full discrete convolution over the last axis (as ``np.convolve`` for 1-D vectors; leading axes
     broadcast), each output entry summed over the shorter factor's entries in increasing order."""

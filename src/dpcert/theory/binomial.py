@@ -49,11 +49,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert._numerics import smallest_valid
 from dpcert.theory.pld import (
     ComposedLossBound,
     LossPmf,
     compose_delta_bound,
+    compose_delta_meets,
     compose_epsilon_bound,
     loss_pmf_from_masses,
 )
@@ -181,8 +183,6 @@ def shifted_pair(trials: int, p: float, shift: int) -> tuple[np.ndarray, np.ndar
 
 def _hockey_stick(log_upper: np.ndarray, log_lower: np.ndarray, dropped: float, epsilon: float) -> float:
     """``Σ_k (P(k) − e^ε Q(k))_+`` plus the dropped tail mass, rounded upward."""
-    from scipy.special import logsumexp
-
     with np.errstate(invalid="ignore"):
         positive = log_upper > epsilon + log_lower
     if not positive.any():
@@ -190,8 +190,8 @@ def _hockey_stick(log_upper: np.ndarray, log_lower: np.ndarray, dropped: float, 
     upper = log_upper[positive]
     lower = epsilon + log_lower[positive]
     log_terms = upper + np.log1p(-np.exp(lower - upper))  # log(P − e^ε Q), P > e^ε Q
-    value = float(np.exp(logsumexp(log_terms)))
-    mass = float(np.exp(logsumexp(upper)))
+    value = float(np.exp(fixed_order.log_sum_exp(log_terms)))
+    mass = float(np.exp(fixed_order.log_sum_exp(upper)))
     return min(1.0, value + _RELATIVE_SLACK * mass + dropped)
 
 
@@ -275,6 +275,15 @@ def composed_delta(epsilon: float, trials: int, p: float, shift: int, coordinate
     if coordinates == 1:
         return shift_delta(epsilon, trials, p, shift)
     return compose_delta_bound(_composed_bounds(trials, p, shift, coordinates), epsilon)
+
+
+def composed_delta_meets(
+    epsilon: float, delta: float, trials: int, p: float, shift: int, coordinates: int
+) -> bool:
+    """``composed_delta(epsilon, ...) <= delta``, stopping at the first direction that exceeds it."""
+    if coordinates == 1:
+        return shift_delta(epsilon, trials, p, shift) <= delta
+    return compose_delta_meets(_composed_bounds(trials, p, shift, coordinates), epsilon, delta)
 
 
 def composed_epsilon(delta: float, trials: int, p: float, shift: int, coordinates: int) -> float:
@@ -390,6 +399,15 @@ def _groups(coordinates: int | tuple[int, ...]) -> tuple[int, ...]:
 def l2_delta(epsilon: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:
     """δ(ε) for ℓ2-bounded groups of coordinates (see :func:`l2_shift_multisets`, :func:`l2_patterns`)."""
     return compose_delta_bound(_l2_bounds(trials, g, _groups(coordinates)), epsilon)
+
+
+def l2_delta_meets(
+    epsilon: float, delta: float, trials: int, g: int, coordinates: int | tuple[int, ...]
+) -> bool:
+    """``l2_delta(epsilon, ...) <= delta``, the shift patterns evaluated most severe first and the
+    evaluation stopped at the first that exceeds ``delta``
+    (see :func:`~dpcert.theory.pld.compose_delta_meets`)."""
+    return compose_delta_meets(_l2_bounds(trials, g, _groups(coordinates)), epsilon, delta)
 
 
 def l2_epsilon(delta: float, trials: int, g: int, coordinates: int | tuple[int, ...]) -> float:

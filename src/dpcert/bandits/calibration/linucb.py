@@ -483,7 +483,7 @@ def _read_cached_bit_sum(path: Path, key: Mapping[str, Any]) -> BinomialSumCalib
         return None
     if key["calibration"] != "paper" and parameters.b > 1:
         fewer = BinomialSumProfile({**parameters.to_dict(), "b": parameters.b - 1})
-        if fewer.delta_for(key["epsilon"]) <= key["delta"]:
+        if fewer.meets(key["epsilon"], key["delta"]):
             return None  # not the least b: a raised entry
     return BinomialSumCalibration(parameters, certificate, entry["method"])
 

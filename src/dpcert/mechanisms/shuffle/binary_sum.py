@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcert import _fixed_order as fixed_order
 from dpcert import _validation as check
 from dpcert._numerics import least_valid_integer, smallest_valid
 from dpcert.certificates import Certificate, Neighbouring, TrustModel, point_on_profile
@@ -56,8 +57,6 @@ def binary_sum_delta(epsilon: float, noise_bits: int) -> float:
     result is never below the smallest positive float: δ_N(ε) >= 2^-N > 0 at every ε (the shifted
     count is never 0), so the profile never claims pure DP even where 2^-N underflows.
     """
-    from scipy.special import logsumexp
-
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     n = check.positive_int("noise_bits", noise_bits)
     limit = (n + 1) / (1.0 + math.exp(epsilon)) if epsilon < 700 else 0.0
@@ -68,8 +67,8 @@ def binary_sum_delta(epsilon: float, noise_bits: int) -> float:
     factor = np.ones(ks.shape)
     factor[1:] = 1.0 - growth * ks[1:] / (n - ks[1:] + 1.0)  # p(k−1)/p(k) = k/(N − k + 1)
     positive = factor > 0
-    value = float(np.exp(logsumexp(log_p[positive] + np.log(factor[positive]))))
-    mass = float(np.exp(logsumexp(log_p)))
+    value = float(np.exp(fixed_order.log_sum_exp(log_p[positive] + np.log(factor[positive]))))
+    mass = float(np.exp(fixed_order.log_sum_exp(log_p)))
     return min(1.0, max(value + _RELATIVE_SLACK * mass, _SMALLEST_DELTA))
 
 

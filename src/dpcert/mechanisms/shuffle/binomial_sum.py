@@ -314,6 +314,14 @@ class BinomialSumProfile:
             return exact.l2_delta(epsilon, q.noise_trials, q.g, q.l2_groups)
         return exact.composed_delta(epsilon, *self._args())
 
+    def meets(self, epsilon: float, delta: float) -> bool:
+        """``delta_for(epsilon) <= delta``, decided without evaluating the directions (or ℓ2 shift
+        patterns) left once one of them exceeds ``delta``."""
+        q = self.parameters
+        if self._l2():
+            return exact.l2_delta_meets(epsilon, delta, q.noise_trials, q.g, q.l2_groups)
+        return exact.composed_delta_meets(epsilon, delta, *self._args())
+
     def epsilon_for(self, delta: float) -> float:
         q = self.parameters
         if self._l2():
@@ -725,7 +733,7 @@ def least_noise_bits(
     def valid(b: int) -> bool:
         profile = BinomialSumProfile({**layout, "b": b})
         if compositions == 1:
-            return profile.delta_for(epsilon) <= delta
+            return profile.meets(epsilon, delta)
         ((single, coordinates),) = profile.privacy_loss_parts(grid)
         return pld_self_composed_delta_for(single, coordinates * compositions, epsilon) <= delta
 
