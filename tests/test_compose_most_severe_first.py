@@ -71,7 +71,7 @@ def test_a_failing_claim_is_decided_by_the_most_severe_direction_alone(trials, g
 @pytest.mark.parametrize(("trials", "g", "groups"), CASES)
 def test_the_epsilon_search_is_valid_and_never_above_the_definition(trials, g, groups):
     directions = _directions(trials, g, groups)
-    for delta in (1e-7, 1e-4, 1e-2, 0.1):
+    for delta in (1e-12, 1e-7, 1e-4, 1e-2, 0.1):
         fast = pld.compose_epsilon_bound(directions, delta)
         reference = _epsilon_by_every_direction(directions, delta)
         assert math.isfinite(fast) and math.isfinite(reference)
@@ -79,6 +79,13 @@ def test_the_epsilon_search_is_valid_and_never_above_the_definition(trials, g, g
         assert pld.compose_delta_bound(directions, fast) <= delta
         # and it is the least ε to the search's resolution: a little less fails
         assert pld.compose_delta_bound(directions, fast * (1 - 1e-6)) > delta or fast == 0.0
+
+
+def test_one_direction_is_its_own_least_epsilon():
+    (direction,) = _directions(300, 3, (3,))
+    for delta in (1e-12, 1e-6, 0.05):
+        assert pld.compose_epsilon_bound([direction], delta) == direction.epsilon_for(delta)
+        assert pld.compose_delta_meets([direction], 0.7, delta) == (direction.delta_for(0.7) <= delta)
 
 
 def test_the_least_noise_search_and_the_profile_agree_with_delta_for():
