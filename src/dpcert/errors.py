@@ -7,6 +7,8 @@ which maps these errors to exit status 2) never see a silent NaN or an over-clai
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DPCertError(Exception):
     """Base class of every error raised by dpcert."""
@@ -45,6 +47,10 @@ class InvalidParameter(DPCertError, ValueError):
         if hint:
             message += f" ({hint})"
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its parameters (it crosses process boundaries, e.g. from a worker process)."""
+        return (type(self), (self.name, self.value, self.allowed, self.hint))
 
 
 class DataOutOfBounds(InvalidParameter):

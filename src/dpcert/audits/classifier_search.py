@@ -31,7 +31,10 @@ mechanism: the event is an event of (M(x), U), whose ε is at most M's (see
 from __future__ import annotations
 
 import math
+import multiprocessing
+import pickle
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,6 +103,10 @@ class ClassifierSearch:
     binned
         Also score continuous outputs by cells of binned values (the better scorer on held-out
         screening draws is kept); False: logistic regression alone.
+    workers
+        Processes that learn the events of a screening round's pairs side by side (forked, where the
+        platform can fork; one process otherwise).  Every draw is made in this process, in the same
+        order, and the learning uses no randomness, so the report is the same for every ``workers``.
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
@@ -109,6 +116,7 @@ class ClassifierSearch:
     fit_draws: int = DEFAULT_FIT_DRAWS
     chunk: int = DEFAULT_CHUNK
     binned: bool = True
+    workers: int = 1
 
     kind = "classifier"
     finalists = 1
@@ -133,6 +141,7 @@ class ClassifierSearch:
         object.__setattr__(self, "chunk", check.positive_int("chunk", self.chunk))
         if not isinstance(self.binned, bool):
             raise InvalidParameter("binned", self.binned, "True or False")
+        object.__setattr__(self, "workers", check.positive_int("workers", self.workers))
 
     @property
     def neighbours(self) -> Relation | None:
@@ -297,12 +306,14 @@ def successive_halving(
                 f"at least {least} draws per input to screen {len(candidates)} candidate pairs "
                 f"in {rounds} rounds of successive halving",
             )
-        for entry in alive:
+        for entry in alive:  # the draws first, in the order of the pairs
             fresh_a = draw(mechanism, entry.candidate.a, new, rng)
             fresh_b = draw(mechanism, entry.candidate.b, new, rng)
             entry.on_a = fresh_a if entry.on_a.size == 0 else np.concatenate([entry.on_a, fresh_a])
             entry.on_b = fresh_b if entry.on_b.size == 0 else np.concatenate([entry.on_b, fresh_b])
-            entry.event, entry.forecast = learn_event(
+
+        def learn(entry: _Screening) -> tuple[LearnedEvent, float]:
+            return learn_event(
                 entry.on_a,
                 entry.on_b,
                 evaluation,
@@ -311,6 +322,9 @@ def successive_halving(
                 fit_draws=search.fit_draws,
                 binned=search.binned,
             )
+
+        for entry, (event, forecast) in zip(alive, _map_forked(learn, alive, search.workers), strict=True):
+            entry.event, entry.forecast = event, forecast
         ranked = sorted(alive, key=lambda e: -e.forecast)  # stable: ties keep the candidates' order
         log.append(
             {
@@ -323,6 +337,56 @@ def successive_halving(
         )
         alive = ranked[: max(1, math.ceil(len(alive) / 2))] if round_index + 1 < rounds else ranked[:1]
     return alive[0], log
+
+
+def _map_forked(function: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
+    """``[function(item) for item in items]``, computed by up to ``workers`` forked processes at a time.
+
+    A forked child inherits ``function`` and ``items`` (nothing large is pickled on the way in) and
+    sends back its result, or the exception it raised, through a pipe.  One process (the plain list)
+    when ``workers`` is 1, there is one item, or the platform cannot fork."""
+    if workers <= 1 or len(items) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [function(item) for item in items]
+    context = multiprocessing.get_context("fork")
+    results: list[Any] = [None] * len(items)
+    pending = list(range(len(items)))
+    running: list[tuple[int, Any, Any]] = []
+    while pending or running:
+        while pending and len(running) < workers:
+            index = pending.pop(0)
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(function, items[index], sender), daemon=True)
+            process.start()
+            sender.close()
+            running.append((index, process, receiver))
+        index, process, receiver = running.pop(0)
+        try:
+            payload = receiver.recv_bytes()
+        except EOFError:
+            payload = None
+        process.join()
+        receiver.close()
+        if payload is None:
+            raise RuntimeError(f"a screening process ended without a result (exit code {process.exitcode})")
+        failed, value = pickle.loads(payload)
+        if failed:
+            raise value
+        results[index] = value
+    return results
+
+
+def _child(function: Callable[[Any], Any], item: Any, sender: Any) -> None:
+    try:
+        message: tuple[bool, Any] = (False, function(item))
+    except BaseException as error:  # sent to the parent, which raises it
+        message = (True, error)
+    try:
+        payload = pickle.dumps(message)
+    except Exception as error:  # a result or error that cannot be pickled: its text
+        text = f"{type(message[1]).__name__}: {message[1]}" if message[0] else repr(error)
+        payload = pickle.dumps((True, RuntimeError(text)))
+    sender.send_bytes(payload)
+    sender.close()
 
 
 # --------------------------------------------------------------------------- streamed evaluation

@@ -171,6 +171,13 @@ def register(groups: CommandGroups) -> None:
         default=None,
         help="pairs search: a JSON list of [input, neighbour] pairs, or a path to a .json file holding one",
     )
+    search.add_argument(
+        "--workers",
+        type=integer,
+        default=None,
+        help="classifier search: processes learning the events of a screening round side by side "
+        "(default 1; every draw is made in one process, so the report does not depend on it)",
+    )
     builtin = parser.add_argument_group("builtin targets")
     builtin.add_argument("--scale", type=positive, default=None, help="laplace: noise scale b")
     builtin.add_argument("--sigma", type=positive, default=None, help="gaussian: noise standard deviation")
@@ -428,7 +435,7 @@ def _flag_names(exc: InvalidParameter) -> InvalidParameter:
         return InvalidParameter("--pairs", f"{exc.name}: {exc.value}", exc.allowed, exc.hint)
     if exc.name.startswith("starts"):
         return InvalidParameter("--start", exc.value, exc.allowed, exc.hint)
-    if exc.name in ("relation", "sensitivity", "length"):
+    if exc.name in ("relation", "sensitivity", "length", "workers"):
         return InvalidParameter(f"--{exc.name}", exc.value, exc.allowed, exc.hint)
     if exc.name == "start":
         return InvalidParameter("--input", exc.value, exc.allowed, exc.hint)
@@ -437,6 +444,8 @@ def _flag_names(exc: InvalidParameter) -> InvalidParameter:
 
 def search_from_arguments(args: argparse.Namespace) -> Any:
     """The neighbour search named by ``--search`` (``--input`` is its start), or None."""
+    if args.workers is not None and args.search != "classifier":
+        raise InvalidParameter("--workers", args.workers, "only with --search classifier")
     if args.search is None:
         for flag, value in (("--length", args.length), ("--pairs", args.pairs), ("--start", args.start)):
             if value is not None:
@@ -461,7 +470,8 @@ def _search(args: argparse.Namespace, start: Any) -> Any:
         )
         if args.start is not None and inner.search != "vector":
             raise InvalidParameter("--start", args.start, "with --search classifier only with --length")
-        return ClassifierSearch(_search(inner, start))
+        workers = 1 if args.workers is None else args.workers
+        return ClassifierSearch(_search(inner, start), workers=workers)
     if args.search == "vector":
         if args.length is None:
             raise InvalidParameter("--length", None, "the number of query answers (an integer >= 1)")
