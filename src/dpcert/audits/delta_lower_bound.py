@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.audits.clopper_pearson import clopper_pearson
 from dpcert.audits.epsilon_lower_bound import (
     SELECTION_FRACTION,
     EvaluationCounts,
@@ -46,12 +47,8 @@ def delta_bound_from_counts(counts: EvaluationCounts, epsilon: float, confidence
     """The (``confidence``) lower confidence bound on δ(ε) from fixed-set counts (union bound, α/2 each)."""
     epsilon = check.nonnegative_finite("epsilon", epsilon)
     alpha = 1.0 - check.probability("confidence", confidence, open_low=True, open_high=True)
-    from statsmodels.stats.proportion import proportion_confint  # heavy: imported on first use
-
-    lower, _ = proportion_confint(counts.in_set_numerator, counts.draws_numerator, alpha=alpha, method="beta")
-    _, upper = proportion_confint(
-        counts.in_set_denominator, counts.draws_denominator, alpha=alpha, method="beta"
-    )
+    lower = float(clopper_pearson(counts.in_set_numerator, counts.draws_numerator, alpha)[0])
+    upper = float(clopper_pearson(counts.in_set_denominator, counts.draws_denominator, alpha)[1])
     return max(0.0, float(lower) - math.exp(epsilon) * float(upper) - 1e-12)
 
 

@@ -17,8 +17,9 @@ Validity (what makes the reported number a (1 − α) lower confidence bound):
   part only, so S is independent of the evaluation counts.
 * On the evaluation part, with S fixed, ``p_lower`` is the one-sided (1 − α/2) Clopper–Pearson lower
   bound of the numerator probability and ``p_upper`` the one-sided (1 − α/2) upper bound of the
-  denominator probability (statsmodels ``proportion_confint(method="beta")`` at level α gives exactly
-  these two ends).  By a union bound both hold together with probability >= 1 − α, and on that event
+  denominator probability (the two ends of the level-α interval of
+  :func:`~dpcert.audits.clopper_pearson.clopper_pearson`, each checked against the binomial tail it
+  inverts).  By a union bound both hold together with probability >= 1 − α, and on that event
   ``ln((p_lower − δ)/p_upper) <= ln((P_a(S) − δ)/P_b(S)) <= ε_true(δ)``.
 * The bound is reported as ``max(0, ·)`` (ε >= 0 always holds), so it is finite and JSON-safe, and it
   is lowered by a relative 1e-9 (plus 1e-12) to cover the numerical error of the beta quantiles and the
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from dpcert import _validation as check
+from dpcert.audits.clopper_pearson import clopper_pearson
 from dpcert.audits.rejection_set import RejectionSet, Score
 from dpcert.audits.sampling import SamplePair
 from dpcert.audits.selection import DEFAULT_MAX_CELLS, INPUTS, select_rejection_set
@@ -125,13 +127,8 @@ def bound_from_counts(counts: EvaluationCounts, delta: float, confidence: float)
     """
     delta = check.delta(delta)
     alpha = 1.0 - check.probability("confidence", confidence, open_low=True, open_high=True)
-    from statsmodels.stats.proportion import proportion_confint  # heavy: imported on first use
-
-    lower, _ = proportion_confint(counts.in_set_numerator, counts.draws_numerator, alpha=alpha, method="beta")
-    _, upper = proportion_confint(
-        counts.in_set_denominator, counts.draws_denominator, alpha=alpha, method="beta"
-    )
-    lower, upper = float(lower), float(upper)
+    lower = float(clopper_pearson(counts.in_set_numerator, counts.draws_numerator, alpha)[0])
+    upper = float(clopper_pearson(counts.in_set_denominator, counts.draws_denominator, alpha)[1])
     if lower <= delta:
         return CountBound(0.0, lower, upper)
     value = math.log((lower - delta) / upper)

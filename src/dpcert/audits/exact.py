@@ -32,6 +32,7 @@ import numpy as np
 
 from dpcert import _validation as check
 from dpcert._numerics import nudge_up_until_valid
+from dpcert.audits.clopper_pearson import clopper_pearson
 from dpcert.errors import InvalidParameter
 
 _UNIT_ROUNDOFF = np.finfo(float).eps / 2.0
@@ -259,8 +260,6 @@ def estimate_profile(
     max_cells
         Refuse more distinct outcomes than this (the Bonferroni intervals would be useless).
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     confidence = check.probability("confidence", confidence, open_low=True, open_high=True)
     max_cells = check.positive_int("max_cells", max_cells)
     draws_a, draws_b = np.asarray(on_a).reshape(-1), np.asarray(on_b).reshape(-1)
@@ -281,8 +280,8 @@ def estimate_profile(
     counts_a = np.bincount(np.searchsorted(outcomes, draws_a), minlength=outcomes.size)
     counts_b = np.bincount(np.searchsorted(outcomes, draws_b), minlength=outcomes.size)
     alpha_each = (1.0 - confidence) / (2 * outcomes.size)
-    lower_a, upper_a = proportion_confint(counts_a, draws_a.size, alpha=alpha_each, method="beta")
-    lower_b, upper_b = proportion_confint(counts_b, draws_b.size, alpha=alpha_each, method="beta")
+    lower_a, upper_a = clopper_pearson(counts_a, draws_a.size, alpha_each)
+    lower_b, upper_b = clopper_pearson(counts_b, draws_b.size, alpha_each)
     return ProfileEstimate(
         outcomes=tuple(outcomes.tolist()),
         counts_a=counts_a,
