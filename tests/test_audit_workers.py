@@ -4,6 +4,8 @@ number of workers (every draw is made in the parent, in the same order; learning
 from __future__ import annotations
 
 import json
+import multiprocessing
+import time
 import warnings
 
 import pytest
@@ -59,3 +61,18 @@ def test_workers_are_validated():
     argv = ["audit", "builtin:laplace", "--epsilon", "1", "--seed", "1"]
     assert main([*argv, "--input", "0", "--neighbour", "1", "--workers", "2"]) == 2  # not a classifier search
     assert main([*argv, "--search", "classifier", "--length", "2", "--workers", "0"]) == 2
+
+
+def _fail_first_or_wait(x: int) -> int:
+    if x == 0:
+        raise InvalidParameter("x", x, "not 0")
+    time.sleep(30)  # still running when the first item's error arrives
+    return x
+
+
+def test_an_error_stops_the_other_workers():
+    start = time.perf_counter()
+    with pytest.raises(InvalidParameter):
+        _map_forked(_fail_first_or_wait, [0, 1, 2], 3)
+    assert multiprocessing.active_children() == []  # the sleeping workers were stopped
+    assert time.perf_counter() - start < 20  # not waited for

@@ -351,27 +351,35 @@ def _map_forked(function: Callable[[Any], Any], items: list[Any], workers: int) 
     results: list[Any] = [None] * len(items)
     pending = list(range(len(items)))
     running: list[tuple[int, Any, Any]] = []
-    while pending or running:
-        while pending and len(running) < workers:
-            index = pending.pop(0)
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(function, items[index], sender), daemon=True)
-            process.start()
-            sender.close()
-            running.append((index, process, receiver))
-        index, process, receiver = running.pop(0)
-        try:
-            payload = receiver.recv_bytes()
-        except EOFError:
-            payload = None
-        process.join()
-        receiver.close()
-        if payload is None:
-            raise RuntimeError(f"a screening process ended without a result (exit code {process.exitcode})")
-        failed, value = pickle.loads(payload)
-        if failed:
-            raise value
-        results[index] = value
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                index = pending.pop(0)
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(target=_child, args=(function, items[index], sender), daemon=True)
+                process.start()
+                sender.close()
+                running.append((index, process, receiver))
+            index, process, receiver = running[0]
+            try:
+                payload = receiver.recv_bytes()
+            except EOFError:
+                payload = None
+            process.join()
+            receiver.close()
+            running.pop(0)
+            if payload is None:
+                code = process.exitcode
+                raise RuntimeError(f"a screening process ended without a result (exit code {code})")
+            failed, value = pickle.loads(payload)
+            if failed:
+                raise value
+            results[index] = value
+    finally:  # after an error, the processes still running are stopped
+        for _, process, receiver in running:
+            process.terminate()
+            process.join()
+            receiver.close()
     return results
 
 
