@@ -48,6 +48,7 @@ from dpcert.audits.epsilon_lower_bound import (
     few_draws_message,
 )
 from dpcert.audits.learned_event import (
+    MARGINAL_FDR,
     CellTable,
     LearnedEvent,
     OutputFeatures,
@@ -55,6 +56,9 @@ from dpcert.audits.learned_event import (
     binned_cells,
     cell_log_ratios,
     fit_logistic,
+    marginal_binnings,
+    marginal_log_ratios,
+    marginal_scores,
     summary_cells,
 )
 from dpcert.audits.neighbours import Relation, plain_value
@@ -218,10 +222,13 @@ def learn_event(
 
     Outputs with at most :data:`~dpcert.audits.learned_event.MAX_CELLS` distinct values on the first
     half are scored by their cell's estimated log likelihood ratio (the saturated logistic model on
-    one-hot cells, in closed form).  Other outputs get up to three scorers: the same on cells of binned
+    one-hot cells, in closed form).  Other outputs get several scorers: the same on cells of binned
     values (:func:`~dpcert.audits.learned_event.binned_cells`), on cells of row summaries (atom counts
     and the largest other value, :func:`~dpcert.audits.learned_event.summary_cells`, for outputs of
-    several coordinates) and logistic regression on
+    several coordinates), the sum of the coordinates' binned marginal log likelihood ratios
+    (:func:`~dpcert.audits.learned_event.marginal_log_ratios`, one per binning of
+    :data:`~dpcert.audits.learned_event.BIN_COUNTS`, for outputs of several coordinates) and logistic
+    regression on
     :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most ``fit_draws`` draws per
     input; the one whose chosen threshold forecasts the larger bound on the second half is kept (a
     choice made on screening draws only).
@@ -232,7 +239,7 @@ def learn_event(
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
     first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
     table = CellTable.of(first)
-    events = []
+    events: list[LearnedEvent | tuple[LearnedEvent, tuple[np.ndarray, np.ndarray]]] = []
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
         events.append(LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen))
@@ -253,14 +260,36 @@ def learn_event(
             )
             weights = tuple(float(s) for s in scores)
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary))
+        marginals = marginal_binnings(np.concatenate([fit_a, fit_b])) if binned else []
+        if marginals:  # the finest binning's images, from which the coarser ones are read
+            finest_a, finest_b = marginals[0].transform(rows_a), marginals[0].transform(rows_b)
+        for marginal in marginals:
+            image_a, image_b = (
+                marginal.coarsened(marginals[0], finest_a),
+                marginal.coarsened(marginals[0], finest_b),
+            )
+            if image_a is None or image_b is None:
+                image_a, image_b = marginal.transform(rows_a), marginal.transform(rows_b)
+            tables = marginal_log_ratios(
+                marginal, image_a[:half_a], image_b[:half_b], false_discovery=MARGINAL_FDR
+            )
+            weights = tuple(float(w) for w in tables)
+            held_out = (
+                marginal_scores(marginal, tables, image_a[half_a:]),
+                marginal_scores(marginal, tables, image_b[half_b:]),
+            )
+            events.append((LearnedEvent(None, weights, "a", 0.0, 0.0, marginals=marginal), held_out))
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
         weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
     best: tuple[LearnedEvent, float] | None = None
-    for event in events:  # the scorer with the better forecast on the held-out half
-        choice = choose_event(
-            event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]), evaluation, delta, confidence
+    for candidate in events:  # the scorer with the better forecast on the held-out half
+        event, (scores_a, scores_b) = (
+            candidate
+            if isinstance(candidate, tuple)
+            else (candidate, (candidate.scores(rows_a[half_a:]), candidate.scores(rows_b[half_b:])))
         )
+        choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
         if best is None or choice.forecast > best[1]:
             chosen = replace(event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie)
             best = (chosen, choice.forecast)

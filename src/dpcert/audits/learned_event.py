@@ -28,6 +28,12 @@ vector variants have).  Here:
   queries whose released values all lie below b's answers has likelihood ratio e^(m/s) under query
   noise Lap(s) (each ⊥ and each released value adds 1/s once the released values cap the noisy
   threshold), a ratio that per-coordinate cells spread over too many positions to estimate.
+* :func:`marginal_log_ratios` — the product of the coordinates' binned marginals (naive Bayes): the
+  score of an output is the sum over its coordinates of the estimated log likelihood ratio of the
+  coordinate's atom or value bin.  When the coordinates are independent given the input (parallel
+  Laplace releases, histograms, RAPPOR's bits) this is the Neyman–Pearson statistic up to binning, and
+  each term is estimated from all the draws, where a joint cell table would split them over a number
+  of cells exponential in the coordinates.
 * :class:`LearnedEvent` — the event ``{u(o) > t} ∪ {u(o) = t and U < q}`` on the classifier's score,
   serialisable exactly (its threshold and tie are chosen by
   :func:`dpcert.audits.classifier_search.choose_event`).
@@ -54,6 +60,7 @@ NEWTON_STEPS = 25
 BIN_COUNTS = (16, 8, 4, 2)  # value bins per coordinate tried for binned cells, finest first
 MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
 CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
+MARGINAL_FDR = 0.05  # false discovery rate of the coordinates kept in a marginal score
 GRAM_CHUNK = 4096  # rows per partial Gram matrix (bounded memory; fixed, so the sums' order is fixed)
 
 
@@ -279,6 +286,25 @@ class Binning:
             image[:, index] = code
         return image
 
+    def coarsened(self, finer: Binning, image: np.ndarray) -> np.ndarray | None:
+        """This binning's image of the outputs whose image under ``finer`` is ``image``, without the
+        outputs: possible when both have the same atoms and every cut point of this binning is one of
+        ``finer``'s (then a value's count of cut points at or below it is read off its finer bin);
+        None otherwise.  The same array as ``self.transform(outputs)``."""
+        if self.atoms != finer.atoms:
+            return None
+        lookups, offset, offsets = [], 0, []
+        for atoms, fine_edges, edges in zip(self.atoms, finer.edges, self.edges, strict=True):
+            if not set(edges) <= set(fine_edges):
+                return None
+            # fine code len(atoms) + k: the value lies in [fine_edges[k-1], fine_edges[k])
+            below = np.searchsorted(np.asarray(edges, float), np.asarray(fine_edges, float), side="right")
+            lookups.append(np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])]))
+            offsets.append(offset)
+            offset += len(atoms) + len(fine_edges) + 1
+        codes = image.astype(np.int64) + np.asarray(offsets, dtype=np.int64)
+        return np.take(np.concatenate(lookups).astype(float), codes)
+
     def to_dict(self) -> dict[str, Any]:
         return {"atoms": [list(a) for a in self.atoms], "edges": [list(e) for e in self.edges]}
 
@@ -351,6 +377,8 @@ def summary_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[RowSumm
         summary = RowSummary.fit(fitting, bins)
         if not summary.atoms:
             return found
+        if CellTable.of(summary.transform(rows[:CELL_PROBE])) is None:
+            continue  # too many cells among the probed rows, hence among all rows
         table = CellTable.of(summary.transform(rows))
         if table is not None and not any(summary == known for known, _ in found):
             found.append((summary, table))
@@ -366,6 +394,8 @@ def binned_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[Binning, Cell
         binning = Binning.fit(fitting, bins)
         if not any(binning.edges):
             return None
+        if CellTable.of(binning.transform(rows[:CELL_PROBE])) is None:
+            continue  # too many cells among the probed rows, hence among all rows
         table = CellTable.of(binning.transform(rows))
         if table is not None:
             return binning, table
@@ -384,6 +414,92 @@ def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tup
     total_b = on_b.shape[0] + 0.5 * (size + 1)
     scores = np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
     return scores, float(np.log(0.5 / total_a) - np.log(0.5 / total_b))
+
+
+def marginal_binnings(fitting: np.ndarray) -> list[Binning]:
+    """The distinct :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``), finest
+    first, for a product-of-marginals score; none for outputs of one coordinate (binned cells already
+    score those exactly as the marginal would)."""
+    rows = as_rows(fitting)
+    found: list[Binning] = []
+    if rows.shape[1] < 2:
+        return found
+    for bins in BIN_COUNTS:
+        binning = Binning.fit(rows, bins)
+        if not any(binning == known for known in found):
+            found.append(binning)
+    return found
+
+
+def marginal_sizes(binning: Binning) -> tuple[int, ...]:
+    """Per coordinate, the number of codes of :meth:`Binning.transform`: its atoms and its bins."""
+    return tuple(len(a) + len(e) + 1 for a, e in zip(binning.atoms, binning.edges, strict=True))
+
+
+def g_test_p_value(count_a: np.ndarray, count_b: np.ndarray) -> float:
+    """p-value of the G-test (likelihood-ratio test of independence, Wilks' χ² limit) that two count
+    vectors over the same codes come from one distribution; 1 when fewer than two codes occur."""
+    from scipy.special import chdtrc  # heavy: imported on first use (keeps the pytest plugin light)
+
+    pooled = count_a + count_b
+    used = pooled > 0
+    if int(np.count_nonzero(used)) < 2 or min(int(count_a.sum()), int(count_b.sum())) == 0:
+        return 1.0
+    statistic = 0.0
+    for counts in (count_a, count_b):
+        expected = pooled * (counts.sum() / pooled.sum())
+        seen = counts > 0
+        statistic += float(np.sum(counts[seen] * np.log(counts[seen] / expected[seen])))
+    return float(chdtrc(int(np.count_nonzero(used)) - 1, max(2.0 * statistic, 0.0)))
+
+
+def marginal_log_ratios(
+    binning: Binning, image_a: np.ndarray, image_b: np.ndarray, *, false_discovery: float | None = None
+) -> np.ndarray:
+    """From the images (:meth:`Binning.transform`) of draws on a and on b: per coordinate and code,
+    ``log P̂(code | a) − log P̂(code | b)`` of that coordinate's marginal,
+    with half a draw added to every code (as :func:`cell_log_ratios`); the coordinates' tables one
+    after the other.
+
+    With ``false_discovery``, only the coordinates whose marginals on a and b differ by the
+    Benjamini–Hochberg procedure at that false discovery rate (on the p-values of
+    :func:`g_test_p_value`) keep their tables; the others' are zero, since their estimated ratios are
+    noise that would blur the informative ones.  When no coordinate is found, every one keeps its
+    table.  (Benjamini & Hochberg 1995: the more coordinates carry a signal, the more lenient the
+    cut, so many weak but real coordinates are kept together.)"""
+    tables, p_values = [], []
+    for index, size in enumerate(marginal_sizes(binning)):
+        count_a = np.bincount(image_a[:, index].astype(np.int64), minlength=size)
+        count_b = np.bincount(image_b[:, index].astype(np.int64), minlength=size)
+        total_a = image_a.shape[0] + 0.5 * size
+        total_b = image_b.shape[0] + 0.5 * size
+        tables.append(np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b))
+        if false_discovery is not None:
+            p_values.append(g_test_p_value(count_a, count_b))
+    if false_discovery is not None:
+        order = np.argsort(np.asarray(p_values), kind="stable")
+        ranks = np.arange(1, len(p_values) + 1)
+        passing = np.flatnonzero(np.asarray(p_values)[order] <= false_discovery * ranks / len(p_values))
+        if passing.size:
+            kept = set(order[: int(passing[-1]) + 1].tolist())
+            tables = [t if i in kept else np.zeros_like(t) for i, t in enumerate(tables)]
+    return np.concatenate(tables)
+
+
+def marginal_scores(binning: Binning, weights: np.ndarray, image: np.ndarray) -> np.ndarray:
+    """For outputs whose image (:meth:`Binning.transform`) is ``image``: Σ_j (coordinate j's log ratio
+    of the output's code), summed over the coordinates in their order (one rounded addition per
+    coordinate: the same bits on every CPU)."""
+    image = image.astype(np.int64)
+    sizes = marginal_sizes(binning)
+    if weights.shape != (sum(sizes),):
+        raise InvalidParameter("weights", f"{weights.shape[0]} weights", f"{sum(sizes)} weights")
+    total = np.zeros(image.shape[0])
+    offset = 0
+    for index, size in enumerate(sizes):
+        total += weights[offset + image[:, index]]
+        offset += size
+    return total
 
 
 def _gram(design: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -428,7 +544,8 @@ class LearnedEvent:
     ``u = ±s(o)`` (+ when ``numerator`` is ``"a"``), where s is ``w · features(o)`` (logistic
     regression, ``features`` set) or, for outputs with few distinct values, the estimated log
     likelihood ratio of o's cell (``cells`` set; ``weights`` then holds one score per cell and
-    ``unseen`` the score of any other output)."""
+    ``unseen`` the score of any other output), or the sum of the coordinates' marginal log likelihood
+    ratios (``marginals`` set; ``weights`` then holds the coordinates' tables one after the other)."""
 
     features: OutputFeatures | None
     weights: tuple[float, ...]
@@ -439,10 +556,13 @@ class LearnedEvent:
     unseen: float = 0.0
     binning: Binning | None = None  # with ``cells``: the cells are of binned outputs
     summary: RowSummary | None = None  # with ``cells``: the cells are of row summaries
+    marginals: Binning | None = None  # the sum of the coordinates' marginal log ratios (``weights``)
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
-        if self.cells is not None:
+        if self.marginals is not None:
+            score = marginal_scores(self.marginals, weights, self.marginals.transform(outputs))
+        elif self.cells is not None:
             if self.summary is not None:
                 rows = self.summary.transform(outputs)
             elif self.binning is not None:
@@ -471,6 +591,7 @@ class LearnedEvent:
             "tie": self.tie,
             "binning": None if self.binning is None else self.binning.to_dict(),
             "summary": None if self.summary is None else self.summary.to_dict(),
+            "marginals": None if self.marginals is None else self.marginals.to_dict(),
         }
 
     @classmethod
@@ -479,6 +600,7 @@ class LearnedEvent:
         cells = data.get("cells")
         binning = data.get("binning")
         summary = data.get("summary")
+        marginals = data.get("marginals")
         return cls(
             None if features is None else OutputFeatures.from_dict(features),
             tuple(float(w) for w in data["weights"]),
@@ -489,11 +611,17 @@ class LearnedEvent:
             float(data.get("unseen", 0.0)),
             None if binning is None else Binning.from_dict(binning),
             None if summary is None else RowSummary.from_dict(summary),
+            None if marginals is None else Binning.from_dict(marginals),
         )
 
     def describe(self) -> str:
         sign = "" if self.numerator == "a" else "-"
-        if self.cells is not None:
+        if self.marginals is not None:
+            model = (
+                f"sum of {len(self.marginals.atoms)} coordinates' marginal log likelihood ratios "
+                "(values binned at quantiles)"
+            )
+        elif self.cells is not None:
             model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
             if self.binning is not None:
                 model += " (values binned at quantiles)"
