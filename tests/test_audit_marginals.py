@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
+from dpcert.audits.classifier_search import COMPARISON_CAUTION, choose_event
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts
 from dpcert.audits.learned_event import (
     Binning,
@@ -28,6 +29,7 @@ from dpcert.audits.learned_event import (
     marginal_scores,
     marginal_sizes,
 )
+from dpcert.audits.selection import projected_bound
 
 
 def _outputs(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
@@ -221,3 +223,27 @@ def test_marginal_score_reaches_most_of_the_best_count_event_on_parallel_laplace
             seed=seed,
         )
         assert alone.epsilon_lower_bound < 0.8 * best  # without the marginal score the check fails
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scorers_are_compared_by_the_chosen_events_forecast_at_four_deviations(seed):
+    """``guarded`` is the projected bound of the chosen event's own held-out counts (counted here
+    directly) at 4 standard deviations of caution, below the 2-deviation forecast that chose it."""
+    rng = np.random.default_rng(seed)
+    scores_a = np.round(rng.normal(0.1, 1.0, size=30_000), 2)  # atoms: ties at the threshold
+    scores_b = np.round(rng.normal(0.0, 1.0, size=25_000), 2)
+    choice = choose_event(scores_a, scores_b, 200_000, 0.0, 0.95)
+    num, den = (scores_a, scores_b) if choice.numerator == "a" else (-scores_b, -scores_a)
+    in_num = np.sum(num > choice.threshold) + choice.tie * np.sum(num == choice.threshold)
+    in_den = np.sum(den > choice.threshold) + choice.tie * np.sum(den == choice.threshold)
+    expected = projected_bound(
+        np.array([in_num]), num.shape[0], np.array([in_den]), den.shape[0], 200_000, 200_000, 0.0, 0.05,
+        caution=COMPARISON_CAUTION,
+    )[0]  # fmt: skip
+    assert COMPARISON_CAUTION == 4.0
+    assert choice.guarded == pytest.approx(float(expected), rel=1e-12)
+    assert choice.guarded < choice.forecast
+    again = projected_bound(
+        np.array([in_num]), num.shape[0], np.array([in_den]), den.shape[0], 200_000, 200_000, 0.0, 0.05
+    )[0]
+    assert choice.forecast == pytest.approx(float(again), rel=1e-12)  # the threshold rule's own caution
