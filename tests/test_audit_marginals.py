@@ -21,6 +21,7 @@ from dpcert.audits import CandidatePairs, ClassifierSearch, audit
 from dpcert.audits.classifier_search import COMPARISON_CAUTION, choose_event
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts
 from dpcert.audits.learned_event import (
+    BIN_COUNTS,
     Binning,
     LearnedEvent,
     g_test_p_value,
@@ -75,10 +76,10 @@ def test_marginal_scores_are_the_left_to_right_sum_of_the_coordinates_terms_to_t
 @given(seed=st.integers(0, 2**32 - 1), columns=st.integers(2, 5), rounding=st.sampled_from([None, 1.0, 0.25]))
 def test_coarser_images_read_off_the_finest_equal_their_own_transform(seed, columns, rounding):
     rng = np.random.default_rng(seed)
-    outputs = _outputs(rng, 2000, columns)
+    outputs = rng.laplace(0.0, 3.0, size=(2000, columns))
     if rounding is not None:  # repeated values: cut points that coincide
         outputs = np.round(outputs / rounding) * rounding
-    binnings = marginal_binnings(outputs[:700])
+    binnings = [Binning.fit(outputs[:700], bins) for bins in BIN_COUNTS]  # rounding: atoms and values
     finest = binnings[0].transform(outputs)
     for binning in binnings:
         coarse = binning.coarsened(binnings[0], finest)
@@ -247,3 +248,15 @@ def test_scorers_are_compared_by_the_chosen_events_forecast_at_four_deviations(s
         np.array([in_num]), num.shape[0], np.array([in_den]), den.shape[0], 200_000, 200_000, 0.0, 0.05
     )[0]
     assert choice.forecast == pytest.approx(float(again), rel=1e-12)  # the threshold rule's own caution
+
+
+def test_no_marginal_score_for_outputs_whose_coordinates_mix_atoms_and_values():
+    """Sparse-vector-shaped outputs (⊥ coded -1000.0, else a released value) get no marginal score;
+    outputs of bits only, or of values only, do."""
+    rng = np.random.default_rng(11)
+    mixed = _outputs(rng, 4000, 4)  # every coordinate: the atom -1000.0 or a Laplace value
+    assert marginal_binnings(mixed) == []
+    bits = (rng.random((4000, 6)) < 0.3).astype(float)
+    assert len(marginal_binnings(bits)) == 1  # atoms only: one binning (no cut points to vary)
+    values = rng.laplace(size=(4000, 3))
+    assert [len(b.edges[0]) for b in marginal_binnings(values)] == [15, 7, 3, 1]

@@ -238,7 +238,8 @@ def learn_event(
     regression on
     :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most ``fit_draws`` draws per
     input; the one whose chosen threshold forecasts the larger bound on the second half is kept (a
-    choice made on screening draws only).  Scorers are compared by their chosen event's forecast with
+    choice made on screening draws only).  When a marginal score is offered, scorers are compared by
+    their chosen event's forecast with
     :data:`COMPARISON_CAUTION` standard deviations of caution instead of the threshold rule's two: the
     threshold of a finely graded score is the best of hundreds of nested tail sets, and a small one can
     win by luck (on DP-Sniper's LaplaceParallel, 79 against 33 held-out draws where at most e^0.1 : 1 is
@@ -295,6 +296,7 @@ def learn_event(
         weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
     best: tuple[LearnedEvent, float] | None = None
+    guard = any(isinstance(candidate, tuple) for candidate in events)  # a marginal score is offered
     best_key = (-math.inf, -math.inf)
     largest = -math.inf  # the pair's forecast: the best scorer's, as the screening ranks pairs
     for candidate in events:  # the scorer with the better guarded forecast on the held-out half
@@ -304,9 +306,10 @@ def learn_event(
             else (candidate, (candidate.scores(rows_a[half_a:]), candidate.scores(rows_b[half_b:])))
         )
         choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
-        if best is None or (choice.guarded, choice.forecast) > best_key:
+        key = (choice.guarded, choice.forecast) if guard else (choice.forecast, choice.forecast)
+        if best is None or key > best_key:
             chosen = replace(event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie)
-            best, best_key = (chosen, choice.forecast), (choice.guarded, choice.forecast)
+            best, best_key = (chosen, choice.forecast), key
         largest = max(largest, choice.forecast)
     assert best is not None  # at least one scorer
     return best[0], largest

@@ -418,14 +418,19 @@ def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tup
 
 def marginal_binnings(fitting: np.ndarray) -> list[Binning]:
     """The distinct :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``), finest
-    first, for a product-of-marginals score; none for outputs of one coordinate (binned cells already
-    score those exactly as the marginal would)."""
+    first, for a product-of-marginals score.  None for outputs of one coordinate (binned cells already
+    score those exactly as the marginal would), and none for outputs in which a coordinate is either
+    an atom or a continuous value: that is the shape of a sparse vector's output (⊥, ⊤ or aborted, else
+    a released noisy value), whose coordinates are coupled through the one noisy threshold, so their
+    product of marginals is not the likelihood ratio; row summaries model those outputs instead."""
     rows = as_rows(fitting)
     found: list[Binning] = []
     if rows.shape[1] < 2:
         return found
     for bins in BIN_COUNTS:
         binning = Binning.fit(rows, bins)
+        if any(atoms and edges for atoms, edges in zip(binning.atoms, binning.edges, strict=True)):
+            return []
         if not any(binning == known for known in found):
             found.append(binning)
     return found
