@@ -252,7 +252,8 @@ def learn_event(
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
     first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
     table = CellTable.of(first)
-    events: list[LearnedEvent | tuple[LearnedEvent, tuple[np.ndarray, np.ndarray]]] = []
+    events: list[LearnedEvent] = []
+    held_out: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # scores already at hand, by scorer
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
         events.append(LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen))
@@ -287,23 +288,22 @@ def learn_event(
                 marginal, image_a[:half_a], image_b[:half_b], false_discovery=MARGINAL_FDR
             )
             weights = tuple(float(w) for w in tables)
-            held_out = (
+            held_out[len(events)] = (
                 marginal_scores(marginal, tables, image_a[half_a:]),
                 marginal_scores(marginal, tables, image_b[half_b:]),
             )
-            events.append((LearnedEvent(None, weights, "a", 0.0, 0.0, marginals=marginal), held_out))
+            events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, marginals=marginal))
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
         weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
     best: tuple[LearnedEvent, float] | None = None
-    guard = any(isinstance(candidate, tuple) for candidate in events)  # a marginal score is offered
+    guard = bool(held_out)  # a marginal score is offered
     best_key = (-math.inf, -math.inf)
     largest = -math.inf  # the pair's forecast: the best scorer's, as the screening ranks pairs
-    for candidate in events:  # the scorer with the better guarded forecast on the held-out half
-        event, (scores_a, scores_b) = (
-            candidate
-            if isinstance(candidate, tuple)
-            else (candidate, (candidate.scores(rows_a[half_a:]), candidate.scores(rows_b[half_b:])))
+    for position, event in enumerate(events):  # the scorer with the better forecast on the held-out half
+        scores_a, scores_b = held_out.get(position) or (
+            event.scores(rows_a[half_a:]),
+            event.scores(rows_b[half_b:]),
         )
         choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
         key = (choice.guarded, choice.forecast) if guard else (choice.forecast, choice.forecast)
