@@ -3,12 +3,14 @@
 Independent references used below: the smoothed log ratio written out from its formula with Python
 floats; SciPy's G-test (``chi2_contingency(lambda_="log-likelihood")``) for the p-values; the
 Benjamini–Hochberg procedure from its definition; Python's own left-to-right float sum for the scores;
-:meth:`Binning.transform` for the coarsened images; and, for power, the best event on the count of
-coordinates below 1/2 computed from the binomial distribution (closed form).
+a binary search per value (``bisect``) for the codes; each binning's own codes for the coarsened
+codes; counts by comprehension for the threshold rule's tail counts; and, for power, the best event
+on the count of coordinates below 1/2 computed from the binomial distribution (closed form).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
-from dpcert.audits.classifier_search import COMPARISON_CAUTION, choose_event
+from dpcert.audits.classifier_search import COMPARISON_CAUTION, choose_event, tail_counts
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts
 from dpcert.audits.learned_event import (
     BIN_COUNTS,
@@ -43,13 +45,13 @@ def test_marginal_tables_are_the_smoothed_log_ratios_of_each_coordinate():
     rng = np.random.default_rng(4)
     on_a, on_b = _outputs(rng, 3000, 3), _outputs(rng, 2500, 3) + 0.5
     binning = Binning.fit(np.concatenate([on_a, on_b]), 4)
-    image_a, image_b = binning.transform(on_a), binning.transform(on_b)
-    tables = marginal_log_ratios(binning, image_a, image_b)
+    codes_a, codes_b = binning.codes(on_a), binning.codes(on_b)
+    tables = marginal_log_ratios(binning, codes_a, codes_b)
     expected = []
     for index, size in enumerate(marginal_sizes(binning)):
         for code in range(size):
-            in_a = sum(1 for v in image_a[:, index] if v == code)
-            in_b = sum(1 for v in image_b[:, index] if v == code)
+            in_a = sum(1 for v in codes_a[index] if v == code)
+            in_b = sum(1 for v in codes_b[index] if v == code)
             expected.append(
                 math.log((in_a + 0.5) / (3000 + 0.5 * size)) - math.log((in_b + 0.5) / (2500 + 0.5 * size))
             )
@@ -61,30 +63,48 @@ def test_marginal_scores_are_the_left_to_right_sum_of_the_coordinates_terms_to_t
     outputs = _outputs(rng, 400, 6)
     binning = Binning.fit(outputs, 8)
     weights = rng.normal(size=sum(marginal_sizes(binning)))
-    image = binning.transform(outputs).astype(int)
+    codes = binning.codes(outputs)
     offsets = np.concatenate([[0], np.cumsum(marginal_sizes(binning))[:-1]])
     expected = []
-    for row in image:
+    for row in codes.T.tolist():
         total = 0.0
         for index, code in enumerate(row):
             total += float(weights[offsets[index] + code])
         expected.append(total)
-    assert marginal_scores(binning, weights, binning.transform(outputs)).tolist() == expected
+    assert marginal_scores(binning, weights, codes).tolist() == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), columns=st.integers(1, 4), bins=st.sampled_from(BIN_COUNTS))
+def test_codes_are_the_atom_or_the_count_of_cut_points_at_or_below_the_value(seed, columns, bins):
+    rng = np.random.default_rng(seed)
+    outputs = np.round(rng.laplace(0.0, 3.0, size=(600, columns)) * 4.0) / 4.0  # atoms and ties with cuts
+    binning = Binning.fit(outputs[:300], bins)
+    codes = binning.codes(outputs)
+    assert codes.shape == (columns, 600)
+    for index in range(columns):
+        atoms, edges = binning.atoms[index], list(binning.edges[index])
+        for value, code in zip(outputs[:, index].tolist(), codes[index].tolist(), strict=True):
+            expected = (
+                atoms.index(value) if value in atoms else len(atoms) + bisect.bisect_right(edges, value)
+            )
+            assert code == expected
+    np.testing.assert_array_equal(binning.transform(outputs), codes.T.astype(float))
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), columns=st.integers(2, 5), rounding=st.sampled_from([None, 1.0, 0.25]))
-def test_coarser_images_read_off_the_finest_equal_their_own_transform(seed, columns, rounding):
+def test_coarser_codes_read_off_the_finest_equal_their_own_codes(seed, columns, rounding):
     rng = np.random.default_rng(seed)
     outputs = rng.laplace(0.0, 3.0, size=(2000, columns))
     if rounding is not None:  # repeated values: cut points that coincide
         outputs = np.round(outputs / rounding) * rounding
     binnings = [Binning.fit(outputs[:700], bins) for bins in BIN_COUNTS]  # rounding: atoms and values
-    finest = binnings[0].transform(outputs)
+    finest = binnings[0].codes(outputs)
     for binning in binnings:
         coarse = binning.coarsened(binnings[0], finest)
         assert coarse is not None
-        np.testing.assert_array_equal(coarse, binning.transform(outputs))
+        np.testing.assert_array_equal(coarse, binning.codes(outputs))
 
 
 def test_g_test_p_values_match_scipys_likelihood_ratio_test():
@@ -117,13 +137,13 @@ def test_only_coordinates_found_by_benjamini_hochberg_keep_their_tables(informat
     on_b = rng.laplace(0.0, 10.0, size=(40_000, width))
     on_b[:, :informative] += 0.4  # weak shifts in the first coordinates, none in the others
     binning = Binning.fit(np.concatenate([on_a[:5000], on_b[:5000]]), 4)
-    image_a, image_b = binning.transform(on_a), binning.transform(on_b)
-    tables = marginal_log_ratios(binning, image_a, image_b, false_discovery=0.05).reshape(width, -1)
+    codes_a, codes_b = binning.codes(on_a), binning.codes(on_b)
+    tables = marginal_log_ratios(binning, codes_a, codes_b, false_discovery=0.05).reshape(width, -1)
     sizes = marginal_sizes(binning)
     p_values = [
         g_test_p_value(
-            np.bincount(image_a[:, j].astype(int), minlength=sizes[j]),
-            np.bincount(image_b[:, j].astype(int), minlength=sizes[j]),
+            np.bincount(codes_a[j], minlength=sizes[j]),
+            np.bincount(codes_b[j], minlength=sizes[j]),
         )
         for j in range(width)
     ]
@@ -131,7 +151,7 @@ def test_only_coordinates_found_by_benjamini_hochberg_keep_their_tables(informat
     assert kept == _benjamini_hochberg(p_values, 0.05)
     assert set(range(informative)) <= kept  # the shifts are found ...
     assert len(kept - set(range(informative))) <= 1  # ... and at most one null coordinate with them
-    every = marginal_log_ratios(binning, image_a, image_b).reshape(width, -1)
+    every = marginal_log_ratios(binning, codes_a, codes_b).reshape(width, -1)
     np.testing.assert_array_equal(tables[sorted(kept)], every[sorted(kept)])
 
 
@@ -139,9 +159,9 @@ def test_no_coordinate_found_keeps_every_table():
     rng = np.random.default_rng(8)
     on_a, on_b = rng.laplace(size=(3000, 4)), rng.laplace(size=(3000, 4))
     binning = Binning.fit(np.concatenate([on_a, on_b]), 2)
-    image_a, image_b = binning.transform(on_a), binning.transform(on_b)
-    selected = marginal_log_ratios(binning, image_a, image_b, false_discovery=1e-12)
-    np.testing.assert_array_equal(selected, marginal_log_ratios(binning, image_a, image_b))
+    codes_a, codes_b = binning.codes(on_a), binning.codes(on_b)
+    selected = marginal_log_ratios(binning, codes_a, codes_b, false_discovery=1e-12)
+    np.testing.assert_array_equal(selected, marginal_log_ratios(binning, codes_a, codes_b))
 
 
 def test_a_marginal_event_round_trips_with_the_same_scores():
@@ -169,9 +189,7 @@ def test_a_noisy_histogram_keeps_its_one_informative_bin_and_rarely_another():
         on_b = rng.laplace(0.0, 10.0, size=(100_000, 5))
         on_b[:, 4] += 1.0
         binning = marginal_binnings(np.concatenate([on_a[:20_000], on_b[:20_000]]))[0]
-        tables = marginal_log_ratios(
-            binning, binning.transform(on_a), binning.transform(on_b), false_discovery=0.05
-        )
+        tables = marginal_log_ratios(binning, binning.codes(on_a), binning.codes(on_b), false_discovery=0.05)
         kept = [bool(np.any(t != 0)) for t in np.split(tables, np.cumsum(marginal_sizes(binning))[:-1])]
         assert kept[4]
         with_null += any(kept[:4])
@@ -224,6 +242,21 @@ def test_marginal_score_reaches_most_of_the_best_count_event_on_parallel_laplace
             seed=seed,
         )
         assert alone.epsilon_lower_bound < 0.8 * best  # without the marginal score the check fails
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.tuples(st.integers(1, 60), st.integers(1, 60)))
+def test_tail_counts_are_the_counts_above_and_at_every_value(seed, sizes):
+    rng = np.random.default_rng(seed)
+    num = np.round(rng.normal(size=sizes[0]) * 3.0) / 2.0  # repeated values within and across the two
+    den = np.round(rng.normal(size=sizes[1]) * 3.0) / 2.0
+    values, num_gt, num_eq, den_gt, den_eq = tail_counts(num, den)
+    expected = sorted(set(num.tolist()) | set(den.tolist()))
+    assert values.tolist() == expected
+    assert num_gt.tolist() == [sum(1 for x in num.tolist() if x > v) for v in expected]
+    assert num_eq.tolist() == [sum(1 for x in num.tolist() if x == v) for v in expected]
+    assert den_gt.tolist() == [sum(1 for x in den.tolist() if x > v) for v in expected]
+    assert den_eq.tolist() == [sum(1 for x in den.tolist() if x == v) for v in expected]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -168,18 +168,32 @@ class EventChoice:
     guarded: float = -math.inf  # the same event's forecast at COMPARISON_CAUTION (scorers are compared by it)
 
 
+def tail_counts(
+    num: np.ndarray, den: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values v of ``num`` and ``den`` together, ascending, and per value the counts of
+    ``num > v``, ``num == v``, ``den > v`` and ``den == v``: both sorted, then merged by one stable
+    sort of the two runs (linear time), with the counts read off cumulative sums (no binary search)."""
+    merged = np.concatenate([np.sort(num), np.sort(den)])
+    order = np.argsort(merged, kind="stable")  # two sorted runs: a single merge
+    ordered = merged[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    from_den = (order >= num.shape[0]).astype(np.int64)
+    den_eq = np.add.reduceat(from_den, starts) if starts.size else np.zeros(0, np.int64)
+    ends = np.concatenate([starts[1:], [ordered.shape[0]]])
+    num_eq = (ends - starts) - den_eq
+    den_gt = den.shape[0] - np.cumsum(den_eq)
+    num_gt = num.shape[0] - np.cumsum(num_eq)
+    return ordered[starts], num_gt, num_eq, den_gt, den_eq
+
+
 def _best_threshold(
     num: np.ndarray, den: np.ndarray, evaluation: int, delta: float, alpha: float
 ) -> tuple[float, float, float, float]:
     """DP-Sniper's threshold with randomised tie for each target c, the best c by the projected bound;
     also the best event's forecast at :data:`COMPARISON_CAUTION`."""
-    num, den = np.sort(num), np.sort(den)
-    values = np.unique(np.concatenate([num, den]))
     n_num, n_den = num.shape[0], den.shape[0]
-    den_gt = n_den - np.searchsorted(den, values, side="right")
-    den_eq = np.searchsorted(den, values, side="right") - np.searchsorted(den, values, side="left")
-    num_gt = n_num - np.searchsorted(num, values, side="right")
-    num_eq = np.searchsorted(num, values, side="right") - np.searchsorted(num, values, side="left")
+    values, num_gt, num_eq, den_gt, den_eq = tail_counts(num, den)
     targets = np.unique(
         np.concatenate([np.geomspace(0.5, float(n_den), _TARGETS), np.linspace(0.0, n_den, _TARGETS // 3)])
     )
@@ -275,22 +289,20 @@ def learn_event(
             weights = tuple(float(s) for s in scores)
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary))
         marginals = marginal_binnings(np.concatenate([fit_a, fit_b])) if binned else []
-        if marginals:  # the finest binning's images, from which the coarser ones are read
-            finest_a, finest_b = marginals[0].transform(rows_a), marginals[0].transform(rows_b)
+        if marginals:  # the finest binning's codes, from which the coarser ones are read
+            finest_a, finest_b = marginals[0].codes(rows_a), marginals[0].codes(rows_b)
         for marginal in marginals:
-            image_a, image_b = (
-                marginal.coarsened(marginals[0], finest_a),
-                marginal.coarsened(marginals[0], finest_b),
-            )
-            if image_a is None or image_b is None:
-                image_a, image_b = marginal.transform(rows_a), marginal.transform(rows_b)
+            codes_a = marginal.coarsened(marginals[0], finest_a)
+            codes_b = marginal.coarsened(marginals[0], finest_b)
+            if codes_a is None or codes_b is None:
+                codes_a, codes_b = marginal.codes(rows_a), marginal.codes(rows_b)
             tables = marginal_log_ratios(
-                marginal, image_a[:half_a], image_b[:half_b], false_discovery=MARGINAL_FDR
+                marginal, codes_a[:, :half_a], codes_b[:, :half_b], false_discovery=MARGINAL_FDR
             )
             weights = tuple(float(w) for w in tables)
             held_out[len(events)] = (
-                marginal_scores(marginal, tables, image_a[half_a:]),
-                marginal_scores(marginal, tables, image_b[half_b:]),
+                marginal_scores(marginal, tables, codes_a[:, half_a:]),
+                marginal_scores(marginal, tables, codes_b[:, half_b:]),
             )
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, marginals=marginal))
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))

@@ -271,39 +271,54 @@ class Binning:
             edges.append(cuts)
         return cls(tuple(atoms), tuple(edges))
 
-    def transform(self, outputs: np.ndarray) -> np.ndarray:
+    def codes(self, outputs: np.ndarray) -> np.ndarray:
+        """Per coordinate (rows of the result) and output (columns): the atom's index, or
+        ``len(atoms)`` + the number of cut points at or below the value (``searchsorted(edges, value,
+        side="right")``, counted by one comparison per cut point over the coordinate's contiguous
+        values: no data-dependent branches, several times faster than a binary search per value)."""
         rows = as_rows(outputs)
         if rows.shape[1] != len(self.atoms):
             raise InvalidParameter(
                 "mechanism output", f"{rows.shape[1]} coordinates", f"{len(self.atoms)} coordinates"
             )
-        image = np.empty(rows.shape, dtype=float)
-        for index, column in enumerate(rows.T):
-            atoms = np.asarray(self.atoms[index], float)
-            code = len(atoms) + np.searchsorted(np.asarray(self.edges[index], float), column, side="right")
+        codes = np.empty((rows.shape[1], rows.shape[0]), dtype=np.int8)  # at most 4 atoms + 16 bins
+        below = np.empty(rows.shape[0], dtype=bool)
+        for index, (atoms, edges) in enumerate(zip(self.atoms, self.edges, strict=True)):
+            column = np.ascontiguousarray(rows[:, index])
+            code = codes[index]
+            code.fill(len(atoms) + len(edges))
+            for (
+                edge
+            ) in edges:  # values are finite (as_rows), so value < edge is the complement of edge <= value
+                np.less(column, edge, out=below)
+                code -= below
             for position, atom in enumerate(atoms):
-                code = np.where(column == atom, position, code)
-            image[:, index] = code
-        return image
+                np.equal(column, atom, out=below)
+                np.copyto(code, np.int8(position), where=below)
+        return codes
 
-    def coarsened(self, finer: Binning, image: np.ndarray) -> np.ndarray | None:
-        """This binning's image of the outputs whose image under ``finer`` is ``image``, without the
-        outputs: possible when both have the same atoms and every cut point of this binning is one of
-        ``finer``'s (then a value's count of cut points at or below it is read off its finer bin);
-        None otherwise.  The same array as ``self.transform(outputs)``."""
+    def transform(self, outputs: np.ndarray) -> np.ndarray:
+        """:meth:`codes` as a float (n, d) array of rows (the cells of binned outputs)."""
+        return self.codes(outputs).T.astype(float)
+
+    def coarsened(self, finer: Binning, codes: np.ndarray) -> np.ndarray | None:
+        """This binning's :meth:`codes` of the outputs whose codes under ``finer`` are ``codes``,
+        without the outputs: possible when both have the same atoms and every cut point of this binning
+        is one of ``finer``'s (then a value's count of cut points at or below it is read off its finer
+        bin); None otherwise.  The same array as ``self.codes(outputs)``."""
         if self.atoms != finer.atoms:
             return None
-        lookups, offset, offsets = [], 0, []
-        for atoms, fine_edges, edges in zip(self.atoms, finer.edges, self.edges, strict=True):
+        coarse = np.empty_like(codes)
+        for index, (atoms, fine_edges, edges) in enumerate(
+            zip(self.atoms, finer.edges, self.edges, strict=True)
+        ):
             if not set(edges) <= set(fine_edges):
                 return None
             # fine code len(atoms) + k: the value lies in [fine_edges[k-1], fine_edges[k])
             below = np.searchsorted(np.asarray(edges, float), np.asarray(fine_edges, float), side="right")
-            lookups.append(np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])]))
-            offsets.append(offset)
-            offset += len(atoms) + len(fine_edges) + 1
-        codes = image.astype(np.int64) + np.asarray(offsets, dtype=np.int64)
-        return np.take(np.concatenate(lookups).astype(float), codes)
+            lookup = np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])])
+            coarse[index] = lookup.astype(np.int8)[codes[index]]
+        return coarse
 
     def to_dict(self) -> dict[str, Any]:
         return {"atoms": [list(a) for a in self.atoms], "edges": [list(e) for e in self.edges]}
@@ -459,9 +474,9 @@ def g_test_p_value(count_a: np.ndarray, count_b: np.ndarray) -> float:
 
 
 def marginal_log_ratios(
-    binning: Binning, image_a: np.ndarray, image_b: np.ndarray, *, false_discovery: float | None = None
+    binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray, *, false_discovery: float | None = None
 ) -> np.ndarray:
-    """From the images (:meth:`Binning.transform`) of draws on a and on b: per coordinate and code,
+    """From the codes (:meth:`Binning.codes`) of draws on a and on b: per coordinate and code,
     ``log P̂(code | a) − log P̂(code | b)`` of that coordinate's marginal,
     with half a draw added to every code (as :func:`cell_log_ratios`); the coordinates' tables one
     after the other.
@@ -474,10 +489,10 @@ def marginal_log_ratios(
     cut, so many weak but real coordinates are kept together.)"""
     tables, p_values = [], []
     for index, size in enumerate(marginal_sizes(binning)):
-        count_a = np.bincount(image_a[:, index].astype(np.int64), minlength=size)
-        count_b = np.bincount(image_b[:, index].astype(np.int64), minlength=size)
-        total_a = image_a.shape[0] + 0.5 * size
-        total_b = image_b.shape[0] + 0.5 * size
+        count_a = np.bincount(codes_a[index], minlength=size)
+        count_b = np.bincount(codes_b[index], minlength=size)
+        total_a = codes_a.shape[1] + 0.5 * size
+        total_b = codes_b.shape[1] + 0.5 * size
         tables.append(np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b))
         if false_discovery is not None:
             p_values.append(g_test_p_value(count_a, count_b))
@@ -491,18 +506,17 @@ def marginal_log_ratios(
     return np.concatenate(tables)
 
 
-def marginal_scores(binning: Binning, weights: np.ndarray, image: np.ndarray) -> np.ndarray:
-    """For outputs whose image (:meth:`Binning.transform`) is ``image``: Σ_j (coordinate j's log ratio
+def marginal_scores(binning: Binning, weights: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """For outputs whose codes (:meth:`Binning.codes`) are ``codes``: Σ_j (coordinate j's log ratio
     of the output's code), summed over the coordinates in their order (one rounded addition per
     coordinate: the same bits on every CPU)."""
-    image = image.astype(np.int64)
     sizes = marginal_sizes(binning)
     if weights.shape != (sum(sizes),):
         raise InvalidParameter("weights", f"{weights.shape[0]} weights", f"{sum(sizes)} weights")
-    total = np.zeros(image.shape[0])
+    total = np.zeros(codes.shape[1])
     offset = 0
     for index, size in enumerate(sizes):
-        total += weights[offset + image[:, index]]
+        total += weights[offset : offset + size][codes[index]]  # indexing: faster than np.take on int8
         offset += size
     return total
 
@@ -566,7 +580,7 @@ class LearnedEvent:
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
         if self.marginals is not None:
-            score = marginal_scores(self.marginals, weights, self.marginals.transform(outputs))
+            score = marginal_scores(self.marginals, weights, self.marginals.codes(outputs))
         elif self.cells is not None:
             if self.summary is not None:
                 rows = self.summary.transform(outputs)
