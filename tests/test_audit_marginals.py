@@ -4,23 +4,34 @@ Independent references used below: the smoothed log ratio written out from its f
 floats; SciPy's G-test (``chi2_contingency(lambda_="log-likelihood")``) for the p-values; the
 Benjamini–Hochberg procedure from its definition; Python's own left-to-right float sum for the scores;
 a binary search per value (``bisect``) for the codes; each binning's own codes for the coarsened
-codes; counts by comprehension for the threshold rule's tail counts; and, for power, the best event
-on the count of coordinates below 1/2 computed from the binomial distribution (closed form).
+codes; counts by comprehension for the threshold rule's tail counts; the log loss written out with
+``math``; and, for power, the best event on the count of coordinates below 1/2 computed from the
+binomial distribution (closed form).
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import math
+import platform
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kernel_subprocess import NO_AVX512, environment, run_json
 from scipy import stats
 
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
-from dpcert.audits.classifier_search import COMPARISON_CAUTION, choose_event, tail_counts
+from dpcert.audits.classifier_search import (
+    COMPARISON_CAUTION,
+    choose_event,
+    held_out_log_loss,
+    learn_event,
+    tail_counts,
+)
 from dpcert.audits.epsilon_lower_bound import EvaluationCounts, bound_from_counts
 from dpcert.audits.learned_event import (
     BIN_COUNTS,
@@ -31,8 +42,10 @@ from dpcert.audits.learned_event import (
     marginal_log_ratios,
     marginal_scores,
     marginal_sizes,
+    shared_log_ratios,
 )
 from dpcert.audits.selection import projected_bound
+from dpcert.errors import InvalidParameter
 
 
 def _outputs(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
@@ -281,6 +294,128 @@ def test_scorers_are_compared_by_the_chosen_events_forecast_at_four_deviations(s
         np.array([in_num]), num.shape[0], np.array([in_den]), den.shape[0], 200_000, 200_000, 0.0, 0.05
     )[0]
     assert choice.forecast == pytest.approx(float(again), rel=1e-12)  # the threshold rule's own caution
+
+
+def test_held_out_log_loss_is_the_mean_log_loss_of_each_input_written_out():
+    rng = np.random.default_rng(12)
+    scores_a, scores_b = rng.normal(0.3, 2.0, size=500), rng.normal(-0.2, 2.0, size=700)
+    scores_a[:3] = [40.0, -40.0, 0.0]  # far tails: ln(1 + e^40) = 40 + ln(1 + e^-40)
+
+    def softplus(x: float) -> float:
+        return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+    expected = (
+        sum(softplus(-v) for v in scores_a.tolist()) / 500 + sum(softplus(v) for v in scores_b.tolist()) / 700
+    )
+    assert held_out_log_loss(scores_a, scores_b) == pytest.approx(expected, rel=1e-13)
+
+
+def test_a_shared_binning_is_the_binning_of_all_values_together_for_every_coordinate():
+    rng = np.random.default_rng(13)
+    outputs = _outputs(rng, 2000, 4)
+    shared = Binning.shared(outputs, 8)
+    alone = Binning.fit(outputs.reshape(-1, 1), 8)
+    assert shared.atoms == alone.atoms * 4 and shared.edges == alone.edges * 4
+    assert shared.atoms[0] == (-1000.0,)  # the atom of every coordinate, found among all values
+
+
+def test_a_shared_table_is_the_smoothed_log_ratio_of_all_coordinates_codes_together():
+    rng = np.random.default_rng(14)
+    on_a, on_b = _outputs(rng, 3000, 3), _outputs(rng, 2500, 3) + 0.5
+    binning = Binning.shared(np.concatenate([on_a, on_b]), 4)
+    codes_a, codes_b = binning.codes(on_a), binning.codes(on_b)
+    table = shared_log_ratios(binning, codes_a, codes_b)
+    size = marginal_sizes(binning)[0]
+    one = []
+    for code in range(size):
+        in_a = sum(1 for v in codes_a.ravel().tolist() if v == code)
+        in_b = sum(1 for v in codes_b.ravel().tolist() if v == code)
+        one.append(
+            math.log((in_a + 0.5) / (9000 + 0.5 * size)) - math.log((in_b + 0.5) / (7500 + 0.5 * size))
+        )
+    np.testing.assert_allclose(table, one * 3, rtol=1e-13, atol=1e-15)
+    with pytest.raises(InvalidParameter, match="binning"):
+        shared_log_ratios(Binning.fit(np.concatenate([on_a, on_b]), 4), codes_a, codes_b)
+
+
+COPIES_SCALE, COPIES = 50.0, 40  # forty parallel Laplace(50) releases of a count: ε = 40/50 = 0.8
+
+
+def _many_copies(x, rng, size=None):
+    return float(np.asarray(x).ravel()[0]) + rng.laplace(0.0, COPIES_SCALE, size=(size, COPIES))
+
+
+def _best_copies_bound(draws: int) -> float:
+    """As :func:`_best_sign_count_bound`, for forty releases of Lap(50): the events {K ≥ k}, {K ≤ k}."""
+    p0, p1 = stats.laplace.cdf(0.5, 0.0, COPIES_SCALE), stats.laplace.cdf(0.5, 1.0, COPIES_SCALE)
+    best = 0.0
+    for k in range(COPIES + 1):
+        for q0, q1 in (
+            (stats.binom.sf(k - 1, COPIES, p0), stats.binom.sf(k - 1, COPIES, p1)),
+            (stats.binom.cdf(k, COPIES, p0), stats.binom.cdf(k, COPIES, p1)),
+        ):
+            for num, den in ((q0, q1), (q1, q0)):
+                counts = EvaluationCounts("a", round(draws * num), draws, round(draws * den), draws)
+                best = max(best, bound_from_counts(counts, 0.0, 0.95).epsilon_lower_bound)
+    return best
+
+
+def test_a_shared_table_is_kept_for_copies_of_one_release_and_reaches_the_best_count_event():
+    """Forty copies of one Laplace release, each coordinate's log ratio only ±1/50: the shared table
+    (estimated from forty times as many values) has the least held-out log loss in 4/4 seeds, and its
+    audits reach 85 % of the closed-form best sign-count bound (0.224 at these draws).  One table per
+    coordinate (the search before shared tables, commit 5d97ee8) gave 0.175, 0.149, 0.202 and 0.208 on
+    these seeds, two of them below 85 %, so the check can fail.  Validity: no bound above ε = 0.8."""
+    pairs = CandidatePairs([(np.array([0.0]), np.array([1.0]))], relation="one-differ")
+    for seed in range(4):
+        report = audit(_many_copies, epsilon=0.8, search=ClassifierSearch(pairs), samples=300_000, seed=seed)
+        event = report.to_dict()["rejection_set"]["event"]
+        marginals = event["marginals"]
+        assert marginals is not None
+        assert "one table shared by all coordinates" in LearnedEvent.from_dict(event).describe()
+        assert (
+            len({(tuple(a), tuple(e)) for a, e in zip(marginals["atoms"], marginals["edges"], strict=True)})
+            == 1
+        )
+        best = _best_copies_bound(report.counts.draws_numerator)
+        assert 0.85 * best <= report.epsilon_lower_bound <= 0.8
+
+
+def test_one_table_per_coordinate_is_kept_when_one_coordinate_differs():
+    """A noisy histogram whose neighbours differ in one bin of five: the per-coordinate tables have
+    the lesser held-out log loss (a shared table spreads the one bin's ratio over all five)."""
+    rng = np.random.default_rng(15)
+    on_a = rng.laplace(0.0, 2.0, size=(100_000, 5))
+    on_b = rng.laplace(0.0, 2.0, size=(100_000, 5))
+    on_b[:, 2] += 1.0
+    event, _ = learn_event(on_a, on_b, 1_000_000, 0.0, 0.95)
+    assert event.marginals is not None
+    tables = np.split(np.asarray(event.weights), np.cumsum(marginal_sizes(event.marginals))[:-1])
+    assert np.any(tables[2] != 0) and not np.any(tables[0] != 0)
+    assert len(set(zip(event.marginals.atoms, event.marginals.edges, strict=True))) > 1  # not one binning
+    assert "shared" not in event.describe()
+
+
+_KERNEL_SCRIPT = """
+import json
+import numpy as np
+from dpcert.audits import CandidatePairs, ClassifierSearch, audit
+def copies(x, rng, size=None):
+    return float(np.asarray(x).ravel()[0]) + rng.laplace(0.0, 50.0, size=(size, 40))
+pairs = CandidatePairs([(np.array([0.0]), np.array([1.0]))], relation="one-differ")
+report = audit(copies, epsilon=0.8, search=ClassifierSearch(pairs), samples=100_000, seed=3)
+print(json.dumps({"set": report.rejection_set.to_dict(), "counts": report.counts.to_dict()}))
+"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS x86 kernels")
+def test_the_marginal_path_gives_the_same_event_under_other_kernels_and_without_avx512():
+    """The held-out log losses (``logaddexp``), shared tables and codes decide the event: the same
+    report under two OpenBLAS kernels and with numpy's AVX-512 loops turned off."""
+    settings_ = [environment("Sandybridge"), environment("Haswell"), environment(None, NO_AVX512)]
+    outputs = run_json([([sys.executable, "-c", _KERNEL_SCRIPT], env) for env in settings_], 300)
+    assert outputs[0]["set"]["event"]["marginals"] is not None
+    assert all(json.dumps(o, sort_keys=True) == json.dumps(outputs[0], sort_keys=True) for o in outputs)
 
 
 def test_no_marginal_score_for_outputs_whose_coordinates_mix_atoms_and_values():

@@ -271,6 +271,14 @@ class Binning:
             edges.append(cuts)
         return cls(tuple(atoms), tuple(edges))
 
+    @classmethod
+    def shared(cls, pooled: np.ndarray, bins: int) -> Binning:
+        """One binning for every coordinate: atoms and cut points as :meth:`fit` finds them on all
+        coordinates' values together (for coordinates that are copies of one release)."""
+        rows = as_rows(pooled)
+        one = cls.fit(rows.reshape(-1, 1), bins)
+        return cls(one.atoms * rows.shape[1], one.edges * rows.shape[1])
+
     def codes(self, outputs: np.ndarray) -> np.ndarray:
         """Per coordinate (rows of the result) and output (columns): the atom's index, or
         ``len(atoms)`` + the number of cut points at or below the value (``searchsorted(edges, value,
@@ -431,13 +439,14 @@ def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tup
     return scores, float(np.log(0.5 / total_a) - np.log(0.5 / total_b))
 
 
-def marginal_binnings(fitting: np.ndarray) -> list[Binning]:
-    """The distinct :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``), finest
-    first, for a product-of-marginals score.  None for outputs of one coordinate (binned cells already
-    score those exactly as the marginal would), and none for outputs in which a coordinate is either
-    an atom or a continuous value: that is the shape of a sparse vector's output (⊥, ⊤ or aborted, else
-    a released noisy value), whose coordinates are coupled through the one noisy threshold, so their
-    product of marginals is not the likelihood ratio; row summaries model those outputs instead."""
+def marginal_binnings(fitting: np.ndarray, *, shared: bool = False) -> list[Binning]:
+    """The distinct :class:`Binning` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``; with
+    ``shared``, :meth:`Binning.shared`), finest first, for a product-of-marginals score.  None for
+    outputs of one coordinate (binned cells already score those exactly as the marginal would), and
+    none for outputs in which a coordinate is either an atom or a continuous value: that is the shape
+    of a sparse vector's output (⊥, ⊤ or aborted, else a released noisy value), whose coordinates are
+    coupled through the one noisy threshold, so their product of marginals is not the likelihood
+    ratio; row summaries model those outputs instead."""
     rows = as_rows(fitting)
     found: list[Binning] = []
     if rows.shape[1] < 2:
@@ -446,6 +455,8 @@ def marginal_binnings(fitting: np.ndarray) -> list[Binning]:
         binning = Binning.fit(rows, bins)
         if any(atoms and edges for atoms, edges in zip(binning.atoms, binning.edges, strict=True)):
             return []
+        if shared:
+            binning = Binning.shared(rows, bins)
         if not any(binning == known for known in found):
             found.append(binning)
     return found
@@ -504,6 +515,27 @@ def marginal_log_ratios(
             kept = set(order[: int(passing[-1]) + 1].tolist())
             tables = [t if i in kept else np.zeros_like(t) for i, t in enumerate(tables)]
     return np.concatenate(tables)
+
+
+def shared_log_ratios(binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray) -> np.ndarray:
+    """For a :meth:`Binning.shared` binning, from the codes of draws on a and on b: one table of
+    ``log P̂(code | a) − log P̂(code | b)`` estimated from every coordinate's codes together (with
+    half a draw added to every code), repeated for every coordinate.
+
+    When the coordinates are exchangeable (independent copies of one release, as in DP-Sniper's
+    LaplaceParallel), each coordinate's marginal ratio is the same, and pooling estimates it from d
+    times as many draws: on twenty releases of Lap(200), the per-coordinate ratios of about ±0.005
+    are smaller than the noise of twenty separate estimates from 10⁵ draws, but not of one."""
+    sizes = marginal_sizes(binning)
+    if len(set(zip(binning.atoms, binning.edges, strict=True))) != 1:
+        raise InvalidParameter("binning", "different coordinates' binnings", "one binning shared by all")
+    size = sizes[0]
+    count_a = np.bincount(codes_a.ravel(), minlength=size)
+    count_b = np.bincount(codes_b.ravel(), minlength=size)
+    total_a = codes_a.size + 0.5 * size
+    total_b = codes_b.size + 0.5 * size
+    table = np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
+    return np.tile(table, len(sizes))
 
 
 def marginal_scores(binning: Binning, weights: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -640,6 +672,11 @@ class LearnedEvent:
                 f"sum of {len(self.marginals.atoms)} coordinates' marginal log likelihood ratios "
                 "(values binned at quantiles)"
             )
+            tables = np.asarray(self.weights).reshape(len(self.marginals.atoms), -1)
+            if len(set(zip(self.marginals.atoms, self.marginals.edges, strict=True))) == 1 and np.all(
+                tables == tables[0]
+            ):
+                model += " (one table shared by all coordinates)"
         elif self.cells is not None:
             model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
             if self.binning is not None:
