@@ -27,6 +27,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kernel_subprocess import environment, run_json
 
 from dpcert.audits import AuditReport, CandidatePairs, ClassifierSearch, audit
@@ -278,6 +280,47 @@ def test_cells_of_many_rows_are_the_distinct_rows_including_those_the_probe_miss
     assert np.all(table.index(rows) >= 0)
     many = rng.integers(0, 40, size=(30_000, 2)).astype(float)  # 1600 cells > MAX_CELLS
     assert CellTable.of(many) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    columns=st.integers(1, 4),
+    kind=st.sampled_from(["codes", "values", "negative", "wide", "many codes"]),
+)
+def test_cell_indices_are_the_position_of_the_equal_cell_or_minus_one(seed, columns, kind):
+    """The table lookups (small integer values, few codes) and the binary searches give the cell
+    equal to the row, found here by a dictionary of the cells' tuples; −1 for any other row (values
+    between, beyond or below the cells' values, and unseen combinations of known values)."""
+    from dpcert.audits.learned_event import CellTable
+
+    rng = np.random.default_rng(seed)
+    size = 40 if kind == "many codes" else 5
+    if kind == "codes":
+        cells = rng.integers(0, size, size=(60, columns)).astype(float)
+    elif kind == "many codes":  # more than 2^16 combinations: the codes by binary search
+        cells = rng.integers(0, 300, size=(200, columns)).astype(float) * 7.0
+    elif kind == "values":
+        cells = rng.normal(size=(60, columns)).round(1)
+    elif kind == "negative":
+        cells = rng.integers(-3, 3, size=(60, columns)).astype(float)
+    else:
+        cells = rng.integers(0, 3, size=(60, columns)).astype(float) * 70_000.0
+    table = CellTable(tuple(tuple(row) for row in np.unique(cells, axis=0).tolist()))
+    rows = np.concatenate(
+        [
+            cells,
+            cells + 0.5,  # between or beyond the values
+            -cells - 1.0,  # below
+            cells[rng.permutation(cells.shape[0])] * (rng.random((cells.shape[0], 1)) < 0.5)
+            + cells * (rng.random((cells.shape[0], 1)) >= 0.5),
+            rng.permuted(cells, axis=0),  # known values in combinations that may not be cells
+            np.where(cells == 0.0, -0.0, cells),  # −0 equals 0
+        ]
+    )
+    where = {row: position for position, row in enumerate(table.cells)}
+    expected = [where.get(tuple(row), -1) for row in rows.tolist()]
+    assert table.index(rows).tolist() == expected
 
 
 def _spread_mechanism(value, rng, size):

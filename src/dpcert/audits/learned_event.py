@@ -60,6 +60,7 @@ NEWTON_STEPS = 25
 BIN_COUNTS = (16, 8, 4, 2)  # value bins per coordinate tried for binned cells, finest first
 MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
 CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
+DENSE_CODES = 1 << 16  # cell values and cell codes below this are looked up in a table
 MARGINAL_FDR = 0.05  # false discovery rate of the coordinates kept in a marginal score
 GRAM_CHUNK = 4096  # rows per partial Gram matrix (bounded memory; fixed, so the sums' order is fixed)
 
@@ -226,17 +227,37 @@ class CellTable:
         return cls(tuple(tuple(float(v) for v in row) for row in cells))
 
     def index(self, rows: np.ndarray) -> np.ndarray:
-        """Each row's cell index, −1 for a row that is not a cell."""
+        """Each row's cell index, −1 for a row that is not a cell.
+
+        A column whose cell values are small non-negative integers (codes of binned values, counts of
+        row summaries) is looked up in a table indexed by the value, and so are the rows' mixed-radix
+        codes when there are at most :data:`DENSE_CODES` of them; other columns and codes are found
+        by binary search.  Both give the same indices."""
         cells = np.asarray(self.cells, float).reshape(len(self.cells), -1)
         codes = np.zeros(rows.shape[0], dtype=np.int64)
         cell_codes = np.zeros(cells.shape[0], dtype=np.int64)
         known = np.ones(rows.shape[0], dtype=bool)
         for j in range(cells.shape[1]):
             values = np.unique(cells[:, j])
-            position = np.minimum(np.searchsorted(values, rows[:, j]), values.shape[0] - 1)
-            known &= values[position] == rows[:, j]
+            column = np.ascontiguousarray(rows[:, j])
+            if values[0] >= 0.0 and values[-1] < DENSE_CODES and np.all(values == np.floor(values)):
+                lookup = np.full(int(values[-1]) + 1, -1, dtype=np.int64)
+                lookup[values.astype(np.int64)] = np.arange(values.shape[0])
+                inside = (column >= 0.0) & (column <= values[-1])
+                whole = np.where(inside, column, 0.0).astype(np.int64)
+                position = lookup[whole]
+                known &= inside & (whole == column) & (position >= 0)
+                position = np.maximum(position, 0)
+            else:
+                position = np.minimum(np.searchsorted(values, column), values.shape[0] - 1)
+                known &= values[position] == column
             codes = codes * values.shape[0] + position
             cell_codes = cell_codes * values.shape[0] + np.searchsorted(values, cells[:, j])
+        space = int(np.prod([float(np.unique(cells[:, j]).shape[0]) for j in range(cells.shape[1])]))
+        if space <= DENSE_CODES:  # every code in range (positions are in range): a table of cells
+            lookup = np.full(space, -1, dtype=np.int64)
+            lookup[cell_codes] = np.arange(cells.shape[0])
+            return np.where(known, lookup[codes], -1)
         order = np.argsort(cell_codes, kind="stable")
         sorted_codes = cell_codes[order]
         where = np.minimum(np.searchsorted(sorted_codes, codes), sorted_codes.shape[0] - 1)
