@@ -218,16 +218,16 @@ def _parallel_laplace(x, rng, size=None):
     return float(np.asarray(x).ravel()[0]) + rng.laplace(0.0, SCALE, size=(size, WIDTH))
 
 
-def _best_sign_count_bound(draws: int, confidence: float) -> float:
+def _best_sign_count_bound(draws: int, confidence: float, scale: float = SCALE, width: int = WIDTH) -> float:
     """The best bound from the counts (at their expectations) of an event {K ≥ k} or {K ≤ k}, K the
-    number of coordinates below 1/2: binomial with P[Lap(8) < 1/2] on input 0, P[1 + Lap(8) < 1/2]
-    on input 1."""
-    p0, p1 = stats.laplace.cdf(0.5, 0.0, SCALE), stats.laplace.cdf(0.5, 1.0, SCALE)
+    number of ``width`` coordinates below 1/2: binomial with P[Lap(scale) < 1/2] on input 0,
+    P[1 + Lap(scale) < 1/2] on input 1."""
+    p0, p1 = stats.laplace.cdf(0.5, 0.0, scale), stats.laplace.cdf(0.5, 1.0, scale)
     best = 0.0
-    for k in range(WIDTH + 1):
+    for k in range(width + 1):
         for q0, q1 in (
-            (stats.binom.sf(k - 1, WIDTH, p0), stats.binom.sf(k - 1, WIDTH, p1)),
-            (stats.binom.cdf(k, WIDTH, p0), stats.binom.cdf(k, WIDTH, p1)),
+            (stats.binom.sf(k - 1, width, p0), stats.binom.sf(k - 1, width, p1)),
+            (stats.binom.cdf(k, width, p0), stats.binom.cdf(k, width, p1)),
         ):
             for num, den in ((q0, q1), (q1, q0)):
                 counts = EvaluationCounts("a", round(draws * num), draws, round(draws * den), draws)
@@ -345,21 +345,6 @@ def _many_copies(x, rng, size=None):
     return float(np.asarray(x).ravel()[0]) + rng.laplace(0.0, COPIES_SCALE, size=(size, COPIES))
 
 
-def _best_copies_bound(draws: int) -> float:
-    """As :func:`_best_sign_count_bound`, for forty releases of Lap(50): the events {K ≥ k}, {K ≤ k}."""
-    p0, p1 = stats.laplace.cdf(0.5, 0.0, COPIES_SCALE), stats.laplace.cdf(0.5, 1.0, COPIES_SCALE)
-    best = 0.0
-    for k in range(COPIES + 1):
-        for q0, q1 in (
-            (stats.binom.sf(k - 1, COPIES, p0), stats.binom.sf(k - 1, COPIES, p1)),
-            (stats.binom.cdf(k, COPIES, p0), stats.binom.cdf(k, COPIES, p1)),
-        ):
-            for num, den in ((q0, q1), (q1, q0)):
-                counts = EvaluationCounts("a", round(draws * num), draws, round(draws * den), draws)
-                best = max(best, bound_from_counts(counts, 0.0, 0.95).epsilon_lower_bound)
-    return best
-
-
 def test_a_shared_table_is_kept_for_copies_of_one_release_and_reaches_the_best_count_event():
     """Forty copies of one Laplace release, each coordinate's log ratio only ±1/50: the shared table
     (estimated from forty times as many values) has the least held-out log loss in 4/4 seeds, and its
@@ -377,7 +362,7 @@ def test_a_shared_table_is_kept_for_copies_of_one_release_and_reaches_the_best_c
             len({(tuple(a), tuple(e)) for a, e in zip(marginals["atoms"], marginals["edges"], strict=True)})
             == 1
         )
-        best = _best_copies_bound(report.counts.draws_numerator)
+        best = _best_sign_count_bound(report.counts.draws_numerator, 0.95, COPIES_SCALE, COPIES)
         assert 0.85 * best <= report.epsilon_lower_bound <= 0.8
 
 
