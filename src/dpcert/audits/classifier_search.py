@@ -345,13 +345,10 @@ def learn_event(
     guard = bool(held_out)  # a marginal score is offered
     kept = set(families)
     if guard:  # the kind of scorer of the least held-out log loss; its scorers compete below
-        losses = []
-        for position, event in enumerate(events):
-            scores_a, scores_b = held_out.get(position) or (
-                event.scores(rows_a[half_a:]),
-                event.scores(rows_b[half_b:]),
-            )
-            losses.append(held_out_log_loss(scores_a, scores_b))
+        for position, event in enumerate(events):  # every scorer's held-out scores, kept for below
+            if position not in held_out:
+                held_out[position] = (event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]))
+        losses = [held_out_log_loss(*held_out[position]) for position in range(len(events))]
         kept = {families[int(np.argmin(losses))]}
     best_key = (-math.inf, -math.inf)
     largest = -math.inf  # the pair's forecast: the best scorer's, as the screening ranks pairs
