@@ -54,6 +54,11 @@ def _outputs(rng: np.random.Generator, rows: int, columns: int) -> np.ndarray:
     return values
 
 
+def _smoothed(in_a: int, draws_a: int, in_b: int, draws_b: int, codes: int) -> float:
+    """The smoothed log ratio written out: half a draw added to each of ``codes`` outcomes."""
+    return math.log((in_a + 0.5) / (draws_a + 0.5 * codes)) - math.log((in_b + 0.5) / (draws_b + 0.5 * codes))
+
+
 def test_marginal_tables_are_the_smoothed_log_ratios_of_each_coordinate():
     rng = np.random.default_rng(4)
     on_a, on_b = _outputs(rng, 3000, 3), _outputs(rng, 2500, 3) + 0.5
@@ -65,9 +70,7 @@ def test_marginal_tables_are_the_smoothed_log_ratios_of_each_coordinate():
         for code in range(size):
             in_a = sum(1 for v in codes_a[index] if v == code)
             in_b = sum(1 for v in codes_b[index] if v == code)
-            expected.append(
-                math.log((in_a + 0.5) / (3000 + 0.5 * size)) - math.log((in_b + 0.5) / (2500 + 0.5 * size))
-            )
+            expected.append(_smoothed(in_a, 3000, in_b, 2500, size))
     np.testing.assert_allclose(tables, expected, rtol=1e-13, atol=1e-15)
 
 
@@ -330,9 +333,7 @@ def test_a_shared_table_is_the_smoothed_log_ratio_of_all_coordinates_codes_toget
     for code in range(size):
         in_a = sum(1 for v in codes_a.ravel().tolist() if v == code)
         in_b = sum(1 for v in codes_b.ravel().tolist() if v == code)
-        one.append(
-            math.log((in_a + 0.5) / (9000 + 0.5 * size)) - math.log((in_b + 0.5) / (7500 + 0.5 * size))
-        )
+        one.append(_smoothed(in_a, 9000, in_b, 7500, size))
     np.testing.assert_allclose(table, one * 3, rtol=1e-13, atol=1e-15)
     with pytest.raises(InvalidParameter, match="binning"):
         shared_log_ratios(Binning.fit(np.concatenate([on_a, on_b]), 4), codes_a, codes_b)

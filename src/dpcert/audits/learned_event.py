@@ -316,9 +316,8 @@ class Binning:
             column = np.ascontiguousarray(rows[:, index])
             code = codes[index]
             code.fill(len(atoms) + len(edges))
-            for (
-                edge
-            ) in edges:  # values are finite (as_rows), so value < edge is the complement of edge <= value
+            # values are finite (as_rows), so value < edge is the complement of edge <= value
+            for edge in edges:
                 np.less(column, edge, out=below)
                 code -= below
             for position, atom in enumerate(atoms):
@@ -446,6 +445,14 @@ def binned_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[Binning, Cell
     return None
 
 
+def smoothed_log_ratios(
+    count_a: np.ndarray, count_b: np.ndarray, total_a: float, total_b: float
+) -> np.ndarray:
+    """``log((count_a + 1/2) / total_a) − log((count_b + 1/2) / total_b)``: the log ratio of two
+    estimated probabilities with half a draw added to every outcome (the totals include those halves)."""
+    return np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
+
+
 def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tuple[np.ndarray, float]:
     """``log P̂(cell | a) − log P̂(cell | b)`` with half a draw added to every cell (the maximum-
     likelihood logistic regression on one-hot cell features, smoothed), and the score of a row outside
@@ -456,7 +463,7 @@ def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tup
     count_b = np.bincount(index_b[index_b >= 0], minlength=size)
     total_a = on_a.shape[0] + 0.5 * (size + 1)
     total_b = on_b.shape[0] + 0.5 * (size + 1)
-    scores = np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
+    scores = smoothed_log_ratios(count_a, count_b, total_a, total_b)
     return scores, float(np.log(0.5 / total_a) - np.log(0.5 / total_b))
 
 
@@ -525,7 +532,7 @@ def marginal_log_ratios(
         count_b = np.bincount(codes_b[index], minlength=size)
         total_a = codes_a.shape[1] + 0.5 * size
         total_b = codes_b.shape[1] + 0.5 * size
-        tables.append(np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b))
+        tables.append(smoothed_log_ratios(count_a, count_b, total_a, total_b))
         if false_discovery is not None:
             p_values.append(g_test_p_value(count_a, count_b))
     if false_discovery is not None:
@@ -555,8 +562,7 @@ def shared_log_ratios(binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray
     count_b = np.bincount(codes_b.ravel(), minlength=size)
     total_a = codes_a.size + 0.5 * size
     total_b = codes_b.size + 0.5 * size
-    table = np.log((count_a + 0.5) / total_a) - np.log((count_b + 0.5) / total_b)
-    return np.tile(table, len(sizes))
+    return np.tile(smoothed_log_ratios(count_a, count_b, total_a, total_b), len(sizes))
 
 
 def marginal_scores(binning: Binning, weights: np.ndarray, codes: np.ndarray) -> np.ndarray:
