@@ -37,12 +37,17 @@ from dpcert.audits.learned_event import (
     BIN_COUNTS,
     Binning,
     LearnedEvent,
+    coarse_counts,
+    code_counts,
+    fine_tables,
     g_test_p_value,
     marginal_binnings,
     marginal_log_ratios,
+    marginal_log_ratios_of_counts,
     marginal_scores,
     marginal_sizes,
     shared_log_ratios,
+    shared_log_ratios_of_counts,
 )
 from dpcert.audits.selection import projected_bound
 from dpcert.errors import InvalidParameter
@@ -121,6 +126,43 @@ def test_coarser_codes_read_off_the_finest_equal_their_own_codes(seed, columns, 
         coarse = binning.coarsened(binnings[0], finest)
         assert coarse is not None
         np.testing.assert_array_equal(coarse, binning.codes(outputs))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), columns=st.integers(2, 5), rounding=st.sampled_from([None, 1.0, 0.25]))
+def test_coarser_tables_and_scores_from_the_finest_codes_are_those_of_their_own_codes(
+    seed, columns, rounding
+):
+    """Counts, tables (per coordinate with selection, and shared) and scores of every coarser binning,
+    derived from the finest binning's codes and counts, equal those from its own codes to the bit."""
+    rng = np.random.default_rng(seed)
+    outputs = rng.laplace(0.0, 3.0, size=(3000, columns)) + np.repeat([[0.0], [0.7]], 1500, axis=0)
+    if rounding is not None:
+        outputs = np.round(outputs / rounding) * rounding
+    on_a, on_b = outputs[:1500], outputs[1500:]
+    for shared in (False, True):
+        make = Binning.shared if shared else Binning.fit
+        binnings = [make(outputs[::3], bins) for bins in BIN_COUNTS]
+        fine_a, fine_b = binnings[0].codes(on_a), binnings[0].codes(on_b)
+        for binning in binnings:
+            maps = binning.code_maps(binnings[0])
+            assert maps is not None
+            own_a, own_b = binning.codes(on_a), binning.codes(on_b)
+            counts_a = coarse_counts(maps, code_counts(binnings[0], fine_a), binning)
+            counts_b = coarse_counts(maps, code_counts(binnings[0], fine_b), binning)
+            for derived, own in zip(counts_a, code_counts(binning, own_a), strict=True):
+                assert derived.tolist() == own.tolist()
+            if shared:
+                tables = shared_log_ratios_of_counts(binning, counts_a, counts_b, 1500, 1500)
+                expected = shared_log_ratios(binning, own_a, own_b)
+            else:
+                tables = marginal_log_ratios_of_counts(
+                    binning, counts_a, counts_b, 1500, 1500, false_discovery=0.05
+                )
+                expected = marginal_log_ratios(binning, own_a, own_b, false_discovery=0.05)
+            assert tables.tolist() == expected.tolist()
+            scores = marginal_scores(binnings[0], fine_tables(maps, tables, binning), fine_b)
+            assert scores.tolist() == marginal_scores(binning, tables, own_b).tolist()
 
 
 def test_g_test_p_values_match_scipys_likelihood_ratio_test():

@@ -49,17 +49,21 @@ from dpcert.audits.epsilon_lower_bound import (
 )
 from dpcert.audits.learned_event import (
     MARGINAL_FDR,
+    Binning,
     CellTable,
     LearnedEvent,
     OutputFeatures,
     as_rows,
     binned_cells,
     cell_log_ratios,
+    coarse_counts,
+    code_counts,
+    fine_tables,
     fit_logistic,
     marginal_binnings,
-    marginal_log_ratios,
+    marginal_log_ratios_of_counts,
     marginal_scores,
-    shared_log_ratios,
+    shared_log_ratios_of_counts,
     summary_cells,
 )
 from dpcert.audits.neighbours import Relation, plain_value
@@ -188,42 +192,70 @@ def tail_counts(
     return ordered[starts], num_gt, num_eq, den_gt, den_eq
 
 
-def _best_threshold(
-    num: np.ndarray, den: np.ndarray, evaluation: int, delta: float, alpha: float
-) -> tuple[float, float, float, float]:
-    """DP-Sniper's threshold with randomised tie for each target c, the best c by the projected bound;
-    also the best event's forecast at :data:`COMPARISON_CAUTION`."""
-    n_num, n_den = num.shape[0], den.shape[0]
+def _target_counts(
+    num: np.ndarray, den: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each target count c of denominator draws: the least score value whose strict upper set
+    holds at most c denominator draws, the tie probability q that brings the denominator count to c
+    exactly (``#{u > t} + q·#{u = t} = c``), and the numerator and denominator counts of that event."""
     values, num_gt, num_eq, den_gt, den_eq = tail_counts(num, den)
-    targets = np.unique(
-        np.concatenate([np.geomspace(0.5, float(n_den), _TARGETS), np.linspace(0.0, n_den, _TARGETS // 3)])
-    )
-    # for each target count c·n_den: the least score value whose strict upper set holds at most that
-    # many denominator draws (den_gt decreases along the values), and the tie probability q that
-    # brings the denominator count to the target exactly (P[u > t] + q·P[u = t] = c)
     index = np.minimum(np.searchsorted(-den_gt, -targets, side="left"), values.shape[0] - 1)
     equal = den_eq[index]
     ties = np.where(equal > 0, np.clip((targets - den_gt[index]) / np.maximum(equal, 1), 0.0, 1.0), 1.0)
-    in_num = num_gt[index] + ties * num_eq[index]
-    in_den = den_gt[index] + ties * equal
+    return values[index], ties, num_gt[index] + ties * num_eq[index], den_gt[index] + ties * equal
+
+
+def _best_threshold(
+    folds: list[tuple[np.ndarray, np.ndarray]], evaluation: int, delta: float, alpha: float
+) -> tuple[float, float, float, float]:
+    """DP-Sniper's threshold with randomised tie for each target c, the best c by the projected bound;
+    also the best event's forecast at :data:`COMPARISON_CAUTION`.
+
+    ``folds`` holds (numerator, denominator) scores of held-out draws; the first fold's scores are
+    those of the scorer that will be used.  With several folds (cross-fitting: each fold scored by a
+    scorer fitted without it), each target is the same share of every fold's denominator draws, and
+    the target is chosen on the folds' counts added up: the choice among hundreds of nested tail sets
+    rests on all the held-out draws.  The threshold and tie are then read off the first fold."""
+    n_den = folds[0][1].shape[0]
+    targets = np.unique(
+        np.concatenate([np.geomspace(0.5, float(n_den), _TARGETS), np.linspace(0.0, n_den, _TARGETS // 3)])
+    )
+    thresholds, ties, in_num, in_den = _target_counts(folds[0][0], folds[0][1], targets)
+    n_num = folds[0][0].shape[0]
+    for num, den in folds[1:]:
+        scaled = targets if den.shape[0] == n_den else targets * (den.shape[0] / n_den)
+        _, _, fold_num, fold_den = _target_counts(num, den, scaled)
+        in_num, in_den = in_num + fold_num, in_den + fold_den
+        n_num, n_den = n_num + num.shape[0], n_den + den.shape[0]
     projected = projected_bound(in_num, n_num, in_den, n_den, evaluation, evaluation, delta, alpha)
     best = int(np.argmax(projected))
     guarded = projected_bound(
         in_num[best : best + 1], n_num, in_den[best : best + 1], n_den, evaluation, evaluation, delta, alpha,
         caution=COMPARISON_CAUTION,
     )  # fmt: skip
-    return float(values[index[best]]), float(ties[best]), float(projected[best]), float(guarded[0])
+    return float(thresholds[best]), float(ties[best]), float(projected[best]), float(guarded[0])
 
 
 def choose_event(
-    scores_a: np.ndarray, scores_b: np.ndarray, evaluation: int, delta: float, confidence: float
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    evaluation: int,
+    delta: float,
+    confidence: float,
+    *,
+    other_folds: tuple[tuple[np.ndarray, np.ndarray], ...] = (),
 ) -> EventChoice:
     """Orientation, threshold and tie probability for the scores ``logit P(a | o)`` of draws on a and
-    on b that the classifier was not fitted on, for ``evaluation`` draws per input."""
+    on b that the classifier was not fitted on, for ``evaluation`` draws per input.
+
+    ``other_folds`` holds more held-out (a, b) scores, each from a scorer fitted without them; the
+    target share of the denominator is then chosen on all folds together (see :func:`_best_threshold`)
+    and the threshold and tie are those of ``scores_a``, ``scores_b``."""
     alpha = 1.0 - confidence
     best = EventChoice("a", math.inf, 0.0, -math.inf)
-    for numerator, num, den in (("a", scores_a, scores_b), ("b", -scores_b, -scores_a)):
-        threshold, tie, forecast, guarded = _best_threshold(num, den, evaluation, delta, alpha)
+    for numerator in ("a", "b"):
+        folds = [(a, b) if numerator == "a" else (-b, -a) for a, b in ((scores_a, scores_b), *other_folds)]
+        threshold, tie, forecast, guarded = _best_threshold(folds, evaluation, delta, alpha)
         if forecast > best.forecast:
             best = EventChoice(numerator, threshold, tie, forecast, guarded)
     return best
@@ -280,6 +312,13 @@ def learn_event(
       one can win by luck (LaplaceParallel, 79 against 33 held-out draws where at most e^0.1 : 1 is
       possible).
 
+    With a marginal score, each compared scorer's threshold is chosen by cross-fitting: the scorer
+    is also fitted on the second half and scores the first, and :func:`choose_event` chooses the
+    target share of the denominator on both folds' counts added up (twice the held-out draws), then
+    reads the threshold and tie off the second half's scores under the scorer fitted on the first,
+    which is the one used.  The scorer fitted on the second half only helps choose; its scores of the
+    first half are held out from it, so the folds' counts are honest held-out counts.
+
     The forecast returned, by which the screening ranks pairs, is the largest of the compared
     scorers' forecasts.
     """
@@ -292,6 +331,8 @@ def learn_event(
     events: list[LearnedEvent] = []
     held_out: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # scores already at hand, by scorer
     families: list[str] = []  # each scorer's kind
+    # by scorer: the same scorer fitted on the second half instead, and its scores of the first half
+    crossed: dict[int, Callable[[], tuple[np.ndarray, np.ndarray]]] = {}
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
         families.append("cells")
@@ -305,6 +346,7 @@ def learn_event(
                 cells, binning.transform(rows_a[:half_a]), binning.transform(rows_b[:half_b])
             )
             weights = tuple(float(s) for s in scores)
+            crossed[len(events)] = _crossed_cells(cells, binning.transform, rows_a, rows_b, half_a, half_b)
             families.append("binned cells")
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, binning))
         summaries = summary_cells(np.concatenate([fit_a, fit_b]), first) if binned else []
@@ -313,32 +355,26 @@ def learn_event(
                 cells, summary.transform(rows_a[:half_a]), summary.transform(rows_b[:half_b])
             )
             weights = tuple(float(s) for s in scores)
+            crossed[len(events)] = _crossed_cells(cells, summary.transform, rows_a, rows_b, half_a, half_b)
             families.append("summary cells")
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary))
         for shared in (False, True) if binned else ():  # one table per coordinate, or one for all
             marginals = marginal_binnings(np.concatenate([fit_a, fit_b]), shared=shared)
-            if marginals:  # the finest binning's codes, from which the coarser ones are read
-                finest_a, finest_b = marginals[0].codes(rows_a), marginals[0].codes(rows_b)
+            finest = _Coded.of(marginals[0], rows_a, rows_b, half_a, half_b) if marginals else None
             for marginal in marginals:
-                codes_a = marginal.coarsened(marginals[0], finest_a)
-                codes_b = marginal.coarsened(marginals[0], finest_b)
-                if codes_a is None or codes_b is None:
-                    codes_a, codes_b = marginal.codes(rows_a), marginal.codes(rows_b)
-                if shared:
-                    tables = shared_log_ratios(marginal, codes_a[:, :half_a], codes_b[:, :half_b])
-                else:
-                    tables = marginal_log_ratios(
-                        marginal, codes_a[:, :half_a], codes_b[:, :half_b], false_discovery=MARGINAL_FDR
-                    )
-                weights = tuple(float(w) for w in tables)
-                held_out[len(events)] = (
-                    marginal_scores(marginal, tables, codes_a[:, half_a:]),
-                    marginal_scores(marginal, tables, codes_b[:, half_b:]),
-                )
+                assert finest is not None  # set with the first binning
+                maps = marginal.code_maps(finest.binning)
+                coded = finest if maps is not None else _Coded.of(marginal, rows_a, rows_b, half_a, half_b)
+                tables = coded.tables(marginal, maps, shared, "first")
+                held_out[len(events)] = coded.scores(marginal, maps, tables, "second")
+                crossed[len(events)] = _crossed_tables(coded, marginal, maps, shared)
                 families.append("shared tables" if shared else "coordinate tables")
-                events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, marginals=marginal))
+                events.append(
+                    LearnedEvent(None, tuple(float(w) for w in tables), "a", 0.0, 0.0, marginals=marginal)
+                )
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
         weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
+        crossed[len(events)] = _crossed_logistic(features, rows_a, rows_b, half_a, half_b, fit_draws)
         families.append("logistic regression")
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
     best: tuple[LearnedEvent, float] | None = None
@@ -359,7 +395,8 @@ def learn_event(
             event.scores(rows_a[half_a:]),
             event.scores(rows_b[half_b:]),
         )
-        choice = choose_event(scores_a, scores_b, evaluation, delta, confidence)
+        other_folds = (crossed[position](),) if guard and position in crossed else ()
+        choice = choose_event(scores_a, scores_b, evaluation, delta, confidence, other_folds=other_folds)
         key = (choice.guarded, choice.forecast) if guard else (choice.forecast, choice.forecast)
         if best is None or key > best_key:
             chosen = replace(event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie)
@@ -367,6 +404,110 @@ def learn_event(
         largest = max(largest, choice.forecast)
     assert best is not None  # at least one scorer
     return best[0], largest
+
+
+def _crossed_cells(
+    cells: CellTable,
+    transform: Callable[[np.ndarray], np.ndarray],
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    half_a: int,
+    half_b: int,
+) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """The cells' log ratios estimated on the second half of the draws, as scores of the first half."""
+
+    def scores() -> tuple[np.ndarray, np.ndarray]:
+        weights, unseen = cell_log_ratios(cells, transform(rows_a[half_a:]), transform(rows_b[half_b:]))
+        event = LearnedEvent(None, tuple(float(w) for w in weights), "a", 0.0, 0.0, cells, unseen)
+        return event.scores(transform(rows_a[:half_a])), event.scores(transform(rows_b[:half_b]))
+
+    return scores
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """The codes of a pair's draws under one binning, and each half's code counts per coordinate:
+    every coarser binning's tables are estimated from these counts and its scores read off these codes
+    (:meth:`Binning.code_maps`), the same numbers as from its own codes, without coding again."""
+
+    binning: Binning
+    codes_a: np.ndarray
+    codes_b: np.ndarray
+    half_a: int
+    half_b: int
+    counts: dict[str, tuple[list[np.ndarray], list[np.ndarray]]]
+
+    @classmethod
+    def of(cls, binning: Binning, rows_a: np.ndarray, rows_b: np.ndarray, half_a: int, half_b: int) -> _Coded:
+        codes_a, codes_b = binning.codes(rows_a), binning.codes(rows_b)
+        counts = {
+            "first": (code_counts(binning, codes_a[:, :half_a]), code_counts(binning, codes_b[:, :half_b])),
+            "second": (code_counts(binning, codes_a[:, half_a:]), code_counts(binning, codes_b[:, half_b:])),
+        }
+        return cls(binning, codes_a, codes_b, half_a, half_b, counts)
+
+    def _draws(self, half: str) -> tuple[int, int]:
+        if half == "first":
+            return self.half_a, self.half_b
+        return self.codes_a.shape[1] - self.half_a, self.codes_b.shape[1] - self.half_b
+
+    def tables(
+        self, marginal: Binning, maps: tuple[np.ndarray, ...] | None, shared: bool, half: str
+    ) -> np.ndarray:
+        """``marginal``'s tables estimated on one half of the draws (``maps``: from these codes to
+        ``marginal``'s, None when these are ``marginal``'s own codes)."""
+        counts_a, counts_b = self.counts[half]
+        if maps is not None:
+            counts_a = coarse_counts(maps, counts_a, marginal)
+            counts_b = coarse_counts(maps, counts_b, marginal)
+        draws_a, draws_b = self._draws(half)
+        if shared:
+            return shared_log_ratios_of_counts(marginal, counts_a, counts_b, draws_a, draws_b)
+        return marginal_log_ratios_of_counts(
+            marginal, counts_a, counts_b, draws_a, draws_b, false_discovery=MARGINAL_FDR
+        )
+
+    def scores(
+        self, marginal: Binning, maps: tuple[np.ndarray, ...] | None, tables: np.ndarray, half: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The scores of one half's draws on a and on b under ``marginal``'s ``tables``."""
+        weights = tables if maps is None else fine_tables(maps, tables, marginal)
+        part_a = slice(None, self.half_a) if half == "first" else slice(self.half_a, None)
+        part_b = slice(None, self.half_b) if half == "first" else slice(self.half_b, None)
+        return (
+            marginal_scores(self.binning, weights, self.codes_a[:, part_a]),
+            marginal_scores(self.binning, weights, self.codes_b[:, part_b]),
+        )
+
+
+def _crossed_tables(
+    coded: _Coded, marginal: Binning, maps: tuple[np.ndarray, ...] | None, shared: bool
+) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """The marginal tables estimated on the second half of the draws, as scores of the first half."""
+
+    def scores() -> tuple[np.ndarray, np.ndarray]:
+        return coded.scores(marginal, maps, coded.tables(marginal, maps, shared, "second"), "first")
+
+    return scores
+
+
+def _crossed_logistic(
+    features: OutputFeatures,
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    half_a: int,
+    half_b: int,
+    fit_draws: int,
+) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """The logistic regression fitted on the second half of the draws, as scores of the first half."""
+
+    def scores() -> tuple[np.ndarray, np.ndarray]:
+        fit_a = rows_a[half_a : half_a + min(rows_a.shape[0] - half_a, fit_draws)]
+        fit_b = rows_b[half_b : half_b + min(rows_b.shape[0] - half_b, fit_draws)]
+        weights = fit_logistic(features.transform(fit_a), features.transform(fit_b))
+        return features.score(rows_a[:half_a], weights), features.score(rows_b[:half_b], weights)
+
+    return scores
 
 
 # --------------------------------------------------------------------------- screening

@@ -329,22 +329,31 @@ class Binning:
         """:meth:`codes` as a float (n, d) array of rows (the cells of binned outputs)."""
         return self.codes(outputs).T.astype(float)
 
-    def coarsened(self, finer: Binning, codes: np.ndarray) -> np.ndarray | None:
-        """This binning's :meth:`codes` of the outputs whose codes under ``finer`` are ``codes``,
-        without the outputs: possible when both have the same atoms and every cut point of this binning
-        is one of ``finer``'s (then a value's count of cut points at or below it is read off its finer
-        bin); None otherwise.  The same array as ``self.codes(outputs)``."""
+    def code_maps(self, finer: Binning) -> tuple[np.ndarray, ...] | None:
+        """Per coordinate, the array that maps each of ``finer``'s codes to this binning's code of the
+        same values: possible when both have the same atoms and every cut point of this binning is one
+        of ``finer``'s (then a value's count of cut points at or below it is read off its finer bin);
+        None otherwise."""
         if self.atoms != finer.atoms:
             return None
-        coarse = np.empty_like(codes)
-        for index, (atoms, fine_edges, edges) in enumerate(
-            zip(self.atoms, finer.edges, self.edges, strict=True)
-        ):
+        maps = []
+        for atoms, fine_edges, edges in zip(self.atoms, finer.edges, self.edges, strict=True):
             if not set(edges) <= set(fine_edges):
                 return None
             # fine code len(atoms) + k: the value lies in [fine_edges[k-1], fine_edges[k])
             below = np.searchsorted(np.asarray(edges, float), np.asarray(fine_edges, float), side="right")
-            lookup = np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])])
+            maps.append(np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])]))
+        return tuple(maps)
+
+    def coarsened(self, finer: Binning, codes: np.ndarray) -> np.ndarray | None:
+        """This binning's :meth:`codes` of the outputs whose codes under ``finer`` are ``codes``,
+        without the outputs (through :meth:`code_maps`); None when there are no code maps.  The same
+        array as ``self.codes(outputs)``."""
+        maps = self.code_maps(finer)
+        if maps is None:
+            return None
+        coarse = np.empty_like(codes)
+        for index, lookup in enumerate(maps):
             coarse[index] = lookup.astype(np.int8)[codes[index]]
         return coarse
 
@@ -512,6 +521,35 @@ def g_test_p_value(count_a: np.ndarray, count_b: np.ndarray) -> float:
     return float(chdtrc(int(np.count_nonzero(used)) - 1, max(2.0 * statistic, 0.0)))
 
 
+def code_counts(binning: Binning, codes: np.ndarray) -> list[np.ndarray]:
+    """Per coordinate, how many of the outputs whose codes (:meth:`Binning.codes`) are ``codes`` take
+    each of its codes."""
+    return [np.bincount(codes[index], minlength=size) for index, size in enumerate(marginal_sizes(binning))]
+
+
+def coarse_counts(
+    maps: tuple[np.ndarray, ...], counts: list[np.ndarray], binning: Binning
+) -> list[np.ndarray]:
+    """``binning``'s :func:`code_counts` from a finer binning's counts and the code maps between them
+    (:meth:`Binning.code_maps`): each finer code's count added to the code it maps to."""
+    coarse = []
+    for lookup, fine, size in zip(maps, counts, marginal_sizes(binning), strict=True):
+        total = np.zeros(size, dtype=np.int64)
+        np.add.at(total, lookup, fine)
+        coarse.append(total)
+    return coarse
+
+
+def fine_tables(maps: tuple[np.ndarray, ...], tables: np.ndarray, binning: Binning) -> np.ndarray:
+    """``binning``'s tables (one after the other) read at every finer code through the code maps: the
+    finer codes' scores are the same numbers as ``binning``'s scores of the same outputs."""
+    pieces, offset = [], 0
+    for lookup, size in zip(maps, marginal_sizes(binning), strict=True):
+        pieces.append(tables[offset : offset + size][lookup])
+        offset += size
+    return np.concatenate(pieces)
+
+
 def marginal_log_ratios(
     binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray, *, false_discovery: float | None = None
 ) -> np.ndarray:
@@ -526,12 +564,30 @@ def marginal_log_ratios(
     noise that would blur the informative ones.  When no coordinate is found, every one keeps its
     table.  (Benjamini & Hochberg 1995: the more coordinates carry a signal, the more lenient the
     cut, so many weak but real coordinates are kept together.)"""
+    return marginal_log_ratios_of_counts(
+        binning,
+        code_counts(binning, codes_a),
+        code_counts(binning, codes_b),
+        codes_a.shape[1],
+        codes_b.shape[1],
+        false_discovery=false_discovery,
+    )
+
+
+def marginal_log_ratios_of_counts(
+    binning: Binning,
+    counts_a: list[np.ndarray],
+    counts_b: list[np.ndarray],
+    draws_a: int,
+    draws_b: int,
+    *,
+    false_discovery: float | None = None,
+) -> np.ndarray:
+    """:func:`marginal_log_ratios` from the draws' :func:`code_counts` and their numbers."""
     tables, p_values = [], []
-    for index, size in enumerate(marginal_sizes(binning)):
-        count_a = np.bincount(codes_a[index], minlength=size)
-        count_b = np.bincount(codes_b[index], minlength=size)
-        total_a = codes_a.shape[1] + 0.5 * size
-        total_b = codes_b.shape[1] + 0.5 * size
+    for count_a, count_b, size in zip(counts_a, counts_b, marginal_sizes(binning), strict=True):
+        total_a = draws_a + 0.5 * size
+        total_b = draws_b + 0.5 * size
         tables.append(smoothed_log_ratios(count_a, count_b, total_a, total_b))
         if false_discovery is not None:
             p_values.append(g_test_p_value(count_a, count_b))
@@ -554,14 +610,27 @@ def shared_log_ratios(binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray
     LaplaceParallel), each coordinate's marginal ratio is the same, and pooling estimates it from d
     times as many draws: on twenty releases of Lap(200), the per-coordinate ratios of about ±0.005
     are smaller than the noise of twenty separate estimates from 10⁵ draws, but not of one."""
+    return shared_log_ratios_of_counts(
+        binning,
+        code_counts(binning, codes_a),
+        code_counts(binning, codes_b),
+        codes_a.shape[1],
+        codes_b.shape[1],
+    )
+
+
+def shared_log_ratios_of_counts(
+    binning: Binning, counts_a: list[np.ndarray], counts_b: list[np.ndarray], draws_a: int, draws_b: int
+) -> np.ndarray:
+    """:func:`shared_log_ratios` from the draws' :func:`code_counts` and their numbers."""
     sizes = marginal_sizes(binning)
     if len(set(zip(binning.atoms, binning.edges, strict=True))) != 1:
         raise InvalidParameter("binning", "different coordinates' binnings", "one binning shared by all")
     size = sizes[0]
-    count_a = np.bincount(codes_a.ravel(), minlength=size)
-    count_b = np.bincount(codes_b.ravel(), minlength=size)
-    total_a = codes_a.size + 0.5 * size
-    total_b = codes_b.size + 0.5 * size
+    count_a = np.add.reduce(np.stack(counts_a), axis=0)
+    count_b = np.add.reduce(np.stack(counts_b), axis=0)
+    total_a = len(sizes) * draws_a + 0.5 * size
+    total_b = len(sizes) * draws_b + 0.5 * size
     return np.tile(smoothed_log_ratios(count_a, count_b, total_a, total_b), len(sizes))
 
 
