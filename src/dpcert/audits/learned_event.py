@@ -276,29 +276,42 @@ class Binning:
     @classmethod
     def fit(cls, pooled: np.ndarray, bins: int) -> Binning:
         """Atoms as in :class:`OutputFeatures` and ``bins`` equal-count bins of the other values."""
+        return cls.fit_each(pooled, (bins,))[0]
+
+    @classmethod
+    def fit_each(cls, pooled: np.ndarray, bin_counts: tuple[int, ...]) -> list[Binning]:
+        """:meth:`fit` for each of ``bin_counts``, each column's atoms and sorted values found once."""
         rows = as_rows(pooled)
         atoms: list[tuple[float, ...]] = []
-        edges: list[tuple[float, ...]] = []
+        edges: list[list[tuple[float, ...]]] = [[] for _ in bin_counts]
         for column in rows.T:
             values, counts = np.unique(column, return_counts=True)
             order = np.argsort(-counts, kind="stable")[:MAX_ATOMS]
             frequent = values[np.sort(order[counts[order] >= ATOM_SHARE * rows.shape[0]])]
             continuous = np.sort(column[~np.isin(column, frequent)])
-            cuts: tuple[float, ...] = ()
-            if continuous.size >= bins:
-                positions = (np.arange(1, bins) * continuous.size) // bins
-                cuts = tuple(float(v) for v in np.unique(continuous[positions]))
+            for found, bins in zip(edges, bin_counts, strict=True):
+                cuts: tuple[float, ...] = ()
+                if continuous.size >= bins:
+                    positions = (np.arange(1, bins) * continuous.size) // bins
+                    cuts = tuple(float(v) for v in np.unique(continuous[positions]))
+                found.append(cuts)
             atoms.append(tuple(float(v) for v in frequent))
-            edges.append(cuts)
-        return cls(tuple(atoms), tuple(edges))
+        return [cls(tuple(atoms), tuple(found)) for found in edges]
 
     @classmethod
     def shared(cls, pooled: np.ndarray, bins: int) -> Binning:
         """One binning for every coordinate: atoms and cut points as :meth:`fit` finds them on all
         coordinates' values together (for coordinates that are copies of one release)."""
+        return cls.shared_each(pooled, (bins,))[0]
+
+    @classmethod
+    def shared_each(cls, pooled: np.ndarray, bin_counts: tuple[int, ...]) -> list[Binning]:
+        """:meth:`shared` for each of ``bin_counts``, the values' atoms and order found once."""
         rows = as_rows(pooled)
-        one = cls.fit(rows.reshape(-1, 1), bins)
-        return cls(one.atoms * rows.shape[1], one.edges * rows.shape[1])
+        return [
+            cls(one.atoms * rows.shape[1], one.edges * rows.shape[1])
+            for one in cls.fit_each(rows.reshape(-1, 1), bin_counts)
+        ]
 
     def codes(self, outputs: np.ndarray) -> np.ndarray:
         """Per coordinate (rows of the result) and output (columns): the atom's index, or
@@ -442,8 +455,7 @@ def binned_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[Binning, Cell
     of ``pooled`` form at most :data:`MAX_CELLS` cells, with those cells; None if even the coarsest
     has more, or if no coordinate has continuous values."""
     rows = as_rows(pooled)
-    for bins in BIN_COUNTS:
-        binning = Binning.fit(fitting, bins)
+    for binning in Binning.fit_each(fitting, BIN_COUNTS):
         if not any(binning.edges):
             return None
         if CellTable.of(binning.transform(rows[:CELL_PROBE])) is None:
@@ -488,12 +500,12 @@ def marginal_binnings(fitting: np.ndarray, *, shared: bool = False) -> list[Binn
     found: list[Binning] = []
     if rows.shape[1] < 2:
         return found
-    for bins in BIN_COUNTS:
-        binning = Binning.fit(rows, bins)
-        if any(atoms and edges for atoms, edges in zip(binning.atoms, binning.edges, strict=True)):
-            return []
-        if shared:
-            binning = Binning.shared(rows, bins)
+    each = Binning.fit_each(rows, BIN_COUNTS)
+    if any(
+        atoms and edges for binning in each for atoms, edges in zip(binning.atoms, binning.edges, strict=True)
+    ):
+        return []
+    for binning in Binning.shared_each(rows, BIN_COUNTS) if shared else each:
         if not any(binning == known for known in found):
             found.append(binning)
     return found
