@@ -37,7 +37,8 @@ from dpcert.audits.benchmark_mechanisms import (
     benchmark_mechanism,
     benchmark_mechanisms,
 )
-from dpcert.audits.classifier_search import choose_event
+from dpcert.audits.classifier_search import choose_event, learn_event
+from dpcert.audits.learned_event import OutputFeatures, fit_logistic
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
@@ -132,6 +133,25 @@ def test_classifier_search_refuses_shares_that_leave_no_evaluation():
             samples=2000,
             score=lambda x: x,
         )
+
+
+def test_the_final_logistic_regression_is_fitted_on_its_own_number_of_draws():
+    """With ``logistic_draws``, the logistic regression's weights are those of ``fit_logistic`` on the
+    first that many draws of each input, its features still fitted on the first ``fit_draws``; the
+    search's default for the survivor is the larger of ``fit_draws`` and 200,000, and less than
+    ``fit_draws`` is refused."""
+    rng = np.random.default_rng(11)
+    on_a, on_b = rng.normal(0.2, 1.0, size=(6000, 3)), rng.normal(0.0, 1.0, size=(6000, 3))
+    event, _ = learn_event(on_a, on_b, 10_000, 0.0, 0.95, fit_draws=300, binned=False, logistic_draws=2500)
+    features = OutputFeatures.fit(np.concatenate([on_a[:300], on_b[:300]]))
+    expected = fit_logistic(features.transform(on_a[:2500]), features.transform(on_b[:2500]))
+    assert event.features == features
+    assert list(event.weights) == expected.tolist()
+    pairs = CandidatePairs(((0.0, 1.0),))
+    assert ClassifierSearch(pairs).final_fit_draws == 200_000
+    assert ClassifierSearch(pairs, fit_draws=300_000).final_fit_draws == 300_000
+    with pytest.raises(InvalidParameter, match="final_fit_draws"):
+        ClassifierSearch(pairs, fit_draws=1000, final_fit_draws=999)
 
 
 def test_benchmark_mechanisms_are_vectorised_and_keep_their_cutoffs():

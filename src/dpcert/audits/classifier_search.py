@@ -82,7 +82,8 @@ from dpcert.certificates import Guarantee
 from dpcert.errors import InvalidParameter
 
 DEFAULT_CHUNK = 262_144  # evaluation draws per input held in memory at once
-DEFAULT_FIT_DRAWS = 20_000  # most draws per input the logistic regression is fitted on
+DEFAULT_FIT_DRAWS = 20_000  # most draws per input the logistic regression is fitted on while screening
+DEFAULT_FINAL_FIT_DRAWS = 200_000  # most draws per input the survivor's logistic regression is fitted on
 DEFAULT_MAX_LEARNING = 1_000_000  # most fresh draws per input spent learning the survivor's event
 MIN_ROUND_DRAWS = 20  # least new draws per pair and round
 _TARGETS = 600  # target probabilities c on the grid of the threshold rule
@@ -107,7 +108,12 @@ class ClassifierSearch:
         Share of the draws per input (at most ``max_learning``) drawn afresh on the survivor to learn
         its event.
     fit_draws
-        Most draws per input the classifier is fitted on (the rest choose the threshold).
+        Most draws per input the classifier is fitted on while screening (the rest choose the
+        threshold); the value bins of binned scorers are cut at quantiles of these draws.
+    final_fit_draws
+        Most draws per input the survivor's logistic regression is fitted on when its event is
+        learned (one fit, after the screening): at least ``fit_draws``; by default the larger of
+        ``fit_draws`` and 200,000.
     chunk
         Evaluation draws per input held in memory at once.
     binned
@@ -124,6 +130,7 @@ class ClassifierSearch:
     learning_share: float = 0.3
     max_learning: int = DEFAULT_MAX_LEARNING
     fit_draws: int = DEFAULT_FIT_DRAWS
+    final_fit_draws: int | None = None
     chunk: int = DEFAULT_CHUNK
     binned: bool = True
     workers: int = 1
@@ -148,6 +155,14 @@ class ClassifierSearch:
             self, "max_learning", check.positive_int("max_learning", self.max_learning, minimum=0)
         )
         object.__setattr__(self, "fit_draws", check.positive_int("fit_draws", self.fit_draws, minimum=10))
+        final = (
+            max(self.fit_draws, DEFAULT_FINAL_FIT_DRAWS)
+            if self.final_fit_draws is None
+            else self.final_fit_draws
+        )
+        object.__setattr__(
+            self, "final_fit_draws", check.positive_int("final_fit_draws", final, minimum=self.fit_draws)
+        )
         object.__setattr__(self, "chunk", check.positive_int("chunk", self.chunk))
         if not isinstance(self.binned, bool):
             raise InvalidParameter("binned", self.binned, "True or False")
@@ -280,6 +295,7 @@ def learn_event(
     *,
     fit_draws: int = DEFAULT_FIT_DRAWS,
     binned: bool = True,
+    logistic_draws: int | None = None,
 ) -> tuple[LearnedEvent, float]:
     """Fit the classifier on the first half of the draws, choose the threshold on the second half; the
     event and its forecast.
@@ -294,7 +310,8 @@ def learn_event(
     by all (:func:`~dpcert.audits.learned_event.shared_log_ratios`), for each binning of
     :data:`~dpcert.audits.learned_event.BIN_COUNTS` (outputs of several coordinates), and logistic
     regression on :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most
-    ``fit_draws`` draws per input.
+    ``logistic_draws`` (default ``fit_draws``) draws per input; the bins and features are fitted on
+    at most ``fit_draws``.
 
     The scorer kept is chosen on the second half only (screening draws).  Without a marginal score, it
     is the one whose chosen threshold forecasts the larger bound.  With one:
@@ -373,8 +390,12 @@ def learn_event(
                     LearnedEvent(None, tuple(float(w) for w in tables), "a", 0.0, 0.0, marginals=marginal)
                 )
         features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
-        weights = tuple(float(w) for w in fit_logistic(features.transform(fit_a), features.transform(fit_b)))
-        crossed[len(events)] = _crossed_logistic(features, rows_a, rows_b, half_a, half_b, fit_draws)
+        most = fit_draws if logistic_draws is None else logistic_draws
+        logistic_a, logistic_b = rows_a[: min(half_a, most)], rows_b[: min(half_b, most)]
+        weights = tuple(
+            float(w) for w in fit_logistic(features.transform(logistic_a), features.transform(logistic_b))
+        )
+        crossed[len(events)] = _crossed_logistic(features, rows_a, rows_b, half_a, half_b, most)
         families.append("logistic regression")
         events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
     best: tuple[LearnedEvent, float] | None = None
@@ -684,7 +705,14 @@ def audit_with_classifier(
         on_a = np.concatenate([survivor.on_a, draw(mechanism, survivor.candidate.a, learning, rng)])
         on_b = np.concatenate([survivor.on_b, draw(mechanism, survivor.candidate.b, learning, rng)])
         event, _ = learn_event(
-            on_a, on_b, evaluation, claim.delta, confidence, fit_draws=search.fit_draws, binned=search.binned
+            on_a,
+            on_b,
+            evaluation,
+            claim.delta,
+            confidence,
+            fit_draws=search.fit_draws,
+            binned=search.binned,
+            logistic_draws=search.final_fit_draws,
         )
         del on_a, on_b
     assert event is not None  # every screened pair has its event
