@@ -358,18 +358,6 @@ class Binning:
             maps.append(np.concatenate([np.arange(len(atoms)), len(atoms) + np.concatenate([[0], below])]))
         return tuple(maps)
 
-    def coarsened(self, finer: Binning, codes: np.ndarray) -> np.ndarray | None:
-        """This binning's :meth:`codes` of the outputs whose codes under ``finer`` are ``codes``,
-        without the outputs (through :meth:`code_maps`); None when there are no code maps.  The same
-        array as ``self.codes(outputs)``."""
-        maps = self.code_maps(finer)
-        if maps is None:
-            return None
-        coarse = np.empty_like(codes)
-        for index, lookup in enumerate(maps):
-            coarse[index] = lookup.astype(np.int8)[codes[index]]
-        return coarse
-
     def to_dict(self) -> dict[str, Any]:
         return {"atoms": [list(a) for a in self.atoms], "edges": [list(e) for e in self.edges]}
 
