@@ -81,6 +81,21 @@ def test_two_folds_choose_the_target_of_the_largest_forecast_of_their_added_coun
     assert (choice.threshold, choice.tie) == pytest.approx(expected[1:], rel=1e-12, abs=1e-12)
 
 
+def test_three_folds_take_each_target_as_the_same_share_of_every_fold():
+    rng = np.random.default_rng(7)
+    sizes = ((300, 200), (150, 250), (90, 60))
+    folds = [
+        (np.round(rng.normal(0.4, 1.0, n_a), 1), np.round(rng.normal(0.0, 1.0, n_b), 1)) for n_a, n_b in sizes
+    ]
+    choice = choose_event(*folds[0], 8_000, 0.0, 0.95, other_folds=tuple(folds[1:]))
+    forward = _reference([(a.tolist(), b.tolist()) for a, b in folds], 8_000, 0.05)
+    backward = _reference([((-b).tolist(), (-a).tolist()) for a, b in folds], 8_000, 0.05)
+    expected = forward if forward[0] >= backward[0] else backward
+    assert choice.numerator == ("a" if forward[0] >= backward[0] else "b")
+    assert choice.forecast == pytest.approx(expected[0], rel=1e-9)
+    assert (choice.threshold, choice.tie) == pytest.approx(expected[1:], rel=1e-12, abs=1e-12)
+
+
 def test_one_fold_is_the_threshold_rule_on_that_fold():
     rng = np.random.default_rng(3)
     a, b = np.round(rng.normal(0.3, 1.0, 500), 1), np.round(rng.normal(0.0, 1.0, 400), 1)

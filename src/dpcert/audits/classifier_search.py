@@ -236,9 +236,9 @@ def _best_threshold(
         np.concatenate([np.geomspace(0.5, float(n_den), _TARGETS), np.linspace(0.0, n_den, _TARGETS // 3)])
     )
     thresholds, ties, in_num, in_den = _target_counts(folds[0][0], folds[0][1], targets)
-    n_num = folds[0][0].shape[0]
-    for num, den in folds[1:]:
-        scaled = targets if den.shape[0] == n_den else targets * (den.shape[0] / n_den)
+    first_den, n_num = n_den, folds[0][0].shape[0]
+    for num, den in folds[1:]:  # each target the same share of this fold's denominator draws
+        scaled = targets if den.shape[0] == first_den else targets * (den.shape[0] / first_den)
         _, _, fold_num, fold_den = _target_counts(num, den, scaled)
         in_num, in_den = in_num + fold_num, in_den + fold_den
         n_num, n_den = n_num + num.shape[0], n_den + den.shape[0]
