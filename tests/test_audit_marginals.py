@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from kernel_subprocess import NO_AVX512, environment, run_json
 from scipy import stats
 
-from dpcert.audits import CandidatePairs, ClassifierSearch, audit
+from dpcert.audits import CandidatePairs, ClassifierSearch, audit, learned_event
 from dpcert.audits.classifier_search import (
     COMPARISON_CAUTION,
     choose_event,
@@ -79,7 +79,11 @@ def test_marginal_tables_are_the_smoothed_log_ratios_of_each_coordinate():
     np.testing.assert_allclose(tables, expected, rtol=1e-13, atol=1e-15)
 
 
-def test_marginal_scores_are_the_left_to_right_sum_of_the_coordinates_terms_to_the_bit():
+@pytest.mark.parametrize("block_rows", [64, learned_event.BLOCK_ROWS])
+def test_marginal_scores_are_the_left_to_right_sum_of_the_coordinates_terms_to_the_bit(
+    block_rows, monkeypatch
+):
+    monkeypatch.setattr(learned_event, "BLOCK_ROWS", block_rows)  # 64: seven blocks, the last partial
     rng = np.random.default_rng(5)
     outputs = _outputs(rng, 400, 6)
     binning = Binning.fit(outputs, 8)
@@ -101,7 +105,11 @@ def test_codes_are_the_atom_or_the_count_of_cut_points_at_or_below_the_value(see
     rng = np.random.default_rng(seed)
     outputs = np.round(rng.laplace(0.0, 3.0, size=(600, columns)) * 4.0) / 4.0  # atoms and ties with cuts
     binning = Binning.fit(outputs[:300], bins)
+    with pytest.MonkeyPatch.context() as patch:  # blocks of 64 rows: ten blocks, the last partial
+        patch.setattr(learned_event, "BLOCK_ROWS", 64)
+        in_blocks = binning.codes(outputs)
     codes = binning.codes(outputs)
+    np.testing.assert_array_equal(in_blocks, codes)
     assert codes.shape == (columns, 600)
     for index in range(columns):
         atoms, edges = binning.atoms[index], list(binning.edges[index])

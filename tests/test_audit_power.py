@@ -223,10 +223,13 @@ def test_cli_classifier_search_on_scalar_inputs_and_its_refusals(capsys):
     assert status == 2 and "--start" in capsys.readouterr().err
 
 
-def test_streamed_feature_score_equals_the_fixed_order_dot_of_the_design_to_the_bit():
+@pytest.mark.parametrize("block_rows", [256, 16_384])
+def test_streamed_feature_score_equals_the_fixed_order_dot_of_the_design_to_the_bit(block_rows, monkeypatch):
     from dpcert import _fixed_order as fixed_order
+    from dpcert.audits import learned_event
     from dpcert.audits.learned_event import OutputFeatures
 
+    monkeypatch.setattr(learned_event, "BLOCK_ROWS", block_rows)  # 256: 20 blocks, the last partial
     entry = benchmark_mechanism("iSVT4")
     rng = np.random.default_rng(3)
     outputs = entry.mechanism(np.ones(entry.length), rng, 5000)

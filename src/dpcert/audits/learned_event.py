@@ -63,6 +63,14 @@ CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
 DENSE_CODES = 1 << 16  # cell values and cell codes below this are looked up in a table
 MARGINAL_FDR = 0.05  # false discovery rate of the coordinates kept in a marginal score
 GRAM_CHUNK = 4096  # rows per partial Gram matrix (bounded memory; fixed, so the sums' order is fixed)
+BLOCK_ROWS = 16_384  # rows per block of the elementwise passes (each value gets the same operations)
+
+
+def _blocks(rows: int) -> range:
+    """Starts of the blocks of :data:`BLOCK_ROWS` rows that elementwise passes walk through: a block's
+    values stay in the CPU's cache across the passes, and every value gets the same operations as in
+    one pass over all rows (so the results do not depend on the block size)."""
+    return range(0, rows, BLOCK_ROWS)
 
 
 def as_rows(outputs: np.ndarray) -> np.ndarray:
@@ -73,7 +81,8 @@ def as_rows(outputs: np.ndarray) -> np.ndarray:
     values = values.astype(float, copy=False)
     if values.ndim == 1:
         values = values[:, None]
-    if not np.all(np.isfinite(values)):
+    # min and max propagate NaN, so both are finite exactly when every value is (no boolean copy)
+    if values.size and not (np.isfinite(np.min(values)) and np.isfinite(np.max(values))):
         raise InvalidParameter("mechanism output", "non-finite values", "finite numbers for a learned event")
     return values
 
@@ -156,23 +165,25 @@ class OutputFeatures:
             )
         if weights.shape != (self.width,):
             raise InvalidParameter("weights", f"{weights.shape[0]} weights", f"{self.width} weights")
-        total = np.full(rows.shape[0], weights[0] * 1.0) + 0.0  # the intercept column is all ones
-        feature = 1
-        for index, column in enumerate(rows.T):
-            for atom in self.indicators[index]:
-                total += (column == atom).astype(float) * weights[feature]
+        scores = np.full(rows.shape[0], weights[0] * 1.0) + 0.0  # the intercept column is all ones
+        for start in _blocks(rows.shape[0]):
+            total = scores[start : start + BLOCK_ROWS]
+            feature = 1
+            for index, column in enumerate(rows[start : start + BLOCK_ROWS].T.copy()):
+                for atom in self.indicators[index]:
+                    total += (column == atom).astype(float) * weights[feature]
+                    feature += 1
+                centre = self.centre[index]
+                if centre is None:
+                    continue
+                is_atom = np.isin(column, np.asarray(self.atoms[index], float))
+                z = np.where(is_atom, 0.0, (column - centre) / self.scale[index])
+                total += z * weights[feature]
                 feature += 1
-            centre = self.centre[index]
-            if centre is None:
-                continue
-            is_atom = np.isin(column, np.asarray(self.atoms[index], float))
-            z = np.where(is_atom, 0.0, (column - centre) / self.scale[index])
-            total += z * weights[feature]
-            feature += 1
-            if self.squares:
-                total += (z * z) * weights[feature]
-                feature += 1
-        return total
+                if self.squares:
+                    total += (z * z) * weights[feature]
+                    feature += 1
+        return scores
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -324,18 +335,21 @@ class Binning:
                 "mechanism output", f"{rows.shape[1]} coordinates", f"{len(self.atoms)} coordinates"
             )
         codes = np.empty((rows.shape[1], rows.shape[0]), dtype=np.int8)  # at most 4 atoms + 16 bins
-        below = np.empty(rows.shape[0], dtype=bool)
-        for index, (atoms, edges) in enumerate(zip(self.atoms, self.edges, strict=True)):
-            column = np.ascontiguousarray(rows[:, index])
-            code = codes[index]
-            code.fill(len(atoms) + len(edges))
-            # values are finite (as_rows), so value < edge is the complement of edge <= value
-            for edge in edges:
-                np.less(column, edge, out=below)
-                code -= below
-            for position, atom in enumerate(atoms):
-                np.equal(column, atom, out=below)
-                np.copyto(code, np.int8(position), where=below)
+        buffer = np.empty(min(rows.shape[0], BLOCK_ROWS), dtype=bool)
+        for start in _blocks(rows.shape[0]):
+            columns = rows[start : start + BLOCK_ROWS].T.copy()  # the block's coordinates, contiguous
+            below = buffer[: columns.shape[1]]
+            for index, (atoms, edges) in enumerate(zip(self.atoms, self.edges, strict=True)):
+                column = columns[index]
+                code = codes[index, start : start + columns.shape[1]]
+                code.fill(len(atoms) + len(edges))
+                # values are finite (as_rows), so value < edge is the complement of edge <= value
+                for edge in edges:
+                    np.less(column, edge, out=below)
+                    code -= below
+                for position, atom in enumerate(atoms):
+                    np.equal(column, atom, out=below)
+                    np.copyto(code, np.int8(position), where=below)
         return codes
 
     def transform(self, outputs: np.ndarray) -> np.ndarray:
@@ -641,11 +655,18 @@ def marginal_scores(binning: Binning, weights: np.ndarray, codes: np.ndarray) ->
     sizes = marginal_sizes(binning)
     if weights.shape != (sum(sizes),):
         raise InvalidParameter("weights", f"{weights.shape[0]} weights", f"{sum(sizes)} weights")
+    offsets = np.cumsum([0, *sizes])
+    tables = [weights[offsets[index] : offsets[index + 1]] for index in range(len(sizes))]
     total = np.zeros(codes.shape[1])
-    offset = 0
-    for index, size in enumerate(sizes):
-        total += weights[offset : offset + size][codes[index]]  # indexing: faster than np.take on int8
-        offset += size
+    length = min(codes.shape[1], BLOCK_ROWS)
+    index_buffer, value_buffer = np.empty(length, dtype=np.intp), np.empty(length)
+    for start in _blocks(codes.shape[1]):
+        block = total[start : start + BLOCK_ROWS]
+        positions, values = index_buffer[: block.shape[0]], value_buffer[: block.shape[0]]
+        for index, table in enumerate(tables):
+            np.copyto(positions, codes[index, start : start + block.shape[0]], casting="unsafe")
+            np.take(table, positions, out=values)
+            block += values
     return total
 
 
