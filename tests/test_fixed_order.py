@@ -172,3 +172,24 @@ def test_log_sum_exp_gives_scipys_bits_and_its_edge_cases():
         assert got == expected or (math.isnan(got) and math.isnan(expected))
     assert fo.log_sum_exp(np.array([])) == -math.inf
     assert fo.log_sum_exp(np.zeros(6)) == math.log(6.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 300),
+    columns=st.integers(2, 7),
+    weighted=st.booleans(),
+)
+def test_weighted_gram_is_the_row_by_row_sum_of_rounded_terms_to_the_bit(seed, rows, columns, weighted):
+    """Reference: Python floats, each term ``(z_j·z_k)·w`` rounded, added row after row from the first."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((rows, columns)) * rng.choice([1e-3, 1.0, 1e3], size=columns)
+    w = rng.random(rows) if weighted else None
+    expected = [[0.0] * columns for _ in range(columns)]
+    for i, row in enumerate(z.tolist()):
+        for j in range(columns):
+            for k in range(columns):
+                term = row[j] * row[k] if w is None else (row[j] * row[k]) * float(w[i])
+                expected[j][k] = term if i == 0 else expected[j][k] + term
+    assert fo.weighted_gram(z, w).tolist() == expected

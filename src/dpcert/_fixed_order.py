@@ -109,10 +109,10 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def weighted_gram(rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """``Σ_i w_i z_i z_iᵀ`` over the rows z_i of ``rows`` (m, d), each term ``(z_i z_iᵀ)·w_i`` rounded
-    elementwise, then summed by numpy's ``add.reduce`` over the leading axis; unit weights when
-    ``weights`` is None."""
+    elementwise, then summed by numpy's ``add.reduce`` over the leading axis (with two or more columns,
+    row after row from the first); unit weights when ``weights`` is None."""
     rows = np.asarray(rows, dtype=np.float64)
-    outer = rows[:, :, None] * rows[:, None, :]
+    outer = np.einsum("ij,ik->ijk", rows, rows)  # z_ij·z_ik, one rounded product each (no sum: no BLAS)
     if weights is not None:
         outer *= np.asarray(weights, dtype=np.float64)[:, None, None]
     return np.add.reduce(outer, axis=0) if rows.shape[0] else np.zeros((rows.shape[1],) * 2)
