@@ -399,12 +399,17 @@ def _many_copies(x, rng, size=None):
 
 def test_a_shared_table_is_kept_for_copies_of_one_release_and_reaches_the_best_count_event():
     """Forty copies of one Laplace release, each coordinate's log ratio only ±1/50: the shared table
-    (estimated from forty times as many values) has the least held-out log loss in 4/4 seeds, and its
-    audits reach 85 % of the closed-form best sign-count bound (0.224 at these draws).  One table per
-    coordinate (the search before shared tables, commit 5d97ee8) gave 0.175, 0.149, 0.202 and 0.208 on
-    these seeds, two of them below 85 %, so the check can fail.  Validity: no bound above ε = 0.8."""
+    (estimated from forty times as many values) has the least held-out log loss in 6/6 seeds, and its
+    audits reach on average 85 % of the closed-form best sign-count bound (0.224 at these draws).
+
+    The bound of one audit varies with its draws: over seeds 0-11 the ratio to the best was 0.78-1.06,
+    mean 0.91, standard deviation 0.08, so the mean of six seeds falls below 0.85 with probability
+    about 3 %.  One table per coordinate (the search before shared tables, commit 5d97ee8) gave 0.175,
+    0.149, 0.202 and 0.208 on seeds 0-3 (mean ratio 0.82), so the check can fail.  Validity: no bound
+    above ε = 0.8."""
     pairs = CandidatePairs([(np.array([0.0]), np.array([1.0]))], relation="one-differ")
-    for seed in range(4):
+    ratios = []
+    for seed in range(6):
         report = audit(_many_copies, epsilon=0.8, search=ClassifierSearch(pairs), samples=300_000, seed=seed)
         event = report.to_dict()["rejection_set"]["event"]
         marginals = event["marginals"]
@@ -414,8 +419,10 @@ def test_a_shared_table_is_kept_for_copies_of_one_release_and_reaches_the_best_c
             len({(tuple(a), tuple(e)) for a, e in zip(marginals["atoms"], marginals["edges"], strict=True)})
             == 1
         )
+        assert report.epsilon_lower_bound <= 0.8
         best = _best_sign_count_bound(report.counts.draws_numerator, 0.95, COPIES_SCALE, COPIES)
-        assert 0.85 * best <= report.epsilon_lower_bound <= 0.8
+        ratios.append(report.epsilon_lower_bound / best)
+    assert sum(ratios) / len(ratios) >= 0.85
 
 
 def test_one_table_per_coordinate_is_kept_when_one_coordinate_differs():

@@ -274,9 +274,25 @@ def test_streamed_counts_equal_a_direct_count_of_the_same_draws():
     counts = streamed_counts(
         entry.mechanism, Candidate(a, b, "pair 0"), event, 10_000, 3000, np.random.default_rng(8)
     )
-    replay = np.random.default_rng(8)
+    for workers in (2, 3, 5):  # runs of chunks counted side by side: the same counts
+        assert (
+            streamed_counts(
+                entry.mechanism,
+                Candidate(a, b, "pair 0"),
+                event,
+                10_000,
+                3000,
+                np.random.default_rng(8),
+                workers,
+            )
+            == counts
+        )
+    # each chunk from its own PCG64, seeded by SeedSequence children of entropy drawn from the rng
+    entropy = [int(v) for v in np.random.default_rng(8).integers(0, 2**63, size=4)]
+    seeds = np.random.SeedSequence(entropy).spawn(4)
     inside = {"a": 0, "b": 0}
-    for size in (3000, 3000, 3000, 1000):
+    for size, seed in zip((3000, 3000, 3000, 1000), seeds, strict=True):
+        replay = np.random.Generator(np.random.PCG64(seed))
         for name, value in (("a", a), ("b", b)):
             outputs = entry.mechanism(value, replay, size)
             uniforms = replay.random(size)

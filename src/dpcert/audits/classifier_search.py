@@ -120,9 +120,11 @@ class ClassifierSearch:
         Also score continuous outputs by cells of binned values (the better scorer on held-out
         screening draws is kept); False: logistic regression alone.
     workers
-        Processes that learn the events of a screening round's pairs side by side (forked, where the
-        platform can fork; one process otherwise).  Every draw is made in this process, in the same
-        order, and the learning uses no randomness, so the report is the same for every ``workers``.
+        Processes that learn the events of a screening round's pairs side by side, and that draw and
+        count the evaluation's chunks side by side (forked, where the platform can fork; one process
+        otherwise).  The screening's draws are made in this process, in the same order, the learning
+        uses no randomness, and every evaluation chunk has its own generator spawned from the audit's
+        (:func:`streamed_counts`), so the report is the same for every ``workers``.
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
@@ -633,7 +635,7 @@ def _map_forked(function: Callable[[Any], Any], items: list[Any], workers: int) 
             running.pop(0)
             if payload is None:
                 code = process.exitcode
-                raise RuntimeError(f"a screening process ended without a result (exit code {code})")
+                raise RuntimeError(f"a forked audit process ended without a result (exit code {code})")
             failed, value = pickle.loads(payload)
             if failed:
                 raise value
@@ -668,16 +670,34 @@ def streamed_counts(
     draws: int,
     chunk: int,
     rng: np.random.Generator,
+    workers: int = 1,
 ) -> EvaluationCounts:
-    """How many of ``draws`` fresh outputs on each input fall in the event, drawn ``chunk`` at a time."""
-    inside = {"a": 0, "b": 0}
-    for start in range(0, draws, chunk):
-        size = min(chunk, draws - start)
-        for name, value in (("a", candidate.a), ("b", candidate.b)):
-            outputs = draw(mechanism, value, size, rng, batch_size=size)
-            inside[name] += int(np.count_nonzero(event.contains(outputs, rng.random(size))))
-    other = "b" if event.numerator == "a" else "a"
-    return EvaluationCounts(event.numerator, inside[event.numerator], draws, inside[other], draws)
+    """How many of ``draws`` fresh outputs on each input fall in the event, drawn ``chunk`` at a time.
+
+    Every chunk has its own generator (PCG64, seeded by one of the children that
+    ``numpy.random.SeedSequence`` spawns from entropy drawn from ``rng``): its outputs on a, its
+    uniforms for the event's tie, then the same on b.  Up to ``workers`` forked processes count
+    consecutive runs of chunks side by side; the counts are the same for every ``workers``."""
+    sizes = [min(chunk, draws - start) for start in range(0, draws, chunk)]
+    seeds = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(len(sizes))
+    parts = max(1, min(workers, len(sizes)))
+    groups = [range(g * len(sizes) // parts, (g + 1) * len(sizes) // parts) for g in range(parts)]
+
+    def count(group: range) -> tuple[int, int]:
+        inside = [0, 0]
+        for index in group:
+            generator = np.random.Generator(np.random.PCG64(seeds[index]))
+            size = sizes[index]
+            for position, value in enumerate((candidate.a, candidate.b)):
+                outputs = draw(mechanism, value, size, generator, batch_size=size)
+                inside[position] += int(np.count_nonzero(event.contains(outputs, generator.random(size))))
+        return inside[0], inside[1]
+
+    counted = _map_forked(count, groups, workers)
+    in_a, in_b = sum(c[0] for c in counted), sum(c[1] for c in counted)
+    if event.numerator == "a":
+        return EvaluationCounts("a", in_a, draws, in_b, draws)
+    return EvaluationCounts("b", in_b, draws, in_a, draws)
 
 
 def audit_with_classifier(
@@ -717,7 +737,9 @@ def audit_with_classifier(
         del on_a, on_b
     assert event is not None  # every screened pair has its event
     screened = time.perf_counter()
-    counts = streamed_counts(mechanism, survivor.candidate, event, evaluation, search.chunk, rng)
+    counts = streamed_counts(
+        mechanism, survivor.candidate, event, evaluation, search.chunk, rng, search.workers
+    )
     bound = bound_from_counts(counts, claim.delta, confidence).epsilon_lower_bound
     relation = base.neighbours
     summary = {

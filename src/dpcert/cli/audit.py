@@ -175,8 +175,8 @@ def register(groups: CommandGroups) -> None:
         "--workers",
         type=integer,
         default=None,
-        help="classifier search: processes learning the events of a screening round side by side "
-        "(default 1; every draw is made in one process, so the report does not depend on it)",
+        help="classifier search: processes learning the events of a screening round, and drawing and "
+        "counting the evaluation's chunks, side by side (default 1; the report does not depend on it)",
     )
     builtin = parser.add_argument_group("builtin targets")
     builtin.add_argument("--scale", type=positive, default=None, help="laplace: noise scale b")
