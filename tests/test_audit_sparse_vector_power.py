@@ -57,6 +57,29 @@ def test_summary_cells_are_offered_only_for_several_coordinates_with_atoms():
     assert summary_cells(rng.laplace(size=(1000, 3)), rng.laplace(size=(1000, 3))) == []  # no atoms
 
 
+def test_summaries_share_the_parts_of_their_atoms_and_each_keeps_its_own_image():
+    """The parts ``summary_cells`` hands back (atom counts and the largest other value, once per set
+    of atoms) give each found summary the image a row-by-row reference computes: the count of each
+    atom, then 0 for a row of atoms only, else 1 + the number of cut points at or below its largest
+    released value; the cells' scores read off that image are the event's own scores."""
+    rng = np.random.default_rng(6)
+    outputs = SparseVector(10, 1.0, 2.0, 4.0, 2, numeric=True)(A, rng, 3000)
+    parts: dict = {}
+    found = summary_cells(outputs[:1000], outputs, parts)
+    assert len(found) >= 2 and set(parts) == {summary.atoms for summary, _ in found}
+    for summary, table in found:
+        expected = []
+        for row in outputs.tolist():
+            others = [v for v in row if v not in summary.atoms]
+            position = 0 if not others else 1 + sum(edge <= max(others) for edge in summary.edges)
+            expected.append([*(row.count(atom) for atom in summary.atoms), position])
+        image = summary.image(parts[summary.atoms])
+        assert image.tolist() == expected
+        weights = tuple(float(w) for w in rng.normal(size=len(table.cells)))
+        event = LearnedEvent(None, weights, "b", 0.0, 0.0, table, -1.0, summary=summary)
+        np.testing.assert_array_equal(event.cell_scores(image), event.scores(outputs))
+
+
 def test_a_learned_event_on_summary_cells_round_trips_with_the_same_scores():
     rng = np.random.default_rng(5)
     outputs = SparseVector(10, 1.0, 2.0, 4.0, 2, numeric=True)(A, rng, 2000)

@@ -352,6 +352,7 @@ def learn_event(
     families: list[str] = []  # each scorer's kind
     # by scorer: the same scorer fitted on the second half instead, and its scores of the first half
     crossed: dict[int, Callable[[], tuple[np.ndarray, np.ndarray]]] = {}
+    summary_scores: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # summary cells' held-out scores
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
         families.append("cells")
@@ -368,15 +369,24 @@ def learn_event(
             crossed[len(events)] = _crossed_cells(cells, binning.transform, rows_a, rows_b, half_a, half_b)
             families.append("binned cells")
             events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, binning))
-        summaries = summary_cells(np.concatenate([fit_a, fit_b]), first) if binned else []
+        parts: dict[tuple[float, ...], tuple[np.ndarray, ...]] = {}  # of ``first``, by atoms
+        held_parts: dict[tuple[float, ...], tuple[tuple[np.ndarray, ...], ...]] = {}  # of the second half
+        summaries = summary_cells(np.concatenate([fit_a, fit_b]), first, parts) if binned else []
         for summary, cells in summaries:  # atoms and values in several coordinates: row summaries
-            scores, unseen = cell_log_ratios(
-                cells, summary.transform(rows_a[:half_a]), summary.transform(rows_b[:half_b])
-            )
+            image = summary.image(parts[summary.atoms])  # first: a's first half, then b's
+            scores, unseen = cell_log_ratios(cells, image[:half_a], image[half_a:])
             weights = tuple(float(s) for s in scores)
             crossed[len(events)] = _crossed_cells(cells, summary.transform, rows_a, rows_b, half_a, half_b)
             families.append("summary cells")
-            events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary))
+            event = LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary)
+            if summary.atoms not in held_parts:
+                held_parts[summary.atoms] = (summary.parts(rows_a[half_a:]), summary.parts(rows_b[half_b:]))
+            second_a, second_b = held_parts[summary.atoms]
+            summary_scores[len(events)] = (
+                event.cell_scores(summary.image(second_a)),
+                event.cell_scores(summary.image(second_b)),
+            )
+            events.append(event)
         for shared in (False, True) if binned else ():  # one table per coordinate, or one for all
             marginals = marginal_binnings(np.concatenate([fit_a, fit_b]), shared=shared)
             finest = _Coded.of(marginals[0], rows_a, rows_b, half_a, half_b) if marginals else None
@@ -406,7 +416,10 @@ def learn_event(
     if guard:  # the kind of scorer of the least held-out log loss; its scorers compete below
         for position, event in enumerate(events):  # every scorer's held-out scores, kept for below
             if position not in held_out:
-                held_out[position] = (event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]))
+                held_out[position] = summary_scores.get(position) or (
+                    event.scores(rows_a[half_a:]),
+                    event.scores(rows_b[half_b:]),
+                )
         losses = [held_out_log_loss(*held_out[position]) for position in range(len(events))]
         kept = {families[int(np.argmin(losses))]}
     best_key = (-math.inf, -math.inf)
@@ -414,9 +427,10 @@ def learn_event(
     for position, event in enumerate(events):  # the scorer with the better forecast on the held-out half
         if families[position] not in kept:
             continue
-        scores_a, scores_b = held_out.get(position) or (
-            event.scores(rows_a[half_a:]),
-            event.scores(rows_b[half_b:]),
+        scores_a, scores_b = (
+            held_out.get(position)
+            or summary_scores.get(position)
+            or (event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]))
         )
         other_folds = (crossed[position](),) if guard and position in crossed else ()
         choice = choose_event(scores_a, scores_b, evaluation, delta, confidence, other_folds=other_folds)

@@ -415,13 +415,22 @@ class RowSummary:
             cuts = tuple(float(v) for v in np.unique(continuous[positions]))
         return cls(frequent, cuts)
 
-    def transform(self, outputs: np.ndarray) -> np.ndarray:
+    def parts(self, outputs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What the image of ``outputs`` is made of that depends on the atoms alone (summaries that
+        differ only in their bins share it): per atom, how many coordinates of each row take it, and the
+        row's largest other value."""
         rows = as_rows(outputs)
-        columns = [np.count_nonzero(rows == atom, axis=1).astype(float) for atom in self.atoms]
-        largest = _largest_other(rows, self.atoms)
+        counts = [np.count_nonzero(rows == atom, axis=1).astype(float) for atom in self.atoms]
+        return (*counts, _largest_other(rows, self.atoms))
+
+    def image(self, parts: tuple[np.ndarray, ...]) -> np.ndarray:
+        """:meth:`transform` of the outputs whose :meth:`parts` (under these atoms) are ``parts``."""
+        *counts, largest = parts
         bins = 1.0 + np.searchsorted(np.asarray(self.edges, float), largest, side="right")
-        columns.append(np.where(np.isfinite(largest), bins, 0.0))
-        return np.stack(columns, axis=1)
+        return np.stack([*counts, np.where(np.isfinite(largest), bins, 0.0)], axis=1)
+
+    def transform(self, outputs: np.ndarray) -> np.ndarray:
+        return self.image(self.parts(outputs))
 
     def to_dict(self) -> dict[str, Any]:
         return {"atoms": list(self.atoms), "edges": list(self.edges)}
@@ -431,22 +440,32 @@ class RowSummary:
         return cls(tuple(float(v) for v in data["atoms"]), tuple(float(v) for v in data["edges"]))
 
 
-def summary_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[RowSummary, CellTable]]:
+def summary_cells(
+    fitting: np.ndarray,
+    pooled: np.ndarray,
+    parts: dict[tuple[float, ...], tuple[np.ndarray, ...]] | None = None,
+) -> list[tuple[RowSummary, CellTable]]:
     """Every :class:`RowSummary` of :data:`BIN_COUNTS` (cut at quantiles of ``fitting``) whose images of
     ``pooled`` form at most :data:`MAX_CELLS` cells, with those cells, finest first (the finest
     resolves the likelihood ratio best, the coarsest estimates each cell's ratio best); none for outputs
-    of one coordinate (the summary is then a binning of the value) or without atoms."""
+    of one coordinate (the summary is then a binning of the value) or without atoms.
+
+    ``parts``, if given, receives the :meth:`RowSummary.parts` of ``pooled`` under each summary's atoms
+    (computed once for the summaries that share them)."""
     rows = as_rows(pooled)
     found: list[tuple[RowSummary, CellTable]] = []
     if rows.shape[1] < 2:
         return found
+    known_parts = {} if parts is None else parts
     for bins in BIN_COUNTS:
         summary = RowSummary.fit(fitting, bins)
         if not summary.atoms:
             return found
         if CellTable.of(summary.transform(rows[:CELL_PROBE])) is None:
             continue  # too many cells among the probed rows, hence among all rows
-        table = CellTable.of(summary.transform(rows))
+        if summary.atoms not in known_parts:
+            known_parts[summary.atoms] = summary.parts(rows)
+        table = CellTable.of(summary.image(known_parts[summary.atoms]))
         if table is not None and not any(summary == known for known, _ in found):
             found.append((summary, table))
     return found
@@ -737,11 +756,19 @@ class LearnedEvent:
                 rows = self.binning.transform(outputs)
             else:
                 rows = as_rows(outputs)
-            index = self.cells.index(rows)
-            score = np.where(index >= 0, weights[np.maximum(index, 0)], self.unseen)
+            return self.cell_scores(rows)
         else:
             assert self.features is not None  # one of the two scorers is set
             score = self.features.score(outputs, weights)
+        return score if self.numerator == "a" else -score
+
+    def cell_scores(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`scores` of the outputs whose rows in the cells' terms (the binning's or summary's
+        image, or the outputs themselves) are ``rows``."""
+        assert self.cells is not None  # a scorer on cells
+        weights = np.asarray(self.weights, float)
+        index = self.cells.index(rows)
+        score = np.where(index >= 0, weights[np.maximum(index, 0)], self.unseen)
         return score if self.numerator == "a" else -score
 
     def contains(self, outputs: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
