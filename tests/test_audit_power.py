@@ -396,3 +396,30 @@ def test_binned_cells_give_no_false_alarm_on_the_laplace_mechanism():
         )
         assert not report.violated
         assert report.epsilon_lower_bound <= 1.0
+
+
+def test_draws_that_cannot_fit_are_refused_before_the_first_draw(monkeypatch):
+    """With 1 GiB available (half of it usable), twenty-value outputs: the classifier search holds its
+    screening and learning draws in three float64 copies on both inputs, 2·8·20·3·(0.3 + 0.1)·10⁷
+    bytes = 3.6 GiB at 10⁷ draws per input, so 10⁷ is refused naming ``samples`` with the largest
+    number that fits; the mechanism was called once, for the probe of the output's width."""
+    from dpcert import _validation
+    from dpcert.audits import classifier_search
+
+    calls = []
+
+    def twenty(x, rng, size=None):
+        calls.append(size)
+        return float(np.asarray(x).ravel()[0]) + rng.laplace(0.0, 200.0, size=(size, 20))
+
+    monkeypatch.setattr(_validation, "available_memory", lambda: 2**30)
+    search = ClassifierSearch(CandidatePairs([(np.array([1.0]), np.array([2.0]))], relation="one-differ"))
+    with pytest.raises(InvalidParameter, match="samples") as raised:
+        audit(twenty, epsilon=0.1, search=search, samples=10_000_000, seed=0)
+    assert calls == [1]
+    largest = float(str(raised.value).split("samples <= ")[1].split()[0])
+    usable = 2**30 * 0.5
+    assert classifier_search._held_bytes(search, int(largest * 0.999), 20) <= usable
+    assert classifier_search._held_bytes(search, int(largest * 1.01), 20) > usable
+    expected_gib = 2 * 8 * 20 * (3 * (3_000_000 + 1_000_000) + search.chunk) / 2**30
+    assert f"{expected_gib:.3g} GiB needed" in str(raised.value)

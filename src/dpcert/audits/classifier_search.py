@@ -69,7 +69,7 @@ from dpcert.audits.learned_event import (
 from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.audits.report import AuditReport, verdict_for
-from dpcert.audits.sampling import Mechanism, draw
+from dpcert.audits.sampling import MEMORY_FRACTION, Mechanism, draw
 from dpcert.audits.search import (
     Candidate,
     CandidatePairs,
@@ -85,6 +85,7 @@ DEFAULT_CHUNK = 262_144  # evaluation draws per input held in memory at once
 DEFAULT_FIT_DRAWS = 20_000  # most draws per input the logistic regression is fitted on while screening
 DEFAULT_FINAL_FIT_DRAWS = 200_000  # most draws per input the survivor's logistic regression is fitted on
 DEFAULT_MAX_LEARNING = 1_000_000  # most fresh draws per input spent learning the survivor's event
+HELD_COPIES = 3.0  # float64 copies of the screening and learning draws held at the peak (measured)
 MIN_ROUND_DRAWS = 20  # least new draws per pair and round
 _TARGETS = 600  # target probabilities c on the grid of the threshold rule
 COMPARISON_CAUTION = 4.0  # standard deviations against each scorer's chosen event when scorers are compared
@@ -714,6 +715,46 @@ def streamed_counts(
     return EvaluationCounts("b", in_b, draws, in_a, draws)
 
 
+def _split(search: ClassifierSearch, samples: int) -> tuple[int, int, int]:
+    """Draws per input spent screening, learning the survivor's event, and evaluating it."""
+    budget = int(search.screening_share * samples)
+    learning = min(int(search.learning_share * samples), search.max_learning)
+    return budget, learning, samples - budget - learning
+
+
+def _held_bytes(search: ClassifierSearch, samples: int, width: int) -> float:
+    """Bytes the search holds at its peak for ``samples`` draws per input of ``width`` values: the
+    screening and learning draws of both inputs in :data:`HELD_COPIES` float64 copies, and each
+    worker's evaluation chunk."""
+    budget, learning, _ = _split(search, samples)
+    return 2.0 * 8.0 * width * (HELD_COPIES * (budget + learning) + search.workers * search.chunk)
+
+
+def check_classifier_fits(
+    mechanism: Mechanism, search: ClassifierSearch, candidate: Candidate, samples: int
+) -> None:
+    """Refuse ``samples`` whose screening and learning draws cannot fit in the memory available, before
+    the audit's first draw; the message states the largest number that fits.  The outputs' width comes
+    from one probe output, drawn with a generator of its own (the audit's draws are unchanged)."""
+    probe = np.asarray(draw(mechanism, candidate.a, 1, np.random.default_rng(0)))
+    width = int(np.prod(probe.shape[1:], dtype=np.int64)) if probe.ndim > 1 else 1
+    budget = check.available_memory() * MEMORY_FRACTION
+    needed = _held_bytes(search, samples, width)
+    if needed <= budget:
+        return
+    low, high = 1, samples  # the largest draw count that fits, by bisection (the bytes grow with it)
+    while high - low > max(1, low // 1000):
+        middle = (low + high) // 2
+        low, high = (middle, high) if _held_bytes(search, middle, width) <= budget else (low, middle)
+    raise InvalidParameter(
+        "samples",
+        samples,
+        f"samples <= {low:.3g} on this machine for outputs of {width} values (the classifier search holds "
+        f"its screening and learning draws: {_held_bytes(search, 10**6, width) / 2**30:.3g} GiB at a million "
+        f"draws per input; {budget / 2**30:.3g} GiB of memory may be used, {needed / 2**30:.3g} GiB needed)",
+    )
+
+
 def audit_with_classifier(
     mechanism: Mechanism,
     search: ClassifierSearch,
@@ -726,18 +767,19 @@ def audit_with_classifier(
     start = time.perf_counter()
     base = with_exposed_threshold(search.pairs_from, mechanism)
     candidates = base.candidates(rng)
-    budget = int(search.screening_share * samples)
-    learning = min(int(search.learning_share * samples), search.max_learning)
-    evaluation = samples - budget - learning
+    budget, learning, evaluation = _split(search, samples)
     if evaluation < 1:
         raise InvalidParameter("samples", samples, "enough draws to screen and then evaluate")
+    check_classifier_fits(mechanism, search, candidates[0], samples)
     survivor, log = successive_halving(
         mechanism, search, candidates, budget, evaluation, claim.delta, confidence, rng
     )
     event = survivor.event
     if learning > 0:
         on_a = np.concatenate([survivor.on_a, draw(mechanism, survivor.candidate.a, learning, rng)])
+        survivor.on_a = np.empty((0, *on_a.shape[1:]), on_a.dtype)  # its draws live on in the copy alone
         on_b = np.concatenate([survivor.on_b, draw(mechanism, survivor.candidate.b, learning, rng)])
+        survivor.on_b = np.empty((0, *on_b.shape[1:]), on_b.dtype)
         event, _ = learn_event(
             on_a,
             on_b,
