@@ -173,7 +173,7 @@ def main() -> None:
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"numpy {np.__version__}; load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; "
-        f"{args.jobs} audits at a time, each with `ClassifierSearch(workers={args.workers})`; "
+        f"audits run {args.jobs} at a time, each with `ClassifierSearch(workers={args.workers})`; "
         f"{wall:.0f} s in all.",
         "",
         "Command: `" + " ".join(["python", "benchmarks/audit_power.py", *sys.argv[1:]]) + "`",
