@@ -69,7 +69,7 @@ from dpcert.audits.learned_event import (
 from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.rejection_set import RejectionSet
 from dpcert.audits.report import AuditReport, verdict_for
-from dpcert.audits.sampling import MEMORY_FRACTION, Mechanism, draw
+from dpcert.audits.sampling import Mechanism, draw, refuse_unless_fits
 from dpcert.audits.search import (
     Candidate,
     CandidatePairs,
@@ -738,20 +738,10 @@ def check_classifier_fits(
     from one probe output, drawn with a generator of its own (the audit's draws are unchanged)."""
     probe = np.asarray(draw(mechanism, candidate.a, 1, np.random.default_rng(0)))
     width = int(np.prod(probe.shape[1:], dtype=np.int64)) if probe.ndim > 1 else 1
-    budget = check.available_memory() * MEMORY_FRACTION
-    needed = _held_bytes(search, samples, width)
-    if needed <= budget:
-        return
-    low, high = 1, samples  # the largest draw count that fits, by bisection (the bytes grow with it)
-    while high - low > max(1, low // 1000):
-        middle = (low + high) // 2
-        low, high = (middle, high) if _held_bytes(search, middle, width) <= budget else (low, middle)
-    raise InvalidParameter(
-        "samples",
+    refuse_unless_fits(
         samples,
-        f"samples <= {low:.3g} on this machine for outputs of {width} values (the classifier search holds "
-        f"its screening and learning draws: {_held_bytes(search, 10**6, width) / 2**30:.3g} GiB at a million "
-        f"draws per input; {budget / 2**30:.3g} GiB of memory may be used, {needed / 2**30:.3g} GiB needed)",
+        lambda count: _held_bytes(search, count, width),
+        holding=f"outputs of {width} values; the classifier search holds its screening and learning draws: ",
     )
 
 

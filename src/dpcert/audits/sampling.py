@@ -42,16 +42,28 @@ def check_draws_fit(samples: int, width: int = 1, *, batched: bool = True, name:
     :data:`MEMORY_FRACTION` of the memory available, before any draw is made; the message states the
     largest number that fits on this machine."""
     per_draw = width * BYTES_PER_VALUE + (0 if batched else BYTES_PER_UNBATCHED_DRAW)
+    refuse_unless_fits(samples, lambda count: 2.0 * count * per_draw, name=name)
+
+
+def refuse_unless_fits(
+    samples: int, needed: Callable[[int], float], *, name: str = "samples", holding: str = ""
+) -> None:
+    """Refuse ``samples`` draws per input when ``needed(samples)`` bytes exceed :data:`MEMORY_FRACTION`
+    of the memory available; the message states the largest count that fits (``needed`` grows with
+    the count; found by bisection, to 0.1 %) and, after ``holding``, the bytes a million draws need."""
     budget = check.available_memory() * MEMORY_FRACTION
-    needed = 2.0 * samples * per_draw
-    if needed > budget:
-        largest = max(2, int(budget // (2 * per_draw)))
-        raise InvalidParameter(
-            name,
-            samples,
-            f"{name.lstrip('-')} <= {largest:.3g} on this machine (about {_gib(2e6 * per_draw)} per "
-            f"million draws per input; {_gib(budget)} of memory may be used, {_gib(needed)} needed)",
-        )
+    if needed(samples) <= budget:
+        return
+    low, high = 1, samples
+    while high - low > max(1, low // 1000):
+        middle = (low + high) // 2
+        low, high = (middle, high) if needed(middle) <= budget else (low, middle)
+    raise InvalidParameter(
+        name,
+        samples,
+        f"{name.lstrip('-')} <= {low:.3g} on this machine ({holding}about {_gib(needed(10**6))} per million "
+        f"draws per input; {_gib(budget)} of memory may be used, {_gib(needed(samples))} needed)",
+    )
 
 
 def generator_from(seed: int | None, rng: np.random.Generator | None) -> np.random.Generator:
