@@ -50,19 +50,20 @@ def refuse_unless_fits(
 ) -> None:
     """Refuse ``samples`` draws per input when ``needed(samples)`` bytes exceed :data:`MEMORY_FRACTION`
     of the memory available; the message states the largest count that fits (``needed`` grows with
-    the count; found by bisection, to 0.1 %) and, after ``holding``, the bytes a million draws need."""
+    the count; found by bisection; at least 2, the fewest an audit takes) and, after ``holding``, the
+    bytes a million draws need."""
     budget = check.available_memory() * MEMORY_FRACTION
     if needed(samples) <= budget:
         return
     low, high = 1, samples
-    while high - low > max(1, low // 1000):
+    while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if needed(middle) <= budget else (low, middle)
     raise InvalidParameter(
         name,
         samples,
-        f"{name.lstrip('-')} <= {low:.3g} on this machine ({holding}about {_gib(needed(10**6))} per million "
-        f"draws per input; {_gib(budget)} of memory may be used, {_gib(needed(samples))} needed)",
+        f"{name.lstrip('-')} <= {max(2, low):.3g} on this machine ({holding}about {_gib(needed(10**6))} per "
+        f"million draws per input; {_gib(budget)} of memory may be used, {_gib(needed(samples))} needed)",
     )
 
 
