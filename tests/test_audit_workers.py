@@ -1,5 +1,6 @@
-"""The classifier search's screening in several processes: the same report as in one, whatever the
-number of workers (every draw is made in the parent, in the same order; learning uses no randomness)."""
+"""The classifier search in several processes: the same report as in one, whatever the number of
+workers (every block of draws has its own generator, whichever process draws it; learning uses no
+randomness)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import multiprocessing
 import time
 import warnings
 
+import numpy as np
 import pytest
 
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
 from dpcert.audits.benchmark_mechanisms import benchmark_mechanism
-from dpcert.audits.classifier_search import _map_forked
+from dpcert.audits.classifier_search import _map_forked, spawned_draws
+from dpcert.audits.sampling import draw
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
@@ -76,3 +79,58 @@ def test_an_error_stops_the_other_workers():
         _map_forked(_fail_first_or_wait, [0, 1, 2], 3)
     assert multiprocessing.active_children() == []  # the sleeping workers were stopped
     assert time.perf_counter() - start < 20  # not waited for
+
+
+def _shifted_normals(value, rng, size):
+    return value + rng.standard_normal((size, 3))
+
+
+def _integers_on_two(value, rng, size):
+    """Floats, except integer outputs on the input 2 (a type the probe does not announce)."""
+    out = value + rng.standard_normal((size, 3))
+    return np.floor(out).astype(np.int64) if value == 2 else out
+
+
+def _words(value, rng, size):
+    return np.array([f"w{int(v)}" for v in rng.integers(0, 5, size=size) + value])
+
+
+def test_spawned_draws_are_one_generator_per_block_for_every_number_of_workers():
+    values, samples, chunk = [0.0, 10.0, 20.0], 1000, 300
+    probe = np.asarray(draw(_shifted_normals, 0.0, 1, np.random.default_rng(0)))
+    drawn = {
+        workers: spawned_draws(
+            _shifted_normals, values, samples, np.random.default_rng(5), chunk, workers, probe
+        )
+        for workers in (1, 2, 3, 5)
+    }
+    # the replay: block i of value v from the (4 v + i)-th child of the seed sequence, in order
+    entropy = [int(v) for v in np.random.default_rng(5).integers(0, 2**63, size=4)]
+    seeds = np.random.SeedSequence(entropy).spawn(len(values) * 4)
+    expected = [
+        np.concatenate(
+            [
+                values[v] + np.random.Generator(np.random.PCG64(seeds[4 * v + i])).standard_normal((size, 3))
+                for i, size in enumerate((300, 300, 300, 100))
+            ]
+        )
+        for v in range(len(values))
+    ]
+    for workers, outputs in drawn.items():
+        assert len(outputs) == len(values)
+        for got, want in zip(outputs, expected, strict=True):
+            assert got.shape == (samples, 3) and got.dtype == np.float64
+            np.testing.assert_array_equal(got, want, err_msg=f"workers={workers}")
+    assert np.abs(drawn[2][1].mean() - 10.0) < 0.2  # the blocks are filled in, not left at zero
+
+
+@pytest.mark.parametrize("mechanism", [_integers_on_two, _words])
+def test_spawned_draws_of_unannounced_types_are_drawn_here_with_the_same_outputs(mechanism):
+    values = [0, 1, 2]
+    probe = np.asarray(draw(mechanism, 0, 1, np.random.default_rng(0)))
+    one = spawned_draws(mechanism, values, 500, np.random.default_rng(9), 128, 1, probe)
+    two = spawned_draws(mechanism, values, 500, np.random.default_rng(9), 128, 2, probe)
+    for got, want in zip(two, one, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert one[2].dtype.kind == ("i" if mechanism is _integers_on_two else "U")

@@ -31,6 +31,7 @@ mechanism: the event is an event of (M(x), U), whose ε is at most M's (see
 from __future__ import annotations
 
 import math
+import mmap
 import multiprocessing
 import pickle
 import time
@@ -116,16 +117,18 @@ class ClassifierSearch:
         learned (one fit, after the screening): at least ``fit_draws``; by default the larger of
         ``fit_draws`` and 200,000.
     chunk
-        Evaluation draws per input held in memory at once.
+        Evaluation draws per input held in memory at once; also the screening and learning draws per
+        block of one generator.
     binned
         Also score continuous outputs by cells of binned values (the better scorer on held-out
         screening draws is kept); False: logistic regression alone.
     workers
-        Processes that learn the events of a screening round's pairs side by side, and that draw and
-        count the evaluation's chunks side by side (forked, where the platform can fork; one process
-        otherwise).  The screening's draws are made in this process, in the same order, the learning
-        uses no randomness, and every evaluation chunk has its own generator spawned from the audit's
-        (:func:`streamed_counts`), so the report is the same for every ``workers``.
+        Processes that draw the screening and learning draws, learn the events of a screening round's
+        pairs, and draw and count the evaluation's chunks, side by side (forked, where the platform
+        can fork; one process otherwise).  Every block of ``chunk`` screening or learning draws
+        (:func:`spawned_draws`) and every evaluation chunk (:func:`streamed_counts`) has its own
+        generator spawned from the audit's, and the learning uses no randomness, so the report is the
+        same for every ``workers``.
     """
 
     pairs_from: VectorSearch | ScalarSearch | CandidatePairs
@@ -571,8 +574,10 @@ def successive_halving(
     delta: float,
     confidence: float,
     rng: np.random.Generator,
+    probe: np.ndarray | None = None,
 ) -> tuple[_Screening, list[dict[str, Any]]]:
-    """Screen ``candidates`` with ``budget`` draws per input in all; the survivor and a log per round."""
+    """Screen ``candidates`` with ``budget`` draws per input in all; the survivor and a log per round
+    (the draws of a round by :func:`spawned_draws`, with ``probe`` one output of the mechanism)."""
     rounds = _rounds(len(candidates))
     alive = [_Screening(c, np.empty(0), np.empty(0)) for c in candidates]
     log = []
@@ -586,11 +591,13 @@ def successive_halving(
                 f"at least {least} draws per input to screen {len(candidates)} candidate pairs "
                 f"in {rounds} rounds of successive halving",
             )
-        for entry in alive:  # the draws first, in the order of the pairs
-            fresh_a = draw(mechanism, entry.candidate.a, new, rng)
-            fresh_b = draw(mechanism, entry.candidate.b, new, rng)
+        values = [value for entry in alive for value in (entry.candidate.a, entry.candidate.b)]
+        fresh = spawned_draws(mechanism, values, new, rng, search.chunk, search.workers, probe)
+        for position, entry in enumerate(alive):  # the draws first, in the order of the pairs
+            fresh_a, fresh_b = fresh[2 * position], fresh[2 * position + 1]
             entry.on_a = fresh_a if entry.on_a.size == 0 else np.concatenate([entry.on_a, fresh_a])
             entry.on_b = fresh_b if entry.on_b.size == 0 else np.concatenate([entry.on_b, fresh_b])
+        del fresh
 
         def learn(entry: _Screening) -> tuple[LearnedEvent, float]:
             return learn_event(
@@ -677,6 +684,65 @@ def _child(function: Callable[[Any], Any], item: Any, sender: Any) -> None:
     sender.close()
 
 
+def spawned_draws(
+    mechanism: Mechanism,
+    values: list[Any],
+    samples: int,
+    rng: np.random.Generator,
+    chunk: int,
+    workers: int = 1,
+    probe: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """``samples`` outputs on each of ``values``, drawn in blocks of ``chunk``: every block of every
+    value has its own generator (PCG64, seeded by one of the children that
+    ``numpy.random.SeedSequence`` spawns from entropy drawn from ``rng``), in the order of the values
+    and blocks.
+
+    Up to ``workers`` forked processes draw consecutive runs of blocks side by side, into memory shared
+    with this process; the outputs are the same for every ``workers``.  ``probe`` (outputs of the
+    mechanism, from a generator of their own) gives the outputs' shape and type: without one, for
+    outputs that are not numbers, or when a block's shape or type differs from the probe's, the blocks
+    are drawn in this process, one after another (the same outputs)."""
+    starts = range(0, samples, chunk)
+    jobs = [(v, start, min(chunk, samples - start)) for v in range(len(values)) for start in starts]
+    seeds = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(len(jobs))
+
+    def block(index: int) -> np.ndarray:
+        v, _, size = jobs[index]
+        generator = np.random.Generator(np.random.PCG64(seeds[index]))
+        return draw(mechanism, values[v], size, generator, batch_size=size)
+
+    parts = max(1, min(workers, len(jobs)))
+    if parts > 1 and probe is not None and probe.dtype.kind in "biufc":
+        shape, dtype = probe.shape[1:], probe.dtype
+        outputs = [_shared_array((samples, *shape), dtype) for _ in values]
+
+        def fill(group: range) -> bool:
+            for index in group:
+                drawn = block(index)
+                if drawn.shape[1:] != shape or drawn.dtype != dtype:
+                    return False
+                v, start, size = jobs[index]
+                outputs[v][start : start + size] = drawn
+            return True
+
+        groups = [range(g * len(jobs) // parts, (g + 1) * len(jobs) // parts) for g in range(parts)]
+        if all(_map_forked(fill, groups, parts)):
+            return outputs
+        del outputs
+    per_value = len(starts)
+    blocks = [block(index) for index in range(len(jobs))]
+    drawn = [blocks[v * per_value : (v + 1) * per_value] for v in range(len(values))]
+    return [parts_of[0] if per_value == 1 else np.concatenate(parts_of) for parts_of in drawn]
+
+
+def _shared_array(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """A zeroed array in anonymous memory that forked processes share with this one (``mmap``)."""
+    count = math.prod(shape)
+    memory = mmap.mmap(-1, max(1, count * dtype.itemsize))
+    return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)
+
+
 # --------------------------------------------------------------------------- streamed evaluation
 def streamed_counts(
     mechanism: Mechanism,
@@ -732,10 +798,11 @@ def _held_bytes(search: ClassifierSearch, samples: int, width: int) -> float:
 
 def check_classifier_fits(
     mechanism: Mechanism, search: ClassifierSearch, candidate: Candidate, samples: int
-) -> None:
+) -> np.ndarray:
     """Refuse ``samples`` whose screening and learning draws cannot fit in the memory available, before
     the audit's first draw; the message states the largest number that fits.  The outputs' width comes
-    from one probe output, drawn with a generator of its own (the audit's draws are unchanged)."""
+    from one probe output, drawn with a generator of its own (the audit's draws are unchanged), which
+    is returned."""
     probe = np.asarray(draw(mechanism, candidate.a, 1, np.random.default_rng(0)))
     width = int(np.prod(probe.shape[1:], dtype=np.int64)) if probe.ndim > 1 else 1
     refuse_unless_fits(
@@ -743,6 +810,7 @@ def check_classifier_fits(
         lambda count: _held_bytes(search, count, width),
         holding=f"outputs of {width} values; the classifier search holds its screening and learning draws: ",
     )
+    return probe
 
 
 def audit_with_classifier(
@@ -760,16 +828,19 @@ def audit_with_classifier(
     budget, learning, evaluation = _split(search, samples)
     if evaluation < 1:
         raise InvalidParameter("samples", samples, "enough draws to screen and then evaluate")
-    check_classifier_fits(mechanism, search, candidates[0], samples)
+    probe = check_classifier_fits(mechanism, search, candidates[0], samples)
     survivor, log = successive_halving(
-        mechanism, search, candidates, budget, evaluation, claim.delta, confidence, rng
+        mechanism, search, candidates, budget, evaluation, claim.delta, confidence, rng, probe
     )
     event = survivor.event
     if learning > 0:
-        on_a = np.concatenate([survivor.on_a, draw(mechanism, survivor.candidate.a, learning, rng)])
+        values = [survivor.candidate.a, survivor.candidate.b]
+        fresh = spawned_draws(mechanism, values, learning, rng, search.chunk, search.workers, probe)
+        on_a = np.concatenate([survivor.on_a, fresh[0]])
         survivor.on_a = np.empty((0, *on_a.shape[1:]), on_a.dtype)  # its draws live on in the copy alone
-        on_b = np.concatenate([survivor.on_b, draw(mechanism, survivor.candidate.b, learning, rng)])
+        on_b = np.concatenate([survivor.on_b, fresh[1]])
         survivor.on_b = np.empty((0, *on_b.shape[1:]), on_b.dtype)
+        del fresh
         event, _ = learn_event(
             on_a,
             on_b,
