@@ -137,8 +137,18 @@ def panel() -> float:
     return time.process_time() - start
 
 
+def _median(values: list[float], unit: str = " s", digits: int = 2) -> str:
+    """The median of ``values`` as text, or "–" when there are none (``repeats`` 0)."""
+    return f"{float(np.median(values)):.{digits}f}{unit}" if values else "–"
+
+
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    try:
+        repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    except ValueError:
+        raise SystemExit(f"repeats: {sys.argv[1]!r}; allowed: a whole number >= 0") from None
+    if repeats < 0:
+        raise SystemExit(f"repeats: {repeats}; allowed: a whole number >= 0")
     if not kernel.AVAILABLE:
         raise SystemExit("numba is not installed: pip install 'dpcert[fast]'")
     seconds: dict[str, float] = defaultdict(float)
@@ -151,24 +161,23 @@ def main() -> None:
         seconds.clear()
         totals.append(panel())
         measured.append(dict(seconds))
-    total = float(np.median(totals))
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"uptime: {load}")
     print(f"| part | first call (fresh interpreter) | later calls (median of {repeats}) |")
     print("|---|---|---|")
-    later_parts = {part: float(np.median([m.get(part, 0.0) for m in measured])) for part in PARTS}
     for part in PARTS:
-        print(f"| {part} | {first.get(part, 0.0):.2f} s | {later_parts[part]:.2f} s |")
+        print(f"| {part} | {first.get(part, 0.0):.2f} s | {_median([m.get(part, 0.0) for m in measured])} |")
     first_seconds = sum(first.get(part, 0.0) for part in PARTS)
-    print(f"| other | {first_total - first_seconds:.2f} s | {total - sum(later_parts.values()):.2f} s |")
-    print(f"| **panel** | **{first_total:.2f} s** | **{total:.2f} s** |")
+    others = [t - sum(m.get(part, 0.0) for part in PARTS) for t, m in zip(totals, measured, strict=True)]
+    print(f"| other | {first_total - first_seconds:.2f} s | {_median(others)} |")
+    print(f"| **panel** | **{first_total:.2f} s** | **{_median(totals)}** |")
     print()
     print("| part | exact-profile FFT passes, first call | later calls (median) |")
     print("|---|---|---|")
     for part in (*PARTS, "other"):
         key = f"passes: {part}"
-        later_passes = float(np.median([m.get(key, 0.0) for m in measured]))
-        print(f"| {part} | {first.get(key, 0.0):.0f} | {later_passes:.0f} |")
+        later = _median([m.get(key, 0.0) for m in measured], unit="", digits=0)
+        print(f"| {part} | {first.get(key, 0.0):.0f} | {later} |")
 
 
 if __name__ == "__main__":
