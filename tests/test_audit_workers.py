@@ -14,8 +14,9 @@ import pytest
 
 from dpcert.audits import CandidatePairs, ClassifierSearch, audit
 from dpcert.audits.benchmark_mechanisms import benchmark_mechanism
-from dpcert.audits.classifier_search import _map_forked, spawned_draws
+from dpcert.audits.classifier_search import _map_forked, learn_event, spawned_draws
 from dpcert.audits.sampling import draw
+from dpcert.audits.search import CandidatePairs as Pairs
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
@@ -134,3 +135,33 @@ def test_spawned_draws_of_unannounced_types_are_drawn_here_with_the_same_outputs
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert one[2].dtype.kind == ("i" if mechanism is _integers_on_two else "U")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DPSniper-LaplaceParallel",  # marginal tables offered: the kind by held-out log loss, cross-fitting
+        "DPSniper-NoisyHist1",
+        "iSVT4",  # sparse-vector outputs: row summaries, no marginal score
+        "DPSniper-Laplace",  # one coordinate: binned cells and logistic regression
+    ],
+)
+def test_learning_in_forked_groups_gives_the_event_of_one_process(name):
+    entry = benchmark_mechanism(name)
+    candidate = Pairs(entry.pairs(), relation=entry.relation).candidates(np.random.default_rng(0))[0]
+    rng = np.random.default_rng(3)
+    on_a = draw(entry.mechanism, candidate.a, 30_000, rng)
+    on_b = draw(entry.mechanism, candidate.b, 30_000, rng)
+    one, forecast_one = learn_event(on_a, on_b, 200_000, 0.0, 0.95)
+    for workers in (2, 3):
+        event, forecast = learn_event(on_a, on_b, 200_000, 0.0, 0.95, workers=workers)
+        assert forecast == forecast_one
+        assert (event.numerator, event.threshold, event.tie, event.weights) == (
+            one.numerator,
+            one.threshold,
+            one.tie,
+            one.weights,
+        )
+        assert type(event.marginals) is type(one.marginals) and type(event.summary) is type(one.summary)
+        probe = draw(entry.mechanism, candidate.a, 2_000, np.random.default_rng(11))
+        np.testing.assert_array_equal(event.scores(probe), one.scores(probe))

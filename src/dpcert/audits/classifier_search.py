@@ -124,8 +124,9 @@ class ClassifierSearch:
         screening draws is kept); False: logistic regression alone.
     workers
         Processes that draw the screening and learning draws, learn the events of a screening round's
-        pairs, and draw and count the evaluation's chunks, side by side (forked, where the platform
-        can fork; one process otherwise).  Every block of ``chunk`` screening or learning draws
+        pairs, fit and judge the survivor's groups of scorers (:func:`learn_event`), and draw and count
+        the evaluation's chunks, side by side (forked, where the platform can fork; one process
+        otherwise).  Every block of ``chunk`` screening or learning draws
         (:func:`spawned_draws`) and every evaluation chunk (:func:`streamed_counts`) has its own
         generator spawned from the audit's, and the learning uses no randomness, so the report is the
         same for every ``workers``.
@@ -302,6 +303,7 @@ def learn_event(
     fit_draws: int = DEFAULT_FIT_DRAWS,
     binned: bool = True,
     logistic_draws: int | None = None,
+    workers: int = 1,
 ) -> tuple[LearnedEvent, float]:
     """Fit the classifier on the first half of the draws, choose the threshold on the second half; the
     event and its forecast.
@@ -344,6 +346,11 @@ def learn_event(
 
     The forecast returned, by which the screening ranks pairs, is the largest of the compared
     scorers' forecasts.
+
+    With ``workers`` above 1, the groups of scorers (binned cells, row summaries, coordinate tables,
+    shared tables, logistic regression) are fitted and judged in up to ``workers`` forked processes,
+    each group's thresholds chosen as if its kind were kept; the kind of scorer, the event and the
+    forecast are the same as in one process.
     """
     rows_a, rows_b = as_rows(on_a), as_rows(on_b)
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
@@ -351,100 +358,180 @@ def learn_event(
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
     first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
     table = CellTable.of(first)
-    events: list[LearnedEvent] = []
-    held_out: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # scores already at hand, by scorer
-    families: list[str] = []  # each scorer's kind
-    # by scorer: the same scorer fitted on the second half instead, and its scores of the first half
-    crossed: dict[int, Callable[[], tuple[np.ndarray, np.ndarray]]] = {}
-    summary_scores: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # summary cells' held-out scores
+    groups: list[Callable[[], list[_Scorer]]]
     if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
         scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
-        families.append("cells")
-        events.append(LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen))
+        cells_event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
+        groups, guard = [lambda: [_Scorer("cells", cells_event)]], False
     else:
-        fit_a, fit_b = rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]
-        cells_of = binned_cells(np.concatenate([fit_a, fit_b]), first) if binned else None
-        if cells_of is not None:  # continuous values: cells of positions and value bins
-            binning, cells = cells_of
-            scores, unseen = cell_log_ratios(
-                cells, binning.transform(rows_a[:half_a]), binning.transform(rows_b[:half_b])
-            )
-            weights = tuple(float(s) for s in scores)
-            crossed[len(events)] = _crossed_cells(cells, binning.transform, rows_a, rows_b, half_a, half_b)
-            families.append("binned cells")
-            events.append(LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, binning))
-        parts: dict[tuple[float, ...], tuple[np.ndarray, ...]] = {}  # of ``first``, by atoms
-        held_parts: dict[tuple[float, ...], tuple[tuple[np.ndarray, ...], ...]] = {}  # of the second half
-        summaries = summary_cells(np.concatenate([fit_a, fit_b]), first, parts) if binned else []
-        for summary, cells in summaries:  # atoms and values in several coordinates: row summaries
-            image = summary.image(parts[summary.atoms])  # first: a's first half, then b's
-            scores, unseen = cell_log_ratios(cells, image[:half_a], image[half_a:])
-            weights = tuple(float(s) for s in scores)
-            crossed[len(events)] = _crossed_cells(cells, summary.transform, rows_a, rows_b, half_a, half_b)
-            families.append("summary cells")
-            event = LearnedEvent(None, weights, "a", 0.0, 0.0, cells, unseen, summary=summary)
-            if summary.atoms not in held_parts:
-                held_parts[summary.atoms] = (summary.parts(rows_a[half_a:]), summary.parts(rows_b[half_b:]))
-            second_a, second_b = held_parts[summary.atoms]
-            summary_scores[len(events)] = (
-                event.cell_scores(summary.image(second_a)),
-                event.cell_scores(summary.image(second_b)),
-            )
-            events.append(event)
-        for shared in (False, True) if binned else ():  # one table per coordinate, or one for all
-            marginals = marginal_binnings(np.concatenate([fit_a, fit_b]), shared=shared)
-            finest = _Coded.of(marginals[0], rows_a, rows_b, half_a, half_b) if marginals else None
-            for marginal in marginals:
-                assert finest is not None  # set with the first binning
-                maps = marginal.code_maps(finest.binning)
-                coded = finest if maps is not None else _Coded.of(marginal, rows_a, rows_b, half_a, half_b)
-                tables = coded.tables(marginal, maps, shared, "first")
-                held_out[len(events)] = coded.scores(marginal, maps, tables, "second")
-                crossed[len(events)] = _crossed_tables(coded, marginal, maps, shared)
-                families.append("shared tables" if shared else "coordinate tables")
-                events.append(
-                    LearnedEvent(None, tuple(float(w) for w in tables), "a", 0.0, 0.0, marginals=marginal)
-                )
-        features = OutputFeatures.fit(np.concatenate([fit_a, fit_b]))
+        fit = np.concatenate([rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]])
+        marginals = {
+            shared: marginal_binnings(fit, shared=shared) if binned else [] for shared in (False, True)
+        }
+        guard = any(marginals.values())  # a marginal score is offered
+        draws = _Draws(rows_a, rows_b, half_a, half_b, first, fit)
         most = fit_draws if logistic_draws is None else logistic_draws
-        logistic_a, logistic_b = rows_a[: min(half_a, most)], rows_b[: min(half_b, most)]
-        weights = tuple(
-            float(w) for w in fit_logistic(features.transform(logistic_a), features.transform(logistic_b))
-        )
-        crossed[len(events)] = _crossed_logistic(features, rows_a, rows_b, half_a, half_b, most)
-        families.append("logistic regression")
-        events.append(LearnedEvent(features, weights, "a", 0.0, 0.0))
+        groups = [
+            *((lambda: _binned_scorers(draws), lambda: _summary_scorers(draws)) if binned else ()),
+            lambda: _table_scorers(draws, marginals[False], shared=False),
+            lambda: _table_scorers(draws, marginals[True], shared=True),
+            lambda: _logistic_scorers(draws, most),
+        ]
+
+    def held(scorer: _Scorer) -> tuple[np.ndarray, np.ndarray]:
+        """The scorer's scores of the held-out second half of the draws."""
+        if scorer.held is not None:
+            return scorer.held
+        return scorer.event.scores(rows_a[half_a:]), scorer.event.scores(rows_b[half_b:])
+
+    def judge(scorer: _Scorer, loss: float) -> _Judged:
+        """The scorer with its chosen event; its threshold by cross-fitting where a marginal score is
+        offered."""
+        other_folds = (scorer.crossed(),) if guard and scorer.crossed is not None else ()
+        choice = choose_event(*held(scorer), evaluation, delta, confidence, other_folds=other_folds)
+        return _Judged(scorer.family, scorer.event, loss, choice)
+
+    def judge_all(group: Callable[[], list[_Scorer]]) -> list[_Judged]:
+        """Every scorer of a group judged where it is built (a forked process), as if its kind were
+        kept: the parent then keeps the kind of the least held-out log loss among all groups."""
+        judged = []
+        for scorer in group():
+            scorer.held = held(scorer)
+            judged.append(judge(scorer, held_out_log_loss(*scorer.held) if guard else math.nan))
+        return judged
+
+    if workers > 1 and len(groups) > 1:
+        everything = [judged for part in _map_forked(judge_all, groups, workers) for judged in part]
+        kept = {j.family for j in everything}
+        if guard:
+            kept = {everything[int(np.argmin([j.loss for j in everything]))].family}
+        chosen = [j for j in everything if j.family in kept]
+    else:
+        scorers = [scorer for group in groups for scorer in group()]
+        kept = {scorer.family for scorer in scorers}
+        if guard:  # the kind of scorer of the least held-out log loss; its scorers compete below
+            for scorer in scorers:  # every scorer's held-out scores, kept for below
+                scorer.held = held(scorer)
+            losses = [held_out_log_loss(*held(scorer)) for scorer in scorers]
+            kept = {scorers[int(np.argmin(losses))].family}
+        chosen = [judge(scorer, math.nan) for scorer in scorers if scorer.family in kept]
     best: tuple[LearnedEvent, float] | None = None
-    guard = bool(held_out)  # a marginal score is offered
-    kept = set(families)
-    if guard:  # the kind of scorer of the least held-out log loss; its scorers compete below
-        for position, event in enumerate(events):  # every scorer's held-out scores, kept for below
-            if position not in held_out:
-                held_out[position] = summary_scores.get(position) or (
-                    event.scores(rows_a[half_a:]),
-                    event.scores(rows_b[half_b:]),
-                )
-        losses = [held_out_log_loss(*held_out[position]) for position in range(len(events))]
-        kept = {families[int(np.argmin(losses))]}
     best_key = (-math.inf, -math.inf)
     largest = -math.inf  # the pair's forecast: the best scorer's, as the screening ranks pairs
-    for position, event in enumerate(events):  # the scorer with the better forecast on the held-out half
-        if families[position] not in kept:
-            continue
-        scores_a, scores_b = (
-            held_out.get(position)
-            or summary_scores.get(position)
-            or (event.scores(rows_a[half_a:]), event.scores(rows_b[half_b:]))
-        )
-        other_folds = (crossed[position](),) if guard and position in crossed else ()
-        choice = choose_event(scores_a, scores_b, evaluation, delta, confidence, other_folds=other_folds)
+    for judged in chosen:  # the scorer with the better forecast on the held-out half
+        choice = judged.choice
         key = (choice.guarded, choice.forecast) if guard else (choice.forecast, choice.forecast)
         if best is None or key > best_key:
-            chosen = replace(event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie)
-            best, best_key = (chosen, choice.forecast), key
+            event = replace(
+                judged.event, numerator=choice.numerator, threshold=choice.threshold, tie=choice.tie
+            )
+            best, best_key = (event, choice.forecast), key
         largest = max(largest, choice.forecast)
     assert best is not None  # at least one scorer
     return best[0], largest
+
+
+@dataclass
+class _Scorer:
+    """One scorer of :func:`learn_event`: its kind, its event (threshold not yet chosen), its scores of
+    the held-out second half where already at hand, and the same scorer fitted on the second half
+    scoring the first (cross-fitting), where it has one."""
+
+    family: str
+    event: LearnedEvent
+    held: tuple[np.ndarray, np.ndarray] | None = None
+    crossed: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A scorer's kind, its event and chosen threshold, and its held-out log loss (NaN where not
+    needed)."""
+
+    family: str
+    event: LearnedEvent
+    loss: float
+    choice: EventChoice
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """A pair's draws as rows, split into halves: ``first`` is the first halves of a and b together,
+    ``fit`` the draws the bins and features are fitted on."""
+
+    rows_a: np.ndarray
+    rows_b: np.ndarray
+    half_a: int
+    half_b: int
+    first: np.ndarray
+    fit: np.ndarray
+
+
+def _binned_scorers(draws: _Draws) -> list[_Scorer]:
+    """Cells of positions and value bins (continuous values)."""
+    cells_of = binned_cells(draws.fit, draws.first)
+    if cells_of is None:
+        return []
+    binning, cells = cells_of
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    scores, unseen = cell_log_ratios(
+        cells, binning.transform(rows_a[:half_a]), binning.transform(rows_b[:half_b])
+    )
+    event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, cells, unseen, binning)
+    crossed = _crossed_cells(cells, binning.transform, rows_a, rows_b, half_a, half_b)
+    return [_Scorer("binned cells", event, crossed=crossed)]
+
+
+def _summary_scorers(draws: _Draws) -> list[_Scorer]:
+    """Cells of row summaries (atoms and values in several coordinates), with their held-out scores."""
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    parts: dict[tuple[float, ...], tuple[np.ndarray, ...]] = {}  # of ``first``, by atoms
+    held_parts: dict[tuple[float, ...], tuple[tuple[np.ndarray, ...], ...]] = {}  # of the second half
+    scorers = []
+    for summary, cells in summary_cells(draws.fit, draws.first, parts):
+        image = summary.image(parts[summary.atoms])  # first: a's first half, then b's
+        scores, unseen = cell_log_ratios(cells, image[:half_a], image[half_a:])
+        event = LearnedEvent(
+            None, tuple(float(s) for s in scores), "a", 0.0, 0.0, cells, unseen, summary=summary
+        )
+        if summary.atoms not in held_parts:
+            held_parts[summary.atoms] = (summary.parts(rows_a[half_a:]), summary.parts(rows_b[half_b:]))
+        second_a, second_b = held_parts[summary.atoms]
+        held = (event.cell_scores(summary.image(second_a)), event.cell_scores(summary.image(second_b)))
+        crossed = _crossed_cells(cells, summary.transform, rows_a, rows_b, half_a, half_b)
+        scorers.append(_Scorer("summary cells", event, held, crossed))
+    return scorers
+
+
+def _table_scorers(draws: _Draws, marginals: list[Binning], *, shared: bool) -> list[_Scorer]:
+    """Sums of binned marginal log ratios, one table per coordinate or one shared by all, per binning,
+    with their held-out scores."""
+    if not marginals:
+        return []
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    finest = _Coded.of(marginals[0], rows_a, rows_b, half_a, half_b)
+    scorers = []
+    for marginal in marginals:
+        maps = marginal.code_maps(finest.binning)
+        coded = finest if maps is not None else _Coded.of(marginal, rows_a, rows_b, half_a, half_b)
+        tables = coded.tables(marginal, maps, shared, "first")
+        event = LearnedEvent(None, tuple(float(w) for w in tables), "a", 0.0, 0.0, marginals=marginal)
+        held = coded.scores(marginal, maps, tables, "second")
+        crossed = _crossed_tables(coded, marginal, maps, shared)
+        scorers.append(_Scorer("shared tables" if shared else "coordinate tables", event, held, crossed))
+    return scorers
+
+
+def _logistic_scorers(draws: _Draws, most: int) -> list[_Scorer]:
+    """Logistic regression on the output's features, fitted on at most ``most`` draws per input."""
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    features = OutputFeatures.fit(draws.fit)
+    logistic_a, logistic_b = rows_a[: min(half_a, most)], rows_b[: min(half_b, most)]
+    weights = tuple(
+        float(w) for w in fit_logistic(features.transform(logistic_a), features.transform(logistic_b))
+    )
+    crossed = _crossed_logistic(features, rows_a, rows_b, half_a, half_b, most)
+    return [_Scorer("logistic regression", LearnedEvent(features, weights, "a", 0.0, 0.0), crossed=crossed)]
 
 
 def _crossed_cells(
@@ -850,6 +937,7 @@ def audit_with_classifier(
             fit_draws=search.fit_draws,
             binned=search.binned,
             logistic_draws=search.final_fit_draws,
+            workers=search.workers,
         )
         del on_a, on_b
     assert event is not None  # every screened pair has its event
