@@ -140,13 +140,13 @@ def test_spawned_draws_of_unannounced_types_are_drawn_here_with_the_same_outputs
 @pytest.mark.parametrize(
     "name",
     [
-        "DPSniper-LaplaceParallel",  # marginal tables offered: the kind by held-out log loss, cross-fitting
-        "DPSniper-NoisyHist1",
-        "iSVT4",  # sparse-vector outputs: row summaries, no marginal score
+        "iSVT4",  # sparse-vector outputs: binned cells, row summaries, logistic regression
+        "DPSniper-NumericalSVT",
         "DPSniper-Laplace",  # one coordinate: binned cells and logistic regression
     ],
 )
 def test_learning_in_forked_groups_gives_the_event_of_one_process(name):
+    """Without a marginal score every scorer is judged, and the groups are judged side by side."""
     entry = benchmark_mechanism(name)
     candidate = Pairs(entry.pairs(), relation=entry.relation).candidates(np.random.default_rng(0))[0]
     rng = np.random.default_rng(3)
