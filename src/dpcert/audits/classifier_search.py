@@ -780,7 +780,7 @@ def spawned_draws(
     are drawn in this process, one after another (the same outputs)."""
     starts = range(0, samples, chunk)
     jobs = [(v, start, min(chunk, samples - start)) for v in range(len(values)) for start in starts]
-    seeds = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(len(jobs))
+    seeds = _child_seeds(rng, len(jobs))
 
     def block(index: int) -> np.ndarray:
         v, _, size = jobs[index]
@@ -801,14 +801,23 @@ def spawned_draws(
                 outputs[v][start : start + size] = drawn
             return True
 
-        groups = [range(g * len(jobs) // parts, (g + 1) * len(jobs) // parts) for g in range(parts)]
-        if all(_map_forked(fill, groups, parts)):
+        if all(_map_forked(fill, _consecutive_runs(len(jobs), parts), parts)):
             return outputs
         del outputs
     per_value = len(starts)
     blocks = [block(index) for index in range(len(jobs))]
     drawn = [blocks[v * per_value : (v + 1) * per_value] for v in range(len(values))]
     return [parts_of[0] if per_value == 1 else np.concatenate(parts_of) for parts_of in drawn]
+
+
+def _child_seeds(rng: np.random.Generator, count: int) -> list[np.random.SeedSequence]:
+    """``count`` children of a ``numpy.random.SeedSequence`` seeded by entropy drawn from ``rng``."""
+    return np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(count)
+
+
+def _consecutive_runs(count: int, parts: int) -> list[range]:
+    """``range(count)`` cut into ``parts`` consecutive runs of nearly equal length."""
+    return [range(g * count // parts, (g + 1) * count // parts) for g in range(parts)]
 
 
 def _shared_array(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
@@ -835,9 +844,8 @@ def streamed_counts(
     uniforms for the event's tie, then the same on b.  Up to ``workers`` forked processes count
     consecutive runs of chunks side by side; the counts are the same for every ``workers``."""
     sizes = [min(chunk, draws - start) for start in range(0, draws, chunk)]
-    seeds = np.random.SeedSequence([int(v) for v in rng.integers(0, 2**63, size=4)]).spawn(len(sizes))
-    parts = max(1, min(workers, len(sizes)))
-    groups = [range(g * len(sizes) // parts, (g + 1) * len(sizes) // parts) for g in range(parts)]
+    seeds = _child_seeds(rng, len(sizes))
+    groups = _consecutive_runs(len(sizes), max(1, min(workers, len(sizes))))
 
     def count(group: range) -> tuple[int, int]:
         inside = [0, 0]
