@@ -209,7 +209,8 @@ def main() -> None:
             )
             summary.append(
                 f"{method}: {caught}/{len(buggy) * args.seeds} buggy audits caught, {good}/{len(buggy)} "
-                f"buggy mechanisms caught in ≥ 8/10 seeds, {alarms}/{len(correct) * args.seeds} false alarms"
+                f"buggy mechanisms caught in ≥ 80 % of the {args.seeds} seeds, "
+                f"{alarms}/{len(correct) * args.seeds} false alarms"
             )
         lines.append(f"- {size:.0e} draws per input: " + "; ".join(summary) + ".")
     for entry in entries:
