@@ -16,7 +16,6 @@ from dpcert.audits import CandidatePairs, ClassifierSearch, audit
 from dpcert.audits.benchmark_mechanisms import benchmark_mechanism
 from dpcert.audits.classifier_search import _map_forked, learn_event, spawned_draws
 from dpcert.audits.sampling import draw
-from dpcert.audits.search import CandidatePairs as Pairs
 from dpcert.cli import main
 from dpcert.errors import InvalidParameter
 
@@ -148,7 +147,8 @@ def test_spawned_draws_of_unannounced_types_are_drawn_here_with_the_same_outputs
 def test_learning_in_forked_groups_gives_the_event_of_one_process(name):
     """Without a marginal score every scorer is judged, and the groups are judged side by side."""
     entry = benchmark_mechanism(name)
-    candidate = Pairs(entry.pairs(), relation=entry.relation).candidates(np.random.default_rng(0))[0]
+    pairs = CandidatePairs(entry.pairs(), relation=entry.relation)
+    candidate = pairs.candidates(np.random.default_rng(0))[0]
     rng = np.random.default_rng(3)
     on_a = draw(entry.mechanism, candidate.a, 30_000, rng)
     on_b = draw(entry.mechanism, candidate.b, 30_000, rng)
