@@ -126,6 +126,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds run: first-seed .. first-seed + seeds - 1"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--large", type=int, default=0)
     parser.add_argument("--only", default="")
@@ -138,6 +141,8 @@ def main() -> None:
         parser.error(f"--confidence: {args.confidence!r} is not in (0, 1)")
     if args.workers < 1 or args.jobs < 1:
         parser.error(f"--workers {args.workers}, --jobs {args.jobs}: each must be at least 1")
+    if args.seeds < 1 or args.first_seed < 0:
+        parser.error(f"--seeds {args.seeds}, --first-seed {args.first_seed}: at least 1 and at least 0")
     methods = [m for m in args.methods.split(",") if m]
     for method in methods:
         if method not in ("classifier", "threshold"):
@@ -148,7 +153,7 @@ def main() -> None:
         (e.name, method, size, seed, args.confidence, args.workers)
         for size in sizes
         for e in entries
-        for seed in range(args.seeds)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
         for method in methods
     ]
     tasks += [
@@ -178,9 +183,9 @@ def main() -> None:
         "",
         "Command: `" + " ".join(["python", "benchmarks/audit_power.py", *sys.argv[1:]]) + "`",
         "",
-        "Each cell: caught (buggy) or false alarms (correct) over seeds 0.."
-        f"{args.seeds - 1} at confidence {args.confidence:g}; median and largest lower bound; "
-        "median time to verdict; median draws per second (both inputs, screening included).",
+        f"Each cell: caught (buggy) or false alarms (correct) over seeds {args.first_seed}.."
+        f"{args.first_seed + args.seeds - 1} at confidence {args.confidence:g}; median and largest lower "
+        "bound; median time to verdict; median draws per second (both inputs, screening included).",
         "",
         "| mechanism | source | claimed ε | true ε | relation | draws per input | classifier | threshold |",
         "|---|---|---|---|---|---|---|---|",

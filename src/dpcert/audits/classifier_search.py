@@ -64,8 +64,12 @@ from dpcert.audits.learned_event import (
     marginal_binnings,
     marginal_log_ratios_of_counts,
     marginal_scores,
+    pattern_cells,
+    pattern_value_scores,
     shared_log_ratios_of_counts,
     summary_cells,
+    value_log_ratios_of_counts,
+    values_independent_of_patterns,
 )
 from dpcert.audits.neighbours import Relation, plain_value
 from dpcert.audits.rejection_set import RejectionSet
@@ -313,7 +317,9 @@ def learn_event(
     one-hot cells, in closed form).  Other outputs get several scorers: the same on cells of binned
     values (:func:`~dpcert.audits.learned_event.binned_cells`), on cells of row summaries (atom counts
     and the largest other value, :func:`~dpcert.audits.learned_event.summary_cells`, for outputs of
-    several coordinates), the sum of the coordinates' binned marginal log likelihood ratios, with one
+    several coordinates), on cells of atom patterns plus each coordinate's table of its released
+    values' bins (:func:`~dpcert.audits.learned_event.pattern_cells`, for outputs shaped like a sparse
+    vector's), the sum of the coordinates' binned marginal log likelihood ratios, with one
     table per coordinate (:func:`~dpcert.audits.learned_event.marginal_log_ratios`) or one table shared
     by all (:func:`~dpcert.audits.learned_event.shared_log_ratios`), for each binning of
     :data:`~dpcert.audits.learned_event.BIN_COUNTS` (outputs of several coordinates), and logistic
@@ -348,11 +354,11 @@ def learn_event(
     scorers' forecasts.
 
     With ``workers`` above 1 and no marginal score offered (every scorer is then judged), the groups
-    of scorers (binned cells, row summaries, logistic regression) are fitted and judged in up to
-    ``workers`` forked processes, with the same event and forecast as in one process.  With a marginal
-    score one process fits them: only the kind kept is cross-fitted, and judging every kind side by
-    side (cross-fitting each) took more time than it saved (DP-Sniper's LaplaceParallel: 10.6 s in
-    one process, 14.5 s in two).
+    of scorers (binned cells, row summaries, atom patterns, logistic regression) are fitted and judged
+    in up to ``workers`` forked processes, with the same event and forecast as in one process.  With
+    a marginal score one process fits them: only the kind kept is cross-fitted, and judging every kind
+    side by side (cross-fitting each) took more time than it saved (DP-Sniper's LaplaceParallel:
+    10.6 s in one process, 14.5 s in two).
     """
     rows_a, rows_b = as_rows(on_a), as_rows(on_b)
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
@@ -374,7 +380,15 @@ def learn_event(
         draws = _Draws(rows_a, rows_b, half_a, half_b, first, fit)
         most = fit_draws if logistic_draws is None else logistic_draws
         groups = [
-            *((lambda: _binned_scorers(draws), lambda: _summary_scorers(draws)) if binned else ()),
+            *(
+                (
+                    lambda: _binned_scorers(draws),
+                    lambda: _summary_scorers(draws),
+                    lambda: _pattern_scorers(draws),
+                )
+                if binned
+                else ()
+            ),
             lambda: _table_scorers(draws, marginals[False], shared=False),
             lambda: _table_scorers(draws, marginals[True], shared=True),
             lambda: _logistic_scorers(draws, most),
@@ -488,6 +502,35 @@ def _summary_scorers(draws: _Draws) -> list[_Scorer]:
         held = (event.cell_scores(summary.image(second_a)), event.cell_scores(summary.image(second_b)))
         crossed = _crossed_cells(cells, summary.transform, rows_a, rows_b, half_a, half_b)
         scorers.append(_Scorer("summary cells", event, held, crossed))
+    return scorers
+
+
+def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
+    """Cells of atom patterns plus per-coordinate value tables (outputs shaped like a sparse vector's),
+    with their held-out scores."""
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    scorers = []
+    for binning, cells in pattern_cells(draws.fit, draws.first):
+        codes_a, codes_b = binning.codes(rows_a), binning.codes(rows_b)
+        first_a, first_b = codes_a[:, :half_a], codes_b[:, :half_b]
+        if not values_independent_of_patterns(binning, cells, (first_a, first_b)):
+            continue  # the released values depend on the pattern: the sum is not their likelihood ratio
+        scores, unseen = cell_log_ratios(cells, binning.pattern_rows(first_a), binning.pattern_rows(first_b))
+        tables = value_log_ratios_of_counts(
+            binning,
+            code_counts(binning, first_a),
+            code_counts(binning, first_b),
+            false_discovery=MARGINAL_FDR,
+        )
+        weights = np.concatenate([scores, tables])
+        event = LearnedEvent(
+            None, tuple(float(w) for w in weights), "a", 0.0, 0.0, cells, unseen, patterns=binning
+        )
+        held = (
+            pattern_value_scores(binning, cells, weights, unseen, codes_a[:, half_a:]),
+            pattern_value_scores(binning, cells, weights, unseen, codes_b[:, half_b:]),
+        )
+        scorers.append(_Scorer("pattern cells", event, held))
     return scorers
 
 

@@ -60,6 +60,8 @@ RIDGE = 1.0  # ridge penalty on the weights (features are standardised)
 NEWTON_STEPS = 25
 NEWTON_FLOOR = 1e-12  # Newton decrement per draw below which a step that no longer halves ends the fit
 BIN_COUNTS = (16, 8, 4, 2)  # value bins per coordinate tried for binned cells, finest first
+PATTERN_BIN_COUNTS = (4, 2)  # value bins per coordinate of the value tables beside atom patterns
+PATTERN_LEVEL = 0.01  # level of the tests that released values are independent of the pattern
 MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
 CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
 DENSE_CODES = 1 << 16  # cell values and cell codes below this are looked up in a table
@@ -358,6 +360,12 @@ class Binning:
         """:meth:`codes` as a float (n, d) array of rows (the cells of binned outputs)."""
         return self.codes(outputs).T.astype(float)
 
+    def pattern_rows(self, codes: np.ndarray) -> np.ndarray:
+        """The outputs' atom patterns from their :meth:`codes`: per coordinate the atom's index, or
+        ``len(atoms)`` for any other value, as a float (n, d) array of rows."""
+        values = np.array([len(atoms) for atoms in self.atoms], dtype=codes.dtype)[:, None]
+        return np.minimum(codes, values).T.astype(float)
+
     def code_maps(self, finer: Binning) -> tuple[np.ndarray, ...] | None:
         """Per coordinate, the array that maps each of ``finer``'s codes to this binning's code of the
         same values: possible when both have the same atoms and every cut point of this binning is one
@@ -518,20 +526,143 @@ def marginal_binnings(fitting: np.ndarray, *, shared: bool = False) -> list[Binn
     none for outputs in which a coordinate is either an atom or a continuous value: that is the shape
     of a sparse vector's output (⊥, ⊤ or aborted, else a released noisy value), whose coordinates are
     coupled through the one noisy threshold, so their product of marginals is not the likelihood
-    ratio; row summaries model those outputs instead."""
+    ratio; row summaries and atom patterns (:func:`pattern_cells`) model those outputs instead."""
     rows = as_rows(fitting)
     found: list[Binning] = []
     if rows.shape[1] < 2:
         return found
     each = Binning.fit_each(rows, BIN_COUNTS)
-    if any(
-        atoms and edges for binning in each for atoms, edges in zip(binning.atoms, binning.edges, strict=True)
-    ):
+    if _sparse_vector_shaped(each):
         return []
     for binning in Binning.shared_each(rows, BIN_COUNTS) if shared else each:
         if not any(binning == known for known in found):
             found.append(binning)
     return found
+
+
+def _sparse_vector_shaped(binnings: list[Binning]) -> bool:
+    """Whether some coordinate has both atoms and cut points of other values in one of ``binnings``:
+    an atom (⊥, ⊤, aborted) or a released value, as in a sparse vector's output."""
+    return any(
+        atoms and edges
+        for binning in binnings
+        for atoms, edges in zip(binning.atoms, binning.edges, strict=True)
+    )
+
+
+def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[Binning, CellTable]]:
+    """For outputs shaped like a sparse vector's (:func:`_sparse_vector_shaped`) of several coordinates:
+    the cells of their atom patterns (:meth:`Binning.pattern_rows`) if ``pooled`` has at most
+    :data:`MAX_CELLS` of them, with each binning of :data:`PATTERN_BIN_COUNTS` (cut at quantiles of
+    ``fitting``) for the value tables beside them; none otherwise.
+
+    A numerical sparse vector (Wang et al. 2019) releases fresh noise beside its comparisons, so its
+    output's probability is its pattern's times each released value's density, and its log likelihood
+    ratio is the pattern's plus the released values' (:func:`value_log_ratios_of_counts`).  Estimating
+    a few dozen patterns and one small table per coordinate takes far fewer draws than cells of
+    patterns and value bins together.  The coarsest binnings only: each table is estimated from the
+    draws that release a value at its coordinate."""
+    rows = as_rows(pooled)
+    if rows.shape[1] < 2:
+        return []
+    each = Binning.fit_each(fitting, PATTERN_BIN_COUNTS)
+    if not _sparse_vector_shaped(each):
+        return []
+    first = each[0]
+    if CellTable.of(first.pattern_rows(first.codes(rows[:CELL_PROBE]))) is None:
+        return []
+    table = CellTable.of(first.pattern_rows(first.codes(rows)))
+    if table is None:
+        return []
+    distinct: list[Binning] = []
+    for binning in each:
+        if not any(binning == known for known in distinct):
+            distinct.append(binning)
+    return [(binning, table) for binning in distinct]
+
+
+def values_independent_of_patterns(
+    binning: Binning, cells: CellTable, codes: tuple[np.ndarray, ...], level: float = PATTERN_LEVEL
+) -> bool:
+    """Whether the released values' bins look independent of the atom pattern, on each input's draws
+    (``codes``: their :meth:`Binning.codes`, one array per input): a G-test of independence of pattern
+    and value bin at every coordinate that releases values, for every input, none rejected at
+    ``level`` split evenly over the tests (Bonferroni).
+
+    :func:`pattern_value_scores` is the log likelihood ratio (up to the bins) when, given the input
+    and that a coordinate releases a value, the value does not depend on the rest of the pattern: a
+    numerical sparse vector's fresh release noise, or any sparse vector that stops at its first ⊤ (its
+    coordinate's values then come with one pattern only).  Where the released value is the compared
+    noisy query itself and several ⊤ answers are released (Lyu et al.'s Algorithm 3 with c = 2), it
+    depends on the threshold noise, hence on the pattern, and the test finds it (on every pair of
+    Lyu et al.'s Algorithm 3 at 5·10⁴ draws per input)."""
+    tests: list[float] = []
+    for on_input in codes:
+        index = cells.index(binning.pattern_rows(on_input))
+        for coordinate, atoms in enumerate(binning.atoms):
+            code = on_input[coordinate].astype(np.int64)
+            released = (code >= len(atoms)) & (index >= 0)
+            bins = len(binning.edges[coordinate]) + 1
+            if bins < 2 or not released.any():
+                continue
+            joint = np.bincount(
+                index[released] * bins + (code[released] - len(atoms)), minlength=len(cells.cells) * bins
+            ).reshape(len(cells.cells), bins)
+            tests.append(independence_p_value(joint))
+    return all(p > level / len(tests) for p in tests) if tests else True
+
+
+def independence_p_value(joint: np.ndarray) -> float:
+    """p-value of the G-test (Wilks' χ² limit) of independence of the rows and columns of the count
+    table ``joint``, over its non-empty rows and columns; 1 when fewer than two of either remain."""
+    from scipy.special import chdtrc  # heavy: imported on first use (keeps the pytest plugin light)
+
+    table = joint[joint.sum(axis=1) > 0][:, joint.sum(axis=0) > 0].astype(float)
+    if min(table.shape) < 2:
+        return 1.0
+    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
+    seen = table > 0
+    statistic = 2.0 * float(np.sum(table[seen] * np.log(table[seen] / expected[seen])))
+    freedom = (table.shape[0] - 1) * (table.shape[1] - 1)
+    return float(chdtrc(freedom, max(statistic, 0.0)))
+
+
+def value_log_ratios_of_counts(
+    binning: Binning,
+    counts_a: list[np.ndarray],
+    counts_b: list[np.ndarray],
+    *,
+    false_discovery: float | None = None,
+) -> np.ndarray:
+    """Per coordinate, from the draws' :func:`code_counts`: ``log P̂(bin | a value, a) − log P̂(bin | a
+    value, b)`` over the bins of the values (not atoms) taken there, half a draw added to every bin, and
+    0 at the atoms' codes; the tables one after the other (the layout of :func:`marginal_scores`).
+    With ``false_discovery``, only the coordinates whose values' bins differ at that false discovery rate
+    keep their table (:func:`_discoveries`)."""
+    tables, p_values = [], []
+    for atoms, count_a, count_b in zip(binning.atoms, counts_a, counts_b, strict=True):
+        values_a, values_b = count_a[len(atoms) :], count_b[len(atoms) :]
+        table = np.zeros(count_a.shape[0])
+        size = values_a.shape[0]
+        table[len(atoms) :] = smoothed_log_ratios(
+            values_a, values_b, float(values_a.sum()) + 0.5 * size, float(values_b.sum()) + 0.5 * size
+        )
+        tables.append(table)
+        if false_discovery is not None:
+            p_values.append(g_test_p_value(values_a, values_b))
+    return np.concatenate(_discoveries(tables, p_values, false_discovery))
+
+
+def pattern_value_scores(
+    binning: Binning, cells: CellTable, weights: np.ndarray, unseen: float, codes: np.ndarray
+) -> np.ndarray:
+    """The score of outputs whose :meth:`Binning.codes` are ``codes``: their pattern's cell score (the
+    first ``len(cells.cells)`` weights; ``unseen`` outside every cell) plus the sum of the coordinates'
+    value tables (the other weights, :func:`marginal_scores`)."""
+    size = len(cells.cells)
+    index = cells.index(binning.pattern_rows(codes))
+    pattern = np.where(index >= 0, weights[np.maximum(index, 0)], unseen)
+    return pattern + marginal_scores(binning, weights[size:], codes)
 
 
 def marginal_sizes(binning: Binning) -> tuple[int, ...]:
@@ -626,14 +757,24 @@ def marginal_log_ratios_of_counts(
         tables.append(smoothed_log_ratios(count_a, count_b, total_a, total_b))
         if false_discovery is not None:
             p_values.append(g_test_p_value(count_a, count_b))
-    if false_discovery is not None:
-        order = np.argsort(np.asarray(p_values), kind="stable")
-        ranks = np.arange(1, len(p_values) + 1)
-        passing = np.flatnonzero(np.asarray(p_values)[order] <= false_discovery * ranks / len(p_values))
-        if passing.size:
-            kept = set(order[: int(passing[-1]) + 1].tolist())
-            tables = [t if i in kept else np.zeros_like(t) for i, t in enumerate(tables)]
-    return np.concatenate(tables)
+    return np.concatenate(_discoveries(tables, p_values, false_discovery))
+
+
+def _discoveries(
+    tables: list[np.ndarray], p_values: list[float], false_discovery: float | None
+) -> list[np.ndarray]:
+    """``tables`` with those of the coordinates not discovered at the false discovery rate
+    ``false_discovery`` (Benjamini–Hochberg on their ``p_values``) set to 0; all kept when it is None,
+    and all kept when none is discovered."""
+    if false_discovery is None:
+        return tables
+    order = np.argsort(np.asarray(p_values), kind="stable")
+    ranks = np.arange(1, len(p_values) + 1)
+    passing = np.flatnonzero(np.asarray(p_values)[order] <= false_discovery * ranks / len(p_values))
+    if not passing.size:
+        return tables
+    kept = set(order[: int(passing[-1]) + 1].tolist())
+    return [t if i in kept else np.zeros_like(t) for i, t in enumerate(tables)]
 
 
 def shared_log_ratios(binning: Binning, codes_a: np.ndarray, codes_b: np.ndarray) -> np.ndarray:
@@ -744,7 +885,10 @@ class LearnedEvent:
     regression, ``features`` set) or, for outputs with few distinct values, the estimated log
     likelihood ratio of o's cell (``cells`` set; ``weights`` then holds one score per cell and
     ``unseen`` the score of any other output), or the sum of the coordinates' marginal log likelihood
-    ratios (``marginals`` set; ``weights`` then holds the coordinates' tables one after the other)."""
+    ratios (``marginals`` set; ``weights`` then holds the coordinates' tables one after the other), or
+    the estimated log likelihood ratio of o's atom pattern plus its coordinates' value tables
+    (``patterns`` and ``cells`` set: :func:`pattern_value_scores`; ``weights`` holds the patterns'
+    scores, then the tables)."""
 
     features: OutputFeatures | None
     weights: tuple[float, ...]
@@ -756,11 +900,16 @@ class LearnedEvent:
     binning: Binning | None = None  # with ``cells``: the cells are of binned outputs
     summary: RowSummary | None = None  # with ``cells``: the cells are of row summaries
     marginals: Binning | None = None  # the sum of the coordinates' marginal log ratios (``weights``)
+    patterns: Binning | None = None  # with ``cells``: atom patterns and value tables (``weights``)
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
         if self.marginals is not None:
             score = marginal_scores(self.marginals, weights, self.marginals.codes(outputs))
+        elif self.patterns is not None:
+            assert self.cells is not None  # the patterns' cells
+            codes = self.patterns.codes(outputs)
+            score = pattern_value_scores(self.patterns, self.cells, weights, self.unseen, codes)
         elif self.cells is not None:
             if self.summary is not None:
                 rows = self.summary.transform(outputs)
@@ -799,6 +948,7 @@ class LearnedEvent:
             "binning": None if self.binning is None else self.binning.to_dict(),
             "summary": None if self.summary is None else self.summary.to_dict(),
             "marginals": None if self.marginals is None else self.marginals.to_dict(),
+            "patterns": None if self.patterns is None else self.patterns.to_dict(),
         }
 
     @classmethod
@@ -808,6 +958,7 @@ class LearnedEvent:
         binning = data.get("binning")
         summary = data.get("summary")
         marginals = data.get("marginals")
+        patterns = data.get("patterns")
         return cls(
             None if features is None else OutputFeatures.from_dict(features),
             tuple(float(w) for w in data["weights"]),
@@ -819,6 +970,7 @@ class LearnedEvent:
             None if binning is None else Binning.from_dict(binning),
             None if summary is None else RowSummary.from_dict(summary),
             None if marginals is None else Binning.from_dict(marginals),
+            None if patterns is None else Binning.from_dict(patterns),
         )
 
     def describe(self) -> str:
@@ -833,6 +985,12 @@ class LearnedEvent:
                 tables == tables[0]
             ):
                 model += " (one table shared by all coordinates)"
+        elif self.patterns is not None:
+            assert self.cells is not None  # the patterns' cells
+            model = (
+                f"log likelihood ratio of {len(self.cells.cells)} atom patterns plus each coordinate's "
+                "table of its released values' bins"
+            )
         elif self.cells is not None:
             model = f"log likelihood ratio of {len(self.cells.cells)} output cells"
             if self.binning is not None:
