@@ -29,6 +29,7 @@ from dpcert.audits.learned_event import (
     code_counts,
     independence_p_value,
     pattern_cells,
+    pattern_index,
     pattern_value_scores,
     value_log_ratios_of_counts,
     values_independent_of_patterns,
@@ -235,4 +236,5 @@ def test_released_values_are_found_to_depend_on_the_pattern_only_where_they_do(n
     assert found
     for binning, cells in found:
         codes = (binning.codes(on_a), binning.codes(on_b))
-        assert values_independent_of_patterns(binning, cells, codes) is independent
+        indices = tuple(pattern_index(binning, cells, c) for c in codes)
+        assert values_independent_of_patterns(binning, cells, codes, indices) is independent

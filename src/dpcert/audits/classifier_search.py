@@ -57,6 +57,7 @@ from dpcert.audits.learned_event import (
     as_rows,
     binned_cells,
     cell_log_ratios,
+    cell_log_ratios_of_index,
     coarse_counts,
     code_counts,
     fine_tables,
@@ -65,6 +66,7 @@ from dpcert.audits.learned_event import (
     marginal_log_ratios_of_counts,
     marginal_scores,
     pattern_cells,
+    pattern_index,
     pattern_value_scores,
     shared_log_ratios_of_counts,
     summary_cells,
@@ -507,15 +509,23 @@ def _summary_scorers(draws: _Draws) -> list[_Scorer]:
 
 def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
     """Cells of atom patterns plus per-coordinate value tables (outputs shaped like a sparse vector's),
-    with their held-out scores."""
+    with their held-out scores; none where the released values are found to depend on the pattern (on
+    the finest binning's bins).  The patterns, their cells and their log ratios are the same under
+    every binning: they are found once."""
     rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    found = pattern_cells(draws.fit, draws.first)
+    if not found:
+        return []
+    cells = found[0][1]
+    codes = [(binning.codes(rows_a), binning.codes(rows_b)) for binning, _ in found]
+    index_a, index_b = (pattern_index(found[0][0], cells, c) for c in codes[0])
+    first = (codes[0][0][:, :half_a], codes[0][1][:, :half_b])
+    if not values_independent_of_patterns(found[0][0], cells, first, (index_a[:half_a], index_b[:half_b])):
+        return []  # the released values depend on the pattern: the sum is not their likelihood ratio
+    scores, unseen = cell_log_ratios_of_index(len(cells.cells), index_a[:half_a], index_b[:half_b])
     scorers = []
-    for binning, cells in pattern_cells(draws.fit, draws.first):
-        codes_a, codes_b = binning.codes(rows_a), binning.codes(rows_b)
+    for (binning, _), (codes_a, codes_b) in zip(found, codes, strict=True):
         first_a, first_b = codes_a[:, :half_a], codes_b[:, :half_b]
-        if not values_independent_of_patterns(binning, cells, (first_a, first_b)):
-            continue  # the released values depend on the pattern: the sum is not their likelihood ratio
-        scores, unseen = cell_log_ratios(cells, binning.pattern_rows(first_a), binning.pattern_rows(first_b))
         tables = value_log_ratios_of_counts(
             binning,
             code_counts(binning, first_a),
@@ -527,8 +537,8 @@ def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
             None, tuple(float(w) for w in weights), "a", 0.0, 0.0, cells, unseen, patterns=binning
         )
         held = (
-            pattern_value_scores(binning, cells, weights, unseen, codes_a[:, half_a:]),
-            pattern_value_scores(binning, cells, weights, unseen, codes_b[:, half_b:]),
+            pattern_value_scores(binning, cells, weights, unseen, codes_a[:, half_a:], index_a[half_a:]),
+            pattern_value_scores(binning, cells, weights, unseen, codes_b[:, half_b:], index_b[half_b:]),
         )
         scorers.append(_Scorer("pattern cells", event, held))
     return scorers

@@ -509,12 +509,16 @@ def cell_log_ratios(table: CellTable, on_a: np.ndarray, on_b: np.ndarray) -> tup
     """``log P̂(cell | a) − log P̂(cell | b)`` with half a draw added to every cell (the maximum-
     likelihood logistic regression on one-hot cell features, smoothed), and the score of a row outside
     every cell (half a draw on each side)."""
-    size = len(table.cells)
-    index_a, index_b = table.index(on_a), table.index(on_b)
+    return cell_log_ratios_of_index(len(table.cells), table.index(on_a), table.index(on_b))
+
+
+def cell_log_ratios_of_index(size: int, index_a: np.ndarray, index_b: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`cell_log_ratios` from the rows' cell indices (:meth:`CellTable.index`) in a table of
+    ``size`` cells."""
     count_a = np.bincount(index_a[index_a >= 0], minlength=size)
     count_b = np.bincount(index_b[index_b >= 0], minlength=size)
-    total_a = on_a.shape[0] + 0.5 * (size + 1)
-    total_b = on_b.shape[0] + 0.5 * (size + 1)
+    total_a = index_a.shape[0] + 0.5 * (size + 1)
+    total_b = index_b.shape[0] + 0.5 * (size + 1)
     scores = smoothed_log_ratios(count_a, count_b, total_a, total_b)
     return scores, float(np.log(0.5 / total_a) - np.log(0.5 / total_b))
 
@@ -581,11 +585,22 @@ def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[Binning
     return [(binning, table) for binning in distinct]
 
 
+def pattern_index(binning: Binning, cells: CellTable, codes: np.ndarray) -> np.ndarray:
+    """The cell (:meth:`CellTable.index`) of the atom pattern of outputs whose codes are ``codes``; the
+    same under every binning with these atoms."""
+    return cells.index(binning.pattern_rows(codes))
+
+
 def values_independent_of_patterns(
-    binning: Binning, cells: CellTable, codes: tuple[np.ndarray, ...], level: float = PATTERN_LEVEL
+    binning: Binning,
+    cells: CellTable,
+    codes: tuple[np.ndarray, ...],
+    indices: tuple[np.ndarray, ...],
+    level: float = PATTERN_LEVEL,
 ) -> bool:
     """Whether the released values' bins look independent of the atom pattern, on each input's draws
-    (``codes``: their :meth:`Binning.codes`, one array per input): a G-test of independence of pattern
+    (``codes``: their :meth:`Binning.codes`, one array per input; ``indices``: their patterns' cells,
+    :func:`pattern_index`): a G-test of independence of pattern
     and value bin at every coordinate that releases values, for every input, none rejected at
     ``level`` split evenly over the tests (Bonferroni).
 
@@ -597,8 +612,7 @@ def values_independent_of_patterns(
     depends on the threshold noise, hence on the pattern, and the test finds it (on every pair of
     Lyu et al.'s Algorithm 3 at 5·10⁴ draws per input)."""
     tests: list[float] = []
-    for on_input in codes:
-        index = cells.index(binning.pattern_rows(on_input))
+    for on_input, index in zip(codes, indices, strict=True):
         for coordinate, atoms in enumerate(binning.atoms):
             code = on_input[coordinate].astype(np.int64)
             released = (code >= len(atoms)) & (index >= 0)
@@ -654,13 +668,20 @@ def value_log_ratios_of_counts(
 
 
 def pattern_value_scores(
-    binning: Binning, cells: CellTable, weights: np.ndarray, unseen: float, codes: np.ndarray
+    binning: Binning,
+    cells: CellTable,
+    weights: np.ndarray,
+    unseen: float,
+    codes: np.ndarray,
+    index: np.ndarray | None = None,
 ) -> np.ndarray:
     """The score of outputs whose :meth:`Binning.codes` are ``codes``: their pattern's cell score (the
     first ``len(cells.cells)`` weights; ``unseen`` outside every cell) plus the sum of the coordinates'
-    value tables (the other weights, :func:`marginal_scores`)."""
+    value tables (the other weights, :func:`marginal_scores`).  ``index``: the patterns' cell indices
+    where already at hand (:func:`pattern_index`)."""
     size = len(cells.cells)
-    index = cells.index(binning.pattern_rows(codes))
+    if index is None:
+        index = pattern_index(binning, cells, codes)
     pattern = np.where(index >= 0, weights[np.maximum(index, 0)], unseen)
     return pattern + marginal_scores(binning, weights[size:], codes)
 
