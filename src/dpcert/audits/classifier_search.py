@@ -514,17 +514,17 @@ def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
     every binning: they are found once."""
     rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
     found = pattern_cells(draws.fit, draws.first)
-    if not found:
+    if found is None:
         return []
-    cells = found[0][1]
-    codes = [(binning.codes(rows_a), binning.codes(rows_b)) for binning, _ in found]
-    index_a, index_b = (pattern_index(found[0][0], cells, c) for c in codes[0])
+    cells, binnings = found
+    codes = [(binning.codes(rows_a), binning.codes(rows_b)) for binning in binnings]
+    index_a, index_b = (pattern_index(binnings[0], cells, c) for c in codes[0])
     first = (codes[0][0][:, :half_a], codes[0][1][:, :half_b])
-    if not values_independent_of_patterns(found[0][0], cells, first, (index_a[:half_a], index_b[:half_b])):
+    if not values_independent_of_patterns(binnings[0], cells, first, (index_a[:half_a], index_b[:half_b])):
         return []  # the released values depend on the pattern: the sum is not their likelihood ratio
     scores, unseen = cell_log_ratios_of_index(len(cells.cells), index_a[:half_a], index_b[:half_b])
     scorers = []
-    for (binning, _), (codes_a, codes_b) in zip(found, codes, strict=True):
+    for binning, (codes_a, codes_b) in zip(binnings, codes, strict=True):
         first_a, first_b = codes_a[:, :half_a], codes_b[:, :half_b]
         tables = value_log_ratios_of_counts(
             binning,

@@ -554,11 +554,12 @@ def _sparse_vector_shaped(binnings: list[Binning]) -> bool:
     )
 
 
-def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[Binning, CellTable]]:
+def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[CellTable, list[Binning]] | None:
     """For outputs shaped like a sparse vector's (:func:`_sparse_vector_shaped`) of several coordinates:
     the cells of their atom patterns (:meth:`Binning.pattern_rows`) if ``pooled`` has at most
-    :data:`MAX_CELLS` of them, with each binning of :data:`PATTERN_BIN_COUNTS` (cut at quantiles of
-    ``fitting``) for the value tables beside them; none otherwise.
+    :data:`MAX_CELLS` of them, and the distinct binnings of :data:`PATTERN_BIN_COUNTS` (cut at quantiles
+    of ``fitting``, finest first; the same atoms, hence the same patterns) for the value tables beside
+    them; None otherwise.
 
     A numerical sparse vector (Wang et al. 2019) releases fresh noise beside its comparisons, so its
     output's probability is its pattern's times each released value's density, and its log likelihood
@@ -568,21 +569,21 @@ def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> list[tuple[Binning
     draws that release a value at its coordinate."""
     rows = as_rows(pooled)
     if rows.shape[1] < 2:
-        return []
+        return None
     each = Binning.fit_each(fitting, PATTERN_BIN_COUNTS)
     if not _sparse_vector_shaped(each):
-        return []
+        return None
     first = each[0]
     if CellTable.of(first.pattern_rows(first.codes(rows[:CELL_PROBE]))) is None:
-        return []
+        return None
     table = CellTable.of(first.pattern_rows(first.codes(rows)))
     if table is None:
-        return []
+        return None
     distinct: list[Binning] = []
     for binning in each:
         if not any(binning == known for known in distinct):
             distinct.append(binning)
-    return [(binning, table) for binning in distinct]
+    return table, distinct
 
 
 def pattern_index(binning: Binning, cells: CellTable, codes: np.ndarray) -> np.ndarray:
@@ -627,18 +628,22 @@ def values_independent_of_patterns(
 
 
 def independence_p_value(joint: np.ndarray) -> float:
-    """p-value of the G-test (Wilks' χ² limit) of independence of the rows and columns of the count
-    table ``joint``, over its non-empty rows and columns; 1 when fewer than two of either remain."""
+    """p-value of the G-test (likelihood-ratio test of independence, Wilks' χ² limit) of the rows and
+    columns of the count table ``joint``, over its non-empty rows and columns; 1 when fewer than two of
+    either remain."""
     from scipy.special import chdtrc  # heavy: imported on first use (keeps the pytest plugin light)
 
-    table = joint[joint.sum(axis=1) > 0][:, joint.sum(axis=0) > 0].astype(float)
+    table = joint[joint.sum(axis=1) > 0][:, joint.sum(axis=0) > 0]
     if min(table.shape) < 2:
         return 1.0
-    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
-    seen = table > 0
-    statistic = 2.0 * float(np.sum(table[seen] * np.log(table[seen] / expected[seen])))
+    pooled = table.sum(axis=0)
+    statistic = 0.0
+    for counts in table:
+        expected = pooled * (counts.sum() / pooled.sum())
+        seen = counts > 0
+        statistic += float(np.sum(counts[seen] * np.log(counts[seen] / expected[seen])))
     freedom = (table.shape[0] - 1) * (table.shape[1] - 1)
-    return float(chdtrc(freedom, max(statistic, 0.0)))
+    return float(chdtrc(freedom, max(2.0 * statistic, 0.0)))
 
 
 def value_log_ratios_of_counts(
@@ -693,19 +698,9 @@ def marginal_sizes(binning: Binning) -> tuple[int, ...]:
 
 def g_test_p_value(count_a: np.ndarray, count_b: np.ndarray) -> float:
     """p-value of the G-test (likelihood-ratio test of independence, Wilks' χ² limit) that two count
-    vectors over the same codes come from one distribution; 1 when fewer than two codes occur."""
-    from scipy.special import chdtrc  # heavy: imported on first use (keeps the pytest plugin light)
-
-    pooled = count_a + count_b
-    used = pooled > 0
-    if int(np.count_nonzero(used)) < 2 or min(int(count_a.sum()), int(count_b.sum())) == 0:
-        return 1.0
-    statistic = 0.0
-    for counts in (count_a, count_b):
-        expected = pooled * (counts.sum() / pooled.sum())
-        seen = counts > 0
-        statistic += float(np.sum(counts[seen] * np.log(counts[seen] / expected[seen])))
-    return float(chdtrc(int(np.count_nonzero(used)) - 1, max(2.0 * statistic, 0.0)))
+    vectors over the same codes come from one distribution; 1 when fewer than two codes occur
+    (:func:`independence_p_value` of the two rows)."""
+    return independence_p_value(np.stack([count_a, count_b]))
 
 
 def code_counts(binning: Binning, codes: np.ndarray) -> list[np.ndarray]:
