@@ -26,8 +26,9 @@ P_a and P_b are estimated from N draws on the numerator's input, the denominator
 ``E[1{o ∈ S} e^{−L(o)}]`` on the same draws, so that the ratio's sampling error is small.
 ``E_a[e^{−L}]`` and ``E_b[e^{L}]`` (both 1 when L is right) are printed as a check, and for outputs of
 patterns only, the patterns' probabilities must add up to 1.
-Events are whole sets of draws above a threshold (no randomised tie), so the numbers can only be
-slightly below the best.
+Events are whole sets of draws above a threshold (no randomised tie at the threshold, which could only
+add a little). The probabilities are estimates from N draws and the best threshold is chosen on them,
+so the best value carries their sampling error, slightly optimistic; compare two values of N.
 """
 
 from __future__ import annotations
