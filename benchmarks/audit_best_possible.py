@@ -68,6 +68,11 @@ def _log_laplace_sf(x: np.ndarray, scale: float) -> np.ndarray:
     return _log_laplace_cdf(-x, scale)
 
 
+def _released(outputs: np.ndarray) -> np.ndarray:
+    """Which answers of numeric outputs are released values (neither ⊥ nor aborted)."""
+    return (outputs != FALSE_VALUE) & (outputs != ABORTED_VALUE)
+
+
 def patterns(length: int, cutoff: int) -> list[tuple[int, ...]]:
     """The positions of the ⊤ answers of every output pattern (at most ``cutoff``; after the
     ``cutoff``-th ⊤ every answer is aborted)."""
@@ -123,7 +128,7 @@ class PatternPart:
     def pattern_ids(self, outputs: np.ndarray) -> np.ndarray:
         """Each output's pattern (index into :attr:`patterns`)."""
         if self.numeric_output:
-            top = (outputs != FALSE_VALUE) & (outputs != ABORTED_VALUE)
+            top = _released(outputs)
         else:
             top = outputs == 1.0
         ids = np.empty(outputs.shape[0], dtype=np.int64)
@@ -149,7 +154,7 @@ class PatternPart:
         value − T (released values; their densities are added by the caller)."""
         if not self.released:
             return self.log_probability[ids]
-        top = (outputs != FALSE_VALUE) & (outputs != ABORTED_VALUE)
+        top = _released(outputs)
         least = np.where(top, outputs, np.inf).min(axis=1)
         bound = np.clip(least - self.threshold, self.rho[1], self.rho[-1])  # ρ below −45 scales: never drawn
         out = np.empty(outputs.shape[0])
@@ -161,7 +166,7 @@ class PatternPart:
 
 def _released_log_density(outputs: np.ndarray, queries: np.ndarray, scale: float) -> np.ndarray:
     """Σ over released answers of ln Lap(scale) density of (value − query), up to the constant."""
-    top = (outputs != FALSE_VALUE) & (outputs != ABORTED_VALUE)
+    top = _released(outputs)
     return np.where(top, -np.abs(outputs - queries) / scale, 0.0).sum(axis=1)
 
 
