@@ -49,8 +49,10 @@ from dpcert.audits.epsilon_lower_bound import (
     few_draws_message,
 )
 from dpcert.audits.learned_event import (
+    BLOCK_BINS,
     MARGINAL_FDR,
     Binning,
+    Block,
     CellTable,
     LearnedEvent,
     OutputFeatures,
@@ -62,6 +64,7 @@ from dpcert.audits.learned_event import (
     code_counts,
     fine_tables,
     fit_logistic,
+    independent_blocks,
     marginal_binnings,
     marginal_log_ratios_of_counts,
     marginal_scores,
@@ -321,7 +324,9 @@ def learn_event(
     and the largest other value, :func:`~dpcert.audits.learned_event.summary_cells`, for outputs of
     several coordinates), on cells of atom patterns plus each coordinate's table of its released
     values' bins (:func:`~dpcert.audits.learned_event.pattern_cells`, for outputs shaped like a sparse
-    vector's), the sum of the coordinates' binned marginal log likelihood ratios, with one
+    vector's), the sum over blocks of coordinates found independent of each other (mechanisms run side
+    by side, :func:`~dpcert.audits.learned_event.independent_blocks`) of each block's scorer of least
+    held-out log loss, the sum of the coordinates' binned marginal log likelihood ratios, with one
     table per coordinate (:func:`~dpcert.audits.learned_event.marginal_log_ratios`) or one table shared
     by all (:func:`~dpcert.audits.learned_event.shared_log_ratios`), for each binning of
     :data:`~dpcert.audits.learned_event.BIN_COUNTS` (outputs of several coordinates), and logistic
@@ -356,7 +361,7 @@ def learn_event(
     scorers' forecasts.
 
     With ``workers`` above 1 and no marginal score offered (every scorer is then judged), the groups
-    of scorers (binned cells, row summaries, atom patterns, logistic regression) are fitted and judged
+    of scorers (binned cells, row summaries, atom patterns, blocks, logistic regression) are fitted and judged
     in up to ``workers`` forked processes, with the same event and forecast as in one process.  With
     a marginal score one process fits them: only the kind kept is cross-fitted, and judging every kind
     side by side (cross-fitting each) took more time than it saved (DP-Sniper's LaplaceParallel:
@@ -366,41 +371,11 @@ def learn_event(
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
     if min(half_a, half_b) < 1:
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
-    first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
-    table = CellTable.of(first)
-    groups: list[Callable[[], list[_Scorer]]]
-    if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
-        scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
-        cells_event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
-        groups, guard = [lambda: [_Scorer("cells", cells_event)]], False
-    else:
-        fit = np.concatenate([rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]])
-        marginals = {
-            shared: marginal_binnings(fit, shared=shared) if binned else [] for shared in (False, True)
-        }
-        guard = any(marginals.values())  # a marginal score is offered
-        draws = _Draws(rows_a, rows_b, half_a, half_b, first, fit)
-        most = fit_draws if logistic_draws is None else logistic_draws
-        groups = [
-            *(
-                (
-                    lambda: _binned_scorers(draws),
-                    lambda: _summary_scorers(draws),
-                    lambda: _pattern_scorers(draws),
-                )
-                if binned
-                else ()
-            ),
-            lambda: _table_scorers(draws, marginals[False], shared=False),
-            lambda: _table_scorers(draws, marginals[True], shared=True),
-            lambda: _logistic_scorers(draws, most),
-        ]
+    most = fit_draws if logistic_draws is None else logistic_draws
+    groups, guard = _scorer_groups(rows_a, rows_b, fit_draws, most, binned=binned, blocks=binned)
 
     def held(scorer: _Scorer) -> tuple[np.ndarray, np.ndarray]:
-        """The scorer's scores of the held-out second half of the draws."""
-        if scorer.held is not None:
-            return scorer.held
-        return scorer.event.scores(rows_a[half_a:]), scorer.event.scores(rows_b[half_b:])
+        return _held_scores(scorer, rows_a, rows_b)
 
     def judge(scorer: _Scorer) -> _Judged:
         """The scorer with its chosen event; its threshold by cross-fitting where a marginal score is
@@ -436,6 +411,48 @@ def learn_event(
         largest = max(largest, choice.forecast)
     assert best is not None  # at least one scorer
     return best[0], largest
+
+
+def _scorer_groups(
+    rows_a: np.ndarray, rows_b: np.ndarray, fit_draws: int, most: int, *, binned: bool, blocks: bool
+) -> tuple[list[Callable[[], list[_Scorer]]], bool]:
+    """The groups of scorers :func:`learn_event` fits on the rows drawn on a and on b (halves split as
+    there), and whether a marginal score is offered; with ``blocks``, also the sum over independent
+    blocks of coordinates (:func:`_block_scorers`)."""
+    half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
+    first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
+    table = CellTable.of(first)
+    if table is not None:  # few distinct outputs: the cells' estimated log likelihood ratios
+        scores, unseen = cell_log_ratios(table, rows_a[:half_a], rows_b[:half_b])
+        cells_event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
+        return [lambda: [_Scorer("cells", cells_event)]], False
+    fit = np.concatenate([rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]])
+    marginals = {shared: marginal_binnings(fit, shared=shared) if binned else [] for shared in (False, True)}
+    draws = _Draws(rows_a, rows_b, half_a, half_b, first, fit)
+    groups: list[Callable[[], list[_Scorer]]] = [
+        *(
+            (
+                lambda: _binned_scorers(draws),
+                lambda: _summary_scorers(draws),
+                lambda: _pattern_scorers(draws),
+            )
+            if binned
+            else ()
+        ),
+        *((lambda: _block_scorers(draws, fit_draws, most),) if blocks else ()),
+        lambda: _table_scorers(draws, marginals[False], shared=False),
+        lambda: _table_scorers(draws, marginals[True], shared=True),
+        lambda: _logistic_scorers(draws, most),
+    ]
+    return groups, any(marginals.values())
+
+
+def _held_scores(scorer: _Scorer, rows_a: np.ndarray, rows_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The scorer's scores of the held-out second half of the draws."""
+    if scorer.held is not None:
+        return scorer.held
+    half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
+    return scorer.event.scores(rows_a[half_a:]), scorer.event.scores(rows_b[half_b:])
 
 
 @dataclass
@@ -542,6 +559,34 @@ def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
         )
         scorers.append(_Scorer("pattern cells", event, held))
     return scorers
+
+
+def _block_scorers(draws: _Draws, fit_draws: int, most: int) -> list[_Scorer]:
+    """The sum of independent blocks' scores (:func:`~dpcert.audits.learned_event.independent_blocks`,
+    tested on the fitting draws), with its held-out scores; none unless some block has several
+    coordinates and there are several blocks.  Each block's scorer is, among the scorers
+    :func:`learn_event` fits on the block's columns alone (no blocks within it), the one of the least
+    held-out log loss (:func:`held_out_log_loss`): the sum estimates the log likelihood ratio, and
+    the proper scoring rule judges each term as that."""
+    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+    binning = Binning.fit(draws.fit, BLOCK_BINS)
+    fit_a = min(half_a, fit_draws)  # the fitting draws: a's, then b's
+    starts = independent_blocks(binning, (binning.codes(draws.fit[:fit_a]), binning.codes(draws.fit[fit_a:])))
+    stops = (*starts[1:], rows_a.shape[1])
+    if len(starts) < 2 or max(stop - start for start, stop in zip(starts, stops, strict=True)) < 2:
+        return []
+    blocks = []
+    held_a, held_b = np.zeros(rows_a.shape[0] - half_a), np.zeros(rows_b.shape[0] - half_b)
+    for start, stop in zip(starts, stops, strict=True):
+        block_a, block_b = rows_a[:, start:stop], rows_b[:, start:stop]
+        groups, _ = _scorer_groups(block_a, block_b, fit_draws, most, binned=True, blocks=False)
+        scorers = [scorer for group in groups for scorer in group()]
+        held = [_held_scores(scorer, block_a, block_b) for scorer in scorers]
+        best = int(np.argmin([held_out_log_loss(*scores) for scores in held]))
+        blocks.append(Block(start, stop, scorers[best].event))
+        held_a, held_b = held_a + held[best][0], held_b + held[best][1]
+    event = LearnedEvent(None, (), "a", 0.0, 0.0, blocks=tuple(blocks))
+    return [_Scorer("independent blocks", event, (held_a, held_b))]
 
 
 def _table_scorers(draws: _Draws, marginals: list[Binning], *, shared: bool) -> list[_Scorer]:

@@ -62,6 +62,8 @@ NEWTON_FLOOR = 1e-12  # Newton decrement per draw below which a step that no lon
 BIN_COUNTS = (16, 8, 4, 2)  # value bins per coordinate tried for binned cells, finest first
 PATTERN_BIN_COUNTS = (4, 2)  # value bins per coordinate of the value tables beside atom patterns
 PATTERN_LEVEL = 0.01  # level of the tests that released values are independent of the pattern
+BLOCK_LEVEL = 0.01  # level of the tests that neighbouring coordinates are independent (block boundaries)
+BLOCK_BINS = 4  # value bins per coordinate in those tests
 MAX_CELLS = 256  # outputs with at most this many distinct values (on the fitting draws) are scored by cell
 CELL_PROBE = 20_000  # rows inspected before all rows are split into cells
 DENSE_CODES = 1 << 16  # cell values and cell codes below this are looked up in a table
@@ -646,6 +648,35 @@ def independence_p_value(joint: np.ndarray) -> float:
     return float(chdtrc(freedom, max(2.0 * statistic, 0.0)))
 
 
+def independent_blocks(
+    binning: Binning, codes: tuple[np.ndarray, ...], level: float = BLOCK_LEVEL
+) -> tuple[int, ...]:
+    """The first coordinate of each run of coordinates (block) that looks independent of its
+    neighbouring runs: the boundary between coordinates k − 1 and k is kept where a G-test of
+    independence of their codes (:meth:`Binning.codes` under ``binning``; ``codes`` holds one array per
+    input) rejects on no input at ``level`` split evenly over all the tests (Bonferroni).  Always
+    starts with 0.
+
+    Mechanisms run side by side on one input with independent noise (DP-Sniper's SVT34Parallel: Lyu
+    et al.'s Algorithms 3 and 4) have a likelihood ratio that is the product of their parts'; the log
+    ratios of the blocks, each estimated on its own columns, add up to the whole output's.  Only
+    neighbouring coordinates are tested: a block boundary the tests miss (or a false one) costs power,
+    never validity, since the event is fixed before the draws that bound it."""
+    width = len(binning.atoms)
+    tests = len(codes) * (width - 1)
+    starts = [0]
+    for k in range(1, width):
+        p_values = []
+        for on_input in codes:
+            left, right = on_input[k - 1].astype(np.int64), on_input[k].astype(np.int64)
+            size = int(right.max(initial=0)) + 1
+            joint = np.bincount(left * size + right, minlength=(int(left.max(initial=0)) + 1) * size)
+            p_values.append(independence_p_value(joint.reshape(-1, size)))
+        if min(p_values) > level / tests:
+            starts.append(k)
+    return tuple(starts)
+
+
 def value_log_ratios_of_counts(
     binning: Binning,
     counts_a: list[np.ndarray],
@@ -904,7 +935,8 @@ class LearnedEvent:
     ratios (``marginals`` set; ``weights`` then holds the coordinates' tables one after the other), or
     the estimated log likelihood ratio of o's atom pattern plus its coordinates' value tables
     (``patterns`` and ``cells`` set: :func:`pattern_value_scores`; ``weights`` holds the patterns'
-    scores, then the tables)."""
+    scores, then the tables), or the sum of the scores of independent blocks of coordinates, each
+    block's from an event of its own (``blocks`` set: :class:`Block`; ``weights`` empty)."""
 
     features: OutputFeatures | None
     weights: tuple[float, ...]
@@ -917,10 +949,20 @@ class LearnedEvent:
     summary: RowSummary | None = None  # with ``cells``: the cells are of row summaries
     marginals: Binning | None = None  # the sum of the coordinates' marginal log ratios (``weights``)
     patterns: Binning | None = None  # with ``cells``: atom patterns and value tables (``weights``)
+    blocks: tuple[Block, ...] = ()  # the sum of the blocks' scores
 
     def scores(self, outputs: np.ndarray) -> np.ndarray:
         weights = np.asarray(self.weights, float)
-        if self.marginals is not None:
+        if self.blocks:
+            rows = as_rows(outputs)
+            if rows.shape[1] != self.blocks[-1].stop:
+                raise InvalidParameter(
+                    "mechanism output", f"{rows.shape[1]} coordinates", f"{self.blocks[-1].stop} coordinates"
+                )
+            score = self.blocks[0].scores(rows)
+            for block in self.blocks[1:]:  # left to right: a fixed order of the sums
+                score = score + block.scores(rows)
+        elif self.marginals is not None:
             score = marginal_scores(self.marginals, weights, self.marginals.codes(outputs))
         elif self.patterns is not None:
             assert self.cells is not None  # the patterns' cells
@@ -965,6 +1007,7 @@ class LearnedEvent:
             "summary": None if self.summary is None else self.summary.to_dict(),
             "marginals": None if self.marginals is None else self.marginals.to_dict(),
             "patterns": None if self.patterns is None else self.patterns.to_dict(),
+            "blocks": [block.to_dict() for block in self.blocks],
         }
 
     @classmethod
@@ -987,11 +1030,22 @@ class LearnedEvent:
             None if summary is None else RowSummary.from_dict(summary),
             None if marginals is None else Binning.from_dict(marginals),
             None if patterns is None else Binning.from_dict(patterns),
+            tuple(Block.from_dict(block) for block in data.get("blocks", [])),
         )
 
     def describe(self) -> str:
         sign = "" if self.numerator == "a" else "-"
-        if self.marginals is not None:
+        return (
+            f"{sign}score(o) > {self.threshold:.6g} (ties at the threshold with probability "
+            f"{self.tie:.4g}; {self.model()})"
+        )
+
+    def model(self) -> str:
+        """What the score is, in words."""
+        if self.blocks:
+            parts = "; ".join(block.describe() for block in self.blocks)
+            model = f"sum of {len(self.blocks)} independent blocks' estimated log likelihood ratios: {parts}"
+        elif self.marginals is not None:
             model = (
                 f"sum of {len(self.marginals.atoms)} coordinates' marginal log likelihood ratios "
                 "(values binned at quantiles)"
@@ -1016,7 +1070,27 @@ class LearnedEvent:
         else:
             assert self.features is not None  # one of the two scorers is set
             model = f"logistic regression on {self.features.width} features"
-        return (
-            f"{sign}score(o) > {self.threshold:.6g} (ties at the threshold with probability "
-            f"{self.tie:.4g}; {model})"
-        )
+        return model
+
+
+@dataclass(frozen=True)
+class Block:
+    """Coordinates ``start`` to ``stop`` − 1 of an output, scored by ``event`` (oriented to a: its
+    score estimates the block's log likelihood ratio; its threshold is not used)."""
+
+    start: int
+    stop: int
+    event: LearnedEvent
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        return self.event.scores(rows[:, self.start : self.stop])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "stop": self.stop, "event": self.event.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Block:
+        return cls(int(data["start"]), int(data["stop"]), LearnedEvent.from_dict(data["event"]))
+
+    def describe(self) -> str:
+        return f"coordinates {self.start}–{self.stop - 1}: {self.event.model()}"
