@@ -136,8 +136,9 @@ def test_pattern_cells_are_offered_only_for_several_coordinates_mixing_atoms_and
     mixed = _rows(rng, 4000)
     found = pattern_cells(mixed, mixed)
     assert found is not None
-    table, binnings = found
+    table, binnings, codes = found
     assert [len(b.edges[0]) + 1 for b in binnings] == list(PATTERN_BIN_COUNTS)
+    assert np.array_equal(codes, binnings[0].codes(mixed))
     assert len(table.cells) == 2 * 3 * 2  # ⊥ or a value; ⊥, aborted or a value; ⊥ or a value
     values_only = rng.laplace(size=(4000, 3))
     atoms_only = rng.integers(0, 2, size=(4000, 3)).astype(float)
@@ -236,7 +237,7 @@ def test_released_values_are_found_to_depend_on_the_pattern_only_where_they_do(n
     pooled = np.concatenate([on_a, on_b])
     found = pattern_cells(pooled, pooled)
     assert found is not None
-    cells, binnings = found
+    cells, binnings, _ = found
     for binning in binnings:
         codes = (binning.codes(on_a), binning.codes(on_b))
         indices = tuple(pattern_index(binning, cells, c) for c in codes)

@@ -527,18 +527,25 @@ def _summary_scorers(draws: _Draws) -> list[_Scorer]:
 def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
     """Cells of atom patterns plus per-coordinate value tables (outputs shaped like a sparse vector's),
     with their held-out scores; none where the released values are found to depend on the pattern (on
-    the finest binning's bins).  The patterns, their cells and their log ratios are the same under
-    every binning: they are found once."""
+    the finest binning's bins, tested on the first halves before the second halves are coded).  The
+    patterns, their cells and their log ratios are the same under every binning: they are found
+    once."""
     rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
     found = pattern_cells(draws.fit, draws.first)
     if found is None:
         return []
-    cells, binnings = found
-    codes = [(binning.codes(rows_a), binning.codes(rows_b)) for binning in binnings]
-    index_a, index_b = (pattern_index(binnings[0], cells, c) for c in codes[0])
-    first = (codes[0][0][:, :half_a], codes[0][1][:, :half_b])
-    if not values_independent_of_patterns(binnings[0], cells, first, (index_a[:half_a], index_b[:half_b])):
+    cells, binnings, first_codes = found  # the first halves' codes: a's, then b's
+    first = (first_codes[:, :half_a], first_codes[:, half_a:])
+    first_index = tuple(pattern_index(binnings[0], cells, codes) for codes in first)
+    if not values_independent_of_patterns(binnings[0], cells, first, first_index):
         return []  # the released values depend on the pattern: the sum is not their likelihood ratio
+    second = (binnings[0].codes(rows_a[half_a:]), binnings[0].codes(rows_b[half_b:]))
+    codes = [
+        (np.concatenate([first[0], second[0]], axis=1), np.concatenate([first[1], second[1]], axis=1)),
+        *((binning.codes(rows_a), binning.codes(rows_b)) for binning in binnings[1:]),
+    ]
+    index_a = np.concatenate([first_index[0], pattern_index(binnings[0], cells, second[0])])
+    index_b = np.concatenate([first_index[1], pattern_index(binnings[0], cells, second[1])])
     scores, unseen = cell_log_ratios_of_index(len(cells.cells), index_a[:half_a], index_b[:half_b])
     scorers = []
     for binning, (codes_a, codes_b) in zip(binnings, codes, strict=True):

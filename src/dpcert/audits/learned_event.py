@@ -556,12 +556,14 @@ def _sparse_vector_shaped(binnings: list[Binning]) -> bool:
     )
 
 
-def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[CellTable, list[Binning]] | None:
+def pattern_cells(
+    fitting: np.ndarray, pooled: np.ndarray
+) -> tuple[CellTable, list[Binning], np.ndarray] | None:
     """For outputs shaped like a sparse vector's (:func:`_sparse_vector_shaped`) of several coordinates:
     the cells of their atom patterns (:meth:`Binning.pattern_rows`) if ``pooled`` has at most
-    :data:`MAX_CELLS` of them, and the distinct binnings of :data:`PATTERN_BIN_COUNTS` (cut at quantiles
+    :data:`MAX_CELLS` of them, the distinct binnings of :data:`PATTERN_BIN_COUNTS` (cut at quantiles
     of ``fitting``, finest first; the same atoms, hence the same patterns) for the value tables beside
-    them; None otherwise.
+    them, and ``pooled``'s codes under the first (:meth:`Binning.codes`); None otherwise.
 
     A numerical sparse vector (Wang et al. 2019) releases fresh noise beside its comparisons, so its
     output's probability is its pattern's times each released value's density, and its log likelihood
@@ -578,14 +580,15 @@ def pattern_cells(fitting: np.ndarray, pooled: np.ndarray) -> tuple[CellTable, l
     first = each[0]
     if CellTable.of(first.pattern_rows(first.codes(rows[:CELL_PROBE]))) is None:
         return None
-    table = CellTable.of(first.pattern_rows(first.codes(rows)))
+    codes = first.codes(rows)
+    table = CellTable.of(first.pattern_rows(codes))
     if table is None:
         return None
     distinct: list[Binning] = []
     for binning in each:
         if not any(binning == known for known in distinct):
             distinct.append(binning)
-    return table, distinct
+    return table, distinct, codes
 
 
 def pattern_index(binning: Binning, cells: CellTable, codes: np.ndarray) -> np.ndarray:
