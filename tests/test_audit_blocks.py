@@ -25,6 +25,7 @@ from dpcert.audits.benchmark_mechanisms import (
 )
 from dpcert.audits.classifier_search import (
     _block_scorers,
+    _block_starts,
     _Draws,
     _held_scores,
     _scorer_groups,
@@ -136,7 +137,10 @@ def test_the_estimated_log_ratios_of_a_sparse_vector_block_approach_their_closed
     rng = np.random.default_rng(13)
     count = 100_000
     rows_a, rows_b = mechanism(a, rng, size=count), mechanism(b, rng, size=count)
-    scorers = _block_scorers(_draws(rows_a, rows_b, 20_000), 20_000, 20_000)
+    draws = _draws(rows_a, rows_b, 20_000)
+    starts = _block_starts(draws, 20_000)
+    assert starts == (0, 3)
+    scorers = _block_scorers(draws, starts, 20_000, 20_000, 1)
     assert len(scorers) == 1
     event = scorers[0].event
     assert [(block.start, block.stop) for block in event.blocks] == [(0, 3), (3, 6)]
@@ -160,8 +164,14 @@ def test_the_held_out_scores_a_block_scorer_is_judged_on_are_its_events_scores()
     rng = np.random.default_rng(14)
     rows_a = np.asarray(entry.mechanism(a, rng, size=40_000))
     rows_b = np.asarray(entry.mechanism(b, rng, size=40_000))
-    (scorer,) = _block_scorers(_draws(rows_a, rows_b, 20_000), 20_000, 20_000)
+    draws = _draws(rows_a, rows_b, 20_000)
+    starts = _block_starts(draws, 20_000)
+    assert starts == (0, 10)
+    (scorer,) = _block_scorers(draws, starts, 20_000, 20_000, 1)
     assert [(block.start, block.stop) for block in scorer.event.blocks] == [(0, 10), (10, 20)]
+    (forked,) = _block_scorers(draws, starts, 20_000, 20_000, 2)  # the blocks in two processes
+    assert forked.event == scorer.event and forked.held is not None
+    assert all(np.array_equal(x, y) for x, y in zip(forked.held, scorer.held, strict=True))
     assert scorer.held is not None
     assert np.array_equal(scorer.held[0], scorer.event.scores(rows_a[20_000:]))
     assert np.array_equal(scorer.held[1], scorer.event.scores(rows_b[20_000:]))
@@ -177,25 +187,27 @@ def test_no_block_scorer_where_the_coordinates_form_one_block_or_are_all_indepen
     rng = np.random.default_rng(15)
     rows_a = np.asarray(entry.mechanism(a, rng, size=40_000), dtype=float).reshape(40_000, -1)
     rows_b = np.asarray(entry.mechanism(b, rng, size=40_000), dtype=float).reshape(40_000, -1)
-    assert _block_scorers(_draws(rows_a, rows_b, 20_000), 20_000, 20_000) == []
+    assert _block_starts(_draws(rows_a, rows_b, 20_000), 20_000) is None
 
 
 def test_the_block_sum_estimates_svt34parallels_log_ratio_better_than_every_whole_output_scorer():
     """Seeded, 2·10⁵ draws per input on the pair where the best event is largest: the sum over the two
-    algorithms' blocks has a smaller held-out log loss (a proper scoring rule, least for the true log
-    likelihood ratio) than every scorer of the whole output.  Measured on seeds 0–5 by the same
-    computation: the block sum's loss was the least on all six."""
+    algorithms' blocks, which replaces the scorers of the whole output, has a smaller held-out log loss
+    (a proper scoring rule, least for the true log likelihood ratio) than every one of them.  Measured
+    on seeds 0–5 by the same computation: the block sum's loss was the least on all six."""
     entry = benchmark_mechanism("DPSniper-SVT34Parallel")
     a, b = dict(zip(entry.pattern_names(), entry.pairs(), strict=True))["x-shape"]
     rng = np.random.default_rng(16)
     rows_a = np.asarray(entry.mechanism(a, rng, size=200_000))
     rows_b = np.asarray(entry.mechanism(b, rng, size=200_000))
-    groups, _ = _scorer_groups(rows_a, rows_b, 20_000, 20_000, binned=True, blocks=True)
-    scored = [
-        (scorer.family, held_out_log_loss(*_held_scores(scorer, rows_a, rows_b)))
-        for group in groups
-        for scorer in group()
+    (blocks,) = [
+        group() for group in _scorer_groups(rows_a, rows_b, 20_000, 20_000, binned=True, blocks=True)[0]
     ]
-    (blocks,) = [loss for family, loss in scored if family == "independent blocks"]
-    others = [loss for family, loss in scored if family != "independent blocks"]
-    assert others and all(blocks < loss for loss in others)
+    assert [scorer.family for scorer in blocks] == ["independent blocks"]
+    whole, _ = _scorer_groups(rows_a, rows_b, 20_000, 20_000, binned=True, blocks=False)
+    others = [
+        held_out_log_loss(*_held_scores(scorer, rows_a, rows_b)) for group in whole for scorer in group()
+    ]
+    assert others and all(
+        held_out_log_loss(*_held_scores(blocks[0], rows_a, rows_b)) < loss for loss in others
+    )

@@ -324,15 +324,16 @@ def learn_event(
     and the largest other value, :func:`~dpcert.audits.learned_event.summary_cells`, for outputs of
     several coordinates), on cells of atom patterns plus each coordinate's table of its released
     values' bins (:func:`~dpcert.audits.learned_event.pattern_cells`, for outputs shaped like a sparse
-    vector's), the sum over blocks of coordinates found independent of each other (mechanisms run side
-    by side, :func:`~dpcert.audits.learned_event.independent_blocks`) of each block's scorer of least
-    held-out log loss, the sum of the coordinates' binned marginal log likelihood ratios, with one
+    vector's), the sum of the coordinates' binned marginal log likelihood ratios, with one
     table per coordinate (:func:`~dpcert.audits.learned_event.marginal_log_ratios`) or one table shared
     by all (:func:`~dpcert.audits.learned_event.shared_log_ratios`), for each binning of
     :data:`~dpcert.audits.learned_event.BIN_COUNTS` (outputs of several coordinates), and logistic
     regression on :class:`~dpcert.audits.learned_event.OutputFeatures`, fitted on at most
     ``logistic_draws`` (default ``fit_draws``) draws per input; the bins and features are fitted on
-    at most ``fit_draws``.
+    at most ``fit_draws``.  Outputs made of several blocks of coordinates found independent of each
+    other (mechanisms run side by side on one input,
+    :func:`~dpcert.audits.learned_event.independent_blocks`) get one scorer instead: the sum over the
+    blocks of each block's scorer of least held-out log loss (:func:`_block_scorers`).
 
     The scorer kept is chosen on the second half only (screening draws).  Without a marginal score, it
     is the one whose chosen threshold forecasts the larger bound.  With one:
@@ -361,8 +362,9 @@ def learn_event(
     scorers' forecasts.
 
     With ``workers`` above 1 and no marginal score offered (every scorer is then judged), the groups
-    of scorers (binned cells, row summaries, atom patterns, blocks, logistic regression) are fitted and judged
-    in up to ``workers`` forked processes, with the same event and forecast as in one process.  With
+    of scorers (binned cells, row summaries, atom patterns, logistic regression), or the blocks, are
+    fitted and judged in up to ``workers`` forked processes, with the same event and forecast as in one
+    process.  With
     a marginal score one process fits them: only the kind kept is cross-fitted, and judging every kind
     side by side (cross-fitting each) took more time than it saved (DP-Sniper's LaplaceParallel:
     10.6 s in one process, 14.5 s in two).
@@ -372,7 +374,9 @@ def learn_event(
     if min(half_a, half_b) < 1:
         raise InvalidParameter("samples", rows_a.shape[0], "at least 2 screening draws per input")
     most = fit_draws if logistic_draws is None else logistic_draws
-    groups, guard = _scorer_groups(rows_a, rows_b, fit_draws, most, binned=binned, blocks=binned)
+    groups, guard = _scorer_groups(
+        rows_a, rows_b, fit_draws, most, binned=binned, blocks=binned, workers=workers
+    )
 
     def held(scorer: _Scorer) -> tuple[np.ndarray, np.ndarray]:
         return _held_scores(scorer, rows_a, rows_b)
@@ -414,11 +418,19 @@ def learn_event(
 
 
 def _scorer_groups(
-    rows_a: np.ndarray, rows_b: np.ndarray, fit_draws: int, most: int, *, binned: bool, blocks: bool
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    fit_draws: int,
+    most: int,
+    *,
+    binned: bool,
+    blocks: bool,
+    workers: int = 1,
 ) -> tuple[list[Callable[[], list[_Scorer]]], bool]:
     """The groups of scorers :func:`learn_event` fits on the rows drawn on a and on b (halves split as
-    there), and whether a marginal score is offered; with ``blocks``, also the sum over independent
-    blocks of coordinates (:func:`_block_scorers`)."""
+    there), and whether a marginal score is offered.  With ``blocks``, outputs made of independent
+    blocks of coordinates (:func:`_block_starts`) get the sum over the blocks alone
+    (:func:`_block_scorers`, its blocks learned in up to ``workers`` processes)."""
     half_a, half_b = rows_a.shape[0] // 2, rows_b.shape[0] // 2
     first = np.concatenate([rows_a[:half_a], rows_b[:half_b]])
     table = CellTable.of(first)
@@ -427,8 +439,11 @@ def _scorer_groups(
         cells_event = LearnedEvent(None, tuple(float(s) for s in scores), "a", 0.0, 0.0, table, unseen)
         return [lambda: [_Scorer("cells", cells_event)]], False
     fit = np.concatenate([rows_a[: min(half_a, fit_draws)], rows_b[: min(half_b, fit_draws)]])
-    marginals = {shared: marginal_binnings(fit, shared=shared) if binned else [] for shared in (False, True)}
     draws = _Draws(rows_a, rows_b, half_a, half_b, first, fit)
+    starts = _block_starts(draws, fit_draws) if blocks else None
+    if starts is not None:
+        return [lambda: _block_scorers(draws, starts, fit_draws, most, workers)], False
+    marginals = {shared: marginal_binnings(fit, shared=shared) if binned else [] for shared in (False, True)}
     groups: list[Callable[[], list[_Scorer]]] = [
         *(
             (
@@ -439,7 +454,6 @@ def _scorer_groups(
             if binned
             else ()
         ),
-        *((lambda: _block_scorers(draws, fit_draws, most),) if blocks else ()),
         lambda: _table_scorers(draws, marginals[False], shared=False),
         lambda: _table_scorers(draws, marginals[True], shared=True),
         lambda: _logistic_scorers(draws, most),
@@ -568,31 +582,46 @@ def _pattern_scorers(draws: _Draws) -> list[_Scorer]:
     return scorers
 
 
-def _block_scorers(draws: _Draws, fit_draws: int, most: int) -> list[_Scorer]:
-    """The sum of independent blocks' scores (:func:`~dpcert.audits.learned_event.independent_blocks`,
-    tested on the fitting draws), with its held-out scores; none unless some block has several
-    coordinates and there are several blocks.  Each block's scorer is, among the scorers
-    :func:`learn_event` fits on the block's columns alone (no blocks within it), the one of the least
-    held-out log loss (:func:`held_out_log_loss`): the sum estimates the log likelihood ratio, and
-    the proper scoring rule judges each term as that."""
-    rows_a, rows_b, half_a, half_b = draws.rows_a, draws.rows_b, draws.half_a, draws.half_b
+def _block_starts(draws: _Draws, fit_draws: int) -> tuple[int, ...] | None:
+    """The first coordinate of each block of :func:`~dpcert.audits.learned_event.independent_blocks`,
+    tested on each input's fitting draws; None unless there are several blocks and some block has
+    several coordinates (blocks of one coordinate each are the coordinates' marginal tables)."""
     binning = Binning.fit(draws.fit, BLOCK_BINS)
-    fit_a = min(half_a, fit_draws)  # the fitting draws: a's, then b's
+    fit_a = min(draws.half_a, fit_draws)  # the fitting draws: a's, then b's
     starts = independent_blocks(binning, (binning.codes(draws.fit[:fit_a]), binning.codes(draws.fit[fit_a:])))
-    stops = (*starts[1:], rows_a.shape[1])
+    stops = (*starts[1:], draws.rows_a.shape[1])
     if len(starts) < 2 or max(stop - start for start, stop in zip(starts, stops, strict=True)) < 2:
-        return []
-    blocks = []
-    held_a, held_b = np.zeros(rows_a.shape[0] - half_a), np.zeros(rows_b.shape[0] - half_b)
-    for start, stop in zip(starts, stops, strict=True):
-        block_a, block_b = rows_a[:, start:stop], rows_b[:, start:stop]
+        return None
+    return starts
+
+
+def _block_scorers(
+    draws: _Draws, starts: tuple[int, ...], fit_draws: int, most: int, workers: int
+) -> list[_Scorer]:
+    """The sum of the blocks' scores, with its held-out scores.  The log likelihood ratio of an output
+    made of independent blocks is the sum of the blocks' log ratios, so every scorer of the whole
+    output models the same ratio with more cells or weights: the sum replaces them (a logistic
+    regression on the coordinates' features is itself a sum over the coordinates).  Each block's
+    scorer is, among the scorers :func:`learn_event` fits on the block's columns alone, the one of the
+    least held-out log loss (:func:`held_out_log_loss`: the sum estimates the log likelihood ratio, and
+    the proper scoring rule judges each term as that).  The blocks are learned in up to ``workers``
+    forked processes, the same scorers as in one."""
+    rows_a, rows_b = draws.rows_a, draws.rows_b
+    stops = (*starts[1:], rows_a.shape[1])
+
+    def learn(bounds: tuple[int, int]) -> tuple[Block, tuple[np.ndarray, np.ndarray]]:
+        block_a, block_b = rows_a[:, bounds[0] : bounds[1]], rows_b[:, bounds[0] : bounds[1]]
         groups, _ = _scorer_groups(block_a, block_b, fit_draws, most, binned=True, blocks=False)
         scorers = [scorer for group in groups for scorer in group()]
         held = [_held_scores(scorer, block_a, block_b) for scorer in scorers]
         best = int(np.argmin([held_out_log_loss(*scores) for scores in held]))
-        blocks.append(Block(start, stop, scorers[best].event))
-        held_a, held_b = held_a + held[best][0], held_b + held[best][1]
-    event = LearnedEvent(None, (), "a", 0.0, 0.0, blocks=tuple(blocks))
+        return Block(bounds[0], bounds[1], scorers[best].event), held[best]
+
+    learned = _map_forked(learn, list(zip(starts, stops, strict=True)), workers)
+    held_a, held_b = learned[0][1]
+    for _, (block_a, block_b) in learned[1:]:  # left to right, as the event adds them
+        held_a, held_b = held_a + block_a, held_b + block_b
+    event = LearnedEvent(None, (), "a", 0.0, 0.0, blocks=tuple(block for block, _ in learned))
     return [_Scorer("independent blocks", event, (held_a, held_b))]
 
 
