@@ -3,8 +3,13 @@ benchmark mechanisms whose likelihood ratio has a computable form: the numerical
 (Wang, Ding, Wang, Kifer & Zhang 2019; DP-Sniper's NumericalSVT) and Lyu, Su & Li 2017's Algorithms 3
 and 4 run side by side (DP-Sniper's SVT34Parallel).
 
-Run as ``python benchmarks/audit_best_possible.py [--draws N] [--only NAME,...] [--seed S]``; prints a
-markdown section for ``benchmarks/RESULTS.md``.
+Run as ``python benchmarks/audit_best_possible.py [--draws N] [--only NAME,...] [--seed S]
+[--patterns-only] [--part K] [--rule-draws H [--rule-seeds R]]``; prints a markdown section for
+``benchmarks/RESULTS.md``.  ``--part K``: for mechanisms side by side, the K-th part's outputs alone.
+``--rule-draws H``: also, on the best pair, the bound of the event that the audits' threshold rule
+(:func:`dpcert.audits.classifier_search.choose_event`) chooses on H held-out draws per input when its
+score is the exact log ratio, for R seeds: what a search with a perfect scorer reaches at that many
+held-out draws.
 
 For each input pair (a, b) of the entry's relation, the log likelihood ratio ``L(o) = ln p_a(o)/p_b(o)``
 of an output is computed from the mechanism's definition:
@@ -51,6 +56,7 @@ from dpcert.audits.benchmark_mechanisms import (
     SparseVector,
     benchmark_mechanism,
 )
+from dpcert.audits.classifier_search import choose_event
 
 NAMES = ("DPSniper-NumericalSVT", "DPSniper-SVT34Parallel")
 STEP = 0.01  # grid step of the threshold noise ρ
@@ -219,6 +225,18 @@ def _draw_log_ratios(
     return out
 
 
+def expected_bound(p_num: np.ndarray, p_den: np.ndarray, draws: int, confidence: float) -> np.ndarray:
+    """The Clopper–Pearson bound (union bound, α/2 each side) of events of probabilities ``p_num`` and
+    ``p_den`` at the expected counts of ``draws`` evaluation draws per input."""
+    alpha = 1.0 - confidence
+    k_num = np.round(p_num * draws)
+    k_den = np.round(p_den * draws)
+    lower = stats.beta.ppf(alpha / 2.0, k_num, draws - k_num + 1.0)
+    upper = np.where(k_den >= draws, 1.0, stats.beta.ppf(1.0 - alpha / 2.0, k_den + 1.0, draws - k_den))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(k_num > 0, np.log(lower / upper), -np.inf)
+
+
 def best_bound(
     numerator_ratios: np.ndarray, draws: int, confidence: float
 ) -> tuple[float, float, float, float]:
@@ -231,27 +249,59 @@ def best_bound(
     # the last draw of each run of equal values: whole sets of outputs above a threshold
     last = np.flatnonzero(np.append(order[1:] != order[:-1], True))
     keep = last[:: max(1, last.shape[0] // 200_000)]
-    alpha = 1.0 - confidence
-    k_num = np.round(p_num[keep] * draws)
-    k_den = np.round(p_den[keep] * draws)
-    lower = stats.beta.ppf(alpha / 2.0, k_num, draws - k_num + 1.0)
-    upper = np.where(k_den >= draws, 1.0, stats.beta.ppf(1.0 - alpha / 2.0, k_den + 1.0, draws - k_den))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bound = np.where(k_num > 0, np.log(lower / upper), -np.inf)
+    bound = expected_bound(p_num[keep], p_den[keep], draws, confidence)
     best = int(np.nanargmax(bound))
     index = keep[best]
     return float(bound[best]), float(order[index]), float(p_num[index]), float(p_den[index])
 
 
-def analyse(name: str, draws: int, seed: int, values: bool = True) -> list[str]:
+def rule_bounds(
+    numerator_ratios: np.ndarray,
+    denominator_ratios: np.ndarray,
+    held: tuple[np.ndarray, np.ndarray],
+    draws: int,
+    confidence: float,
+) -> float:
+    """The bound at the expected counts of the event the audits' threshold rule
+    (:func:`dpcert.audits.classifier_search.choose_event`) chooses when its score is the exact log ratio
+    L, from ``held`` (L of held-out draws on a and on b); the event's probabilities estimated on the N
+    draws (``numerator_ratios``: L on a's draws, ``denominator_ratios``: L on b's)."""
+    choice = choose_event(*held, draws, 0.0, confidence)
+    if choice.numerator == "a":
+        scores, weights = numerator_ratios, np.exp(-numerator_ratios)
+    else:  # the score is −L; b's draws estimate P_b directly and P_a with the weights e^L
+        scores, weights = -denominator_ratios, np.exp(denominator_ratios)
+    inside = (scores > choice.threshold) + choice.tie * (scores == choice.threshold)
+    p_num, p_den = float(np.mean(inside)), float(np.mean(inside * weights))
+    return float(expected_bound(np.array([p_num]), np.array([p_den]), draws, confidence)[0])
+
+
+def analyse(
+    name: str,
+    draws: int,
+    seed: int,
+    values: bool = True,
+    part: int | None = None,
+    rule: tuple[int, int] = (0, 0),
+) -> list[str]:
+    """The markdown lines for one mechanism (its ``part``-th part alone, for mechanisms side by side);
+    ``rule``: (held-out draws per input, seeds) of :func:`rule_bounds` on the best pair, (0, 0) for
+    none."""
     entry = benchmark_mechanism(name)
+    mechanism = entry.mechanism
+    if part is not None:
+        if not isinstance(mechanism, Parallel) or not 0 <= part < len(mechanism.parts):
+            raise SystemExit(f"--part: {name} has no part {part}")
+        mechanism = mechanism.parts[part]
     lines = []
     results = []
+    ratios = {}
     for pattern, (a, b) in zip(entry.pattern_names(), entry.pairs(), strict=True):
         start = time.process_time()
-        forward = LogRatio(entry.mechanism, a, b, values)
-        on_a = _draw_log_ratios(entry.mechanism, a, forward, draws, seed)
-        on_b = _draw_log_ratios(entry.mechanism, b, forward, draws, seed + 1)
+        forward = LogRatio(mechanism, a, b, values)
+        on_a = _draw_log_ratios(mechanism, a, forward, draws, seed)
+        on_b = _draw_log_ratios(mechanism, b, forward, draws, seed + 1)
+        ratios[pattern] = (forward, a, b, on_a, on_b)
         check_a = float(np.mean(np.exp(-on_a)))
         check_b = float(np.mean(np.exp(on_b)))
         cells = []
@@ -267,8 +317,9 @@ def analyse(name: str, draws: int, seed: int, values: bool = True) -> list[str]:
             f"{check_a:.5f}, {check_b:.5f} | {forward.check_total():.1e} | {seconds:.0f} s |"
         )
     settings = [f"best at {draws:.0e} draws, {confidence}" for draws, confidence in SETTINGS]
+    what = "" if part is None else f", part {part} alone ({type(mechanism).__name__})"
     head = [
-        f"### {name}{'' if values else ', patterns alone'} "
+        f"### {name}{what}{'' if values else ', patterns alone'} "
         f"(DP-Sniper's published bound {entry.published_bound})",
         "",
         f"| pair | {' | '.join(settings)} | max \\|L\\| seen | E_a[e^(−L)], E_b[e^L] "
@@ -281,6 +332,21 @@ def analyse(name: str, draws: int, seed: int, values: bool = True) -> list[str]:
         summary.append(
             f"best over the pairs at {evaluation:.0e} draws and confidence {confidence}: "
             f"{top[0]:.4f} ({top[3]})"
+        )
+    held, rule_seeds = rule
+    if rule_seeds:
+        evaluation, confidence = SETTINGS[0]
+        top = max(r for r in results if r[1] == evaluation and r[2] == confidence)
+        forward, a, b, on_a, on_b = ratios[top[3]]
+        bounds = []
+        for k in range(rule_seeds):
+            held_a = _draw_log_ratios(mechanism, a, forward, held, seed + 1000 + 2 * k)
+            held_b = _draw_log_ratios(mechanism, b, forward, held, seed + 1001 + 2 * k)
+            bounds.append(rule_bounds(on_a, on_b, (held_a, held_b), evaluation, confidence))
+        summary.append(
+            f"the threshold rule with the exact log ratio as its score, on {held:.0e} held-out draws per "
+            f"input ({top[3]}, {rule_seeds} seeds): {', '.join(f'{v:.4f}' for v in bounds)}; median "
+            f"{float(np.median(bounds)):.4f}"
         )
     return [*head, *lines, "", *(f"- {s}" for s in summary), ""]
 
@@ -295,6 +361,14 @@ def main() -> None:
         action="store_true",
         help="leave the released values' term out of L: the best event on the ⊤/⊥/aborted pattern alone",
     )
+    parser.add_argument("--part", type=int, help="mechanisms side by side: this part's outputs alone (0, 1)")
+    parser.add_argument(
+        "--rule-draws",
+        type=int,
+        default=0,
+        help="held-out draws per input for the threshold rule with the exact log ratio (0: not run)",
+    )
+    parser.add_argument("--rule-seeds", type=int, default=6)
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n]
     for name in names:
@@ -302,14 +376,20 @@ def main() -> None:
             parser.error(f"--only: one of {', '.join(NAMES)}")
     if args.draws < 1000:
         parser.error("--draws: at least 1000")
+    if args.rule_draws < 0 or args.rule_seeds < 1:
+        parser.error("--rule-draws: 0 or more; --rule-seeds: at least 1")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(
         f"Command: `python benchmarks/audit_best_possible.py --draws {args.draws} --only {','.join(names)} "
-        f"--seed {args.seed}{' --patterns-only' if args.patterns_only else ''}`; start: {uptime}"
+        f"--seed {args.seed}{' --patterns-only' if args.patterns_only else ''}"
+        f"{'' if args.part is None else f' --part {args.part}'}"
+        f"{f' --rule-draws {args.rule_draws} --rule-seeds {args.rule_seeds}' if args.rule_draws else ''}`; "
+        f"start: {uptime}"
     )
     print()
+    rule = (args.rule_draws, args.rule_seeds if args.rule_draws else 0)
     for name in names:
-        print("\n".join(analyse(name, args.draws, args.seed, not args.patterns_only)))
+        print("\n".join(analyse(name, args.draws, args.seed, not args.patterns_only, args.part, rule)))
     print(f"end: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     sys.stdout.flush()
 

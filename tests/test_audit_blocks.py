@@ -22,6 +22,7 @@ from dpcert.audits.benchmark_mechanisms import (
     Parallel,
     SparseVector,
     benchmark_mechanism,
+    benchmark_mechanisms,
 )
 from dpcert.audits.classifier_search import (
     _block_scorers,
@@ -177,17 +178,29 @@ def test_the_held_out_scores_a_block_scorer_is_judged_on_are_its_events_scores()
     assert np.array_equal(scorer.held[1], scorer.event.scores(rows_b[20_000:]))
 
 
-@pytest.mark.parametrize("name", ["DPSniper-NumericalSVT", "DPSniper-PrefixSum", "DPSniper-LaplaceParallel"])
-def test_no_block_scorer_where_the_coordinates_form_one_block_or_are_all_independent(name):
-    """Seeded.  A sparse vector's coordinates share the threshold noise and the cutoff, a prefix sum's
-    its running noise (one block); LaplaceParallel's releases are independent (blocks of one
-    coordinate, which the coordinates' marginal tables already score)."""
-    entry = benchmark_mechanism(name)
-    a, b = entry.pairs()[0]
-    rng = np.random.default_rng(15)
-    rows_a = np.asarray(entry.mechanism(a, rng, size=40_000), dtype=float).reshape(40_000, -1)
-    rows_b = np.asarray(entry.mechanism(b, rng, size=40_000), dtype=float).reshape(40_000, -1)
-    assert _block_starts(_draws(rows_a, rows_b, 20_000), 20_000) is None
+def test_among_the_benchmark_mechanisms_only_the_two_algorithms_side_by_side_have_blocks():
+    """Seeded, 2·10⁴ fitting draws per input on each mechanism's first pair, over every benchmark
+    mechanism whose outputs have several coordinates and too many distinct values for cells (17).
+    Expected from the definitions: SVT34Parallel's two algorithms draw independent noise (blocks 0–9
+    and 10–19); a sparse vector's coordinates share the threshold noise and the cutoff, a prefix sum's
+    its running noise (one block); the histograms', RAPPORs' and LaplaceParallel's coordinates are
+    independent (blocks of one coordinate, which the coordinates' marginal tables already score: no
+    block scorer)."""
+    checked = []
+    for entry in benchmark_mechanisms():
+        a, b = entry.pairs()[0]
+        rng = np.random.default_rng(15)
+        rows_a = np.asarray(entry.mechanism(a, rng, size=40_000), dtype=float).reshape(40_000, -1)
+        rows_b = np.asarray(entry.mechanism(b, rng, size=40_000), dtype=float).reshape(40_000, -1)
+        if (
+            rows_a.shape[1] < 2
+            or CellTable.of(np.concatenate([rows_a[:20_000], rows_b[:20_000]])) is not None
+        ):
+            continue
+        checked.append(entry.name)
+        expected = (0, 10) if entry.name == "DPSniper-SVT34Parallel" else None
+        assert _block_starts(_draws(rows_a, rows_b, 20_000), 20_000) == expected, entry.name
+    assert len(checked) == 17
 
 
 def test_the_block_sum_estimates_svt34parallels_log_ratio_better_than_every_whole_output_scorer():
