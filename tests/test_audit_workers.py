@@ -142,10 +142,12 @@ def test_spawned_draws_of_unannounced_types_are_drawn_here_with_the_same_outputs
         "iSVT4",  # sparse-vector outputs: binned cells, row summaries, logistic regression
         "DPSniper-NumericalSVT",
         "DPSniper-Laplace",  # one coordinate: binned cells and logistic regression
+        "DPSniper-SVT34Parallel",  # independent blocks, learned side by side
     ],
 )
 def test_learning_in_forked_groups_gives_the_event_of_one_process(name):
-    """Without a marginal score every scorer is judged, and the groups are judged side by side."""
+    """Without a marginal score every scorer is judged, and the groups are judged side by side; the
+    blocks of outputs made of independent blocks are learned side by side."""
     entry = benchmark_mechanism(name)
     pairs = CandidatePairs(entry.pairs(), relation=entry.relation)
     candidate = pairs.candidates(np.random.default_rng(0))[0]
