@@ -1,7 +1,8 @@
-"""The best lower bound any event can give at a given number of evaluation draws, for two of DP-Sniper's
-benchmark mechanisms whose likelihood ratio has a computable form: the numerical sparse vector
-(Wang, Ding, Wang, Kifer & Zhang 2019; DP-Sniper's NumericalSVT) and Lyu, Su & Li 2017's Algorithms 3
-and 4 run side by side (DP-Sniper's SVT34Parallel).
+"""The best lower bound any event can give at a given number of evaluation draws, for three of
+DP-Sniper's benchmark mechanisms whose likelihood ratio has a computable form: the numerical sparse
+vector (Wang, Ding, Wang, Kifer & Zhang 2019; DP-Sniper's NumericalSVT), Lyu, Su & Li 2017's
+Algorithms 3 and 4 run side by side (DP-Sniper's SVT34Parallel), and twenty Laplace releases of one
+answer (DP-Sniper's LaplaceParallel).
 
 Run as ``python benchmarks/audit_best_possible.py [--draws N] [--only NAME,...] [--seed S]
 [--patterns-only] [--part K] [--rule-draws H [--rule-seeds R]]``; prints a markdown section for
@@ -21,7 +22,9 @@ of an output is computed from the mechanism's definition:
   ratio multiplies the pattern's;
 * a value released by Lyu et al.'s Algorithm 3 is the compared noisy query itself, so the pattern's
   integral runs over ρ ≤ (the least released value − T), tabulated as a function of that bound;
-* the two algorithms side by side draw independent noise: their log ratios add.
+* the two algorithms side by side draw independent noise: their log ratios add;
+* DP-Sniper's LaplaceParallel releases one answer 20 times with independent Laplace noise: the
+  releases' density ratios multiply.
 
 Among all events, those of the form ``{L ≥ t}`` (and ``{L ≤ t}`` with b as numerator) give the most
 probability under the numerator for a given probability under the denominator (Neyman & Pearson
@@ -51,6 +54,7 @@ from scipy import stats
 from dpcert.audits.benchmark_mechanisms import (
     ABORTED_VALUE,
     FALSE_VALUE,
+    LaplaceCopies,
     NumericalSparseVector,
     Parallel,
     SparseVector,
@@ -58,7 +62,7 @@ from dpcert.audits.benchmark_mechanisms import (
 )
 from dpcert.audits.classifier_search import choose_event
 
-NAMES = ("DPSniper-NumericalSVT", "DPSniper-SVT34Parallel")
+NAMES = ("DPSniper-NumericalSVT", "DPSniper-SVT34Parallel", "DPSniper-LaplaceParallel")
 STEP = 0.01  # grid step of the threshold noise ρ
 SETTINGS = ((6_000_000, 0.95), (10_000_000, 0.9))  # (evaluation draws, confidence) compared
 CHUNK = 1_000_000
@@ -180,8 +184,12 @@ class LogRatio:
     """``L(o) = ln p_a(o) − ln p_b(o)`` for one of the two mechanisms on one pair."""
 
     def __init__(self, mechanism: object, a: np.ndarray, b: np.ndarray, values: bool = True) -> None:
-        self.parts = list(mechanism.parts) if isinstance(mechanism, Parallel) else [mechanism]
         self.a, self.b, self.values = a, b, values
+        self.laplace = mechanism if isinstance(mechanism, LaplaceCopies) else None
+        if self.laplace is not None:  # independent Laplace releases: their density ratios multiply
+            self.parts, self.tables = [], []
+            return
+        self.parts = list(mechanism.parts) if isinstance(mechanism, Parallel) else [mechanism]
         self.tables = [(PatternPart(part, a), PatternPart(part, b)) for part in self.parts]
 
     def check_total(self) -> float:
@@ -194,6 +202,10 @@ class LogRatio:
         return worst
 
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        if self.laplace is not None:
+            values = outputs.reshape(outputs.shape[0], -1)
+            a, b = float(np.ravel(self.a)[0]), float(np.ravel(self.b)[0])
+            return ((np.abs(values - b) - np.abs(values - a)) / self.laplace.scale).sum(axis=1)
         total = np.zeros(outputs.shape[0])
         column = 0
         for part, (table_a, table_b) in zip(self.parts, self.tables, strict=True):
@@ -344,7 +356,7 @@ def analyse(
             held_b = _draw_log_ratios(mechanism, b, forward, held, seed + 1001 + 2 * k)
             bounds.append(rule_bounds(on_a, on_b, (held_a, held_b), evaluation, confidence))
         summary.append(
-            f"the threshold rule with the exact log ratio as its score, on {held:.0e} held-out draws per "
+            f"the threshold rule with the exact log ratio as its score, on {held:.3g} held-out draws per "
             f"input ({top[3]}, {rule_seeds} seeds): {', '.join(f'{v:.4f}' for v in bounds)}; median "
             f"{float(np.median(bounds)):.4f}"
         )
