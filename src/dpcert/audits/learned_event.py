@@ -625,9 +625,7 @@ def values_independent_of_patterns(
             bins = len(binning.edges[coordinate]) + 1
             if bins < 2 or not released.any():
                 continue
-            joint = np.bincount(
-                index[released] * bins + (code[released] - len(atoms)), minlength=len(cells.cells) * bins
-            ).reshape(len(cells.cells), bins)
+            joint = contingency(index[released], code[released] - len(atoms), len(cells.cells), bins)
             tests.append(independence_p_value(joint))
     return all(p > level / len(tests) for p in tests) if tests else True
 
@@ -665,19 +663,29 @@ def independent_blocks(
     ratios of the blocks, each estimated on its own columns, add up to the whole output's.  Only
     neighbouring coordinates are tested: a block boundary the tests miss (or a false one) costs power,
     never validity, since the event is fixed before the draws that bound it."""
-    width = len(binning.atoms)
-    tests = len(codes) * (width - 1)
+    sizes = marginal_sizes(binning)
+    tests = len(codes) * (len(sizes) - 1)
     starts = [0]
-    for k in range(1, width):
-        p_values = []
-        for on_input in codes:
-            left, right = on_input[k - 1].astype(np.int64), on_input[k].astype(np.int64)
-            size = int(right.max(initial=0)) + 1
-            joint = np.bincount(left * size + right, minlength=(int(left.max(initial=0)) + 1) * size)
-            p_values.append(independence_p_value(joint.reshape(-1, size)))
+    for k in range(1, len(sizes)):
+        p_values = [
+            independence_p_value(
+                contingency(
+                    on_input[k - 1].astype(np.int64), on_input[k].astype(np.int64), sizes[k - 1], sizes[k]
+                )
+            )
+            for on_input in codes
+        ]
         if min(p_values) > level / tests:
             starts.append(k)
     return tuple(starts)
+
+
+def contingency(rows: np.ndarray, columns: np.ndarray, row_count: int, column_count: int) -> np.ndarray:
+    """The table of how many pairs ``(rows[i], columns[i])`` take each pair of codes (codes are
+    non-negative integers below ``row_count`` and ``column_count``)."""
+    return np.bincount(rows * column_count + columns, minlength=row_count * column_count).reshape(
+        row_count, column_count
+    )
 
 
 def value_log_ratios_of_counts(
