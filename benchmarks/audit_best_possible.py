@@ -181,7 +181,8 @@ def _released_log_density(outputs: np.ndarray, queries: np.ndarray, scale: float
 
 
 class LogRatio:
-    """``L(o) = ln p_a(o) − ln p_b(o)`` for one of the two mechanisms on one pair."""
+    """``L(o) = ln p_a(o) − ln p_b(o)`` for one of the mechanisms of :data:`NAMES` (or one part of
+    mechanisms side by side) on one pair."""
 
     def __init__(self, mechanism: object, a: np.ndarray, b: np.ndarray, values: bool = True) -> None:
         self.a, self.b, self.values = a, b, values
@@ -301,9 +302,8 @@ def analyse(
     none."""
     entry = benchmark_mechanism(name)
     mechanism = entry.mechanism
-    if part is not None:
-        if not isinstance(mechanism, Parallel) or not 0 <= part < len(mechanism.parts):
-            raise SystemExit(f"--part: {name} has no part {part}")
+    if part is not None:  # checked by main before any work
+        assert isinstance(mechanism, Parallel)
         mechanism = mechanism.parts[part]
     lines = []
     results = []
@@ -390,6 +390,10 @@ def main() -> None:
         parser.error("--draws: at least 1000")
     if args.rule_draws < 0 or args.rule_seeds < 1:
         parser.error("--rule-draws: 0 or more; --rule-seeds: at least 1")
+    for name in names if args.part is not None else ():
+        mechanism = benchmark_mechanism(name).mechanism
+        if not isinstance(mechanism, Parallel) or not 0 <= args.part < len(mechanism.parts):
+            parser.error(f"--part: {name} has no part {args.part} (only mechanisms side by side have parts)")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(
         f"Command: `python benchmarks/audit_best_possible.py --draws {args.draws} --only {','.join(names)} "
